@@ -1,0 +1,112 @@
+//! The one door to the ambient filesystem and environment.
+//!
+//! The library never opens a path on its own authority. The binaries hold
+//! ambient authority and hand the library an [`Ambient`] implementation; the
+//! library uses it to open the workspace root once (and, for hooks, the few
+//! files that live outside it, such as host transcripts), then works only
+//! through `cap_std::fs::Dir` handles. Tests substitute their own.
+
+use std::ffi::OsString;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use cap_fs_ext::OpenOptionsSyncExt;
+use cap_std::fs::{Dir, OpenOptions};
+
+/// Capabilities the binaries grant the library.
+pub trait Ambient: Sync {
+    /// Opens a directory by ambient path (relative paths against the process
+    /// working directory).
+    fn open_dir(&self, path: &Path) -> io::Result<Dir>;
+    /// Creates a directory and its parents by ambient path.
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// The process working directory.
+    fn current_dir(&self) -> io::Result<PathBuf>;
+    /// An environment variable.
+    fn var_os(&self, key: &str) -> Option<OsString>;
+    /// The running executable.
+    fn current_exe(&self) -> io::Result<PathBuf>;
+    /// Ends the process at once with `code` (hook watchdog only).
+    fn terminate(&self, code: i32) -> !;
+}
+
+/// Reads an environment variable as UTF-8 (non-UTF-8 values count as unset).
+pub fn var(amb: &dyn Ambient, key: &str) -> Option<String> {
+    amb.var_os(key).and_then(|v| v.into_string().ok())
+}
+
+/// Why an ambient file could not be read.
+#[derive(Debug)]
+pub enum ReadError {
+    /// No such file.
+    NotFound,
+    /// A directory, FIFO, socket or device.
+    NotRegular,
+    /// Larger than the cap (`size` is at least this large).
+    TooLarge {
+        /// Bytes seen.
+        size: u64,
+    },
+    /// Any other failure.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::NotFound => f.write_str("no such file"),
+            ReadError::NotRegular => f.write_str("not a regular file"),
+            ReadError::TooLarge { size } => write!(f, "too large ({size} bytes or more)"),
+            ReadError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Splits an ambient path into its parent directory and file name.
+pub fn split(path: &Path) -> Option<(PathBuf, OsString)> {
+    let name = path.file_name()?.to_owned();
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Some((parent, name))
+}
+
+/// Reads a file named on the command line (`--rules FILE`, a payload path):
+/// the user chose it, so a symlink at the leaf is followed, but the open is
+/// non-blocking, the handle must be a regular file, and at most `max` bytes
+/// are accepted.
+pub fn read_file(amb: &dyn Ambient, path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
+    let (parent, name) = split(path).ok_or(ReadError::NotRegular)?;
+    let dir = amb.open_dir(&parent).map_err(map_io)?;
+    let mut opts = OpenOptions::new();
+    opts.read(true).nonblock(true);
+    let file = dir.open_with(&name, &opts).map_err(map_io)?;
+    let meta = file.metadata().map_err(ReadError::Io)?;
+    if !meta.is_file() {
+        return Err(ReadError::NotRegular);
+    }
+    read_capped(file, max)
+}
+
+/// Reads at most `max` bytes; more is [`ReadError::TooLarge`].
+pub fn read_capped(r: impl Read, max: u64) -> Result<Vec<u8>, ReadError> {
+    let mut buf = Vec::new();
+    r.take(max.saturating_add(1))
+        .read_to_end(&mut buf)
+        .map_err(ReadError::Io)?;
+    if buf.len() as u64 > max {
+        return Err(ReadError::TooLarge {
+            size: buf.len() as u64,
+        });
+    }
+    Ok(buf)
+}
+
+fn map_io(e: io::Error) -> ReadError {
+    match e.kind() {
+        io::ErrorKind::NotFound => ReadError::NotFound,
+        io::ErrorKind::IsADirectory | io::ErrorKind::NotADirectory => ReadError::NotRegular,
+        _ => ReadError::Io(e),
+    }
+}

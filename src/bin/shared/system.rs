@@ -1,0 +1,62 @@
+//! The ambient capability the binaries grant the library: the only place that
+//! touches paths on the process's own authority.
+
+#![allow(clippy::disallowed_methods)]
+
+use std::ffi::OsString;
+use std::io::{self, IsTerminal};
+use std::path::{Path, PathBuf};
+
+use cap_std::fs::Dir;
+use evidence_gate::ambient::Ambient;
+
+pub struct System {
+    authority: cap_std::AmbientAuthority,
+}
+
+impl System {
+    pub fn new() -> System {
+        System {
+            authority: cap_std::ambient_authority(),
+        }
+    }
+}
+
+impl Ambient for System {
+    fn open_dir(&self, path: &Path) -> io::Result<Dir> {
+        Dir::open_ambient_dir(path, self.authority)
+    }
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        Dir::create_ambient_dir_all(path, self.authority)
+    }
+    fn current_dir(&self) -> io::Result<PathBuf> {
+        std::env::current_dir()
+    }
+    fn var_os(&self, key: &str) -> Option<OsString> {
+        std::env::var_os(key)
+    }
+    fn current_exe(&self) -> io::Result<PathBuf> {
+        std::env::current_exe()
+    }
+    fn terminate(&self, code: i32) -> ! {
+        std::process::exit(code)
+    }
+}
+
+/// Runs the CLI on the real process streams.
+pub fn run() -> std::process::ExitCode {
+    let system = System::new();
+    let stdin = io::stdin();
+    let stdout = io::stdout();
+    let stderr = io::stderr();
+    let mut io = evidence_gate::cli::Io {
+        stdin_is_terminal: stdin.is_terminal(),
+        stdout_is_terminal: stdout.is_terminal(),
+        stderr_is_terminal: stderr.is_terminal(),
+        stdin: &mut stdin.lock(),
+        stdout: &mut stdout.lock(),
+        stderr: &mut stderr.lock(),
+    };
+    let code = evidence_gate::cli::main(std::env::args_os().collect(), &system, &mut io);
+    std::process::ExitCode::from(code)
+}

@@ -1,0 +1,119 @@
+//! Command-line front end: argument parsing (clap), dispatch, rendering and
+//! exit codes. Logic lives in the modules it calls.
+
+mod render;
+mod schema;
+mod verify;
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::path::Path;
+
+use clap::{Parser, Subcommand};
+
+use crate::ambient::Ambient;
+
+pub use render::Format;
+
+/// The process's standard streams and whether each is a terminal.
+pub struct Io<'a> {
+    /// Standard input.
+    pub stdin: &'a mut dyn Read,
+    /// Standard output.
+    pub stdout: &'a mut dyn Write,
+    /// Standard error.
+    pub stderr: &'a mut dyn Write,
+    /// stdin is a terminal.
+    pub stdin_is_terminal: bool,
+    /// stdout is a terminal (colour, progress).
+    pub stdout_is_terminal: bool,
+    /// stderr is a terminal.
+    pub stderr_is_terminal: bool,
+}
+
+/// Exit code for usage errors and "could not verify".
+pub const EXIT_USAGE: u8 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "evidence-gate",
+    version,
+    about = "Makes AI coding agents prove their work.",
+    long_about = "Makes AI coding agents prove their work: verifies evidence payloads inside a \
+                  capability sandbox, checks quality gates, runs the goal engine and adapts host hooks."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Verify evidence payloads (same as the `verify-evidence` binary).
+    Verify(verify::VerifyArgs),
+    /// Print a JSON Schema generated from the Rust types.
+    Schema(schema::SchemaArgs),
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "verify-evidence",
+    version,
+    about = "Verify evidence payloads: every deliverable exists inside the root, is a non-empty \
+             regular file reached through no symlink, hashes to its declared digest, and the \
+             verdict is `passed`.",
+    after_help = "Exit status: 0 pass, 1 fail, 2 could not verify or usage error."
+)]
+struct VerifyCli {
+    #[command(flatten)]
+    args: verify::VerifyArgs,
+}
+
+/// Runs the program named by `argv[0]` and returns the exit code.
+pub fn main(argv: Vec<OsString>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
+    let stem = argv
+        .first()
+        .and_then(|a| Path::new(a).file_stem())
+        .and_then(|s| s.to_str())
+        .unwrap_or("evidence-gate")
+        .to_owned();
+    if stem == "verify-evidence" {
+        return match VerifyCli::try_parse_from(&argv) {
+            Ok(cli) => verify::run(&cli.args, amb, io),
+            Err(e) => clap_error(e, io),
+        };
+    }
+    match Cli::try_parse_from(&argv) {
+        Ok(cli) => match cli.command {
+            Command::Verify(args) => verify::run(&args, amb, io),
+            Command::Schema(args) => schema::run(&args, io),
+        },
+        Err(e) => clap_error(e, io),
+    }
+}
+
+fn clap_error(e: clap::Error, io: &mut Io<'_>) -> u8 {
+    use clap::error::ErrorKind;
+    let rendered = e.render().ansi().to_string();
+    let plain = e.render().to_string();
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let text = if io.stdout_is_terminal {
+                rendered
+            } else {
+                plain
+            };
+            let _ = io.stdout.write_all(text.as_bytes());
+            0
+        }
+        _ => {
+            let text = if io.stderr_is_terminal {
+                rendered
+            } else {
+                plain
+            };
+            let _ = io.stderr.write_all(text.as_bytes());
+            EXIT_USAGE
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The catalogue of finding codes. Names are stable API: CI systems, SARIF
+//! rules and users' scripts key on them. The README's table is checked
+//! against [`Code::ALL`] by a test.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+/// How a finding bears on the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Class {
+    /// Definitive: the evidence is wrong.
+    Fail,
+    /// The verifier could not decide (I/O error, invalid rules, unreadable input).
+    Unverifiable,
+    /// Reported, never fails on its own (unless a strict mode escalates it).
+    Warning,
+    /// Informational.
+    Info,
+}
+
+macro_rules! codes {
+    ($( $variant:ident = $name:literal, $class:ident, $summary:literal; )*) => {
+        /// A stable finding code; `Display` is the SCREAMING_SNAKE name.
+        #[non_exhaustive]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Code {
+            $(
+                #[doc = $summary]
+                $variant,
+            )*
+        }
+
+        impl Code {
+            /// Every code, in catalogue order.
+            pub const ALL: &'static [Code] = &[$(Code::$variant),*];
+
+            /// The stable SCREAMING_SNAKE name.
+            pub fn name(self) -> &'static str {
+                match self { $(Code::$variant => $name,)* }
+            }
+
+            /// Default class of a finding with this code.
+            pub fn class(self) -> Class {
+                match self { $(Code::$variant => Class::$class,)* }
+            }
+
+            /// One-sentence meaning (README table, SARIF rule help).
+            pub fn summary(self) -> &'static str {
+                match self { $(Code::$variant => $summary,)* }
+            }
+
+            /// Looks a code up by its name.
+            pub fn from_name(name: &str) -> Option<Code> {
+                match name { $($name => Some(Code::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+codes! {
+    // §2 step 1: lexical.
+    PathEmpty = "PATH_EMPTY", Fail, "A declared path is empty.";
+    PathControlChar = "PATH_CONTROL_CHAR", Fail, "A path contains NUL or another control character.";
+    PathBackslash = "PATH_BACKSLASH", Fail, "A path contains a backslash; paths use forward slashes.";
+    PathAbsolute = "PATH_ABSOLUTE", Fail, "A path is absolute (leading `/`, drive letter or UNC prefix); paths are relative to the root.";
+    PathTraversal = "PATH_TRAVERSAL", Fail, "A path contains a `..` component.";
+    PathNotClean = "PATH_NOT_CLEAN", Fail, "A path has `.` or empty components or a trailing `/` (it must equal its clean form).";
+    PathTooLong = "PATH_TOO_LONG", Fail, "A path exceeds `limits.maxPathBytes` or a component exceeds `limits.maxComponentBytes`.";
+    PathForbidden = "PATH_FORBIDDEN", Fail, "A path lies in a forbidden location (`.git`, the engine's own state directories).";
+    // §2 step 2: policy.
+    PathNotAllowed = "PATH_NOT_ALLOWED", Fail, "A deliverable matches no `deliverables.allow` glob or matches a `deliverables.deny` glob.";
+    ArtifactOutsideEvidenceRoot = "ARTIFACT_OUTSIDE_EVIDENCE_ROOT", Fail, "An artifact path does not lie under the evidence root.";
+    // §2 step 3: confined open.
+    PathSymlink = "PATH_SYMLINK", Fail, "A symlink was met at some component of the path; symlinks are never followed.";
+    PathEscapesRoot = "PATH_ESCAPES_ROOT", Fail, "The sandbox reported an escape from the root (defence in depth; validated paths cannot produce it).";
+    FileMissing = "FILE_MISSING", Fail, "Nothing exists at the path, or a component on the way is not a directory.";
+    // §2 step 4: handle checks.
+    NotRegularFile = "NOT_REGULAR_FILE", Fail, "The path names a directory, FIFO, socket or device, not a regular file.";
+    FileEmpty = "FILE_EMPTY", Fail, "The file is empty.";
+    FileHardlinked = "FILE_HARDLINKED", Fail, "The file has more than one hard link (it may be reachable from outside the root).";
+    FileTooLarge = "FILE_TOO_LARGE", Fail, "The file is larger than `limits.maxFileBytes`.";
+    // §2 steps 5-6: hash and re-check.
+    DigestMismatch = "DIGEST_MISMATCH", Fail, "The file's SHA-256 differs from the declared `sha256`.";
+    DigestInvalid = "DIGEST_INVALID", Fail, "A declared `sha256` is not 64 lowercase hex digits.";
+    FileChangedDuringCheck = "FILE_CHANGED_DURING_CHECK", Fail, "The file's size, modification time or identity changed while it was verified.";
+    // §2 globs.
+    GlobTooFewMatches = "GLOB_TOO_FEW_MATCHES", Fail, "A glob deliverable matched fewer files than its `min`.";
+    GlobTooManyMatches = "GLOB_TOO_MANY_MATCHES", Fail, "A glob deliverable matched more files than its `max`.";
+    GlobInvalid = "GLOB_INVALID", Fail, "A glob is unparsable, contains `..`, starts with `/`, or has `min` < 1 or `max` < `min`.";
+    // §3 payload-level.
+    EvidenceParseError = "EVIDENCE_PARSE_ERROR", Fail, "The payload is not JSON, is over the size limit, is not UTF-8 or has duplicate keys.";
+    EvidenceSchemaInvalid = "EVIDENCE_SCHEMA_INVALID", Fail, "The payload has wrong types, unknown or missing fields, or `evidence` is not 1.";
+    EvidenceNoDeliverables = "EVIDENCE_NO_DELIVERABLES", Fail, "`deliverables` is empty: nothing to check is a failure, never a pass.";
+    ArtifactIdDuplicate = "ARTIFACT_ID_DUPLICATE", Fail, "Two artifacts share one `id`.";
+    ArtifactRefUnknown = "ARTIFACT_REF_UNKNOWN", Fail, "A verification check names an artifact id that does not exist.";
+    ArtifactKindUnknown = "ARTIFACT_KIND_UNKNOWN", Fail, "An artifact `kind` is not listed in the rules' `artifactKinds`.";
+    VerdictNotPassed = "VERDICT_NOT_PASSED", Fail, "`verification.verdict` is `failed` or `blocked`.";
+    VerdictInconsistent = "VERDICT_INCONSISTENT", Fail, "The verdict is `passed` but a listed check has a non-zero `exitCode`.";
+    PlaceholderText = "PLACEHOLDER_TEXT", Fail, "A required text is a placeholder (`todo`, `tbd`, `<replace:`, `{{`, …).";
+    GoalUnknown = "GOAL_UNKNOWN", Fail, "`goalId` names no goal of the plan (plan context only).";
+    CriterionUnknown = "CRITERION_UNKNOWN", Fail, "A `criterionIds` entry names no criterion of the goal (plan context only).";
+    // §5: could not verify.
+    IoError = "IO_ERROR", Unverifiable, "An I/O error other than the mapped ones (for example permission denied) prevented a decision.";
+    RulesInvalid = "RULES_INVALID", Unverifiable, "A rules file (embedded, repository override or `--rules`) is not valid.";
+    RootUnavailable = "ROOT_UNAVAILABLE", Unverifiable, "The root directory does not exist or cannot be opened.";
+    PayloadUnreadable = "PAYLOAD_UNREADABLE", Unverifiable, "The payload file itself cannot be read (missing, not a regular file, permission denied).";
+    VerifyTimeout = "VERIFY_TIMEOUT", Unverifiable, "Verification did not finish within its time budget.";
+    // goal-engine.md §2.5.4: ledger chain verification.
+    LedgerTornTail = "LEDGER_TORN_TAIL", Fail, "Bytes after the ledger's last newline do not parse as a JSON object (a torn write).";
+    LedgerUnterminated = "LEDGER_UNTERMINATED", Warning, "The ledger's last record is a JSON object without its terminating newline.";
+    LedgerRecordInvalid = "LEDGER_RECORD_INVALID", Fail, "A ledger record is not a JSON object.";
+    LedgerNotChained = "LEDGER_NOT_CHAINED", Warning, "The ledger has no hash-chained record at all (written only by legacy tools).";
+    LedgerChainBroken = "LEDGER_CHAIN_BROKEN", Fail, "A chained record's `prev` differs from the hash of the record before it (an edit).";
+    LedgerSeqGap = "LEDGER_SEQ_GAP", Fail, "A chained record's `seq` is not the previous chained `seq` + 1.";
+    LedgerRevisionRegressed = "LEDGER_REVISION_REGRESSED", Fail, "A chained record's `revision` is lower than an earlier one's.";
+    LedgerForeignRecord = "LEDGER_FOREIGN_RECORD", Fail, "An unchained record appears after the chain start.";
+    LedgerBehindPlan = "LEDGER_BEHIND_PLAN", Warning, "The plan is one revision ahead of the ledger and carries the missing entries (recoverable).";
+    LedgerPlanMismatch = "LEDGER_PLAN_MISMATCH", Fail, "The plan's revision and the ledger's last revision disagree beyond recovery.";
+    LedgerArchiveMismatch = "LEDGER_ARCHIVE_MISMATCH", Fail, "`plan_created.replaced.previousHead` differs from the archived ledger's last record.";
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_round_trip() {
+        let mut seen = std::collections::HashSet::new();
+        for c in Code::ALL {
+            assert!(seen.insert(c.name()), "duplicate {}", c.name());
+            assert_eq!(Code::from_name(c.name()), Some(*c));
+            assert!(
+                c.name()
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || b == b'_')
+            );
+            assert!(c.summary().ends_with('.'));
+        }
+    }
+}

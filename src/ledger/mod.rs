@@ -1,0 +1,104 @@
+//! The one hash-chain implementation shared by every ledger in the product
+//! (the goal engine's `ledger.jsonl` and the hook gate ledger).
+//!
+//! A *record* is a maximal run of bytes terminated by `\n` that contains a
+//! non-whitespace byte. A record is *chained* when it is a JSON object with an
+//! integer `seq` ≥ 1 and a string `prev` of 64 lowercase hex digits. `prev` is
+//! the SHA-256 of the exact bytes of the record before it (chained or not,
+//! without its `\n`), 64 zeros for the first record; `seq` is the last chained
+//! `seq` + 1 (goal-engine.md §2.5.2).
+
+mod tail;
+mod verify;
+
+use serde_json::{Map, Value};
+
+pub use tail::{Tail, read_tail};
+pub use verify::{ChainFinding, ChainReport, ForeignSeverity, verify_chain};
+
+use crate::digest::sha256_hex;
+
+/// `prev` of the first record of a file.
+pub const ZERO_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// Hash of a record's exact bytes (without the terminating newline).
+pub fn record_hash(record: &[u8]) -> String {
+    sha256_hex(record)
+}
+
+/// True when `bytes` contains a non-whitespace byte (i.e. is a record).
+pub fn is_record(bytes: &[u8]) -> bool {
+    bytes.iter().any(|b| !b.is_ascii_whitespace())
+}
+
+/// `(seq, prev)` of a chained record, if it is one.
+pub fn chain_fields(value: &Value) -> Option<(u64, &str)> {
+    let obj = value.as_object()?;
+    let seq = obj.get("seq")?.as_u64().filter(|s| *s >= 1)?;
+    let prev = obj
+        .get("prev")?
+        .as_str()
+        .filter(|p| crate::digest::is_sha256_hex(p))?;
+    Some((seq, prev))
+}
+
+/// One record produced by [`chain_records`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainedRecord {
+    /// Its `seq`.
+    pub seq: u64,
+    /// Hash of its bytes (the next record's `prev`).
+    pub hash: String,
+}
+
+/// Serialises entries as chained records that continue after `tail`:
+/// `seq`/`prev` are removed from each entry and written last. Returns the
+/// bytes to append in one write (each record terminated by `\n`) and the
+/// records' seqs and hashes.
+pub fn chain_records(
+    last_seq: u64,
+    last_hash: Option<&str>,
+    entries: &[Map<String, Value>],
+) -> (Vec<u8>, Vec<ChainedRecord>) {
+    let mut out = Vec::new();
+    let mut recs = Vec::with_capacity(entries.len());
+    let mut prev = last_hash.unwrap_or(ZERO_HASH).to_owned();
+    let mut seq = last_seq;
+    for e in entries {
+        seq += 1;
+        let mut obj = e.clone();
+        obj.shift_remove("seq");
+        obj.shift_remove("prev");
+        obj.insert("seq".into(), Value::from(seq));
+        obj.insert("prev".into(), Value::String(prev.clone()));
+        let line = serde_json::to_vec(&Value::Object(obj)).expect("JSON values serialise");
+        let hash = record_hash(&line);
+        out.extend_from_slice(&line);
+        out.push(b'\n');
+        recs.push(ChainedRecord {
+            seq,
+            hash: hash.clone(),
+        });
+        prev = hash;
+    }
+    (out, recs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chain_links_records() {
+        let e: Map<String, Value> =
+            serde_json::from_str(r#"{"kind":"x","seq":9,"prev":"bad"}"#).unwrap();
+        let (bytes, recs) = chain_records(0, None, &[e.clone(), e]);
+        let text = String::from_utf8(bytes).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(recs[0].seq, 1);
+        assert_eq!(recs[1].seq, 2);
+        assert!(lines[0].ends_with(&format!(r#""seq":1,"prev":"{ZERO_HASH}"}}"#)));
+        assert!(lines[1].contains(&record_hash(lines[0].as_bytes())));
+        assert_eq!(recs[0].hash, record_hash(lines[0].as_bytes()));
+    }
+}

@@ -1,0 +1,37 @@
+//! evidence-gate makes AI coding agents prove their work.
+//!
+//! Data flows one way: *outside world → adapter → engine → sandboxed
+//! verification → decision → adapter → outside world*.
+//!
+//! * [`sandbox`] owns the workspace root as a `cap_std::fs::Dir`, lexical path
+//!   validation, confined no-follow non-blocking opens and streaming SHA-256;
+//! * [`evidence`] owns evidence payload v1, findings with stable codes and the
+//!   verdict;
+//! * [`rules`] loads the JSON policies (embedded defaults plus overrides);
+//! * [`ledger`] is the one hash-chain implementation every ledger uses;
+//! * [`store`] holds the durable-write primitives (atomic replace, append,
+//!   the mutation lock);
+//! * [`cli`] parses arguments, renders results and maps them to exit codes.
+//!
+//! The library never prints, never exits and never opens an ambient path:
+//! the binaries hand it an [`ambient::Ambient`] capability.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![deny(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::exit,
+    clippy::dbg_macro
+)]
+
+pub mod ambient;
+pub mod cli;
+pub mod digest;
+pub mod evidence;
+pub mod json;
+pub mod ledger;
+pub mod rules;
+pub mod sandbox;
+pub mod store;
+pub mod time;

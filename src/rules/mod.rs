@@ -1,0 +1,422 @@
+//! Policy as data: the JSON rule files under `rules/`, embedded at build time,
+//! merged with the repository override (`.evidence-gate/rules.json`) and
+//! `--rules FILE`, and validated family by family.
+//!
+//! The loader knows nothing about any family's content. A family is a
+//! top-level key of the merged document with a typed Rust shape
+//! ([`RuleFamily`]); adding one means adding its file to [`EMBEDDED`] and its
+//! validator to [`FAMILIES`], never changing the loader.
+
+pub mod evidence;
+
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::digest::sha256_hex;
+use crate::json::{self, deep_merge, pointer_token};
+
+/// A validation problem inside one family, located by a JSON pointer relative
+/// to the family's root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// JSON pointer relative to the family object.
+    pub pointer: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl Problem {
+    /// A problem at `pointer`.
+    pub fn at(pointer: impl Into<String>, problem: impl Into<String>) -> Problem {
+        Problem {
+            pointer: pointer.into(),
+            problem: problem.into(),
+        }
+    }
+}
+
+/// A rule family: the typed shape of one top-level key of the rules document.
+pub trait RuleFamily: DeserializeOwned {
+    /// Top-level key in the rules document (and in override files).
+    const KEY: &'static str;
+    /// Checks beyond the types (ranges, globs that compile, regexes).
+    fn check(&self) -> Result<(), Problem> {
+        Ok(())
+    }
+}
+
+/// Why the rules could not be loaded (`RULES_INVALID`, exit 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RulesError {
+    /// The file that introduced the problem.
+    pub file: String,
+    /// JSON pointer into the merged rules document.
+    pub pointer: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl fmt::Display for RulesError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.pointer.is_empty() {
+            write!(f, "{}: {}", self.file, self.problem)
+        } else {
+            write!(f, "{}: {}: {}", self.file, self.pointer, self.problem)
+        }
+    }
+}
+
+impl std::error::Error for RulesError {}
+
+/// How an embedded file is mounted into the rules document.
+#[derive(Debug, Clone, Copy)]
+pub enum Content {
+    /// A JSON document.
+    Json(&'static str),
+    /// A text template, mounted as a JSON string.
+    Text(&'static str),
+}
+
+/// One embedded rules file.
+#[derive(Debug, Clone, Copy)]
+pub struct Embedded {
+    /// Path in the source tree (used in error messages).
+    pub file: &'static str,
+    /// JSON pointer where the content is mounted (`""` merges at the top).
+    pub mount: &'static str,
+    /// The content.
+    pub content: Content,
+}
+
+/// Every embedded rules file.
+pub static EMBEDDED: &[Embedded] = &[Embedded {
+    file: "rules/evidence.json",
+    mount: "/evidence",
+    content: Content::Json(include_str!("../../rules/evidence.json")),
+}];
+
+/// A family validator: parses the family's value into its type and checks it.
+#[derive(Debug, Clone, Copy)]
+pub struct Family {
+    /// Top-level key.
+    pub key: &'static str,
+    /// Validation function.
+    pub validate: fn(&Value) -> Result<(), Problem>,
+}
+
+/// Every known family.
+pub static FAMILIES: &[Family] = &[family::<evidence::EvidenceRules>()];
+
+/// The [`Family`] entry of a [`RuleFamily`] type.
+pub const fn family<T: RuleFamily>() -> Family {
+    Family {
+        key: T::KEY,
+        validate: validate_as::<T>,
+    }
+}
+
+fn validate_as<T: RuleFamily>(value: &Value) -> Result<(), Problem> {
+    let parsed: T = parse_family(value)?;
+    parsed.check()
+}
+
+fn parse_family<T: DeserializeOwned>(value: &Value) -> Result<T, Problem> {
+    serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
+        let pointer = path_to_pointer(e.path());
+        Problem {
+            pointer,
+            problem: e.into_inner().to_string(),
+        }
+    })
+}
+
+fn path_to_pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for seg in path.iter() {
+        match seg {
+            Segment::Seq { index } => out.push_str(&format!("/{index}")),
+            Segment::Map { key } => {
+                out.push('/');
+                out.push_str(&pointer_token(key));
+            }
+            Segment::Enum { variant } => {
+                out.push('/');
+                out.push_str(&pointer_token(variant));
+            }
+            Segment::Unknown => {}
+        }
+    }
+    out
+}
+
+/// One override layer: a file name for messages and its bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Layer<'a> {
+    /// Shown in errors (`.evidence-gate/rules.json`, the `--rules` path).
+    pub name: &'a str,
+    /// The file content.
+    pub bytes: &'a [u8],
+}
+
+/// The merged, validated rules document.
+#[derive(Debug, Clone)]
+pub struct RuleSet {
+    merged: Value,
+    digest: String,
+    sources: Vec<String>,
+}
+
+impl RuleSet {
+    /// The embedded defaults alone.
+    pub fn embedded() -> Result<RuleSet, RulesError> {
+        RuleSet::load(&[])
+    }
+
+    /// Embedded defaults, then each layer in order (repository file first,
+    /// `--rules FILE` last). Every layer must be a JSON object whose keys are
+    /// known families; the merged result must validate.
+    pub fn load(layers: &[Layer<'_>]) -> Result<RuleSet, RulesError> {
+        let mut merged = Value::Object(Default::default());
+        for e in EMBEDDED {
+            let value = match e.content {
+                Content::Json(text) => json::parse_strict_str(text).map_err(|err| RulesError {
+                    file: e.file.into(),
+                    pointer: String::new(),
+                    problem: err.to_string(),
+                })?,
+                Content::Text(text) => Value::String(text.to_owned()),
+            };
+            mount(&mut merged, e.mount, value);
+        }
+        validate_all(&merged, &|_| "embedded rules".to_owned()).map_err(|mut err| {
+            err.file = embedded_file_for(&err.pointer);
+            err
+        })?;
+        let mut sources = vec!["embedded".to_owned()];
+        for layer in layers {
+            let overlay = json::parse_strict(layer.bytes).map_err(|err| RulesError {
+                file: layer.name.into(),
+                pointer: String::new(),
+                problem: format!("not valid JSON: {err}"),
+            })?;
+            let Value::Object(map) = &overlay else {
+                return Err(RulesError {
+                    file: layer.name.into(),
+                    pointer: String::new(),
+                    problem: "must be a JSON object with one key per rule family".into(),
+                });
+            };
+            for key in map.keys() {
+                if !FAMILIES.iter().any(|f| f.key == key) {
+                    let known: Vec<&str> = FAMILIES.iter().map(|f| f.key).collect();
+                    return Err(RulesError {
+                        file: layer.name.into(),
+                        pointer: format!("/{}", pointer_token(key)),
+                        problem: format!("unknown rule family; known: {}", known.join(", ")),
+                    });
+                }
+            }
+            deep_merge(&mut merged, &overlay);
+            validate_all(&merged, &|_| layer.name.to_owned())?;
+            sources.push(layer.name.to_owned());
+        }
+        let digest = format!("sha256:{}", sha256_hex(json::canonical(&merged).as_bytes()));
+        Ok(RuleSet {
+            merged,
+            digest,
+            sources,
+        })
+    }
+
+    /// The typed value of one family.
+    pub fn family<T: RuleFamily>(&self) -> Result<T, RulesError> {
+        let value = self.merged.get(T::KEY).unwrap_or(&Value::Null);
+        parse_family(value).map_err(|p| RulesError {
+            file: embedded_file_for(&format!("/{}", T::KEY)),
+            pointer: format!("/{}{}", T::KEY, p.pointer),
+            problem: p.problem,
+        })
+    }
+
+    /// A raw value by JSON pointer (for text templates and data lookups).
+    pub fn pointer(&self, pointer: &str) -> Option<&Value> {
+        self.merged.pointer(pointer)
+    }
+
+    /// `sha256:<hex>` of the canonical merged document.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// Names of the layers applied, embedded first.
+    pub fn sources(&self) -> &[String] {
+        &self.sources
+    }
+}
+
+fn mount(doc: &mut Value, pointer: &str, value: Value) {
+    if pointer.is_empty() {
+        deep_merge(doc, &value);
+        return;
+    }
+    let mut cur = doc;
+    let tokens: Vec<&str> = pointer.trim_start_matches('/').split('/').collect();
+    for (i, t) in tokens.iter().enumerate() {
+        let map = cur.as_object_mut().expect("rules mount points are objects");
+        if i + 1 == tokens.len() {
+            match map.get_mut(*t) {
+                Some(existing) => deep_merge(existing, &value),
+                None => {
+                    map.insert((*t).to_owned(), value);
+                }
+            }
+            return;
+        }
+        cur = map
+            .entry((*t).to_owned())
+            .or_insert_with(|| Value::Object(Default::default()));
+    }
+}
+
+fn validate_all(merged: &Value, blame: &dyn Fn(&str) -> String) -> Result<(), RulesError> {
+    for f in FAMILIES {
+        let value = merged.get(f.key).unwrap_or(&Value::Null);
+        (f.validate)(value).map_err(|p| {
+            let pointer = format!("/{}{}", f.key, p.pointer);
+            RulesError {
+                file: blame(&pointer),
+                pointer,
+                problem: p.problem,
+            }
+        })?;
+    }
+    Ok(())
+}
+
+fn embedded_file_for(pointer: &str) -> String {
+    EMBEDDED
+        .iter()
+        .filter(|e| !e.mount.is_empty() && pointer.starts_with(e.mount))
+        .max_by_key(|e| e.mount.len())
+        .map(|e| e.file.to_owned())
+        .unwrap_or_else(|| "embedded rules".to_owned())
+}
+
+/// Repository override file, relative to the workspace root.
+pub const REPO_OVERRIDE: &str = ".evidence-gate/rules.json";
+
+/// Loads the rules for a workspace: embedded defaults, then the repository's
+/// `.evidence-gate/rules.json` (read through the sandbox: no symlink, regular
+/// file, at most 4 MiB), then `extra` (`--rules FILE`, already read).
+pub fn load_workspace(
+    root: &cap_std::fs::Dir,
+    extra: Option<Layer<'_>>,
+) -> Result<RuleSet, RulesError> {
+    use crate::sandbox::{FileChecks, FileProblem, PathLimits, RelPath, open};
+    const MAX: u64 = 4 * 1024 * 1024;
+    let path = RelPath::parse(REPO_OVERRIDE, PathLimits::default()).expect("constant path");
+    let repo_bytes = match open::open_leaf(root, &path) {
+        Ok((mut file, meta)) => {
+            let checks = FileChecks {
+                reject_hard_links: false,
+                max_bytes: MAX,
+                reject_empty: false,
+            };
+            let fail = |problem: String| RulesError {
+                file: REPO_OVERRIDE.into(),
+                pointer: String::new(),
+                problem,
+            };
+            if let Err(p) = open::check_handle(&meta, &checks) {
+                return Err(fail(describe_problem(&p)));
+            }
+            let mut kept = Vec::new();
+            open::hash_handle(&mut file, &meta, &checks, None, MAX as usize, &mut kept)
+                .map_err(|p| fail(describe_problem(&p)))?;
+            Some(kept)
+        }
+        Err(FileProblem::Missing) => None,
+        Err(p) => {
+            return Err(RulesError {
+                file: REPO_OVERRIDE.into(),
+                pointer: String::new(),
+                problem: describe_problem(&p),
+            });
+        }
+    };
+    let mut layers = Vec::new();
+    if let Some(b) = &repo_bytes {
+        layers.push(Layer {
+            name: REPO_OVERRIDE,
+            bytes: b,
+        });
+    }
+    if let Some(l) = extra {
+        layers.push(l);
+    }
+    RuleSet::load(&layers)
+}
+
+fn describe_problem(p: &crate::sandbox::FileProblem) -> String {
+    crate::evidence::verify::problem_finding(p).1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::evidence::EvidenceRules;
+
+    #[test]
+    fn embedded_rules_validate() {
+        let rules = RuleSet::embedded().unwrap();
+        let ev: EvidenceRules = rules.family().unwrap();
+        assert_eq!(ev.evidence_root, ".omo/evidence");
+        assert!(rules.digest().starts_with("sha256:"));
+    }
+
+    #[test]
+    fn override_merges_objects_and_replaces_arrays() {
+        let layer = br#"{"evidence":{"deliverables":{"deny":["secrets/**"]}}}"#;
+        let rules = RuleSet::load(&[Layer {
+            name: "o.json",
+            bytes: layer,
+        }])
+        .unwrap();
+        let ev: EvidenceRules = rules.family().unwrap();
+        assert_eq!(ev.deliverables.deny, vec!["secrets/**".to_owned()]);
+        assert_eq!(ev.deliverables.allow, vec!["**".to_owned()]);
+    }
+
+    #[test]
+    fn typos_and_unknown_families_are_errors() {
+        let err = RuleSet::load(&[Layer {
+            name: "o.json",
+            bytes: br#"{"evidence":{"deliverables":{"alow":[]}}}"#,
+        }])
+        .unwrap_err();
+        assert_eq!(err.file, "o.json");
+        assert_eq!(err.pointer, "/evidence/deliverables");
+        assert!(err.problem.contains("alow"), "{}", err.problem);
+        let err = RuleSet::load(&[Layer {
+            name: "o.json",
+            bytes: br#"{"evidense":{}}"#,
+        }])
+        .unwrap_err();
+        assert_eq!(err.pointer, "/evidense");
+        let err = RuleSet::load(&[Layer {
+            name: "o.json",
+            bytes: b"[1]",
+        }])
+        .unwrap_err();
+        assert!(err.problem.contains("object"));
+        let err = RuleSet::load(&[Layer {
+            name: "o.json",
+            bytes: br#"{"evidence":{"deliverables":{"allow":["a/[b"]}}}"#,
+        }])
+        .unwrap_err();
+        assert_eq!(err.pointer, "/evidence/deliverables/allow/0");
+    }
+}

@@ -1,0 +1,181 @@
+//! Durable writes inside a directory handle: atomic replace with fsync,
+//! single-write appends with data sync, and the cross-process mutation lock
+//! (goal-engine.md §2.7, §2.8). Shared by the goal engine and the hooks.
+
+mod lock;
+
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, File, OpenOptions};
+
+pub use lock::{LockError, LockOptions, MutationLock};
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Whether a replace is made durable before returning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// `sync_all` the temp file and fsync the directory after the rename.
+    Synced,
+    /// No fsync (caches such as the ledger index: losing them costs a rebuild).
+    Cache,
+}
+
+/// Name of the temp file used to replace `name`: `.<name>.<pid>.<epoch-ms>.<n>.tmp`.
+pub fn temp_name(name: &str) -> String {
+    format!(
+        ".{name}.{}.{}.{}.tmp",
+        std::process::id(),
+        crate::time::epoch_ms(SystemTime::now()),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Replaces `name` in `dir` atomically: write a temp file created with
+/// create-new in the same directory, sync it, rename it over `name`, fsync the
+/// directory. On failure the temp file is removed and `name` is untouched.
+pub fn atomic_replace(
+    dir: &Dir,
+    name: &str,
+    bytes: &[u8],
+    durability: Durability,
+) -> io::Result<()> {
+    let tmp = temp_name(name);
+    let result = (|| {
+        let mut opts = OpenOptions::new();
+        opts.write(true).create_new(true).follow(FollowSymlinks::No);
+        let mut f = dir.open_with(&tmp, &opts)?;
+        f.write_all(bytes)?;
+        if durability == Durability::Synced {
+            f.sync_all()?;
+        }
+        drop(f);
+        dir.rename(&tmp, dir, name)?;
+        if durability == Durability::Synced {
+            sync_dir(dir)?;
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = dir.remove_file(&tmp);
+    }
+    result
+}
+
+/// fsyncs a directory (so a rename or create inside it is durable).
+pub fn sync_dir(dir: &Dir) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        dir.try_clone()?.into_std_file().sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}
+
+/// Opens `name` for appending without following a symlink; it must be a
+/// regular file. Returns the handle and whether it was just created.
+pub fn open_append(dir: &Dir, name: &str) -> io::Result<(File, bool)> {
+    let mut opts = OpenOptions::new();
+    opts.append(true).read(true).follow(FollowSymlinks::No);
+    let (file, created) = match dir.open_with(name, &opts) {
+        Ok(f) => (f, false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let mut c = OpenOptions::new();
+            c.append(true)
+                .read(true)
+                .create_new(true)
+                .follow(FollowSymlinks::No);
+            match dir.open_with(name, &c) {
+                Ok(f) => (f, true),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    (dir.open_with(name, &opts)?, false)
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(e) => return Err(e),
+    };
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok((file, created))
+}
+
+/// Appends `bytes` with one `write_all` and one data sync; fsyncs the
+/// directory when the file was just created.
+pub fn append_synced(dir: &Dir, file: &mut File, created: bool, bytes: &[u8]) -> io::Result<()> {
+    file.write_all(bytes)?;
+    file.sync_data()?;
+    if created {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// Creates (if needed) and opens a chain of directories below `dir`, never
+/// following a symlink; a symlinked component is an error of kind
+/// `InvalidInput` naming it.
+pub fn create_dirs(dir: &Dir, rel: &crate::sandbox::RelPath) -> io::Result<Dir> {
+    use cap_fs_ext::DirExt;
+    let mut cur = dir.try_clone()?;
+    for c in rel.components() {
+        match cur.create_dir(c) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        cur = match cur.open_dir_nofollow(c) {
+            Ok(d) => d,
+            Err(e) => {
+                if cur
+                    .symlink_metadata(c)
+                    .is_ok_and(|m| m.file_type().is_symlink())
+                {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("`{c}` is a symlink"),
+                    ));
+                }
+                return Err(e);
+            }
+        };
+    }
+    Ok(cur)
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replace_and_append() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        atomic_replace(&dir, "a.json", b"one", Durability::Synced).unwrap();
+        atomic_replace(&dir, "a.json", b"two", Durability::Cache).unwrap();
+        assert_eq!(dir.read("a.json").unwrap(), b"two");
+        let (mut f, created) = open_append(&dir, "l.jsonl").unwrap();
+        assert!(created);
+        append_synced(&dir, &mut f, created, b"x\n").unwrap();
+        let (mut f, created) = open_append(&dir, "l.jsonl").unwrap();
+        assert!(!created);
+        append_synced(&dir, &mut f, created, b"y\n").unwrap();
+        assert_eq!(dir.read("l.jsonl").unwrap(), b"x\ny\n");
+        let names: Vec<_> = dir
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "no temp files left: {names:?}");
+    }
+}

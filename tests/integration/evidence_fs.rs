@@ -1,0 +1,1 @@
+//! evidence_fs

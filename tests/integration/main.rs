@@ -1,0 +1,11 @@
+//! The one integration test binary; topic modules inside.
+//!
+//! Tests build adversarial trees in temporary directories with `std::fs`,
+//! which the library itself may not use (see `clippy.toml`).
+
+#![allow(clippy::disallowed_methods)]
+
+mod common;
+mod evidence_cli;
+mod evidence_fs;
+mod properties;
