@@ -11,6 +11,7 @@
 //! * [`ledger`] is the one hash-chain implementation every ledger uses;
 //! * [`store`] holds the durable-write primitives (atomic replace, append,
 //!   the mutation lock);
+//! * [`goals`] is the goal engine (`ulw-loop` / `ultragoal` profiles);
 //! * [`cli`] parses arguments, renders results and maps them to exit codes.
 //!
 //! The library never prints, never exits and never opens an ambient path:
@@ -29,6 +30,7 @@ pub mod ambient;
 pub mod cli;
 pub mod digest;
 pub mod evidence;
+pub mod goals;
 pub mod json;
 pub mod ledger;
 pub mod rules;

@@ -1,6 +1,7 @@
 //! Command-line front end: argument parsing (clap), dispatch, rendering and
 //! exit codes. Logic lives in the modules it calls.
 
+mod goals;
 mod render;
 mod schema;
 mod verify;
@@ -77,6 +78,10 @@ pub fn main(argv: Vec<OsString>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         .and_then(|s| s.to_str())
         .unwrap_or("evidence-gate")
         .to_owned();
+    // Goal-engine commands use their own envelope and exit codes (goal-engine.md §4.1).
+    if let Some((profile, rest)) = goals::route(&argv) {
+        return goals::run(&profile, rest, amb, io);
+    }
     if stem == "verify-evidence" {
         return match VerifyCli::try_parse_from(&argv) {
             Ok(cli) => verify::run(&cli.args, amb, io),

@@ -91,11 +91,39 @@ pub struct Embedded {
 }
 
 /// Every embedded rules file.
-pub static EMBEDDED: &[Embedded] = &[Embedded {
-    file: "rules/evidence.json",
-    mount: "/evidence",
-    content: Content::Json(include_str!("../../rules/evidence.json")),
-}];
+pub static EMBEDDED: &[Embedded] = &[
+    Embedded {
+        file: "rules/evidence.json",
+        mount: "/evidence",
+        content: Content::Json(include_str!("../../rules/evidence.json")),
+    },
+    // Goal engine: profiles, their texts, the blocker classifier (goal-engine.md §1).
+    Embedded {
+        file: "rules/profiles/ulw-loop.json",
+        mount: "/profiles/ulw-loop",
+        content: Content::Json(include_str!("../../rules/profiles/ulw-loop.json")),
+    },
+    Embedded {
+        file: "rules/profiles/ultragoal.json",
+        mount: "/profiles/ultragoal",
+        content: Content::Json(include_str!("../../rules/profiles/ultragoal.json")),
+    },
+    Embedded {
+        file: "rules/texts/ulw-loop.json",
+        mount: "/texts/ulw-loop",
+        content: Content::Json(include_str!("../../rules/texts/ulw-loop.json")),
+    },
+    Embedded {
+        file: "rules/texts/ultragoal.json",
+        mount: "/texts/ultragoal",
+        content: Content::Json(include_str!("../../rules/texts/ultragoal.json")),
+    },
+    Embedded {
+        file: "rules/blockers.json",
+        mount: "/blockers",
+        content: Content::Json(include_str!("../../rules/blockers.json")),
+    },
+];
 
 /// A family validator: parses the family's value into its type and checks it.
 #[derive(Debug, Clone, Copy)]
@@ -107,7 +135,13 @@ pub struct Family {
 }
 
 /// Every known family.
-pub static FAMILIES: &[Family] = &[family::<evidence::EvidenceRules>()];
+pub static FAMILIES: &[Family] = &[
+    family::<evidence::EvidenceRules>(),
+    // Goal engine (goal-engine.md §1).
+    family::<crate::goals::profile::Profiles>(),
+    family::<crate::goals::profile::TextsFamily>(),
+    family::<crate::goals::profile::BlockerRules>(),
+];
 
 /// The [`Family`] entry of a [`RuleFamily`] type.
 pub const fn family<T: RuleFamily>() -> Family {

@@ -69,7 +69,9 @@ pub fn atomic_replace(
 pub fn sync_dir(dir: &Dir) -> io::Result<()> {
     #[cfg(unix)]
     {
-        dir.try_clone()?.into_std_file().sync_all()
+        // cap-std opens directories with O_PATH on Linux, and fsync on an
+        // O_PATH descriptor fails with EBADF: reopen "." for reading.
+        dir.open(".")?.sync_all()
     }
     #[cfg(not(unix))]
     {
