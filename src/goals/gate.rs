@@ -90,6 +90,22 @@ pub struct GateOutcome {
     pub sha256: String,
 }
 
+/// The one call the checkpoint pipeline makes to validate a gate.
+pub trait GateValidator {
+    /// Validates `gate` in the scope described by `ctx`.
+    fn validate(&self, engine: &Engine, gate: &Loaded, ctx: &GateContext) -> GateOutcome;
+}
+
+/// The validator of this build.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Builtin;
+
+impl GateValidator for Builtin {
+    fn validate(&self, engine: &Engine, gate: &Loaded, ctx: &GateContext) -> GateOutcome {
+        validate(engine, gate, ctx)
+    }
+}
+
 /// Validates a gate document for a checkpoint.
 pub fn validate(_engine: &Engine, _gate: &Loaded, ctx: &GateContext) -> GateOutcome {
     GateOutcome {

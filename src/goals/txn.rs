@@ -217,9 +217,15 @@ impl Engine {
                     self.profile.display_name
                 ),
             ),
-            LockError::Unsafe { what } => {
-                GoalError::unsafe_state(&lock_path, "PATH_SYMLINK", &format!("it is {what}"))
-            }
+            LockError::Unsafe { what } => GoalError::unsafe_state(
+                &lock_path,
+                if what == "a symlink" {
+                    "PATH_SYMLINK"
+                } else {
+                    "NOT_REGULAR_FILE"
+                },
+                &format!("it is {what}"),
+            ),
             LockError::Io(e) => GoalError::io(&lock_path, "lock", &e),
         })?;
         let broken = lock.broken.clone();
@@ -616,10 +622,10 @@ impl<'e> Locked<'e> {
         Ok(std::mem::take(&mut self.repaired))
     }
 
-    /// Whether the command must still write something even if it changes
-    /// nothing (a stale Node lock was broken, or reading migrated the plan).
-    pub fn has_pending_audit(&self, plan: &Plan) -> bool {
-        self.broken.is_some() || !plan.pending.is_empty()
+    /// Whether a stale Node lock was taken over (its `lock_broken` entry is
+    /// still to be written).
+    pub fn lock_was_broken(&self) -> bool {
+        self.broken.is_some()
     }
 }
 

@@ -9,3 +9,6 @@ mod common;
 mod evidence_cli;
 mod evidence_fs;
 mod properties;
+mod goals_support;
+mod goals_cli;
+mod goals_transitions;

@@ -98,8 +98,17 @@ fn warning(code: &str, message: String) -> Value {
     json!({"code": code, "message": message})
 }
 
-/// Runs the checkpoint pipeline.
+/// Runs the checkpoint pipeline with this build's gate validator.
 pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome, GoalError> {
+    run_with(engine, req, &gate::Builtin)
+}
+
+/// Runs the checkpoint pipeline; `validator` is the gate seam (step 8).
+pub fn run_with(
+    engine: &Engine,
+    req: CheckpointRequest,
+    validator: &dyn gate::GateValidator,
+) -> Result<CheckpointOutcome, GoalError> {
     let (locked, mut plan) = lock_plan(engine, "checkpoint")?;
     refuse_if_complete(engine, &plan, "checkpoint")?;
     let id = req.goal_id.clone();
@@ -179,7 +188,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
                         let gate_err = match &req.quality_gate {
                             None => Some(gate::missing()),
                             Some(q) => {
-                                let o = gate::validate(engine, q, &gate_ctx);
+                                let o = validator.validate(engine, q, &gate_ctx);
                                 (o.verdict != GateVerdict::Pass).then(|| gate::error(&o))
                             }
                         };
@@ -207,12 +216,15 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
             let mut gate_files = Vec::new();
             let mut gate_sha = None;
             if let Some(q) = &req.quality_gate {
-                let o = gate::validate(engine, q, &gate_ctx);
+                let o = validator.validate(engine, q, &gate_ctx);
                 if o.verdict != GateVerdict::Pass {
                     return Err(gate::error(&o));
                 }
                 gate_files = o.files.clone();
                 gate_sha = Some(o.sha256.clone());
+                if let Some(b) = &closes {
+                    batches::check_criteria(&plan, b)?;
+                }
             }
 
             let goal = plan.goal_mut(&id).expect("looked up");

@@ -69,10 +69,18 @@ pub fn run(engine: &Engine, retry_failed: bool) -> Result<CompleteOutcome, GoalE
     let mut entries = Vec::new();
     let now = locked.now.clone();
     let outcome = scheduler::run(engine, &mut plan, retry_failed, &now, &mut entries);
-    let must_write = !entries.is_empty() || locked.has_pending_audit(&plan);
-    if must_write {
-        let committed = locked.commit(Write::Plan(Box::new(plan)), entries)?;
-        let plan = committed.plan.clone().expect("plan written");
+    let write = if !entries.is_empty() || !plan.pending.is_empty() {
+        Some(Write::Plan(Box::new(plan.clone())))
+    } else if locked.lock_was_broken() {
+        Some(Write::AuditOnly {
+            revision: plan.revision(),
+        })
+    } else {
+        None
+    };
+    if let Some(write) = write {
+        let committed = locked.commit(write, entries)?;
+        let plan = committed.plan.clone().unwrap_or(plan);
         Ok(CompleteOutcome {
             report: report(engine, &plan, &outcome),
             plan,
