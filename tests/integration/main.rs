@@ -12,3 +12,4 @@ mod properties;
 mod goals_support;
 mod goals_cli;
 mod goals_transitions;
+mod goals_errors;
