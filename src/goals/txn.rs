@@ -53,8 +53,8 @@ pub struct Assessment {
 }
 
 /// Compares plan and ledger. `landed(revision, from_seq)` counts the
-/// `lastMutation` entries present in the ledger; it is consulted only when
-/// the seq arithmetic says some may be missing.
+/// `lastMutation` entries present in the ledger (a backwards read of the
+/// records since `from_seq`).
 pub fn assess(
     plan: Option<&Plan>,
     head: &Head,
@@ -63,13 +63,12 @@ pub fn assess(
 ) -> Assessment {
     let rp = plan.map_or(0, Plan::revision);
     let rl = head.last_revision;
-    let ls = head.last_seq;
     let mut out = Assessment {
         consistency: Consistency::Ok,
         missing: Vec::new(),
         plan_revision: rp,
         ledger_revision: rl,
-        last_seq: ls,
+        last_seq: head.last_seq,
     };
     let lm = plan.and_then(Plan::last_mutation);
     let missing_of = |entries: &Vec<Value>, k: usize| -> Vec<Map<String, Value>> {
@@ -80,10 +79,12 @@ pub fn assess(
             .collect()
     };
     if rp == rl {
+        // The seq arithmetic of §2.8 (`Ls < fromSeq + n - 1`) misses a cut
+        // made after a repair entry shifted the seqs, so the landed entries
+        // are counted whenever the plan's last mutation is the current one.
         if let Some((lrev, from, entries)) = lm
             && lrev == rp
             && !entries.is_empty()
-            && ls < from + entries.len() as u64 - 1
         {
             let k = landed(rp, from);
             if k < entries.len() {

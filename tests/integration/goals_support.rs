@@ -39,17 +39,29 @@ pub fn clean_env() -> Vec<(&'static str, &'static str)> {
 
 /// Asserts an error envelope with `code` and exit status 1; returns the error object.
 pub fn expect_error(run: &Run, code: &str) -> Value {
-    assert_eq!(run.code, 1, "exit status for {code}: {}{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.code, 1,
+        "exit status for {code}: {}{}",
+        run.stdout, run.stderr
+    );
     let v = run.json();
     assert_eq!(v["ok"], false, "{v}");
     assert_eq!(v["error"]["code"], code, "{v}");
-    assert!(run.stderr.is_empty(), "stderr must stay empty with --json: {}", run.stderr);
+    assert!(
+        run.stderr.is_empty(),
+        "stderr must stay empty with --json: {}",
+        run.stderr
+    );
     v["error"].clone()
 }
 
 /// Asserts success (exit 0, `ok: true`) and returns the JSON.
 pub fn expect_ok(run: &Run) -> Value {
-    assert_eq!(run.code, 0, "expected success: {}{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.code, 0,
+        "expected success: {}{}",
+        run.stdout, run.stderr
+    );
     let v = run.json();
     assert_eq!(v["ok"], true, "{v}");
     v
@@ -142,8 +154,17 @@ pub fn pass_all(repo: &Repo, id: &str) {
         expect_ok(&ulw(
             repo,
             &[
-                "record-evidence", "--goal-id", id, "--criterion-id", cid, "--status", "pass",
-                "--evidence", "proof", "--accept-seeded", "test fixture",
+                "record-evidence",
+                "--goal-id",
+                id,
+                "--criterion-id",
+                cid,
+                "--status",
+                "pass",
+                "--evidence",
+                "proof",
+                "--accept-seeded",
+                "test fixture",
             ],
         ));
     }
@@ -153,8 +174,15 @@ pub fn pass_all(repo: &Repo, id: &str) {
 pub fn checkpoint_complete(repo: &Repo, id: &str, extra: &[&str]) -> Run {
     let snap = active(repo);
     let mut args = vec![
-        "checkpoint", "--goal-id", id, "--status", "complete", "--evidence", "done",
-        "--codex-goal-json", &snap,
+        "checkpoint",
+        "--goal-id",
+        id,
+        "--status",
+        "complete",
+        "--evidence",
+        "done",
+        "--codex-goal-json",
+        &snap,
     ];
     args.extend_from_slice(extra);
     ulw(repo, &args)

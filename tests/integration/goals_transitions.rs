@@ -27,7 +27,15 @@ fn refused(run: &Run, from: &str) -> Value {
 
 fn cp(repo: &Repo, id: &str, status: &str, extra: &[&str]) -> Run {
     let snap = active(repo);
-    let mut args = vec!["checkpoint", "--goal-id", id, "--status", status, "--evidence", "e"];
+    let mut args = vec![
+        "checkpoint",
+        "--goal-id",
+        id,
+        "--status",
+        status,
+        "--evidence",
+        "e",
+    ];
     if status == "complete" {
         args.extend(["--codex-goal-json", snap.as_str()]);
     }
@@ -71,7 +79,11 @@ fn scheduler_reopens_review_blocked_goal_when_resolution_goals_are_resolved() {
     let v = start(&repo);
     assert_eq!(v["state"], "started");
     assert_eq!(v["goal"]["id"], "G001-a");
-    let started = ledger(&repo).into_iter().rev().find(|e| e["kind"] == "goal_started").unwrap();
+    let started = ledger(&repo)
+        .into_iter()
+        .rev()
+        .find(|e| e["kind"] == "goal_started")
+        .unwrap();
     assert_eq!(started["reopenedFrom"], "review_blocked");
     assert_eq!(goal(&repo, "G001-a")["status"], "in_progress");
 }
@@ -118,11 +130,25 @@ fn checkpoint_complete_from_pending_needs_start_pending() {
     let repo = repo_with_plan(THREE);
     refused(&cp(&repo, "G001-a", "complete", &[]), "pending");
     pass_all_pending(&repo, "G001-a");
-    let v = expect_ok(&cp(&repo, "G001-a", "complete", &["--start-pending", "--no-advance"]));
+    let v = expect_ok(&cp(
+        &repo,
+        "G001-a",
+        "complete",
+        &["--start-pending", "--no-advance"],
+    ));
     assert_eq!(v["goal"]["status"], "complete");
     assert_eq!(v["goal"]["attempt"], 1);
-    let kinds: Vec<&str> = v["ledgerEntries"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["goal_started", "goal_completed"], "the start is audited first");
+    let kinds: Vec<&str> = v["ledgerEntries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["goal_started", "goal_completed"],
+        "the start is audited first"
+    );
 }
 
 fn pass_all_pending(repo: &Repo, id: &str) {
@@ -138,13 +164,22 @@ fn start_pending_is_refused_while_another_goal_is_in_progress() {
     let repo = repo_with_plan(THREE);
     start(&repo);
     pass_all_pending(&repo, "G002-b");
-    let e = refused(&cp(&repo, "G002-b", "complete", &["--start-pending"]), "pending");
+    let e = refused(
+        &cp(&repo, "G002-b", "complete", &["--start-pending"]),
+        "pending",
+    );
     assert!(e["message"].as_str().unwrap().contains("G001-a"));
 }
 
 #[test]
 fn checkpoint_complete_is_refused_from_every_other_status() {
-    for from in ["complete", "failed", "blocked", "needs_user_decision", "review_blocked"] {
+    for from in [
+        "complete",
+        "failed",
+        "blocked",
+        "needs_user_decision",
+        "review_blocked",
+    ] {
         let repo = repo_with_plan(THREE);
         set_status(&repo, "G001-a", from);
         pass_all_pending(&repo, "G001-a");
@@ -154,7 +189,11 @@ fn checkpoint_complete_is_refused_from_every_other_status() {
 
 #[test]
 fn checkpoint_refuses_goals_with_an_overlay() {
-    for (overlay, status) in [("superseded", "pending"), ("blocked", "blocked"), ("superseded", "in_progress")] {
+    for (overlay, status) in [
+        ("superseded", "pending"),
+        ("blocked", "blocked"),
+        ("superseded", "in_progress"),
+    ] {
         let repo = repo_with_plan(THREE);
         set_status(&repo, "G001-a", status);
         set_overlay(&repo, "G001-a", overlay);
@@ -179,7 +218,13 @@ fn checkpoint_failed_and_blocked_from_pending_or_in_progress_are_allowed() {
 
 #[test]
 fn checkpoint_failed_and_blocked_are_refused_from_other_statuses() {
-    for from in ["complete", "failed", "blocked", "needs_user_decision", "review_blocked"] {
+    for from in [
+        "complete",
+        "failed",
+        "blocked",
+        "needs_user_decision",
+        "review_blocked",
+    ] {
         let repo = repo_with_plan(THREE);
         set_status(&repo, "G001-a", from);
         for s in ["failed", "blocked"] {
@@ -189,10 +234,22 @@ fn checkpoint_failed_and_blocked_are_refused_from_other_statuses() {
 }
 
 fn rec(repo: &Repo, id: &str, cid: &str, status: &str) -> Run {
-    ulw(repo, &[
-        "record-evidence", "--goal-id", id, "--criterion-id", cid, "--status", status,
-        "--evidence", "proof", "--accept-seeded", "fixture",
-    ])
+    ulw(
+        repo,
+        &[
+            "record-evidence",
+            "--goal-id",
+            id,
+            "--criterion-id",
+            cid,
+            "--status",
+            status,
+            "--evidence",
+            "proof",
+            "--accept-seeded",
+            "fixture",
+        ],
+    )
 }
 
 #[test]
@@ -216,7 +273,10 @@ fn record_evidence_on_complete_goal_only_adds_late_passes() {
     refused(&rec(&repo, "G001-a", "C002", "fail"), "complete");
     refused(&rec(&repo, "G001-a", "C001", "pass"), "complete");
     refused(&rec(&repo, "G001-a", "C001", "fail"), "complete");
-    assert_eq!(goal(&repo, "G001-a")["successCriteria"][0]["status"], "pass");
+    assert_eq!(
+        goal(&repo, "G001-a")["successCriteria"][0]["status"],
+        "pass"
+    );
 }
 
 #[test]

@@ -8,8 +8,9 @@
 mod common;
 mod evidence_cli;
 mod evidence_fs;
-mod properties;
-mod goals_support;
 mod goals_cli;
-mod goals_transitions;
+mod goals_durability;
 mod goals_errors;
+mod goals_support;
+mod goals_transitions;
+mod properties;
