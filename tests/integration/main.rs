@@ -8,4 +8,5 @@
 mod common;
 mod evidence_cli;
 mod evidence_fs;
+mod evidence_lib;
 mod properties;
