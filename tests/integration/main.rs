@@ -5,6 +5,7 @@
 
 #![allow(clippy::disallowed_methods)]
 
+mod ci_formats;
 mod common;
 mod evidence_cli;
 mod evidence_fs;
