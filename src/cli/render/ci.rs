@@ -115,14 +115,14 @@ pub fn junit(run: &Run) -> String {
                 xml(msg)
             );
             for f in &errs {
-                let _ = write!(out, "{}\n", xml(&finding_line(r, f)));
+                let _ = writeln!(out, "{}", xml(&finding_line(r, f)));
             }
             let _ = writeln!(out, "</{tag}>");
         }
         if !others.is_empty() {
             out.push_str("      <system-out>");
             for f in &others {
-                let _ = write!(out, "{}\n", xml(&finding_line(r, f)));
+                let _ = writeln!(out, "{}", xml(&finding_line(r, f)));
             }
             out.push_str("</system-out>\n");
         }
