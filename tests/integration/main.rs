@@ -11,3 +11,4 @@ mod evidence_cli;
 mod evidence_fs;
 mod evidence_lib;
 mod properties;
+mod snapshots;
