@@ -9,4 +9,5 @@ mod common;
 mod evidence_cli;
 mod evidence_fs;
 mod evidence_lib;
+mod gate_check;
 mod properties;
