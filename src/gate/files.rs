@@ -166,3 +166,37 @@ pub(crate) fn problem_finding(p: &FileProblem, field: &str, raw: &str) -> GateFi
     };
     GateFinding::new(code, field, message).with_details(json!({"field": field, "path": raw}))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sandbox_problems_keep_their_codes() {
+        let cases = [
+            (FileProblem::Changed, Code::FileChangedDuringCheck),
+            (FileProblem::Missing, Code::FileMissing),
+            (FileProblem::Empty, Code::FileEmpty),
+            (FileProblem::EscapesRoot, Code::PathEscapesRoot),
+            (
+                FileProblem::Io(std::io::Error::other("boom")),
+                Code::IoError,
+            ),
+        ];
+        for (p, code) in cases {
+            let f = problem_finding(&p, "manualQa.reportPath", "x/y.md");
+            assert_eq!(f.code, code);
+            assert_eq!(f.field, "manualQa.reportPath");
+            assert!(
+                f.message.starts_with("manualQa.reportPath"),
+                "{}",
+                f.message
+            );
+            assert_eq!(f.details.unwrap()["path"], "x/y.md");
+        }
+        let f = problem_finding(&FileProblem::Io(std::io::Error::other("boom")), "f", "p");
+        assert!(f.is_unverifiable() && !f.is_failure());
+        let f = problem_finding(&FileProblem::Missing, "f", "p");
+        assert_eq!(f.message, "f must point to an existing artifact.");
+    }
+}

@@ -10,4 +10,6 @@ mod evidence_cli;
 mod evidence_fs;
 mod evidence_lib;
 mod gate_check;
+mod gate_check_io;
+mod gate_lib;
 mod properties;
