@@ -3,9 +3,9 @@
 
 use serde_json::{Map, Value, json};
 
+use super::artifacts::artifact_list;
 use super::check::{Checker, at};
 use super::context::GateScope;
-use super::five::artifact_list;
 use super::outcome::{FileRole, GateFinding};
 use super::plan;
 use super::shape::Shape;

@@ -412,3 +412,97 @@ fn the_readme_examples_are_the_fixtures() {
         );
     }
 }
+
+#[test]
+fn a_present_optional_section_is_validated() {
+    let r = fixture_repo();
+    let mut gate: Value =
+        serde_json::from_slice(&std::fs::read(r.join("omo-senpi.json")).unwrap()).unwrap();
+    let lazy: Value =
+        serde_json::from_slice(&std::fs::read(r.join("lazycodex.json")).unwrap()).unwrap();
+    gate["codeReview"] = lazy["codeReview"].clone();
+    r.write("senpi-with-review.json", serde_json::to_vec(&gate).unwrap());
+    let run = check(&r, "senpi-with-review.json", &["--surface", "omo-senpi"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let first = first_error(&run);
+    assert_eq!(first["code"], "GATE_ROLE_NOT_ACCEPTED");
+    assert_eq!(first["field"], "codeReview.by");
+    assert_eq!(
+        first["message"],
+        "codeReview.by must be omo-senpi-code-reviewer."
+    );
+    gate["codeReview"]["by"] = "omo-senpi-code-reviewer".into();
+    r.write("senpi-with-review.json", serde_json::to_vec(&gate).unwrap());
+    assert_eq!(
+        check(&r, "senpi-with-review.json", &["--surface", "omo-senpi"]).code,
+        0
+    );
+    gate["codeReview"] = "approved".into();
+    r.write("senpi-with-review.json", serde_json::to_vec(&gate).unwrap());
+    let run = check(&r, "senpi-with-review.json", &["--surface", "omo-senpi"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(first_error(&run)["code"], "GATE_FIELD_TYPE");
+}
+
+#[test]
+fn ultragoal_acceptors_and_report_paths_follow_the_rules() {
+    let r = fixture_repo();
+    r.write(
+        "strict.json",
+        r#"{"gates":{"ultragoal":{"acceptors":{"codeReview":["architect"]},"requireReportPaths":true}}}"#,
+    );
+    let flags = ["--profile", "ultragoal", "--rules", "strict.json"];
+    let run = check(&r, "ultragoal.json", &flags);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let errors: Vec<(String, String)> = run.json()["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().into(),
+                f["field"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            ("GATE_FIELD_REQUIRED".to_owned(), "codeReview.by".to_owned()),
+            (
+                "GATE_FIELD_REQUIRED".to_owned(),
+                "verification.reportPath".to_owned()
+            ),
+        ]
+    );
+    let mut gate: Value =
+        serde_json::from_slice(&std::fs::read(r.join("ultragoal.json")).unwrap()).unwrap();
+    gate["codeReview"]["by"] = "reviewer".into();
+    gate["verification"]["reportPath"] =
+        ".omagy/evidence/ultragoal/demo/G001-rate-limit/a1/verification.txt".into();
+    r.write("strict-gate.json", serde_json::to_vec(&gate).unwrap());
+    let run = check(&r, "strict-gate.json", &flags);
+    assert_eq!(first_error(&run)["code"], "GATE_ROLE_NOT_ACCEPTED");
+    gate["codeReview"]["by"] = "architect".into();
+    r.write("strict-gate.json", serde_json::to_vec(&gate).unwrap());
+    assert_eq!(check(&r, "strict-gate.json", &flags).code, 0);
+}
+
+#[test]
+fn references_to_a_missing_artifact_list_are_not_judged() {
+    let r = fixture_repo();
+    let mut gate: Value =
+        serde_json::from_slice(&std::fs::read(r.join("lazycodex.json")).unwrap()).unwrap();
+    gate["manualQa"]
+        .as_object_mut()
+        .unwrap()
+        .remove("artifactRefs");
+    r.write("no-artifacts.json", serde_json::to_vec(&gate).unwrap());
+    let run = check(&r, "no-artifacts.json", &[]);
+    assert_eq!(run.code, 1);
+    let first = first_error(&run);
+    assert_eq!(first["code"], "GATE_FIELD_REQUIRED");
+    assert_eq!(first["field"], "manualQa.artifactRefs");
+    assert!(!codes(&run).contains(&"GATE_ARTIFACT_REF_UNKNOWN".to_owned()));
+}

@@ -12,4 +12,5 @@ mod evidence_lib;
 mod gate_check;
 mod gate_check_io;
 mod gate_lib;
+mod gate_template;
 mod properties;

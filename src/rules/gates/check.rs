@@ -244,7 +244,7 @@ pub(super) fn check_ultragoal(r: &UltragoalRules, at: &str) -> Result<(), Proble
 #[cfg(test)]
 mod tests {
     use super::super::*;
-    use crate::rules::Layer;
+    use crate::rules::{Layer, RuleSet, RulesError};
 
     fn load(overlay: &str) -> Result<GateBook, RulesError> {
         let rules = RuleSet::load(&[Layer {
