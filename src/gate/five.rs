@@ -6,14 +6,13 @@ use serde_json::{Map, Value, json};
 
 use super::artifacts::{ArtifactIndex, artifact_refs, row_refs};
 use super::check::{Checker, at};
+use super::context::GateScope;
 use super::number::{self, CountToken};
 use super::outcome::{FileRole, GateFinding};
 use super::plan::{self, RefRow, Rows};
 use super::shape::Shape;
 use crate::evidence::Code;
 use crate::rules::gates::{CommonRules, FiveSectionRules, Section};
-
-use super::context::GateScope;
 
 /// The one accepted review recommendation (R§6.2).
 const APPROVE: &str = "APPROVE";

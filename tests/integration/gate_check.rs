@@ -506,3 +506,28 @@ fn references_to_a_missing_artifact_list_are_not_judged() {
     assert_eq!(first["field"], "manualQa.artifactRefs");
     assert!(!codes(&run).contains(&"GATE_ARTIFACT_REF_UNKNOWN".to_owned()));
 }
+
+/// Codes asserted (with the exit status) by tests other than the tables:
+/// the rules switches here, the plan-context codes in `gate_lib`.
+const TESTED_ELSEWHERE: &[&str] = &[
+    "GATE_ARTIFACT_LIMIT",
+    "GATE_REPORT_VERDICT_MISSING",
+    "GATE_PLAN_CONTEXT_SKIPPED",
+    "GATE_COVERAGE_MISMATCH",
+    "GATE_CRITERION_REF_UNKNOWN",
+    "GATE_CRITERION_REF_AMBIGUOUS",
+    "GATE_CRITERION_UNCOVERED",
+    "GATE_RULES_NOT_PLAN",
+];
+
+#[test]
+fn every_gate_code_has_a_negative_test() {
+    let mut tested: Vec<&str> = HOSTILE.iter().map(|h| h.2).collect();
+    tested.extend(PASSING_VARIANTS.iter().map(|p| p.1));
+    tested.extend_from_slice(TESTED_ELSEWHERE);
+    for c in evidence_gate::evidence::Code::ALL {
+        if c.name().starts_with("GATE_") {
+            assert!(tested.contains(&c.name()), "{} has no test", c.name());
+        }
+    }
+}
