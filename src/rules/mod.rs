@@ -8,6 +8,7 @@
 //! validator to [`FAMILIES`], never changing the loader.
 
 pub mod evidence;
+pub mod gates;
 
 use std::fmt;
 
@@ -91,11 +92,39 @@ pub struct Embedded {
 }
 
 /// Every embedded rules file.
-pub static EMBEDDED: &[Embedded] = &[Embedded {
-    file: "rules/evidence.json",
-    mount: "/evidence",
-    content: Content::Json(include_str!("../../rules/evidence.json")),
-}];
+pub static EMBEDDED: &[Embedded] = &[
+    Embedded {
+        file: "rules/evidence.json",
+        mount: "/evidence",
+        content: Content::Json(include_str!("../../rules/evidence.json")),
+    },
+    // quality-gate.md §2: one row per gate rule file, mounted under `gates`.
+    Embedded {
+        file: "rules/gates/common.json",
+        mount: "/gates/common",
+        content: Content::Json(include_str!("../../rules/gates/common.json")),
+    },
+    Embedded {
+        file: "rules/gates/lazycodex.json",
+        mount: "/gates/lazycodex",
+        content: Content::Json(include_str!("../../rules/gates/lazycodex.json")),
+    },
+    Embedded {
+        file: "rules/gates/omo-senpi.json",
+        mount: "/gates/omo-senpi",
+        content: Content::Json(include_str!("../../rules/gates/omo-senpi.json")),
+    },
+    Embedded {
+        file: "rules/gates/ultragoal.json",
+        mount: "/gates/ultragoal",
+        content: Content::Json(include_str!("../../rules/gates/ultragoal.json")),
+    },
+    Embedded {
+        file: "rules/gate.json",
+        mount: "/gate",
+        content: Content::Json(include_str!("../../rules/gate.json")),
+    },
+];
 
 /// A family validator: parses the family's value into its type and checks it.
 #[derive(Debug, Clone, Copy)]
@@ -107,7 +136,12 @@ pub struct Family {
 }
 
 /// Every known family.
-pub static FAMILIES: &[Family] = &[family::<evidence::EvidenceRules>()];
+pub static FAMILIES: &[Family] = &[
+    family::<evidence::EvidenceRules>(),
+    // quality-gate.md §2 (gate rule files) and §2.4 (`gate.surface`).
+    family::<gates::GatesFamily>(),
+    family::<gates::GateSettings>(),
+];
 
 /// The [`Family`] entry of a [`RuleFamily`] type.
 pub const fn family<T: RuleFamily>() -> Family {
