@@ -7,6 +7,8 @@
 //!   validation, confined no-follow non-blocking opens and streaming SHA-256;
 //! * [`evidence`] owns evidence payload v1, findings with stable codes and the
 //!   verdict;
+//! * [`gate`] validates quality-gate documents against their rules, with
+//!   every referenced artifact checked through the sandbox;
 //! * [`rules`] loads the JSON policies (embedded defaults plus overrides);
 //! * [`ledger`] is the one hash-chain implementation every ledger uses;
 //! * [`store`] holds the durable-write primitives (atomic replace, append,
@@ -30,6 +32,7 @@ pub mod ambient;
 pub mod cli;
 pub mod digest;
 pub mod evidence;
+pub mod gate;
 pub mod goals;
 pub mod json;
 pub mod ledger;

@@ -1,6 +1,7 @@
 //! Command-line front end: argument parsing (clap), dispatch, rendering and
 //! exit codes. Logic lives in the modules it calls.
 
+mod gate;
 mod goals;
 mod render;
 mod schema;
@@ -54,6 +55,8 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// Print a JSON Schema generated from the Rust types.
     Schema(schema::SchemaArgs),
+    /// Quality gates: `gate check <FILE|->`.
+    Gate(gate::GateArgs),
 }
 
 #[derive(Parser, Debug)]
@@ -92,6 +95,7 @@ pub fn main(argv: Vec<OsString>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         Ok(cli) => match cli.command {
             Command::Verify(args) => verify::run(&args, amb, io),
             Command::Schema(args) => schema::run(&args, io),
+            Command::Gate(args) => gate::run(&args, amb, io),
         },
         Err(e) => clap_error(e, io),
     }

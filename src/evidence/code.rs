@@ -119,6 +119,37 @@ codes! {
     LedgerBehindPlan = "LEDGER_BEHIND_PLAN", Warning, "The plan is one revision ahead of the ledger and carries the missing entries (recoverable).";
     LedgerPlanMismatch = "LEDGER_PLAN_MISMATCH", Fail, "The plan's revision and the ledger's last revision disagree beyond recovery.";
     LedgerArchiveMismatch = "LEDGER_ARCHIVE_MISMATCH", Fail, "`plan_created.replaced.previousHead` differs from the archived ledger's last record.";
+    // quality-gate.md §7.2: gate documents. File checks of gate artifacts use the sandbox codes above.
+    GateJsonInvalid = "GATE_JSON_INVALID", Fail, "The gate is not JSON, has a duplicate key, is not an object or exceeds `limits.maxGateBytes`.";
+    GateSectionMissing = "GATE_SECTION_MISSING", Fail, "A required gate section is absent or not an object.";
+    GateFieldRequired = "GATE_FIELD_REQUIRED", Fail, "A gate text field is absent or blank, or a required gate array or value is absent.";
+    GateFieldType = "GATE_FIELD_TYPE", Fail, "A gate field has the wrong JSON type (for example `fullRerun` not a boolean, `blockers` not an array).";
+    GateFieldPlaceholder = "GATE_FIELD_PLACEHOLDER", Fail, "A gate text, path or array element is a placeholder (`todo`, `tbd`, `<replace:…>`, …).";
+    GateArrayEmpty = "GATE_ARRAY_EMPTY", Fail, "A gate list that must be non-empty is empty.";
+    GateValueMismatch = "GATE_VALUE_MISMATCH", Fail, "A gate field does not have its required literal value (`APPROVE`, `passed`, `true`, `CLEAR`, a status set).";
+    GateRoleNotAccepted = "GATE_ROLE_NOT_ACCEPTED", Fail, "A gate section's `by` is not one of the rule file's acceptors for that section.";
+    GateBlockersNotEmpty = "GATE_BLOCKERS_NOT_EMPTY", Fail, "A gate section's `blockers` is not empty.";
+    GateVerdictInvalid = "GATE_VERDICT_INVALID", Fail, "A surface row is not `passed`, or an adversarial case is neither `passed` nor `not_applicable` with a reason.";
+    GateSurfaceUnsupported = "GATE_SURFACE_UNSUPPORTED", Fail, "A manual-QA `surface` is not one of the rules' `qaSurfaces`.";
+    GateArtifactKindUnsupported = "GATE_ARTIFACT_KIND_UNSUPPORTED", Fail, "A gate artifact `kind` is not one of the rules' `artifactKinds`.";
+    GateArtifactIdDuplicate = "GATE_ARTIFACT_ID_DUPLICATE", Fail, "Two gate artifacts share one `id`.";
+    GateArtifactRefUnknown = "GATE_ARTIFACT_REF_UNKNOWN", Fail, "A gate row's `artifactRefs` names an artifact id that does not exist.";
+    GateSurfaceArtifactIncompatible = "GATE_SURFACE_ARTIFACT_INCOMPATIBLE", Fail, "A surface row references an artifact whose kind is not allowed for its surface.";
+    GateArtifactOutsideScope = "GATE_ARTIFACT_OUTSIDE_SCOPE", Fail, "A gate artifact or report path does not lie strictly below the scope directory (attempt directory or evidence root).";
+    GateArtifactLimit = "GATE_ARTIFACT_LIMIT", Fail, "The gate names more distinct artifact and report paths than `limits.maxArtifacts`.";
+    GateCoverageNotInteger = "GATE_COVERAGE_NOT_INTEGER", Fail, "A coverage count is fractional, in exponent form, negative or out of range.";
+    GateCoverageEmpty = "GATE_COVERAGE_EMPTY", Fail, "`criteriaCoverage.totalCriteria` is 0: a gate that covers nothing proves nothing.";
+    GateCoverageIncomplete = "GATE_COVERAGE_INCOMPLETE", Fail, "`criteriaCoverage.passCount` is below `totalCriteria`.";
+    GateCoverageInconsistent = "GATE_COVERAGE_INCONSISTENT", Fail, "`criteriaCoverage.passCount` is above `totalCriteria`.";
+    GateCoverageMismatch = "GATE_COVERAGE_MISMATCH", Fail, "The gate's coverage counts differ from the counts recomputed from the plan's scope criteria.";
+    GateCriterionRefUnknown = "GATE_CRITERION_REF_UNKNOWN", Fail, "A `criterionRef` names no criterion of the gate's scope.";
+    GateCriterionRefAmbiguous = "GATE_CRITERION_REF_AMBIGUOUS", Fail, "A bare `criterionRef` matches criteria of several goals of the scope.";
+    GateCriterionUncovered = "GATE_CRITERION_UNCOVERED", Fail, "Scope criteria have no `passed` surface row referencing them.";
+    GateReportVerdictMissing = "GATE_REPORT_VERDICT_MISSING", Fail, "A report file lacks the `VERDICT: <recommendation>` line the rules require.";
+    GateCodeQualityWatch = "GATE_CODE_QUALITY_WATCH", Warning, "The five-section `codeReview.codeQualityStatus` is `WATCH`: the gate passes and the review must be surfaced.";
+    GateFieldUnknown = "GATE_FIELD_UNKNOWN", Warning, "A gate key the family does not define (an error with `unknownFields: reject`).";
+    GatePlanContextSkipped = "GATE_PLAN_CONTEXT_SKIPPED", Info, "`gate check` ran without `--goal-id`: plan-context checks were skipped.";
+    GateRulesNotPlan = "GATE_RULES_NOT_PLAN", Warning, "The gate was checked with rules other than the plan's `gateRules`.";
 }
 
 impl fmt::Display for Code {

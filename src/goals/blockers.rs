@@ -157,7 +157,7 @@ mod tests {
         );
         assert_eq!(c.classify("tests failed"), None);
         assert_eq!(
-            c.classify("NPM_TOKEN is missing").as_deref(),
+            c.classify("the npm token is missing").as_deref(),
             Some("EXTERNAL_AUTHORIZATION_REQUIRED")
         );
         assert_eq!(

@@ -8,6 +8,7 @@
 //! validator to [`FAMILIES`], never changing the loader.
 
 pub mod evidence;
+pub mod gates;
 
 use std::fmt;
 
@@ -97,6 +98,32 @@ pub static EMBEDDED: &[Embedded] = &[
         mount: "/evidence",
         content: Content::Json(include_str!("../../rules/evidence.json")),
     },
+    // quality-gate.md §2: one row per gate rule file, mounted under `gates`.
+    Embedded {
+        file: "rules/gates/common.json",
+        mount: "/gates/common",
+        content: Content::Json(include_str!("../../rules/gates/common.json")),
+    },
+    Embedded {
+        file: "rules/gates/lazycodex.json",
+        mount: "/gates/lazycodex",
+        content: Content::Json(include_str!("../../rules/gates/lazycodex.json")),
+    },
+    Embedded {
+        file: "rules/gates/omo-senpi.json",
+        mount: "/gates/omo-senpi",
+        content: Content::Json(include_str!("../../rules/gates/omo-senpi.json")),
+    },
+    Embedded {
+        file: "rules/gates/ultragoal.json",
+        mount: "/gates/ultragoal",
+        content: Content::Json(include_str!("../../rules/gates/ultragoal.json")),
+    },
+    Embedded {
+        file: "rules/gate.json",
+        mount: "/gate",
+        content: Content::Json(include_str!("../../rules/gate.json")),
+    },
     // Goal engine: profiles, their texts, the blocker classifier (goal-engine.md §1).
     Embedded {
         file: "rules/profiles/ulw-loop.json",
@@ -137,6 +164,9 @@ pub struct Family {
 /// Every known family.
 pub static FAMILIES: &[Family] = &[
     family::<evidence::EvidenceRules>(),
+    // quality-gate.md §2 (gate rule files) and §2.4 (`gate.surface`).
+    family::<gates::GatesFamily>(),
+    family::<gates::GateSettings>(),
     // Goal engine (goal-engine.md §1).
     family::<crate::goals::profile::Profiles>(),
     family::<crate::goals::profile::TextsFamily>(),
@@ -432,7 +462,7 @@ mod tests {
         }])
         .unwrap_err();
         assert_eq!(err.file, "o.json");
-        assert_eq!(err.pointer, "/evidence/deliverables");
+        assert_eq!(err.pointer, "/evidence/deliverables/alow");
         assert!(err.problem.contains("alow"), "{}", err.problem);
         let err = RuleSet::load(&[Layer {
             name: "o.json",

@@ -67,11 +67,13 @@ pub fn atomic_replace(
 
 /// fsyncs a directory (so a rename or create inside it is durable).
 pub fn sync_dir(dir: &Dir) -> io::Result<()> {
+    // Directory handles may be `O_PATH`, which cannot be synced: open the
+    // directory itself for reading through the same handle.
     #[cfg(unix)]
     {
-        // cap-std opens directories with O_PATH on Linux, and fsync on an
-        // O_PATH descriptor fails with EBADF: reopen "." for reading.
-        dir.open(".")?.sync_all()
+        let mut opts = OpenOptions::new();
+        opts.read(true);
+        dir.open_with(".", &opts)?.sync_all()
     }
     #[cfg(not(unix))]
     {

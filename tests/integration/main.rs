@@ -5,12 +5,19 @@
 
 #![allow(clippy::disallowed_methods)]
 
+mod ci_formats;
 mod common;
 mod evidence_cli;
 mod evidence_fs;
+mod evidence_lib;
+mod gate_check;
+mod gate_check_io;
+mod gate_lib;
+mod gate_template;
 mod goals_cli;
 mod goals_durability;
 mod goals_errors;
 mod goals_support;
 mod goals_transitions;
 mod properties;
+mod snapshots;

@@ -1,4 +1,6 @@
-//! Rendering verification runs: `text` and `json` (the CI formats slot in here).
+//! Rendering verification runs: `text`, `json` and the CI formats.
+
+mod ci;
 
 use std::fmt::Write as _;
 
@@ -13,6 +15,12 @@ pub enum Format {
     Text,
     /// One JSON object `{verdict, reports}`.
     Json,
+    /// GitHub Actions workflow commands (`::error file=…,title=CODE::message`).
+    Github,
+    /// JUnit XML, one test case per payload or audited plan.
+    Junit,
+    /// SARIF 2.1.0, one rule per finding code.
+    Sarif,
 }
 
 /// A whole verification run.
@@ -41,6 +49,13 @@ pub fn render(run: &Run, format: Format, quiet: bool, color: bool) -> Result<Vec
             Ok(s.into_bytes())
         }
         Format::Text => Ok(text(run, quiet, color).into_bytes()),
+        Format::Github => Ok(ci::github(run).into_bytes()),
+        Format::Junit => Ok(ci::junit(run).into_bytes()),
+        Format::Sarif => {
+            let mut s = serde_json::to_string_pretty(&ci::sarif(run)).map_err(|e| e.to_string())?;
+            s.push('\n');
+            Ok(s.into_bytes())
+        }
     }
 }
 
@@ -57,12 +72,8 @@ fn text(run: &Run, quiet: bool, color: bool) -> String {
     if quiet && run.verdict == Verdict::Pass {
         return out;
     }
-    let mut errors = 0usize;
     for r in &run.reports {
         for f in r.findings() {
-            if f.severity == Severity::Error {
-                errors += 1;
-            }
             let sev = match f.severity {
                 Severity::Error => "",
                 Severity::Warning => "warning ",
@@ -81,7 +92,21 @@ fn text(run: &Run, quiet: bool, color: bool) -> String {
             let _ = writeln!(out, "{sev}{code} {path}: {}", f.message);
         }
     }
+    out.push_str(&summary_line(run, color));
+    out.push('\n');
+    out
+}
+
+/// The one summary line: `PASSED: …`, `FAILED: N findings in M payloads` or
+/// `ERROR: could not verify: …`.
+pub(crate) fn summary_line(run: &Run, color: bool) -> String {
     let n = run.reports.len();
+    let errors = run
+        .reports
+        .iter()
+        .flat_map(|r| r.findings())
+        .filter(|f| f.severity == Severity::Error)
+        .count();
     match run.verdict {
         Verdict::Pass => {
             let files: usize = run.reports.iter().map(|r| r.files().len()).sum();
@@ -91,28 +116,22 @@ fn text(run: &Run, quiet: bool, color: bool) -> String {
                 .flat_map(|r| r.files())
                 .map(|f| f.size)
                 .sum();
-            let _ = writeln!(
-                out,
+            format!(
                 "{} {n} payload{} verified: {files} file{} ({bytes} bytes) hashed, no findings",
                 paint(color, "1;32", "PASSED:"),
                 if n == 1 { "" } else { "s" },
                 if files == 1 { "" } else { "s" },
-            );
+            )
         }
-        Verdict::Fail => {
-            let _ = writeln!(
-                out,
-                "{} {errors} findings in {n} payloads",
-                paint(color, "1;31", "FAILED:")
-            );
-        }
+        Verdict::Fail => format!(
+            "{} {errors} findings in {n} payloads",
+            paint(color, "1;31", "FAILED:")
+        ),
         Verdict::Error => {
-            let _ = writeln!(
-                out,
+            format!(
                 "{} could not verify: {errors} findings in {n} payloads",
                 paint(color, "1;33", "ERROR:")
-            );
+            )
         }
     }
-    out
 }

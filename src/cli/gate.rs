@@ -1,0 +1,359 @@
+//! `evidence-gate gate check` (quality-gate.md §8): validates one gate
+//! document, read-only, and exits 0 pass, 1 fail, 2 could not check.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::{Value, json};
+
+use super::{EXIT_USAGE, Io};
+use crate::ambient::{self, Ambient};
+use crate::evidence::verify::{lexical_code, problem_finding};
+use crate::evidence::{Code, Root};
+use crate::gate::surface::{self, RESOLVE_SURFACE, SurfaceInputs};
+use crate::gate::{self, GateOutcome, GateScope};
+use crate::rules::evidence::EvidenceRules;
+use crate::rules::gates::GateBook;
+use crate::rules::{Layer, RulesError, load_workspace};
+use crate::sandbox::open::{self, FileChecks};
+use crate::sandbox::{PathLimits, RelPath};
+
+#[derive(Args, Debug)]
+pub(crate) struct GateArgs {
+    #[command(subcommand)]
+    command: GateCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum GateCommand {
+    /// Validate a quality-gate document (read-only; writes nothing, takes no lock).
+    #[command(
+        after_help = "Exit status: 0 pass (warnings allowed), 1 fail, 2 could not check \
+                            (document unreadable, rules invalid, usage error, unverifiable)."
+    )]
+    Check(CheckArgs),
+}
+
+/// The goal-engine profile whose evidence root and gate rules apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Profile {
+    /// `.omo/evidence`, surface-resolved five-section gate.
+    UlwLoop,
+    /// `.omagy/evidence`, the Ultragoal gate.
+    Ultragoal,
+}
+
+impl Profile {
+    /// `(evidenceRoot, gate/final)` of goal-engine.md §1.1. Until the profile
+    /// files (`rules/profiles/*.json`) exist, these two values are kept here.
+    fn gate_keys(self) -> (&'static str, &'static str) {
+        match self {
+            Profile::UlwLoop => (".omo/evidence", RESOLVE_SURFACE),
+            Profile::Ultragoal => (".omagy/evidence", "ultragoal"),
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct CheckArgs {
+    /// The gate document, relative to the repository (the current directory), or `-` for
+    /// standard input.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Gate rules to use (`lazycodex`, `omo-senpi`, `ultragoal`, or a name the repository
+    /// rules add); default: the profile's gate, with surface resolution.
+    #[arg(long, value_name = "NAME")]
+    surface: Option<String>,
+    /// Goal-engine profile (evidence root and default gate rules).
+    #[arg(long, value_enum, default_value_t = Profile::UlwLoop)]
+    profile: Profile,
+    /// Session whose plan `--goal-id` refers to.
+    #[arg(long, value_name = "SID")]
+    session_id: Option<String>,
+    /// Check in the plan context of this goal (scope, attempt directory, criteria).
+    #[arg(long, value_name = "ID")]
+    goal_id: Option<String>,
+    /// Extra rules file, applied after the repository's `.evidence-gate/rules.json`.
+    #[arg(long, value_name = "FILE")]
+    rules: Option<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Why the gate could not be checked (exit 2).
+struct CannotCheck {
+    code: Option<Code>,
+    message: String,
+    details: Option<Value>,
+}
+
+impl CannotCheck {
+    fn new(code: Option<Code>, message: impl Into<String>) -> CannotCheck {
+        CannotCheck {
+            code,
+            message: message.into(),
+            details: None,
+        }
+    }
+}
+
+fn rules_error(e: &RulesError) -> CannotCheck {
+    CannotCheck {
+        code: Some(Code::RulesInvalid),
+        message: format!("the rules are invalid: {e}"),
+        details: Some(json!({"file": e.file, "pointer": e.pointer, "problem": e.problem})),
+    }
+}
+
+pub(crate) fn run(args: &GateArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
+    let GateCommand::Check(check) = &args.command;
+    match run_check(check, amb, io) {
+        Ok(outcome) => emit(check.json, &outcome, io),
+        Err(e) => {
+            if check.json {
+                let mut error = json!({"message": e.message});
+                if let Some(code) = e.code {
+                    error["code"] = json!(code.name());
+                }
+                if let Some(d) = e.details {
+                    error["details"] = d;
+                }
+                let v = json!({"ok": false, "verdict": "unverifiable", "error": error});
+                let _ = writeln!(io.stdout, "{}", pretty(&v));
+            } else {
+                let code = e.code.map(|c| format!("{} ", c.name())).unwrap_or_default();
+                let _ = writeln!(io.stderr, "error: {code}{}", e.message);
+            }
+            EXIT_USAGE
+        }
+    }
+}
+
+fn run_check(
+    args: &CheckArgs,
+    amb: &dyn Ambient,
+    io: &mut Io<'_>,
+) -> Result<GateOutcome, CannotCheck> {
+    if let Some(goal) = &args.goal_id {
+        let session = args
+            .session_id
+            .as_deref()
+            .map(|s| format!(" of session `{s}`"))
+            .unwrap_or_default();
+        return Err(CannotCheck::new(
+            None,
+            format!(
+                "--goal-id `{goal}`{session} needs the goal engine's plan (scope, attempt directory, \
+                 criteria), which this build cannot load yet; run without --goal-id to check the \
+                 gate against the profile's evidence root without plan context"
+            ),
+        ));
+    }
+    let dir = amb.open_dir(Path::new(".")).map_err(|e| {
+        CannotCheck::new(
+            Some(Code::RootUnavailable),
+            format!("cannot open the repository (the current directory): {e}"),
+        )
+    })?;
+    let extra = match &args.rules {
+        Some(path) => Some(
+            ambient::read_file(amb, path, 4 * 1024 * 1024)
+                .map(|bytes| (path.display().to_string(), bytes))
+                .map_err(|e| {
+                    CannotCheck::new(
+                        Some(Code::RulesInvalid),
+                        format!("cannot read the rules file `{}`: {e}", path.display()),
+                    )
+                })?,
+        ),
+        None => None,
+    };
+    let rule_set = load_workspace(
+        &dir,
+        extra.as_ref().map(|(n, b)| Layer { name: n, bytes: b }),
+    )
+    .map_err(|e| rules_error(&e))?;
+    let book = GateBook::from_rules(&rule_set).map_err(|e| rules_error(&e))?;
+    let evidence: EvidenceRules = rule_set.family().map_err(|e| rules_error(&e))?;
+    let root = Root::new(dir, &evidence).map_err(|e| rules_error(&e))?;
+
+    let (evidence_root, gate_final) = args.profile.gate_keys();
+    let common = book.common();
+    let env = ambient::var(amb, &common.surface_resolution.env);
+    let marker = if args.surface.is_none() && gate_final == RESOLVE_SURFACE {
+        read_marker(amb, &common.surface_resolution.marker)
+    } else {
+        None
+    };
+    let selected = surface::select(
+        gate_final,
+        &common.surface_resolution,
+        &SurfaceInputs {
+            flag: args.surface.as_deref(),
+            env: env.as_deref(),
+            repo: book.repo_surface(),
+            marker: marker.as_deref(),
+        },
+    );
+    let Some(rules) = book.get(&selected.name) else {
+        let known: Vec<&str> = book.names().collect();
+        return Err(CannotCheck::new(
+            None,
+            format!(
+                "unknown gate rules `{}`; known: {}",
+                selected.name,
+                known.join(", ")
+            ),
+        ));
+    };
+    let limits = evidence.limits.path_limits();
+    let scope_dir =
+        RelPath::parse(evidence_root, limits).expect("profile evidence roots are clean");
+    let max = common.limits.max_gate_bytes;
+    let document = if args.file.as_os_str() == "-" {
+        read_prefix(&mut *io.stdin, max)
+            .map_err(|e| CannotCheck::new(None, format!("cannot read standard input: {e}")))?
+    } else {
+        read_document(amb, &root, &args.file, limits, max)?
+    };
+    Ok(gate::validate(
+        &root,
+        rules,
+        &document,
+        &GateScope::Standalone { dir: scope_dir },
+    ))
+}
+
+/// Reads at most `max + 1` bytes, so an oversized document is seen as such
+/// by the validator (`GATE_JSON_INVALID`) without reading it all.
+fn read_prefix(r: &mut dyn Read, max: u64) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    r.take(max.saturating_add(1)).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// The marker file next to the running executable (§2.4); any problem
+/// reading it falls through to the default.
+fn read_marker(amb: &dyn Ambient, name: &str) -> Option<Vec<u8>> {
+    let exe = amb.current_exe().ok()?;
+    let path = exe.parent()?.join(name);
+    ambient::read_file(amb, &path, 64 * 1024).ok()
+}
+
+/// Reads the gate document through the sandbox: inside the repository,
+/// no symlink at any component, a regular file.
+fn read_document(
+    amb: &dyn Ambient,
+    root: &Root,
+    file: &Path,
+    limits: PathLimits,
+    max: u64,
+) -> Result<Vec<u8>, CannotCheck> {
+    let shown = file.display().to_string();
+    let cannot = |code: Code, why: String| {
+        CannotCheck::new(
+            Some(code),
+            format!("cannot read the gate document `{shown}`: {why}"),
+        )
+    };
+    let relative: PathBuf = if file.is_absolute() {
+        let cwd = amb
+            .current_dir()
+            .map_err(|e| cannot(Code::RootUnavailable, e.to_string()))?;
+        match file.strip_prefix(&cwd) {
+            Ok(rest) => rest.to_path_buf(),
+            Err(_) => {
+                return Err(cannot(
+                    Code::PathAbsolute,
+                    "it lies outside the repository (the current directory); pass `-` to read it from standard input".into(),
+                ));
+            }
+        }
+    } else {
+        file.to_path_buf()
+    };
+    let text = relative
+        .to_str()
+        .ok_or_else(|| cannot(Code::PathControlChar, "the path is not valid UTF-8".into()))?;
+    let cleaned = path_clean::clean(text);
+    let cleaned = cleaned.to_str().unwrap_or(text);
+    let path = RelPath::parse(cleaned, limits)
+        .map_err(|p| cannot(lexical_code(p), p.describe().to_owned()))?;
+    let to_cannot = |p: &crate::sandbox::FileProblem| {
+        let (code, why) = problem_finding(p);
+        cannot(code, why)
+    };
+    let (mut handle, meta) = open::open_leaf(root.dir(), &path).map_err(|p| to_cannot(&p))?;
+    let checks = FileChecks {
+        reject_empty: false,
+        max_bytes: u64::MAX,
+        ..root.file_checks()
+    };
+    open::check_handle(&meta, &checks).map_err(|p| to_cannot(&p))?;
+    read_prefix(&mut handle, max).map_err(|e| cannot(Code::IoError, e.to_string()))
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).expect("JSON values serialise")
+}
+
+fn emit(json_output: bool, outcome: &GateOutcome, io: &mut Io<'_>) -> u8 {
+    let verdict = outcome.verdict();
+    let scope = outcome.scope();
+    let text = if json_output {
+        let files: Vec<Value> = outcome
+            .files()
+            .iter()
+            .map(|f| json!({"path": f.path, "size": f.size, "sha256": f.sha256}))
+            .collect();
+        let v = json!({
+            "ok": verdict == gate::GateVerdict::Pass,
+            "verdict": verdict,
+            "rules": outcome.rules(),
+            "family": outcome.family(),
+            "scope": scope,
+            "findings": outcome.findings(),
+            "files": files,
+        });
+        format!("{}\n", pretty(&v))
+    } else {
+        let kind = scope["kind"].as_str().unwrap_or("none");
+        let id = scope["batchId"]
+            .as_str()
+            .map(|b| format!(" {b}"))
+            .unwrap_or_default();
+        let mut out = format!(
+            "gate check: {} ({}, scope {kind}{id})\n",
+            verdict.label(),
+            outcome.rules()
+        );
+        for f in outcome.findings() {
+            let severity = serde_json::to_value(f.severity).unwrap_or_default();
+            out.push_str(&format!(
+                "{} {} {}: {}\n",
+                severity.as_str().unwrap_or("error"),
+                f.code,
+                f.field,
+                f.message
+            ));
+        }
+        for f in outcome.files() {
+            out.push_str(&format!(
+                "checked {} ({} bytes, sha256 {})\n",
+                f.path, f.size, f.sha256
+            ));
+        }
+        out
+    };
+    if io
+        .stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| io.stdout.flush())
+        .is_err()
+    {
+        return EXIT_USAGE;
+    }
+    verdict.exit_code()
+}

@@ -1,0 +1,266 @@
+//! CI formats: GitHub workflow commands, JUnit XML and SARIF 2.1.0.
+
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use super::{Run, summary_line};
+use crate::evidence::{Code, Finding, Report, Severity, Verdict};
+
+/// GitHub Actions workflow commands: one `::error|warning|notice` line per
+/// finding (annotated with file and title), then the summary line.
+pub fn github(run: &Run) -> String {
+    let mut out = String::new();
+    for r in &run.reports {
+        for f in r.findings() {
+            let cmd = match f.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+                Severity::Info => "notice",
+            };
+            let file = f.path.as_deref().unwrap_or(r.subject());
+            let _ = writeln!(
+                out,
+                "::{cmd} file={},title={}::{}",
+                escape_property(file),
+                escape_property(f.code.name()),
+                escape_data(&f.message)
+            );
+        }
+    }
+    out.push_str(&summary_line(run, false));
+    out.push('\n');
+    out
+}
+
+/// Escapes a workflow-command message.
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escapes a workflow-command property value.
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// JUnit XML: one test case per payload or audited plan; failures carry the
+/// findings, could-not-verify reports are `<error>`.
+pub fn junit(run: &Run) -> String {
+    let failures = run
+        .reports
+        .iter()
+        .filter(|r| r.verdict() == Verdict::Fail)
+        .count();
+    let errors = run
+        .reports
+        .iter()
+        .filter(|r| r.verdict() == Verdict::Error)
+        .count();
+    let n = run.reports.len();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"evidence-gate\" tests=\"{n}\" failures=\"{failures}\" errors=\"{errors}\">"
+    );
+    let _ = writeln!(
+        out,
+        "  <testsuite name=\"verify-evidence\" tests=\"{n}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\">"
+    );
+    for r in &run.reports {
+        let kind = serde_json::to_value(r.kind())
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let _ = write!(
+            out,
+            "    <testcase classname=\"evidence-gate.{}\" name=\"{}\"",
+            xml(&kind),
+            xml(r.subject())
+        );
+        let errs: Vec<&Finding> = r
+            .findings()
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .collect();
+        let others: Vec<&Finding> = r
+            .findings()
+            .iter()
+            .filter(|f| f.severity != Severity::Error)
+            .collect();
+        if r.verdict() == Verdict::Pass && others.is_empty() {
+            out.push_str("/>\n");
+            continue;
+        }
+        out.push_str(">\n");
+        if r.verdict() != Verdict::Pass {
+            let tag = if r.verdict() == Verdict::Fail {
+                "failure"
+            } else {
+                "error"
+            };
+            let first = errs
+                .first()
+                .map(|f| f.code.name())
+                .unwrap_or("VERIFY_FAILED");
+            let msg = errs
+                .first()
+                .map(|f| f.message.as_str())
+                .unwrap_or("verification did not pass");
+            let _ = write!(
+                out,
+                "      <{tag} type=\"{}\" message=\"{}\">",
+                xml(first),
+                xml(msg)
+            );
+            for f in &errs {
+                let _ = writeln!(out, "{}", xml(&finding_line(r, f)));
+            }
+            let _ = writeln!(out, "</{tag}>");
+        }
+        if !others.is_empty() {
+            out.push_str("      <system-out>");
+            for f in &others {
+                let _ = writeln!(out, "{}", xml(&finding_line(r, f)));
+            }
+            out.push_str("</system-out>\n");
+        }
+        out.push_str("    </testcase>\n");
+    }
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
+}
+
+fn finding_line(r: &Report, f: &Finding) -> String {
+    format!(
+        "{} {}: {}",
+        f.code.name(),
+        f.path.as_deref().unwrap_or(r.subject()),
+        f.message
+    )
+}
+
+/// XML text and attribute escaping; characters XML 1.0 cannot carry become U+FFFD.
+fn xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// SARIF 2.1.0 with one rule per finding code (help text from the code
+/// table) and one result per finding.
+pub fn sarif(run: &Run) -> Value {
+    let rules: Vec<Value> = Code::ALL
+        .iter()
+        .map(|c| {
+            json!({
+                "id": c.name(),
+                "name": camel(c.name()),
+                "shortDescription": {"text": c.summary()},
+                "fullDescription": {"text": c.summary()},
+                "help": {"text": format!("{}: {}", c.name(), c.summary())},
+                "defaultConfiguration": {"level": level(default_severity(*c))},
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for r in &run.reports {
+        for f in r.findings() {
+            let index = Code::ALL.iter().position(|c| *c == f.code).unwrap_or(0);
+            let uri = f.path.as_deref().unwrap_or(r.subject());
+            let mut result = json!({
+                "ruleId": f.code.name(),
+                "ruleIndex": index,
+                "level": level(f.severity),
+                "message": {"text": f.message},
+                "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri_reference(uri)}}}],
+            });
+            if let Some(d) = &f.detail {
+                result["properties"] = json!({"detail": d, "subject": r.subject()});
+            } else {
+                result["properties"] = json!({"subject": r.subject()});
+            }
+            results.push(result);
+        }
+    }
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "evidence-gate",
+                "version": env!("CARGO_PKG_VERSION"),
+                "informationUri": "https://github.com/evidence-gate/evidence-gate",
+                "rules": rules,
+            }},
+            "results": results,
+            "properties": {"verdict": run.verdict},
+        }],
+    })
+}
+
+fn default_severity(c: Code) -> Severity {
+    Finding::new(c, None, String::new()).severity
+}
+
+fn level(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "note",
+    }
+}
+
+fn camel(name: &str) -> String {
+    name.split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            match c.next() {
+                Some(f) => f.to_ascii_uppercase().to_string() + &c.as_str().to_ascii_lowercase(),
+                None => String::new(),
+            }
+        })
+        .collect()
+}
+
+/// Percent-encodes everything but unreserved characters and `/`, so any
+/// repo-relative path is a valid URI reference.
+fn uri_reference(path: &str) -> String {
+    let mut out = String::new();
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping() {
+        assert_eq!(escape_property("a,b:c%\n"), "a%2Cb%3Ac%25%0A");
+        assert_eq!(
+            xml("<a & \"b\">\u{1}"),
+            "&lt;a &amp; &quot;b&quot;&gt;\u{FFFD}"
+        );
+        assert_eq!(uri_reference("src/a b#.rs"), "src/a%20b%23.rs");
+        assert_eq!(camel("PATH_NOT_CLEAN"), "PathNotClean");
+    }
+}
