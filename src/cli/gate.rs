@@ -236,7 +236,7 @@ fn read_prefix(r: &mut dyn Read, max: u64) -> std::io::Result<Vec<u8>> {
 
 /// The marker file next to the running executable (§2.4); any problem
 /// reading it falls through to the default.
-fn read_marker(amb: &dyn Ambient, name: &str) -> Option<Vec<u8>> {
+pub(crate) fn read_marker(amb: &dyn Ambient, name: &str) -> Option<Vec<u8>> {
     let exe = amb.current_exe().ok()?;
     let path = exe.parent()?.join(name);
     ambient::read_file(amb, &path, 64 * 1024).ok()

@@ -127,6 +127,9 @@ pub enum ErrorKind {
         batch_id: String,
         pending: Vec<String>,
     },
+    ValidationBatchGateMismatch {
+        details: Value,
+    },
     LockTimeout {
         lock_path: String,
         waited_ms: u64,
@@ -245,6 +248,7 @@ impl GoalError {
             ValidationBatchOpen { .. } => "ULW_LOOP_VALIDATION_BATCH_OPEN",
             ValidationBatchGateRequired { .. } => "ULW_LOOP_VALIDATION_BATCH_GATE_REQUIRED",
             ValidationBatchCriteriaPending { .. } => "ULW_LOOP_VALIDATION_BATCH_CRITERIA_PENDING",
+            ValidationBatchGateMismatch { .. } => "ULW_LOOP_VALIDATION_BATCH_GATE_MISMATCH",
             LockTimeout { .. } => "ULW_LOOP_LOCK_TIMEOUT",
             PlanLedgerMismatch { .. } => "ULW_LOOP_PLAN_LEDGER_MISMATCH",
             StateUnsafe { .. } => "ULW_LOOP_STATE_UNSAFE",
@@ -331,7 +335,8 @@ impl GoalError {
             CriteriaNotAllPass { details }
             | CodexSnapshotMismatch { details }
             | QualityGateInvalid { details }
-            | ValidationBatchOpen { details } => details.clone(),
+            | ValidationBatchOpen { details }
+            | ValidationBatchGateMismatch { details } => details.clone(),
             ValidationBatchFinalNotMember { batch_id }
             | ValidationBatchGateRequired { batch_id } => json!({ "batchId": batch_id }),
             ValidationBatchMemberUnknown {
@@ -505,6 +510,7 @@ pub const ALL_CODES: &[&str] = &[
     "ULW_LOOP_VALIDATION_BATCH_OPEN",
     "ULW_LOOP_VALIDATION_BATCH_GATE_REQUIRED",
     "ULW_LOOP_VALIDATION_BATCH_CRITERIA_PENDING",
+    "ULW_LOOP_VALIDATION_BATCH_GATE_MISMATCH",
     "ULW_LOOP_LOCK_TIMEOUT",
     "ULW_LOOP_PLAN_LEDGER_MISMATCH",
     "ULW_LOOP_STATE_UNSAFE",

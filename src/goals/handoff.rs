@@ -36,7 +36,8 @@ pub fn render(template: &str, vars: &BTreeMap<&str, String>) -> String {
     out
 }
 
-fn base_vars<'a>(engine: &'a Engine, plan: &Plan) -> BTreeMap<&'a str, String> {
+/// The placeholders every text of a plan can use.
+pub fn vars<'a>(engine: &'a Engine, plan: &Plan) -> BTreeMap<&'a str, String> {
     let p = &engine.profile;
     let mut v = BTreeMap::new();
     v.insert("displayName", p.display_name.clone());
@@ -58,8 +59,13 @@ fn base_vars<'a>(engine: &'a Engine, plan: &Plan) -> BTreeMap<&'a str, String> {
         plan.str("ledgerPath")
             .map_or_else(|| engine.paths.ledger(), str::to_owned),
     );
-    for (k, val) in &engine.texts.reviewer_roles {
-        v.insert(k.as_str(), val.clone());
+    if let Ok(name) = super::gate::rules_of(engine, plan)
+        && let Some(rules) = engine.gates().get(&name)
+        && let crate::rules::gates::GateRuleFile::FiveSection(r) = rules.file
+    {
+        v.insert("codeReviewer", r.reviewer_roles.code_review.clone());
+        v.insert("qaExecutor", r.reviewer_roles.manual_qa.clone());
+        v.insert("gateReviewer", r.reviewer_roles.gate_review.clone());
     }
     v
 }
@@ -93,7 +99,7 @@ pub fn instruction(engine: &Engine, plan: &Plan, g: Goal<'_>) -> Value {
     let t = &engine.texts.instruction;
     let is_final = lifecycle::final_candidate(plan, g);
     let aggregate = plan.mode() == Mode::Aggregate;
-    let mut v = base_vars(engine, plan);
+    let mut v = vars(engine, plan);
     v.insert("mode", plan.mode().as_str().to_owned());
     v.insert("goalId", g.id().to_owned());
     v.insert("goalTitle", g.title().to_owned());
@@ -186,7 +192,7 @@ pub fn instruction(engine: &Engine, plan: &Plan, g: Goal<'_>) -> Value {
 
 /// The blocked-decision handoff for a `needs_user_decision` goal (R§7.6).
 pub fn blocked(engine: &Engine, plan: &Plan, g: Goal<'_>) -> String {
-    let mut v = base_vars(engine, plan);
+    let mut v = vars(engine, plan);
     v.insert("goalId", g.id().to_owned());
     v.insert("goalTitle", g.title().to_owned());
     v.insert(
@@ -207,14 +213,14 @@ pub fn blocked(engine: &Engine, plan: &Plan, g: Goal<'_>) -> String {
 
 /// `<displayName>: no schedulable goals; stalled: <ids>`.
 pub fn stalled(engine: &Engine, plan: &Plan, ids: &[String]) -> String {
-    let mut v = base_vars(engine, plan);
+    let mut v = vars(engine, plan);
     v.insert("goalIds", ids.join(", "));
     render(&engine.texts.stalled, &v)
 }
 
 /// `<displayName>: all goals complete`.
 pub fn all_complete(engine: &Engine, plan: &Plan) -> String {
-    render(&engine.texts.all_complete, &base_vars(engine, plan))
+    render(&engine.texts.all_complete, &vars(engine, plan))
 }
 
 #[cfg(test)]

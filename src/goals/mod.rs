@@ -46,6 +46,7 @@ pub use state::StatePaths;
 
 use crate::rules::RuleSet;
 use crate::rules::evidence::EvidenceRules;
+use crate::rules::gates::GateBook;
 
 /// How a command was invoked (resolved by the front end).
 #[derive(Debug, Clone)]
@@ -61,6 +62,18 @@ pub struct EngineOptions {
     /// The repository root as an absolute path string, so that absolute input
     /// paths inside the repository can be accepted.
     pub root_abs: Option<String>,
+    /// Gate surface inputs read by the front end (quality-gate.md §2.4).
+    pub surface: SurfaceInputs,
+}
+
+/// The surface-resolution inputs only the binary can read: the variable named
+/// by `surfaceResolution.env` and the marker file next to the executable.
+#[derive(Debug, Clone, Default)]
+pub struct SurfaceInputs {
+    /// The environment variable's value.
+    pub env: Option<String>,
+    /// The marker file's content.
+    pub marker: Option<Vec<u8>>,
 }
 
 /// One profile's engine over one workspace root and scope.
@@ -81,6 +94,8 @@ pub struct Engine {
     env_sid: Option<String>,
     lock_timeout: Duration,
     root_abs: Option<String>,
+    gates: GateBook,
+    surface: SurfaceInputs,
 }
 
 impl Engine {
@@ -111,6 +126,7 @@ impl Engine {
         })?;
         let blockers: BlockerRules = rules.family()?;
         let evidence: EvidenceRules = rules.family()?;
+        let gates = GateBook::from_rules(rules)?;
         let paths = StatePaths::new(&profile.state_dir, opts.session.sid());
         let lock_timeout =
             Duration::from_millis(opts.lock_timeout_ms.unwrap_or(profile.lock.timeout_ms));
@@ -125,7 +141,19 @@ impl Engine {
             env_sid: opts.env_sid,
             lock_timeout,
             root_abs: opts.root_abs,
+            gates,
+            surface: opts.surface,
         })
+    }
+
+    /// The gate rule files.
+    pub fn gates(&self) -> &GateBook {
+        &self.gates
+    }
+
+    /// The surface-resolution inputs.
+    pub fn surface_inputs(&self) -> &SurfaceInputs {
+        &self.surface
     }
 
     /// The workspace root.

@@ -366,8 +366,6 @@ pub struct Texts {
     pub help: Vec<String>,
     /// Goal instruction (handoff) fragments.
     pub instruction: InstructionTexts,
-    /// Extra placeholders for the instruction (reviewer role names).
-    pub reviewer_roles: BTreeMap<String, String>,
     /// Blocked-decision handoff lines.
     pub blocked_handoff: Vec<String>,
     /// Decision text when a goal records none.
@@ -378,6 +376,10 @@ pub struct Texts {
     pub stalled: String,
     /// Stop-hook resume directive lines.
     pub stop_resume: Vec<String>,
+    /// `guidance` of `checkpoint --print-template`, one sentence per element.
+    pub template_guidance: Vec<String>,
+    /// Extra guidance sentence for evidence-layout v1 plans.
+    pub template_guidance_v1: String,
 }
 
 /// Fragments of the goal instruction (R§7.5).

@@ -617,7 +617,7 @@ fn codex_snapshot_mismatch_with_recovery_details() {
 }
 
 #[test]
-fn quality_gate_invalid_without_or_with_an_unvalidatable_gate() {
+fn quality_gate_invalid_without_a_gate_or_with_a_failing_one() {
     let repo = repo_with_plan("- a");
     start(&repo);
     pass_all(&repo, "G001-a");
@@ -638,7 +638,11 @@ fn quality_gate_invalid_without_or_with_an_unvalidatable_gate() {
     let mut args = base.to_vec();
     args.extend(["--quality-gate-json", "{\"codeReview\":{}}"]);
     let e = expect_error(&ulw(&repo, &args), "ULW_LOOP_QUALITY_GATE_INVALID");
-    assert_eq!(e["details"]["code"], "GATE_VALIDATION_UNAVAILABLE");
+    assert_eq!(e["details"]["code"], "GATE_SECTION_MISSING");
+    assert!(
+        e["details"]["findings"].as_array().unwrap().len() > 1,
+        "every finding is reported"
+    );
     assert_eq!(
         goal(&repo, "G001-a")["status"],
         "in_progress",

@@ -12,7 +12,9 @@ use super::render;
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::input::{self, InputKind, Loaded};
 use crate::goals::ops::checkpoint::{CheckpointRequest, CheckpointStatus};
-use crate::goals::ops::{add, checkpoint, complete, create, criteria, record, repair, status};
+use crate::goals::ops::{
+    add, checkpoint, complete, create, criteria, record, repair, status, template,
+};
 use crate::goals::plan::{CriterionStatus, Mode};
 use crate::goals::{Engine, summary};
 
@@ -366,9 +368,13 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
             Flag::repeated("--evidence-file"),
             Flag::value("--accept-task-scoped-snapshot"),
             Flag::switch("--start-pending"),
+            Flag::switch("--print-template"),
         ],
         rest,
     );
+    if a.has("--print-template") {
+        return print_template(engine, &a);
+    }
     let goal_id = a
         .text("--goal-id")?
         .ok_or_else(|| GoalError::missing_flag("--goal-id"))?;
@@ -452,6 +458,34 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
     let mut r = Reply::new(body, text);
     r.warnings = out.warnings.clone();
     r.warnings.extend(unknown_warnings(&a));
+    Ok(r)
+}
+
+fn print_template(engine: &Engine, a: &Args) -> Result<Reply, GoalError> {
+    let goal_id = a.text("--goal-id")?;
+    let out = template::run(engine, goal_id.as_deref())?;
+    let mut body = Map::new();
+    if let Value::Object(m) = &out {
+        body.extend(m.clone());
+    }
+    let text = serde_json::to_string_pretty(&out).expect("json");
+    let mut r = Reply::new(body, text);
+    let ignored: Vec<Value> = [
+        "--status",
+        "--evidence",
+        &engine.profile.host_goal.flag,
+        "--quality-gate-json",
+        "--no-advance",
+        "--evidence-file",
+        "--accept-task-scoped-snapshot",
+        "--start-pending",
+    ]
+    .iter()
+    .filter(|f| a.has(f))
+    .map(|f| json!({"code": "ARGUMENT_IGNORED", "message": format!("{f} is ignored with --print-template.")}))
+    .collect();
+    r.warnings = ignored;
+    r.warnings.extend(unknown_warnings(a));
     Ok(r)
 }
 

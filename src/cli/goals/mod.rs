@@ -306,6 +306,7 @@ fn dispatch(
             env_sid,
             lock_timeout_ms,
             root_abs,
+            surface: surface_inputs(&rules, amb),
         },
     ) {
         Ok(e) => e,
@@ -331,6 +332,18 @@ fn dispatch(
     match commands::run(&engine, head, rest, io) {
         Ok(r) => Outcome::Reply(r),
         Err(e) => fail(e),
+    }
+}
+
+/// The gate surface inputs only the binary can read (quality-gate.md §2.4).
+fn surface_inputs(rules: &RuleSet, amb: &dyn Ambient) -> crate::goals::SurfaceInputs {
+    let Ok(book) = crate::rules::gates::GateBook::from_rules(rules) else {
+        return crate::goals::SurfaceInputs::default();
+    };
+    let res = &book.common().surface_resolution;
+    crate::goals::SurfaceInputs {
+        env: ambient::var(amb, &res.env),
+        marker: super::gate::read_marker(amb, &res.marker),
     }
 }
 

@@ -6,10 +6,11 @@ use serde_json::{Map, Value, json};
 use super::complete::report;
 use super::status::complete_expectation;
 use super::{entry, goal_not_found, ledger_json, lock_plan, refuse_if_complete};
+use crate::gate::GateScope;
 use crate::goals::blockers::{self, Classifier};
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::evidence_files::{self, Accepted, Parsed};
-use crate::goals::gate::{self, GateContext, GateVerdict, Scope, ScopeCriterion};
+use crate::goals::gate;
 use crate::goals::hostgoal::{self, Expect, HostStatus, Snapshot};
 use crate::goals::input::Loaded;
 use crate::goals::journal::Head;
@@ -98,17 +99,8 @@ fn warning(code: &str, message: String) -> Value {
     json!({"code": code, "message": message})
 }
 
-/// Runs the checkpoint pipeline with this build's gate validator.
+/// Runs the checkpoint pipeline.
 pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome, GoalError> {
-    run_with(engine, req, &gate::Builtin)
-}
-
-/// Runs the checkpoint pipeline; `validator` is the gate seam (step 8).
-pub fn run_with(
-    engine: &Engine,
-    req: CheckpointRequest,
-    validator: &dyn gate::GateValidator,
-) -> Result<CheckpointOutcome, GoalError> {
     let (locked, mut plan) = lock_plan(engine, "checkpoint")?;
     refuse_if_complete(engine, &plan, "checkpoint")?;
     let id = req.goal_id.clone();
@@ -180,17 +172,14 @@ pub fn run_with(
             criteria_gate(engine, &plan, &id, is_final)?;
             let host = reconcile_complete(engine, &locked.dir, &plan, &req, &evidence, is_final);
             let gate_required = is_final || closes.is_some();
-            let gate_ctx = gate_context(engine, &plan, &id, is_final, closes.as_ref());
+            let gate_scope = gate::context(engine, &plan, &id, is_final, closes.as_ref())?;
             let host = match host {
                 Ok(h) => h,
                 Err(snapshot_err) => {
                     if gate_required || req.quality_gate.is_some() {
                         let gate_err = match &req.quality_gate {
                             None => Some(gate::missing()),
-                            Some(q) => {
-                                let o = validator.validate(engine, q, &gate_ctx);
-                                (o.verdict != GateVerdict::Pass).then(|| gate::error(&o))
-                            }
+                            Some(q) => gate::error(&gate::validate(engine, &plan, q, &gate_scope)?),
                         };
                         if let Some(ge) = gate_err {
                             return Err(gate::combined(&snapshot_err, &ge));
@@ -213,19 +202,28 @@ pub fn run_with(
             if is_final && req.quality_gate.is_none() {
                 return Err(gate::missing());
             }
-            let mut gate_files = Vec::new();
-            let mut gate_sha = None;
+            let mut gate_outcome = None;
             if let Some(q) = &req.quality_gate {
-                let o = validator.validate(engine, q, &gate_ctx);
-                if o.verdict != GateVerdict::Pass {
-                    return Err(gate::error(&o));
+                let o = gate::validate(engine, &plan, q, &gate_scope)?;
+                if let Some(e) = gate::error(&o) {
+                    return Err(e);
                 }
-                gate_files = o.files.clone();
-                gate_sha = Some(o.sha256.clone());
                 if let Some(b) = &closes {
                     batches::check_criteria(&plan, b)?;
+                    if !is_final {
+                        gate::check_batch_coverage(&plan, b, &o)?;
+                    }
                 }
+                gate_outcome = Some((o, q));
             }
+            let gate_sha = gate_outcome.as_ref().map(|(o, _)| o.sha256().to_owned());
+            let entry_evidence = match gate_outcome
+                .as_ref()
+                .and_then(|(o, _)| gate::watch_suffix(o))
+            {
+                Some(suffix) => format!("{evidence}{suffix}"),
+                None => evidence.clone(),
+            };
 
             let goal = plan.goal_mut(&id).expect("looked up");
             goal.insert("status".into(), json!("complete"));
@@ -262,15 +260,24 @@ pub fn run_with(
                 Some(&id),
             );
             main.insert("status".into(), json!("complete"));
-            main.insert("evidence".into(), json!(evidence));
+            main.insert("evidence".into(), json!(entry_evidence));
             let max_snap = engine.profile.limits.max_embedded_snapshot_bytes;
             if let Some(s) = &host.snapshot {
                 main.insert("codexGoal".into(), hostgoal::embed(s, max_snap));
             }
+            let gate_files = gate_outcome
+                .as_ref()
+                .map(|(o, q)| gate::files(o, q))
+                .unwrap_or_default();
             add_files(&mut main, &accepted, &gate_files);
-            if req.quality_gate.is_some() {
-                main.insert("gateScope".into(), json!(gate_ctx.scope.wire()));
-                main.insert("qualityGateSha256".into(), json!(gate_sha));
+            if let (Some((o, _)), GateScope::Plan(ctx)) = (&gate_outcome, &gate_scope) {
+                main.insert(
+                    "qualityGate".into(),
+                    gate::embedded(o, engine.profile.limits.max_embedded_gate_bytes),
+                );
+                main.insert("gateScope".into(), json!(ctx.scope.ledger_tag()));
+                main.insert("qualityGateSha256".into(), json!(o.sha256()));
+                warnings.extend(gate::warnings(o));
             }
             main.insert("hostGoalReconciliation".into(), json!(host.reconciliation));
             if let Some(t) = host.task_scoped {
@@ -682,75 +689,5 @@ fn reconcile_failure(
             task_scoped: None,
             warnings: vec![warning("HOST_GOAL_MISMATCH", out.message())],
         }
-    }
-}
-
-/// The plain-data context the gate validates against.
-fn gate_context(
-    engine: &Engine,
-    plan: &Plan,
-    id: &str,
-    is_final: bool,
-    closes: Option<&Map<String, Value>>,
-) -> GateContext {
-    let g = plan.goal(id).expect("looked up");
-    let scope = if is_final {
-        Scope::Run
-    } else if let Some(b) = closes {
-        Scope::Batch(batches::batch_id(b).to_owned())
-    } else {
-        Scope::Goal(id.to_owned())
-    };
-    let members: Vec<String> = match &scope {
-        Scope::Run => plan
-            .goals()
-            .filter(|o| lifecycle::counted(*o))
-            .map(|o| o.id().to_owned())
-            .collect(),
-        Scope::Batch(_) => closes
-            .map(|b| {
-                batches::member_ids(b)
-                    .into_iter()
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default(),
-        Scope::Goal(gid) => vec![gid.clone()],
-    };
-    let criteria = members
-        .iter()
-        .filter_map(|m| plan.goal(m))
-        .flat_map(|m| {
-            m.criteria()
-                .map(|c| ScopeCriterion {
-                    goal_id: m.id().to_owned(),
-                    criterion_id: c.id().to_owned(),
-                    status: c.status().as_str().to_owned(),
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let alternative_counts = (is_final && closes.is_some()).then(|| {
-        let total: usize = plan
-            .goals()
-            .filter(|o| lifecycle::counted(*o))
-            .map(|o| o.criteria_len())
-            .sum();
-        (total as u64, total as u64)
-    });
-    let scope_dir = if plan.layout_v2() {
-        engine.attempt_dir(plan, g)
-    } else {
-        engine.profile.evidence_root.clone()
-    };
-    GateContext {
-        batch_at_checkpoint: matches!(scope, Scope::Batch(_)),
-        scope,
-        scope_dir,
-        criteria,
-        alternative_counts,
-        gate_rules: plan
-            .str("gateRules")
-            .map_or_else(|| engine.profile.gate.final_rules.clone(), str::to_owned),
     }
 }

@@ -58,6 +58,7 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
         .iter()
         .filter_map(|g| g["id"].as_str().map(str::to_owned))
         .collect();
+    let gate_rules = crate::goals::gate::rules_for_new_plan(engine)?;
     let parsed_batches = req
         .batches
         .as_ref()
@@ -148,6 +149,7 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
     doc.insert("revision".into(), json!(0));
     doc.insert("profile".into(), json!(p.name));
     doc.insert("sessionId".into(), json!(engine.paths.sid));
+    doc.insert("gateRules".into(), json!(gate_rules));
     for (k, v) in &p.plan_markers {
         doc.insert(k.clone(), v.clone());
     }

@@ -8,6 +8,7 @@ pub mod criteria;
 pub mod record;
 pub mod repair;
 pub mod status;
+pub mod template;
 
 use serde_json::{Map, Value, json};
 
