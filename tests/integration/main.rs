@@ -21,3 +21,4 @@ mod goals_support;
 mod goals_transitions;
 mod properties;
 mod snapshots;
+mod goals_checkpoint;
