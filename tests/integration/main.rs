@@ -22,3 +22,4 @@ mod goals_transitions;
 mod properties;
 mod snapshots;
 mod goals_checkpoint;
+mod goals_legacy;
