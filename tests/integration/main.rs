@@ -23,3 +23,4 @@ mod properties;
 mod snapshots;
 mod goals_checkpoint;
 mod goals_legacy;
+mod goals_concurrency;
