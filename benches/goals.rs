@@ -93,8 +93,12 @@ fn plan(last_entry: &Map<String, Value>) -> Value {
 }
 
 fn entry(n: u64) -> Map<String, Value> {
-    let goal = format!("G{:03}-implement-part-{}-of-the-service", (n % GOALS as u64) + 1, n % GOALS as u64);
-    let v = if n % STEERING_EVERY == 0 {
+    let goal = format!(
+        "G{:03}-implement-part-{}-of-the-service",
+        (n % GOALS as u64) + 1,
+        n % GOALS as u64
+    );
+    let v = if n.is_multiple_of(STEERING_EVERY) {
         json!({
             "at": "2026-05-01T12:00:00.000Z", "kind": "steering_accepted",
             "evidence": format!("observed behaviour {n} in the staging run"),
@@ -136,7 +140,8 @@ fn prepare() -> (tempfile::TempDir, u64, u64) {
     while n <= RECORDS {
         let batch: Vec<Map<String, Value>> = (n..(n + 1000).min(RECORDS + 1)).map(entry).collect();
         last = batch.last().unwrap().clone();
-        let (bytes, recs) = evidence_gate::ledger::chain_records(last_seq, last_hash.as_deref(), &batch);
+        let (bytes, recs) =
+            evidence_gate::ledger::chain_records(last_seq, last_hash.as_deref(), &batch);
         ledger.extend_from_slice(&bytes);
         last_seq = recs.last().unwrap().seq;
         last_hash = Some(recs.last().unwrap().hash.clone());
@@ -248,16 +253,45 @@ fn main() {
     let warm = 3;
     let status = s(&["ulw-loop", "status", "--json"]);
     series(dir, warm, &|_| status.clone());
-    report("status --json", series(dir, runs, &|_| status.clone()), floor, 50.0);
-    let crit = s(&["ulw-loop", "criteria", "--goal-id", "G500-implement-part-499-of-the-service", "--json"]);
-    report("criteria --goal-id", series(dir, runs, &|_| crit.clone()), floor, 50.0);
+    report(
+        "status --json",
+        series(dir, runs, &|_| status.clone()),
+        floor,
+        50.0,
+    );
+    let crit = s(&[
+        "ulw-loop",
+        "criteria",
+        "--goal-id",
+        "G500-implement-part-499-of-the-service",
+        "--json",
+    ]);
+    report(
+        "criteria --goal-id",
+        series(dir, runs, &|_| crit.clone()),
+        floor,
+        50.0,
+    );
     let resume = s(&["ulw-loop", "complete-goals", "--json"]);
-    report("complete-goals (resume)", series(dir, runs, &|_| resume.clone()), floor, 50.0);
+    report(
+        "complete-goals (resume)",
+        series(dir, runs, &|_| resume.clone()),
+        floor,
+        50.0,
+    );
     let record = |i: usize| {
         s(&[
-            "ulw-loop", "record-evidence", "--goal-id", "G001-implement-part-0-of-the-service",
-            "--criterion-id", ["C001", "C002", "C003"][i % 3], "--status", "pass",
-            "--evidence", &format!("rerun {i}: 14 passed"), "--json",
+            "ulw-loop",
+            "record-evidence",
+            "--goal-id",
+            "G001-implement-part-0-of-the-service",
+            "--criterion-id",
+            ["C001", "C002", "C003"][i % 3],
+            "--status",
+            "pass",
+            "--evidence",
+            &format!("rerun {i}: 14 passed"),
+            "--json",
         ])
     };
     series(dir, warm, &record);
@@ -266,8 +300,17 @@ fn main() {
     let checkpoint = |i: usize| {
         let id = format!("G{:03}-implement-part-{i}-of-the-service", i + 1);
         s(&[
-            "ulw-loop", "checkpoint", "--goal-id", &id, "--status", "complete",
-            "--evidence", "part done, tests green", "--codex-goal-json", &snapshot, "--json",
+            "ulw-loop",
+            "checkpoint",
+            "--goal-id",
+            &id,
+            "--status",
+            "complete",
+            "--evidence",
+            "part done, tests green",
+            "--codex-goal-json",
+            &snapshot,
+            "--json",
         ])
     };
     let all = series(dir, runs + warm, &checkpoint);
@@ -279,5 +322,8 @@ fn main() {
     );
     let check = s(&["ulw-loop", "repair", "--check", "--json"]);
     let (_, code) = run(dir, &check);
-    assert_eq!(code, 0, "the chain verifies after the benchmark's mutations");
+    assert_eq!(
+        code, 0,
+        "the chain verifies after the benchmark's mutations"
+    );
 }

@@ -11,11 +11,16 @@ use serde_json::{Value, json};
 
 fn spawn(repo: &Repo, args: &[&str]) -> Child {
     let mut cmd = Command::new(crate::common::bin("evidence-gate"));
-    cmd.arg("ulw-loop").args(args).arg("--json").current_dir(repo.path());
+    cmd.arg("ulw-loop")
+        .args(args)
+        .arg("--json")
+        .current_dir(repo.path());
     for (k, v) in clean_env() {
         cmd.env(k, v);
     }
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     cmd.spawn().expect("spawn")
 }
 
@@ -52,20 +57,47 @@ fn thirty_two_concurrent_mutations_lose_nothing() {
         for c in ["C001", "C002", "C003"] {
             let ev = format!("proof {i} {c}");
             expected_evidence.insert((id.clone(), c.to_owned()));
-            children.push(spawn(&repo, &[
-                "record-evidence", "--goal-id", id, "--criterion-id", c, "--status", "pass",
-                "--evidence", &ev, "--lock-timeout-ms", "120000",
-            ]));
+            children.push(spawn(
+                &repo,
+                &[
+                    "record-evidence",
+                    "--goal-id",
+                    id,
+                    "--criterion-id",
+                    c,
+                    "--status",
+                    "pass",
+                    "--evidence",
+                    &ev,
+                    "--lock-timeout-ms",
+                    "120000",
+                ],
+            ));
         }
     }
     for n in 0..8 {
         let t = format!("added {n}");
-        children.push(spawn(&repo, &["add-goal", "--title", &t, "--objective", &t, "--lock-timeout-ms", "120000"]));
+        children.push(spawn(
+            &repo,
+            &[
+                "add-goal",
+                "--title",
+                &t,
+                "--objective",
+                &t,
+                "--lock-timeout-ms",
+                "120000",
+            ],
+        ));
     }
     assert_eq!(children.len(), 32);
     for c in children {
         let out = c.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
     }
     let p = plan(&repo);
     for g in p["goals"].as_array().unwrap().iter().take(8) {
@@ -73,22 +105,40 @@ fn thirty_two_concurrent_mutations_lose_nothing() {
             assert_eq!(c["status"], "pass", "{} {}", g["id"], c["id"]);
         }
     }
-    let titles: BTreeSet<String> = p["goals"].as_array().unwrap()[8..].iter().map(|g| g["title"].as_str().unwrap().to_owned()).collect();
+    let titles: BTreeSet<String> = p["goals"].as_array().unwrap()[8..]
+        .iter()
+        .map(|g| g["title"].as_str().unwrap().to_owned())
+        .collect();
     assert_eq!(titles, (0..8).map(|n| format!("added {n}")).collect());
     let l = ledger(&repo);
     let captured: BTreeSet<(String, String)> = l
         .iter()
         .filter(|e| e["kind"] == "evidence_captured")
-        .map(|e| (e["goalId"].as_str().unwrap().to_owned(), e["criterionId"].as_str().unwrap().to_owned()))
+        .map(|e| {
+            (
+                e["goalId"].as_str().unwrap().to_owned(),
+                e["criterionId"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
     assert_eq!(captured, expected_evidence);
     let added: Vec<&Value> = l.iter().filter(|e| e["kind"] == "goal_added").collect();
     assert_eq!(added.len(), 8);
-    let ids_in_plan: BTreeSet<&str> = p["goals"].as_array().unwrap()[8..].iter().map(|g| g["id"].as_str().unwrap()).collect();
-    let ids_in_ledger: BTreeSet<&str> = added.iter().map(|e| e["goalId"].as_str().unwrap()).collect();
+    let ids_in_plan: BTreeSet<&str> = p["goals"].as_array().unwrap()[8..]
+        .iter()
+        .map(|g| g["id"].as_str().unwrap())
+        .collect();
+    let ids_in_ledger: BTreeSet<&str> = added
+        .iter()
+        .map(|e| e["goalId"].as_str().unwrap())
+        .collect();
     assert_eq!(ids_in_plan, ids_in_ledger);
     let revisions: Vec<u64> = l.iter().filter_map(|e| e["revision"].as_u64()).collect();
-    assert_eq!(revisions, (1..=33).collect::<Vec<_>>(), "one revision per mutation, none lost");
+    assert_eq!(
+        revisions,
+        (1..=33).collect::<Vec<_>>(),
+        "one revision per mutation, none lost"
+    );
     assert_eq!(p["revision"], 33);
     assert_chain_intact(&repo);
 }
@@ -118,20 +168,40 @@ fn crash_drill(runs: usize, seed: u64) {
         let args: Vec<&str> = if run % 2 == 0 {
             vec!["add-goal", "--title", &t, "--objective", &t]
         } else {
-            vec!["checkpoint", "--goal-id", "G001-goal-0", "--status", "blocked", "--evidence", &t]
+            vec![
+                "checkpoint",
+                "--goal-id",
+                "G001-goal-0",
+                "--status",
+                "blocked",
+                "--evidence",
+                &t,
+            ]
         };
         if kill_after(&repo, &args, delay) {
             killed += 1;
         }
         let status = ulw(&repo, &["status"]);
-        assert_eq!(status.code, 0, "run {run}: status must read the state: {}", status.stdout);
-        let consistency = status.json()["ledger"]["consistency"].as_str().unwrap().to_owned();
+        assert_eq!(
+            status.code, 0,
+            "run {run}: status must read the state: {}",
+            status.stdout
+        );
+        let consistency = status.json()["ledger"]["consistency"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         assert_ne!(consistency, "mismatch", "run {run}");
         let check = ulw(&repo, &["repair", "--check"]);
         for f in check.json()["findings"].as_array().unwrap() {
             let code = f["code"].as_str().unwrap();
             assert!(
-                ["LEDGER_TORN_TAIL", "LEDGER_UNTERMINATED", "LEDGER_BEHIND_PLAN"].contains(&code),
+                [
+                    "LEDGER_TORN_TAIL",
+                    "LEDGER_UNTERMINATED",
+                    "LEDGER_BEHIND_PLAN"
+                ]
+                .contains(&code),
                 "run {run}: unexplained finding {f}"
             );
         }
@@ -139,10 +209,31 @@ fn crash_drill(runs: usize, seed: u64) {
         assert_eq!(repaired["consistency"], "ok", "run {run}");
         let p = plan(&repo);
         let l = ledger(&repo);
-        let in_plan: BTreeSet<String> = p["goals"].as_array().unwrap().iter().filter_map(|g| g["title"].as_str().filter(|t| t.starts_with("crash")).map(str::to_owned)).collect();
-        let in_ledger: BTreeSet<String> = l.iter().filter(|e| e["kind"] == "goal_added").filter_map(|e| e["message"].as_str().map(str::to_owned)).collect();
-        assert_eq!(in_plan, in_ledger, "run {run}: every added goal is audited, every audit is in the plan");
-        assert_eq!(p["revision"], l.iter().rev().find_map(|e| e["revision"].as_u64()).unwrap(), "run {run}");
+        let in_plan: BTreeSet<String> = p["goals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|g| {
+                g["title"]
+                    .as_str()
+                    .filter(|t| t.starts_with("crash"))
+                    .map(str::to_owned)
+            })
+            .collect();
+        let in_ledger: BTreeSet<String> = l
+            .iter()
+            .filter(|e| e["kind"] == "goal_added")
+            .filter_map(|e| e["message"].as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(
+            in_plan, in_ledger,
+            "run {run}: every added goal is audited, every audit is in the plan"
+        );
+        assert_eq!(
+            p["revision"],
+            l.iter().rev().find_map(|e| e["revision"].as_u64()).unwrap(),
+            "run {run}"
+        );
         if run % 2 == 1 {
             edit_goal(&repo, "G001-goal-0", |g| {
                 g.insert("status".into(), json!("in_progress"));
@@ -150,7 +241,10 @@ fn crash_drill(runs: usize, seed: u64) {
         }
     }
     assert_chain_intact(&repo);
-    assert!(killed > 0, "no run was killed mid-command; the drill proved nothing");
+    assert!(
+        killed > 0,
+        "no run was killed mid-command; the drill proved nothing"
+    );
 }
 
 #[cfg(unix)]

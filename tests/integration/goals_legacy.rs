@@ -28,7 +28,8 @@ fn legacy_repo() -> Repo {
 }
 
 fn original() -> Value {
-    serde_json::from_slice(&std::fs::read(format!("{FIXTURE}/.omo/ulw-loop/goals.json")).unwrap()).unwrap()
+    serde_json::from_slice(&std::fs::read(format!("{FIXTURE}/.omo/ulw-loop/goals.json")).unwrap())
+        .unwrap()
 }
 
 /// Every key of `old` is in `new`, in the same relative order, recursively
@@ -64,8 +65,16 @@ fn status_reads_the_node_plan_without_writing() {
     assert_eq!(s["ledger"]["lastSeq"], 0);
     assert_eq!(s["ledger"]["consistency"], "ok");
     assert_eq!(s["summary"]["superseded"], 1);
-    assert_eq!(s["currentAttemptDir"], ".omo/evidence/ulw/session/G002-document-the-limits/a1");
-    assert!(s["plan"]["codexObjective"].as_str().unwrap().starts_with("Complete the durable ulw-loop plan in .omo/ulw-loop/goals.json"));
+    assert_eq!(
+        s["currentAttemptDir"],
+        ".omo/evidence/ulw/session/G002-document-the-limits/a1"
+    );
+    assert!(
+        s["plan"]["codexObjective"]
+            .as_str()
+            .unwrap()
+            .starts_with("Complete the durable ulw-loop plan in .omo/ulw-loop/goals.json")
+    );
     let check = ulw(&repo, &["repair", "--check"]);
     assert_eq!(check.code, 0);
     assert_eq!(check.json()["findings"][0]["code"], "LEDGER_NOT_CHAINED");
@@ -74,23 +83,48 @@ fn status_reads_the_node_plan_without_writing() {
 #[test]
 fn the_node_plan_is_continued_and_keeps_unknown_fields_and_order() {
     let repo = legacy_repo();
-    let v = expect_ok(&ulw(&repo, &[
-        "record-evidence", "--goal-id", "G002-document-the-limits", "--criterion-id", "C001",
-        "--status", "pass", "--evidence", "docs/limits.md rendered",
-    ]));
+    let v = expect_ok(&ulw(
+        &repo,
+        &[
+            "record-evidence",
+            "--goal-id",
+            "G002-document-the-limits",
+            "--criterion-id",
+            "C001",
+            "--status",
+            "pass",
+            "--evidence",
+            "docs/limits.md rendered",
+        ],
+    ));
     assert_eq!(v["revision"], 1);
     let p = plan(&repo);
     assert_preserved(&original(), &p, "");
-    assert_eq!(p["x-node-extension"], json!({"owner": "omo", "flags": [1, 2, 3]}));
-    assert_eq!(p["goals"][0]["x-node-review"], json!({"reviewer": "alice", "round": 2}));
+    assert_eq!(
+        p["x-node-extension"],
+        json!({"owner": "omo", "flags": [1, 2, 3]})
+    );
+    assert_eq!(
+        p["goals"][0]["x-node-review"],
+        json!({"reviewer": "alice", "round": 2})
+    );
     assert_eq!(p["revision"], 1);
-    assert!(p.get("profile").is_none(), "profile is written by create-goals only");
+    assert!(
+        p.get("profile").is_none(),
+        "profile is written by create-goals only"
+    );
     let keys: Vec<&String> = p.as_object().unwrap().keys().collect();
     let n = keys.len();
-    assert_eq!(&keys[n - 3..], ["codexObjectiveAliases", "revision", "lastMutation"], "new keys are appended");
+    assert_eq!(
+        &keys[n - 3..],
+        ["codexObjectiveAliases", "revision", "lastMutation"],
+        "new keys are appended"
+    );
     assert_eq!(
         p["codexObjectiveAliases"],
-        json!(["Complete all ulw-loop stories listed in .omo/ulw-loop/goals.json. Use .omo/ulw-loop/ledger.jsonl as the durable audit trail."])
+        json!([
+            "Complete all ulw-loop stories listed in .omo/ulw-loop/goals.json. Use .omo/ulw-loop/ledger.jsonl as the durable audit trail."
+        ])
     );
     let l = ledger(&repo);
     assert_eq!(l.len(), 10);
@@ -112,8 +146,30 @@ fn sha256(bytes: &[u8]) -> String {
 #[test]
 fn what_we_write_stays_readable_by_the_node_reader() {
     let repo = legacy_repo();
-    expect_ok(&ulw(&repo, &["record-evidence", "--goal-id", "G002-document-the-limits", "--criterion-id", "C001", "--status", "pass", "--evidence", "x"]));
-    expect_ok(&ulw(&repo, &["add-goal", "--title", "Announce it", "--objective", "Announce it"]));
+    expect_ok(&ulw(
+        &repo,
+        &[
+            "record-evidence",
+            "--goal-id",
+            "G002-document-the-limits",
+            "--criterion-id",
+            "C001",
+            "--status",
+            "pass",
+            "--evidence",
+            "x",
+        ],
+    ));
+    expect_ok(&ulw(
+        &repo,
+        &[
+            "add-goal",
+            "--title",
+            "Announce it",
+            "--objective",
+            "Announce it",
+        ],
+    ));
     let p = plan(&repo);
     // The Node reader's only checks (R§1.3.8): version 1 and a goals array.
     assert_eq!(p["version"], 1);
@@ -126,10 +182,22 @@ fn what_we_write_stays_readable_by_the_node_reader() {
         assert!(g["attempt"].is_u64());
     }
     let text = std::fs::read_to_string(state(&repo, "goals.json")).unwrap();
-    assert!(text.starts_with("{\n  \"version\": 1,") && text.ends_with("}\n"), "two-space JSON plus one newline");
-    for (i, line) in std::fs::read_to_string(state(&repo, "ledger.jsonl")).unwrap().lines().enumerate() {
-        let e: Map<String, Value> = serde_json::from_str(line).unwrap_or_else(|e| panic!("line {}: {e}", i + 1));
-        assert!(e["at"].is_string() && e["kind"].is_string(), "line {}", i + 1);
+    assert!(
+        text.starts_with("{\n  \"version\": 1,") && text.ends_with("}\n"),
+        "two-space JSON plus one newline"
+    );
+    for (i, line) in std::fs::read_to_string(state(&repo, "ledger.jsonl"))
+        .unwrap()
+        .lines()
+        .enumerate()
+    {
+        let e: Map<String, Value> =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("line {}: {e}", i + 1));
+        assert!(
+            e["at"].is_string() && e["kind"].is_string(),
+            "line {}",
+            i + 1
+        );
     }
 }
 
@@ -137,13 +205,34 @@ fn what_we_write_stays_readable_by_the_node_reader() {
 fn legacy_seeded_placeholders_are_detected_by_marker() {
     let repo = legacy_repo();
     let e = expect_error(
-        &ulw(&repo, &["record-evidence", "--goal-id", "G002-document-the-limits", "--criterion-id", "C002", "--status", "pass", "--evidence", "x"]),
+        &ulw(
+            &repo,
+            &[
+                "record-evidence",
+                "--goal-id",
+                "G002-document-the-limits",
+                "--criterion-id",
+                "C002",
+                "--status",
+                "pass",
+                "--evidence",
+                "x",
+            ],
+        ),
         "ULW_LOOP_CRITERION_SEEDED",
     );
     assert_eq!(e["details"]["criterionId"], "C002");
-    let c = expect_ok(&ulw(&repo, &["criteria", "--goal-id", "G002-document-the-limits"]));
+    let c = expect_ok(&ulw(
+        &repo,
+        &["criteria", "--goal-id", "G002-document-the-limits"],
+    ));
     assert_eq!(c["criteria"].as_array().unwrap().len(), 2);
-    let text = eg(&repo, "ulw-loop", &["criteria", "--goal-id", "G002-document-the-limits"]).stdout;
+    let text = eg(
+        &repo,
+        "ulw-loop",
+        &["criteria", "--goal-id", "G002-document-the-limits"],
+    )
+    .stdout;
     assert!(text.lines().nth(2).unwrap().ends_with("[seeded]"), "{text}");
     assert!(!text.lines().nth(1).unwrap().ends_with("[seeded]"));
 }
@@ -169,16 +258,39 @@ fn the_superseded_goal_is_skipped_and_its_replacement_scheduled() {
             c["status"] = json!("pass");
         }
     });
-    let v = expect_ok(&ulw(&repo, &["checkpoint", "--goal-id", "G002-document-the-limits", "--status", "complete", "--evidence", "done", "--codex-goal-json", &snap]));
+    let v = expect_ok(&ulw(
+        &repo,
+        &[
+            "checkpoint",
+            "--goal-id",
+            "G002-document-the-limits",
+            "--status",
+            "complete",
+            "--evidence",
+            "done",
+            "--codex-goal-json",
+            &snap,
+        ],
+    ));
     assert_eq!(v["next"]["goal"]["id"], "G004");
-    assert_eq!(v["next"]["goal"]["attemptDir"], ".omo/evidence/ulw/session/G004/a1");
+    assert_eq!(
+        v["next"]["goal"]["attemptDir"],
+        ".omo/evidence/ulw/session/G004/a1"
+    );
     assert_eq!(v["next"]["goal"]["supersedes"], json!(["G003"]));
 }
 
 #[test]
 fn a_node_written_lock_file_is_respected_while_fresh() {
     let repo = legacy_repo();
-    std::fs::write(state(&repo, ".mutation.lock"), r#"{"pid":31337,"createdAt":"2026-03-02T10:42:10.250Z"}"#).unwrap();
-    let e = expect_error(&ulw(&repo, &["complete-goals", "--lock-timeout-ms", "100"]), "ULW_LOOP_LOCK_TIMEOUT");
+    std::fs::write(
+        state(&repo, ".mutation.lock"),
+        r#"{"pid":31337,"createdAt":"2026-03-02T10:42:10.250Z"}"#,
+    )
+    .unwrap();
+    let e = expect_error(
+        &ulw(&repo, &["complete-goals", "--lock-timeout-ms", "100"]),
+        "ULW_LOOP_LOCK_TIMEOUT",
+    );
     assert_eq!(e["details"]["holder"]["pid"], 31337);
 }

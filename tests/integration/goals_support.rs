@@ -220,7 +220,13 @@ pub fn payload(repo: &Repo, name: &str, goal: &str, criteria: &[&str], verdict: 
 /// Fills the `checkpoint --print-template` gate of a goal with real text and
 /// real files and writes it to `gates/<goal>.json`; returns that path.
 pub fn filled_gate(repo: &Repo, profile: &str, goal_id: &str, extra: &[&str]) -> String {
-    let mut args = vec!["checkpoint", "--print-template", "--goal-id", goal_id, "--json"];
+    let mut args = vec![
+        "checkpoint",
+        "--print-template",
+        "--goal-id",
+        goal_id,
+        "--json",
+    ];
     args.extend_from_slice(extra);
     let t = expect_ok(&eg(repo, profile, &args));
     let mut gate = t["qualityGateTemplate"].clone();

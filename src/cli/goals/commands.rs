@@ -3,12 +3,12 @@
 
 use std::io::Read;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::Io;
-use super::Reply;
 use super::args::{self, Args, Flag};
 use super::render;
+use super::{Body, Reply};
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::input::{self, InputKind, Loaded};
 use crate::goals::ops::checkpoint::{CheckpointRequest, CheckpointStatus};
@@ -173,15 +173,15 @@ fn create_goals(engine: &Engine, rest: &[String], io: &mut Io<'_>) -> Result<Rep
             force: a.has("--force"),
         },
     )?;
-    let mut body = Map::new();
-    body.insert("plan".into(), Value::Object(out.plan.doc().clone()));
-    body.insert("summary".into(), summary::summary(&out.plan));
-    body.insert("revision".into(), json!(out.committed.revision));
-    body.insert("ledger".into(), out.ledger());
-    if let Some(a) = &out.archived {
-        body.insert("archived".into(), json!(a));
-    }
     let text = render::created(engine, &out.plan, out.archived.as_deref());
+    let mut body = Body::default();
+    body.insert("summary", summary::summary(&out.plan));
+    body.insert("revision", json!(out.committed.revision));
+    body.insert("ledger", out.ledger());
+    if let Some(a) = &out.archived {
+        body.insert("archived", json!(a));
+    }
+    body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
     r.warnings = unknown_flag_warnings(&a);
     Ok(r)
@@ -201,26 +201,26 @@ fn status_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
     let a = with_flags(engine, vec![host_flag(engine)], rest);
     let host = load_host(engine, &a)?;
     let out = status::run(engine, host.as_ref())?;
-    let mut body = Map::new();
-    body.insert("plan".into(), Value::Object(out.plan.doc().clone()));
-    body.insert("summary".into(), out.summary.clone());
+    let text = render::status(engine, &out);
+    let mut body = Body::default();
+    body.insert("summary", out.summary.clone());
     if let Some(d) = &out.current_attempt_dir {
-        body.insert("currentAttemptDir".into(), json!(d));
+        body.insert("currentAttemptDir", json!(d));
     }
-    body.insert("profile".into(), json!(engine.profile.name));
-    body.insert("revision".into(), json!(out.plan.revision()));
+    body.insert("profile", json!(engine.profile.name));
+    body.insert("revision", json!(out.plan.revision()));
     if let Some(g) = out.plan.str("gateRules") {
-        body.insert("gateRules".into(), json!(g));
+        body.insert("gateRules", json!(g));
     }
-    body.insert("ledger".into(), out.ledger.clone());
-    body.insert("nextActions".into(), Value::Array(out.next_actions.clone()));
+    body.insert("ledger", out.ledger.clone());
+    body.insert("nextActions", Value::Array(out.next_actions.clone()));
     if let Some(h) = &out.host_goal {
-        body.insert("hostGoal".into(), h.clone());
+        body.insert("hostGoal", h.clone());
     }
     if let Some(ad) = &out.adapter {
-        body.insert("adapter".into(), ad.clone());
+        body.insert("adapter", ad.clone());
     }
-    let text = render::status(engine, &out);
+    body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
     r.warnings = unknown_warnings(&a);
     Ok(r)
@@ -229,17 +229,18 @@ fn status_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
 fn complete_goals(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
     let a = with_flags(engine, vec![Flag::switch("--retry-failed")], rest);
     let out = complete::run(engine, a.has("--retry-failed"))?;
-    let mut body = Map::new();
+    let text = render::schedule(engine, &out.plan, &out.report);
+    let mut body = Body::default();
     if let Value::Object(rep) = &out.report {
         body.extend(rep.clone());
     }
     if out.report.get("done").is_some() {
-        body.insert("summary".into(), summary::summary(&out.plan));
+        body.insert("summary", summary::summary(&out.plan));
     }
-    body.insert("plan".into(), Value::Object(out.plan.doc().clone()));
-    body.insert("revision".into(), json!(out.revision));
-    body.insert("ledger".into(), out.ledger());
-    let text = render::schedule(engine, &out.plan, &out.report);
+    let ledger = out.ledger();
+    body.plan(out.plan);
+    body.insert("revision", json!(out.revision));
+    body.insert("ledger", ledger);
     let mut r = Reply::new(body, text);
     r.warnings = unknown_warnings(&a);
     Ok(r)
@@ -251,9 +252,9 @@ fn criteria_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
         .text("--goal-id")?
         .ok_or_else(|| GoalError::missing_flag("--goal-id"))?;
     let out = criteria::run(engine, &goal_id)?;
-    let mut body = Map::new();
-    body.insert("goalId".into(), json!(out.goal_id));
-    body.insert("criteria".into(), Value::Array(out.criteria.clone()));
+    let mut body = Body::default();
+    body.insert("goalId", json!(out.goal_id));
+    body.insert("criteria", Value::Array(out.criteria.clone()));
     let text = render::criteria(engine, &out);
     let mut r = Reply::new(body, text);
     r.warnings = unknown_warnings(&a);
@@ -334,15 +335,14 @@ fn record_evidence(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError>
             accept_seeded: a.text("--accept-seeded")?,
         },
     )?;
-    let mut body = Map::new();
-    body.insert("plan".into(), Value::Object(out.plan.doc().clone()));
-    body.insert("goal".into(), out.goal.clone());
-    body.insert("criterion".into(), out.criterion.clone());
-    body.insert("ledgerEntry".into(), out.ledger_entry());
-    body.insert("summary".into(), summary::summary(&out.plan));
-    body.insert("files".into(), Value::Array(out.files.clone()));
-    body.insert("revision".into(), json!(out.committed.revision));
-    body.insert("ledger".into(), out.ledger());
+    let mut body = Body::default();
+    body.insert("goal", out.goal.clone());
+    body.insert("criterion", out.criterion.clone());
+    body.insert("ledgerEntry", out.ledger_entry());
+    body.insert("summary", summary::summary(&out.plan));
+    body.insert("files", Value::Array(out.files.clone()));
+    body.insert("revision", json!(out.committed.revision));
+    body.insert("ledger", out.ledger());
     let text = format!(
         "{} evidence recorded: {}/{} -> {}",
         engine.profile.display_name,
@@ -350,6 +350,7 @@ fn record_evidence(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError>
         out.criterion["id"].as_str().unwrap_or_default(),
         out.criterion["status"].as_str().unwrap_or_default()
     );
+    body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
     r.warnings = unknown_warnings(&a);
     Ok(r)
@@ -436,27 +437,25 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
             no_advance: a.has("--no-advance"),
         },
     )?;
-    let mut body = Map::new();
-    body.insert("plan".into(), Value::Object(out.plan.doc().clone()));
-    body.insert("goal".into(), out.goal.clone());
-    body.insert("ledgerEntry".into(), out.ledger_entry.clone());
-    body.insert(
-        "ledgerEntries".into(),
-        Value::Array(out.ledger_entries.clone()),
-    );
+    let text = render::checkpoint(engine, &out);
+    let mut body = Body::default();
+    body.insert("goal", out.goal.clone());
+    body.insert("ledgerEntry", out.ledger_entry.clone());
+    body.insert("ledgerEntries", Value::Array(out.ledger_entries.clone()));
     if let Some(c) = &out.aggregate_completion {
-        body.insert("aggregateCompletion".into(), c.clone());
+        body.insert("aggregateCompletion", c.clone());
     }
     if let Some(n) = &out.next {
-        body.insert("next".into(), n.clone());
+        body.insert("next", n.clone());
     }
-    body.insert("summary".into(), summary::summary(&out.plan));
-    body.insert("files".into(), Value::Array(out.files.clone()));
-    body.insert("revision".into(), json!(out.revision));
-    body.insert("ledger".into(), out.ledger());
-    let text = render::checkpoint(engine, &out);
+    body.insert("summary", summary::summary(&out.plan));
+    body.insert("files", Value::Array(out.files.clone()));
+    body.insert("revision", json!(out.revision));
+    body.insert("ledger", out.ledger());
+    let warnings = out.warnings.clone();
+    body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
-    r.warnings = out.warnings.clone();
+    r.warnings = warnings;
     r.warnings.extend(unknown_warnings(&a));
     Ok(r)
 }
@@ -464,7 +463,7 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
 fn print_template(engine: &Engine, a: &Args) -> Result<Reply, GoalError> {
     let goal_id = a.text("--goal-id")?;
     let out = template::run(engine, goal_id.as_deref())?;
-    let mut body = Map::new();
+    let mut body = Body::default();
     if let Value::Object(m) = &out {
         body.extend(m.clone());
     }
@@ -532,12 +531,11 @@ fn add_goal(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
             token_budget,
         },
     )?;
-    let mut body = Map::new();
-    body.insert("plan".into(), Value::Object(out.plan.doc().clone()));
-    body.insert("goal".into(), out.goal.clone());
-    body.insert("summary".into(), summary::summary(&out.plan));
-    body.insert("revision".into(), json!(out.committed.revision));
-    body.insert("ledger".into(), out.ledger());
+    let mut body = Body::default();
+    body.insert("goal", out.goal.clone());
+    body.insert("summary", summary::summary(&out.plan));
+    body.insert("revision", json!(out.committed.revision));
+    body.insert("ledger", out.ledger());
     let text = format!(
         "{} added goal: {}\n{}",
         engine.profile.display_name,
@@ -582,17 +580,17 @@ fn repair_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
     };
     let check = mode == repair::RepairMode::Check;
     let out = repair::run(engine, mode)?;
-    let mut body = Map::new();
+    let mut body = Body::default();
     if check {
-        body.insert("findings".into(), Value::Array(out.findings.clone()));
+        body.insert("findings", Value::Array(out.findings.clone()));
     } else {
-        body.insert("actions".into(), Value::Array(out.actions.clone()));
-        body.insert("revision".into(), json!(out.revision));
+        body.insert("actions", Value::Array(out.actions.clone()));
+        body.insert("revision", json!(out.revision));
         if let Some(l) = out.ledger() {
-            body.insert("ledger".into(), l);
+            body.insert("ledger", l);
         }
     }
-    body.insert("consistency".into(), json!(out.consistency.as_str()));
+    body.insert("consistency", json!(out.consistency.as_str()));
     let text = render::repair(engine, &out, check);
     let mut r = Reply::new(body, text);
     r.ok = out.ok;

@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::Io;
 use crate::ambient::{self, Ambient};
+use crate::goals::plan::Plan;
 use crate::goals::profile::Profiles;
 use crate::goals::{Engine, EngineOptions, ErrorKind, GoalError, session};
 use crate::rules::{Layer, RuleSet};
@@ -106,16 +107,71 @@ fn split_head(tokens: &[String]) -> (Option<String>, Vec<String>) {
     (head, rest)
 }
 
+/// One member of a JSON body: a value, or the plan (moved, not copied: it
+/// can be megabytes).
+pub(crate) enum Field {
+    Value(Value),
+    Plan(Box<Plan>),
+}
+
+/// An ordered JSON body (without `ok`).
+#[derive(Default)]
+pub(crate) struct Body(Vec<(String, Field)>);
+
+impl Body {
+    pub fn insert(&mut self, key: &str, value: Value) {
+        self.0.push((key.to_owned(), Field::Value(value)));
+    }
+    pub fn extend(&mut self, map: Map<String, Value>) {
+        self.0
+            .extend(map.into_iter().map(|(k, v)| (k, Field::Value(v))));
+    }
+    /// Appends `plan` as `"plan"`.
+    pub fn plan(&mut self, plan: Plan) {
+        self.0
+            .push(("plan".to_owned(), Field::Plan(Box::new(plan))));
+    }
+    /// Puts `plan` first (the anchor's `{ok, plan, …}` order).
+    pub fn plan_first(&mut self, plan: Plan) {
+        self.0
+            .insert(0, ("plan".to_owned(), Field::Plan(Box::new(plan))));
+    }
+}
+
+struct Envelope<'a> {
+    ok: bool,
+    body: &'a Body,
+    warnings: &'a [Value],
+}
+
+impl serde::Serialize for Envelope<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("ok", &self.ok)?;
+        for (k, f) in &self.body.0 {
+            match f {
+                Field::Value(v) => m.serialize_entry(k, v)?,
+                Field::Plan(p) => m.serialize_entry(k, p.doc())?,
+            }
+        }
+        if !self.warnings.is_empty() {
+            m.serialize_entry("warnings", self.warnings)?;
+        }
+        m.end()
+    }
+}
+
 /// Output of one command: the JSON body (without `ok`) or text, and the exit code.
 pub(crate) struct Reply {
     pub ok: bool,
-    pub body: Map<String, Value>,
+    pub body: Body,
     pub text: String,
     pub warnings: Vec<Value>,
 }
 
 impl Reply {
-    pub fn new(body: Map<String, Value>, text: String) -> Reply {
+    pub fn new(body: Body, text: String) -> Reply {
         Reply {
             ok: true,
             body,
@@ -178,15 +234,14 @@ fn emit(outcome: Outcome, json_mode: bool, io: &mut Io<'_>) -> u8 {
         Outcome::Reply(r) => {
             let code = if r.ok { 0 } else { 1 };
             if json_mode {
-                let mut obj = Map::new();
-                obj.insert("ok".into(), json!(r.ok));
-                obj.extend(r.body);
-                if !r.warnings.is_empty() {
-                    obj.insert("warnings".into(), Value::Array(r.warnings));
-                }
-                let mut text = serde_json::to_string_pretty(&Value::Object(obj)).expect("json");
-                text.push('\n');
-                let _ = io.stdout.write_all(text.as_bytes());
+                let env = Envelope {
+                    ok: r.ok,
+                    body: &r.body,
+                    warnings: &r.warnings,
+                };
+                let mut text = serde_json::to_vec_pretty(&env).expect("json");
+                text.push(b'\n');
+                let _ = io.stdout.write_all(&text);
             } else {
                 let mut text = r.text;
                 if !text.ends_with('\n') {

@@ -85,9 +85,9 @@ pub fn run(engine: &Engine, req: AddRequest) -> Result<AddOutcome, GoalError> {
     }
     plan.push_goal(goal.clone());
     plan.set("updatedAt", json!(now));
-    let committed = locked.commit(Write::Plan(Box::new(plan)), vec![e])?;
+    let mut committed = locked.commit(Write::Plan(Box::new(plan)), vec![e])?;
     Ok(AddOutcome {
-        plan: committed.plan.clone().expect("plan written"),
+        plan: committed.plan.take().expect("plan written"),
         goal: Value::Object(goal),
         committed,
     })

@@ -390,8 +390,8 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
     }
     let goal = Value::Object(plan.goal(&id).expect("exists").0.clone());
     let passed = entries.len();
-    let committed = locked.commit(Write::Plan(Box::new(plan)), entries)?;
-    let plan = committed.plan.clone().expect("plan written");
+    let mut committed = locked.commit(Write::Plan(Box::new(plan)), entries)?;
+    let plan = committed.plan.take().expect("plan written");
     let prefix = committed.entries.len() - passed;
     let main_written = committed.entries[prefix + main_index].clone();
     let next = outcome.as_ref().map(|o: &Outcome| report(engine, &plan, o));

@@ -69,34 +69,30 @@ pub fn run(engine: &Engine, retry_failed: bool) -> Result<CompleteOutcome, GoalE
     let mut entries = Vec::new();
     let now = locked.now.clone();
     let outcome = scheduler::run(engine, &mut plan, retry_failed, &now, &mut entries);
-    let write = if !entries.is_empty() || !plan.pending.is_empty() {
-        Some(Write::Plan(Box::new(plan.clone())))
-    } else if locked.lock_was_broken() {
-        Some(Write::AuditOnly {
-            revision: plan.revision(),
-        })
-    } else {
-        None
-    };
-    if let Some(write) = write {
-        let committed = locked.commit(write, entries)?;
-        let plan = committed.plan.clone().unwrap_or(plan);
-        Ok(CompleteOutcome {
+    if !entries.is_empty() || !plan.pending.is_empty() {
+        let mut committed = locked.commit(Write::Plan(Box::new(plan)), entries)?;
+        let plan = committed.plan.take().expect("plan written");
+        return Ok(CompleteOutcome {
             report: report(engine, &plan, &outcome),
             plan,
             outcome,
             revision: committed.revision,
             head: committed.head,
-        })
+        });
+    }
+    let head = if locked.lock_was_broken() {
+        let revision = plan.revision();
+        locked.commit(Write::AuditOnly { revision }, entries)?.head
     } else {
         let head = locked.view.head.clone();
         locked.finish()?;
-        Ok(CompleteOutcome {
-            report: report(engine, &plan, &outcome),
-            revision: plan.revision(),
-            plan,
-            outcome,
-            head,
-        })
-    }
+        head
+    };
+    Ok(CompleteOutcome {
+        report: report(engine, &plan, &outcome),
+        revision: plan.revision(),
+        plan,
+        outcome,
+        head,
+    })
 }

@@ -159,8 +159,8 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
     if let Some(r) = replaced {
         created.insert("replaced".into(), r);
     }
-    let committed = locked.commit(Write::Plan(Box::new(plan)), vec![created])?;
-    let plan = committed.plan.clone().expect("plan written");
+    let mut committed = locked.commit(Write::Plan(Box::new(plan)), vec![created])?;
+    let plan = committed.plan.take().expect("plan written");
     Ok(CreateOutcome {
         plan,
         committed,

@@ -205,9 +205,9 @@ pub fn run(engine: &Engine, req: RecordRequest) -> Result<RecordOutcome, GoalErr
         e.insert("files".into(), json!(accepted.files));
         e.insert("evidencePayloads".into(), json!(accepted.payloads));
     }
-    let committed = locked.commit(Write::Plan(Box::new(plan)), vec![e])?;
+    let mut committed = locked.commit(Write::Plan(Box::new(plan)), vec![e])?;
     Ok(RecordOutcome {
-        plan: committed.plan.clone().expect("plan written"),
+        plan: committed.plan.take().expect("plan written"),
         goal: goal_value,
         criterion,
         files: accepted.files,
