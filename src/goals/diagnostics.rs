@@ -50,3 +50,23 @@ fn append(root: &cap_std::fs::Dir, line: &str) {
     bytes.push(b'\n');
     let _ = f.write_all(&bytes);
 }
+
+/// Records a caught panic (reported as `ULW_LOOP_UNEXPECTED`).
+pub fn panicked(root: &cap_std::fs::Dir, profile: &str, command: &str, message: &str) {
+    let mut message = message.to_owned();
+    message.truncate(500);
+    let line = json!({
+        "v": 1,
+        "ts": crate::time::rfc3339_ms(SystemTime::now()),
+        "code": "GOALS_PANIC",
+        "level": "error",
+        "event": command,
+        "host": null,
+        "profile": profile,
+        "outcome": null,
+        "message": message,
+        "version": env!("CARGO_PKG_VERSION"),
+        "pid": std::process::id(),
+    });
+    append(root, &line.to_string());
+}

@@ -56,7 +56,12 @@ impl Head {
 /// The index keys of one ledger entry: accepted steering entries keyed by
 /// idempotency key (`k:`) or prompt signature (`p:`).
 pub fn keys_of(entry: &Value) -> Vec<KeyLine> {
-    let kind = entry.get("kind").and_then(Value::as_str).unwrap_or("");
+    // Ultragoal-style ledgers spell `kind` as `event` (goal-engine.md §2.4).
+    let kind = entry
+        .get("kind")
+        .or_else(|| entry.get("event"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if !matches!(
         kind,
         "steering_accepted" | "criteria_revised" | "batch_updated"
@@ -289,6 +294,15 @@ mod tests {
             "steering": {"invariant": {"accepted": false}}
         });
         assert!(keys_of(&rejected).is_empty());
+    }
+
+    #[test]
+    fn event_is_an_alias_of_kind() {
+        let v = serde_json::json!({
+            "event": "steering_accepted", "ts": "x", "idempotencyKey": "u1",
+            "steering": {"invariant": {"accepted": true}}
+        });
+        assert_eq!(keys_of(&v)[0].0["k"], "k:u1");
     }
 
     #[test]

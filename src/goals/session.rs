@@ -107,6 +107,19 @@ fn required(flag: &str) -> GoalError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn normalised_ids_are_safe_path_components(raw in "\\PC{0,40}") {
+            if let Some(s) = normalize(&raw) {
+                prop_assert!(!s.is_empty());
+                prop_assert!(!s.starts_with('.') && !s.starts_with('-') && !s.ends_with('.') && !s.ends_with('-'));
+                prop_assert!(s.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)));
+                prop_assert!(s != "..");
+            }
+        }
+    }
 
     #[test]
     fn normalisation_examples() {

@@ -25,3 +25,4 @@ mod goals_support;
 mod goals_transitions;
 mod properties;
 mod snapshots;
+mod goals_hostile;

@@ -164,6 +164,17 @@ impl Args {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn arbitrary_tokens_never_panic(tokens in proptest::collection::vec("(--)?[a-z=-]{0,8}", 0..12)) {
+            let flags = [Flag::value("--goal-id"), Flag::switch("--json"), Flag::repeated("--evidence-file")];
+            let a = parse(&tokens, &flags);
+            let _ = a.one("--goal-id");
+            let _ = a.all("--evidence-file");
+        }
+    }
 
     fn toks(s: &[&str]) -> Vec<String> {
         s.iter().map(|s| (*s).to_owned()).collect()

@@ -197,6 +197,9 @@ pub(crate) fn run(profile: &str, tokens: Vec<String>, amb: &dyn Ambient, io: &mu
             .map(|s| (*s).to_owned())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".into());
+        if let Ok(root) = amb.open_dir(Path::new(".")) {
+            crate::goals::diagnostics::panicked(&root, profile, head.as_deref().unwrap_or("help"), &what);
+        }
         Outcome::Error(
             GoalError::new(
                 ErrorKind::Unexpected,

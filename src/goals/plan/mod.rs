@@ -431,3 +431,55 @@ pub fn objective_for(profile: &Profile, paths: &StatePaths) -> String {
         .replace("{goals}", &paths.goals())
         .replace("{ledger}", &paths.ledger())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn profile() -> Profile {
+        let rules = crate::rules::RuleSet::embedded().unwrap();
+        let p: crate::goals::profile::Profiles = rules.family().unwrap();
+        p.0["ulw-loop"].clone()
+    }
+
+    #[test]
+    fn round_trip_keeps_unknown_keys_and_order() {
+        let text = r#"{"zeta":1,"version":1,"goals":[{"b":2,"id":"G1","title":"t","objective":"o","status":"pending","a":[1]}],"alpha":{"y":1,"x":2}}"#;
+        let p = profile();
+        let paths = StatePaths::new(&p.state_dir, None);
+        let mut plan = Plan::decode(text.as_bytes(), &paths, &p, "now").unwrap();
+        plan.goal_mut("G1").unwrap().insert("status".into(), json!("in_progress"));
+        plan.set("revision", json!(1));
+        let out: Value = serde_json::from_slice(&plan.encode()).unwrap();
+        let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["zeta", "version", "goals", "alpha", "revision"]);
+        let gkeys: Vec<&String> = out["goals"][0].as_object().unwrap().keys().collect();
+        assert_eq!(gkeys, ["b", "id", "title", "objective", "status", "a"]);
+        assert_eq!(out["alpha"], json!({"y": 1, "x": 2}));
+    }
+
+    proptest! {
+        #[test]
+        fn decoding_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let p = profile();
+            let paths = StatePaths::new(&p.state_dir, None);
+            let _ = Plan::decode(&bytes, &paths, &p, "now");
+        }
+
+        #[test]
+        fn decoding_plan_shaped_json_never_panics(
+            status in "[a-z_]{0,12}",
+            attempt in any::<i64>(),
+            extra in "[ -~]{0,40}",
+        ) {
+            let text = format!(
+                r#"{{"version":1,"goals":[{{"id":"G1","title":"t","objective":"o","status":"{status}","attempt":{attempt},"successCriteria":[{{"id":"C1","status":"{status}"}}],"x":"{}"}}],"lastMutation":{{"revision":{attempt},"fromSeq":1,"entries":[]}}}}"#,
+                extra.replace('\\', "").replace('"', "")
+            );
+            let p = profile();
+            let paths = StatePaths::new(&p.state_dir, None);
+            let _ = Plan::decode(text.as_bytes(), &paths, &p, "now");
+        }
+    }
+}
