@@ -622,8 +622,19 @@ fn status_next_actions_guide_the_active_goal() {
 
 fn batch_plan() -> Repo {
     let repo = Repo::new();
-    let batches = json!([{"batchId": "VB1", "memberIds": ["G001-a", "G002-b"], "finalGoalId": "G002-b"}]).to_string();
-    expect_ok(&ulw(&repo, &["create-goals", "--brief", "- a\n- b\n- c", "--validation-batch-json", &batches]));
+    let batches =
+        json!([{"batchId": "VB1", "memberIds": ["G001-a", "G002-b"], "finalGoalId": "G002-b"}])
+            .to_string();
+    expect_ok(&ulw(
+        &repo,
+        &[
+            "create-goals",
+            "--brief",
+            "- a\n- b\n- c",
+            "--validation-batch-json",
+            &batches,
+        ],
+    ));
     start(&repo);
     pass_all(&repo, "G001-a");
     expect_ok(&checkpoint_complete(&repo, "G001-a", &[]));
@@ -635,10 +646,25 @@ fn batch_final_checkpoint_closes_the_batch() {
     let repo = batch_plan();
     pass_all(&repo, "G002-b");
     let gate = filled_gate(&repo, "ulw-loop", "G002-b", &[]);
-    let t = expect_ok(&ulw(&repo, &["checkpoint", "--print-template", "--goal-id", "G002-b"]));
-    assert_eq!(t["scope"], json!({"kind": "batch", "goalId": "G002-b", "batchId": "VB1"}));
-    let v = expect_ok(&checkpoint_complete(&repo, "G002-b", &["--quality-gate-json", &gate]));
-    let kinds: Vec<&str> = v["ledgerEntries"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    let t = expect_ok(&ulw(
+        &repo,
+        &["checkpoint", "--print-template", "--goal-id", "G002-b"],
+    ));
+    assert_eq!(
+        t["scope"],
+        json!({"kind": "batch", "goalId": "G002-b", "batchId": "VB1"})
+    );
+    let v = expect_ok(&checkpoint_complete(
+        &repo,
+        "G002-b",
+        &["--quality-gate-json", &gate],
+    ));
+    let kinds: Vec<&str> = v["ledgerEntries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
     assert_eq!(kinds, ["goal_completed", "batch_closed", "goal_started"]);
     assert_eq!(v["ledgerEntries"][1]["message"], "VB1");
     assert_eq!(v["ledgerEntry"]["gateScope"], "batch:VB1");
@@ -656,11 +682,18 @@ fn batch_criteria_must_all_pass() {
     });
     let path = filled_gate(&repo, "ulw-loop", "G002-b", &[]);
     // The gate claims full coverage; the plan still has C003 pending.
-    let mut gate: Value = serde_json::from_slice(&std::fs::read(repo.join(&path)).unwrap()).unwrap();
+    let mut gate: Value =
+        serde_json::from_slice(&std::fs::read(repo.join(&path)).unwrap()).unwrap();
     gate["criteriaCoverage"]["passCount"] = gate["criteriaCoverage"]["totalCriteria"].clone();
     repo.write(&path, gate.to_string());
-    let e = expect_error(&checkpoint_complete(&repo, "G002-b", &["--quality-gate-json", &path]), "ULW_LOOP_VALIDATION_BATCH_CRITERIA_PENDING");
-    assert_eq!(e["details"], json!({"batchId": "VB1", "pending": ["G002-b:C003"]}));
+    let e = expect_error(
+        &checkpoint_complete(&repo, "G002-b", &["--quality-gate-json", &path]),
+        "ULW_LOOP_VALIDATION_BATCH_CRITERIA_PENDING",
+    );
+    assert_eq!(
+        e["details"],
+        json!({"batchId": "VB1", "pending": ["G002-b:C003"]})
+    );
 }
 
 #[test]
@@ -668,12 +701,19 @@ fn batch_gate_counts_must_match_the_members() {
     let repo = batch_plan();
     pass_all(&repo, "G002-b");
     let path = filled_gate(&repo, "ulw-loop", "G002-b", &[]);
-    let mut gate: Value = serde_json::from_slice(&std::fs::read(repo.join(&path)).unwrap()).unwrap();
+    let mut gate: Value =
+        serde_json::from_slice(&std::fs::read(repo.join(&path)).unwrap()).unwrap();
     gate["criteriaCoverage"]["totalCriteria"] = json!(9);
     gate["criteriaCoverage"]["passCount"] = json!(9);
     repo.write(&path, gate.to_string());
-    let e = expect_error(&checkpoint_complete(&repo, "G002-b", &["--quality-gate-json", &path]), "ULW_LOOP_VALIDATION_BATCH_GATE_MISMATCH");
-    assert_eq!(e["details"]["expected"], json!({"totalCriteria": 6, "passCount": 6}));
+    let e = expect_error(
+        &checkpoint_complete(&repo, "G002-b", &["--quality-gate-json", &path]),
+        "ULW_LOOP_VALIDATION_BATCH_GATE_MISMATCH",
+    );
+    assert_eq!(
+        e["details"]["expected"],
+        json!({"totalCriteria": 6, "passCount": 6})
+    );
     assert_eq!(e["details"]["actual"]["totalCriteria"], 9);
     assert_eq!(e["details"]["scope"], "batch:VB1");
 }

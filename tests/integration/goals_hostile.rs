@@ -28,16 +28,36 @@ fn hostile_host_snapshots() {
     repo.write("dup.json", r#"{"goal":{"objective":"a","objective":"b"}}"#);
     for (snap, code) in [
         (r#"{"goal":"#, "ULW_LOOP_CODEX_GOAL_JSON_INVALID"),
-        (r#"{"goal":{"objective":"x","status":"active"}} trailing"#, "ULW_LOOP_CODEX_GOAL_JSON_INVALID"),
+        (
+            r#"{"goal":{"objective":"x","status":"active"}} trailing"#,
+            "ULW_LOOP_CODEX_GOAL_JSON_INVALID",
+        ),
         ("[1,2,3]", "ULW_LOOP_CODEX_SNAPSHOT_MISMATCH"),
         ("null", "ULW_LOOP_CODEX_SNAPSHOT_MISMATCH"),
-        (r#"{"goal":{"objective":42,"status":["active"]}}"#, "ULW_LOOP_CODEX_SNAPSHOT_MISMATCH"),
+        (
+            r#"{"goal":{"objective":42,"status":["active"]}}"#,
+            "ULW_LOOP_CODEX_SNAPSHOT_MISMATCH",
+        ),
         ("dup.json", "ULW_LOOP_CODEX_GOAL_JSON_INVALID"),
         ("../outside.json", "ULW_LOOP_CODEX_GOAL_JSON_INVALID"),
         ("/etc/hostname", "ULW_LOOP_CODEX_GOAL_JSON_INVALID"),
         ("missing.json", "ULW_LOOP_INPUT_NOT_FOUND"),
     ] {
-        refused(&repo, &["checkpoint", "--goal-id", "G001-a", "--status", "complete", "--evidence", "x", "--codex-goal-json", snap], code);
+        refused(
+            &repo,
+            &[
+                "checkpoint",
+                "--goal-id",
+                "G001-a",
+                "--status",
+                "complete",
+                "--evidence",
+                "x",
+                "--codex-goal-json",
+                snap,
+            ],
+            code,
+        );
     }
 }
 
@@ -50,10 +70,29 @@ fn hostile_gates() {
     for (gate, code) in [
         ("{\"codeReview\":", "ULW_LOOP_JSON_INPUT_INVALID"),
         ("[]", "ULW_LOOP_QUALITY_GATE_INVALID"),
-        (r#"{"codeReview":{"reportPath":"../../etc/passwd"}}"#, "ULW_LOOP_QUALITY_GATE_INVALID"),
+        (
+            r#"{"codeReview":{"reportPath":"../../etc/passwd"}}"#,
+            "ULW_LOOP_QUALITY_GATE_INVALID",
+        ),
         ("../../etc/passwd", "ULW_LOOP_JSON_INPUT_INVALID"),
     ] {
-        refused(&repo, &["checkpoint", "--goal-id", "G001-a", "--status", "complete", "--evidence", "x", "--codex-goal-json", &snap, "--quality-gate-json", gate], code);
+        refused(
+            &repo,
+            &[
+                "checkpoint",
+                "--goal-id",
+                "G001-a",
+                "--status",
+                "complete",
+                "--evidence",
+                "x",
+                "--codex-goal-json",
+                &snap,
+                "--quality-gate-json",
+                gate,
+            ],
+            code,
+        );
     }
 }
 
@@ -62,11 +101,28 @@ fn hostile_batch_declarations() {
     let repo = repo_with_plan("- a\n- b");
     for (batches, code) in [
         ("[{\"batchId\":", "ULW_LOOP_JSON_INPUT_INVALID"),
-        (r#"[{"batchId":{"x":1},"memberIds":["G001-a","G002-b"],"finalGoalId":"G001-a"}]"#, "ULW_LOOP_VALIDATION_BATCH_INVALID"),
-        (r#"[{"batchId":"B","memberIds":"G001-a","finalGoalId":"G001-a"}]"#, "ULW_LOOP_VALIDATION_BATCH_INVALID"),
+        (
+            r#"[{"batchId":{"x":1},"memberIds":["G001-a","G002-b"],"finalGoalId":"G001-a"}]"#,
+            "ULW_LOOP_VALIDATION_BATCH_INVALID",
+        ),
+        (
+            r#"[{"batchId":"B","memberIds":"G001-a","finalGoalId":"G001-a"}]"#,
+            "ULW_LOOP_VALIDATION_BATCH_INVALID",
+        ),
         (r#""just a string""#, "ULW_LOOP_INPUT_NOT_FOUND"),
     ] {
-        refused(&repo, &["create-goals", "--brief", "- a\n- b", "--force", "--validation-batch-json", batches], code);
+        refused(
+            &repo,
+            &[
+                "create-goals",
+                "--brief",
+                "- a\n- b",
+                "--force",
+                "--validation-batch-json",
+                batches,
+            ],
+            code,
+        );
     }
 }
 
@@ -89,8 +145,32 @@ fn hostile_evidence_files() {
         ("../escape.json", "ULW_LOOP_EVIDENCE_FILE_INVALID"),
         (abs.as_str(), "ULW_LOOP_EVIDENCE_FILE_INVALID"),
     ] {
-        refused(&repo, &["record-evidence", "--goal-id", "G001-a", "--criterion-id", "C001", "--evidence-file", file], code);
-        refused(&repo, &["checkpoint", "--goal-id", "G001-a", "--status", "blocked", "--evidence-file", file], code);
+        refused(
+            &repo,
+            &[
+                "record-evidence",
+                "--goal-id",
+                "G001-a",
+                "--criterion-id",
+                "C001",
+                "--evidence-file",
+                file,
+            ],
+            code,
+        );
+        refused(
+            &repo,
+            &[
+                "checkpoint",
+                "--goal-id",
+                "G001-a",
+                "--status",
+                "blocked",
+                "--evidence-file",
+                file,
+            ],
+            code,
+        );
     }
 }
 
@@ -100,8 +180,38 @@ fn symlinked_inputs_are_refused() {
     let repo = repo_with_plan("- a");
     start(&repo);
     let outside = tempfile::tempdir().unwrap();
-    std::fs::write(outside.path().join("snap.json"), r#"{"goal":{"objective":"x","status":"active"}}"#).unwrap();
+    std::fs::write(
+        outside.path().join("snap.json"),
+        r#"{"goal":{"objective":"x","status":"active"}}"#,
+    )
+    .unwrap();
     repo.symlink(outside.path().join("snap.json"), "link.json");
-    refused(&repo, &["checkpoint", "--goal-id", "G001-a", "--status", "blocked", "--evidence", "x", "--codex-goal-json", "link.json"], "ULW_LOOP_CODEX_GOAL_JSON_INVALID");
-    refused(&repo, &["record-evidence", "--goal-id", "G001-a", "--criterion-id", "C001", "--evidence-file", "link.json"], "ULW_LOOP_EVIDENCE_FILE_INVALID");
+    refused(
+        &repo,
+        &[
+            "checkpoint",
+            "--goal-id",
+            "G001-a",
+            "--status",
+            "blocked",
+            "--evidence",
+            "x",
+            "--codex-goal-json",
+            "link.json",
+        ],
+        "ULW_LOOP_CODEX_GOAL_JSON_INVALID",
+    );
+    refused(
+        &repo,
+        &[
+            "record-evidence",
+            "--goal-id",
+            "G001-a",
+            "--criterion-id",
+            "C001",
+            "--evidence-file",
+            "link.json",
+        ],
+        "ULW_LOOP_EVIDENCE_FILE_INVALID",
+    );
 }

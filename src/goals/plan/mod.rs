@@ -449,7 +449,9 @@ mod tests {
         let p = profile();
         let paths = StatePaths::new(&p.state_dir, None);
         let mut plan = Plan::decode(text.as_bytes(), &paths, &p, "now").unwrap();
-        plan.goal_mut("G1").unwrap().insert("status".into(), json!("in_progress"));
+        plan.goal_mut("G1")
+            .unwrap()
+            .insert("status".into(), json!("in_progress"));
         plan.set("revision", json!(1));
         let out: Value = serde_json::from_slice(&plan.encode()).unwrap();
         let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
@@ -475,7 +477,7 @@ mod tests {
         ) {
             let text = format!(
                 r#"{{"version":1,"goals":[{{"id":"G1","title":"t","objective":"o","status":"{status}","attempt":{attempt},"successCriteria":[{{"id":"C1","status":"{status}"}}],"x":"{}"}}],"lastMutation":{{"revision":{attempt},"fromSeq":1,"entries":[]}}}}"#,
-                extra.replace('\\', "").replace('"', "")
+                extra.replace(['\\', '"'], "")
             );
             let p = profile();
             let paths = StatePaths::new(&p.state_dir, None);

@@ -3,22 +3,27 @@
 
 use serde_json::{Map, Value, json};
 
+mod criteria;
+mod host;
+
+use criteria::criteria_gate;
+use host::{reconcile_complete, reconcile_failure};
+
 use super::complete::report;
-use super::status::complete_expectation;
 use super::{entry, goal_not_found, ledger_json, lock_plan, refuse_if_complete};
 use crate::gate::GateScope;
 use crate::goals::blockers::{self, Classifier};
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::evidence_files::{self, Accepted, Parsed};
 use crate::goals::gate;
-use crate::goals::hostgoal::{self, Expect, HostStatus, Snapshot};
+use crate::goals::hostgoal;
 use crate::goals::input::Loaded;
 use crate::goals::journal::Head;
 use crate::goals::lifecycle::{self, Permit, Trigger};
-use crate::goals::plan::{GoalStatus, Mode, Plan, remove_key};
+use crate::goals::plan::{Plan, remove_key};
 use crate::goals::scheduler::{self, Outcome};
 use crate::goals::txn::Write;
-use crate::goals::{Engine, batches, handoff, state};
+use crate::goals::{Engine, batches};
 
 /// The requested checkpoint status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,17 +91,6 @@ impl CheckpointOutcome {
     pub fn ledger(&self) -> Value {
         ledger_json(&self.head)
     }
-}
-
-struct HostResult {
-    reconciliation: &'static str,
-    snapshot: Option<Value>,
-    task_scoped: Option<Value>,
-    warnings: Vec<Value>,
-}
-
-fn warning(code: &str, message: String) -> Value {
-    json!({"code": code, "message": message})
 }
 
 /// Runs the checkpoint pipeline.
@@ -433,261 +427,5 @@ fn add_files(main: &mut Map<String, Value>, accepted: &Accepted, gate_files: &[V
     }
     if !accepted.payloads.is_empty() {
         main.insert("evidencePayloads".into(), json!(accepted.payloads));
-    }
-}
-
-/// The criteria gate of a complete checkpoint (R§2.5 step 2, goal-engine.md §3.4 step 5).
-fn criteria_gate(engine: &Engine, plan: &Plan, id: &str, is_final: bool) -> Result<(), GoalError> {
-    let p = &engine.profile;
-    let g = plan.goal(id).expect("looked up");
-    let fail = |details: Value, message: String| {
-        Err(GoalError::new(
-            ErrorKind::CriteriaNotAllPass { details },
-            message,
-        ))
-    };
-    let list = |u: &[(String, crate::goals::plan::CriterionStatus)]| -> Vec<Value> {
-        u.iter()
-            .map(|(cid, s)| json!({"id": cid, "status": s.as_str()}))
-            .collect()
-    };
-    if is_final {
-        let (ok, unresolved) = lifecycle::all_criteria_gate(g, p);
-        if !ok {
-            return fail(
-                json!({"goalId": id, "unresolved": list(&unresolved)}),
-                format!("Goal {id} has unresolved success criteria."),
-            );
-        }
-        let mut all = Vec::new();
-        let mut any_failed = false;
-        for other in plan.goals().filter(|o| lifecycle::counted(*o)) {
-            let (ok, unresolved) = lifecycle::all_criteria_gate(other, p);
-            if !ok {
-                any_failed = true;
-                if unresolved.is_empty() {
-                    all.push(json!({"goalId": other.id(), "id": null, "status": "none"}));
-                }
-                for (cid, s) in unresolved {
-                    all.push(json!({"goalId": other.id(), "id": cid, "status": s.as_str()}));
-                }
-            }
-        }
-        if any_failed {
-            let mut word = p.display_name.clone();
-            if let Some(first) = word.get(..1) {
-                word = first.to_uppercase() + &word[1..];
-            }
-            return fail(
-                json!({"unresolved": all}),
-                format!("{word} aggregate has unresolved success criteria."),
-            );
-        }
-        batches::check_all_closed(plan, id)?;
-    } else if plan.mode() == Mode::Aggregate {
-        let (ok, unresolved) = lifecycle::essential_gate(g, p);
-        if !ok {
-            return fail(
-                json!({"goalId": id, "unresolved": list(&unresolved)}),
-                format!("Goal {id} has unresolved essential success criteria."),
-            );
-        }
-    } else {
-        let (ok, unresolved) = lifecycle::all_criteria_gate(g, p);
-        if !ok {
-            return fail(
-                json!({"goalId": id, "unresolved": list(&unresolved)}),
-                format!("Goal {id} has unresolved success criteria."),
-            );
-        }
-    }
-    Ok(())
-}
-
-fn brief_reader<'a>(
-    dir: &'a cap_std::fs::Dir,
-    engine: &'a Engine,
-) -> impl Fn() -> Option<String> + 'a {
-    move || match state::read_file(
-        dir,
-        state::BRIEF,
-        &engine.paths.brief(),
-        engine.profile.limits.max_brief_bytes,
-    ) {
-        Ok(Some(state::ReadOutcome::Bytes(b))) => String::from_utf8(b).ok(),
-        _ => None,
-    }
-}
-
-/// Host-goal reconciliation of a complete checkpoint (goal-engine.md §8).
-fn reconcile_complete(
-    engine: &Engine,
-    dir: &cap_std::fs::Dir,
-    plan: &Plan,
-    req: &CheckpointRequest,
-    evidence: &str,
-    is_final: bool,
-) -> Result<HostResult, GoalError> {
-    let Some(loaded) = &req.host_goal else {
-        return Ok(HostResult {
-            reconciliation: "skipped",
-            snapshot: None,
-            task_scoped: None,
-            warnings: Vec::new(),
-        });
-    };
-    let g = plan.goal(&req.goal_id).expect("looked up");
-    let snap = hostgoal::parse(loaded.value.clone());
-    let e = complete_expectation(engine, plan, g);
-    let out = hostgoal::reconcile(Some(&snap), &e, &engine.profile);
-    if out.ok() {
-        return Ok(HostResult {
-            reconciliation: "ok",
-            snapshot: Some(snap.raw.clone()),
-            task_scoped: None,
-            warnings: Vec::new(),
-        });
-    }
-    let aggregate = plan.mode() == Mode::Aggregate;
-    let facts = hostgoal::FallbackFacts {
-        aggregate,
-        active_in_progress: g.status() == GoalStatus::InProgress
-            && plan.active_goal_id() == Some(g.id()),
-        is_final,
-        goal_id: g.id(),
-        evidence,
-        state_dir: &engine.profile.state_dir,
-    };
-    let brief = brief_reader(dir, engine);
-    let eligible = hostgoal::fallback(&snap, &e.expected, facts, &brief);
-    let rationale = req
-        .accept_task_scoped
-        .as_deref()
-        .map(str::trim)
-        .filter(|r| !r.is_empty());
-    if let (Some(kind), Some(r)) = (eligible, rationale) {
-        let noun = &engine.profile.host_goal.noun;
-        return Ok(HostResult {
-            reconciliation: "task_scoped",
-            snapshot: Some(snap.raw.clone()),
-            task_scoped: Some(json!({
-                "kind": kind.as_str(),
-                "rationale": r,
-                "snapshotObjective": snap.objective,
-                "expectedObjective": e.expected,
-            })),
-            warnings: vec![warning(
-                "HOST_GOAL_TASK_SCOPED",
-                format!(
-                    "The {noun} snapshot was accepted as task-scoped ({}): {r}",
-                    kind.as_str()
-                ),
-            )],
-        });
-    }
-    Err(mismatch(
-        engine,
-        plan,
-        &snap,
-        &e,
-        &out,
-        eligible,
-        is_final,
-        aggregate,
-        &req.goal_id,
-    ))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn mismatch(
-    engine: &Engine,
-    plan: &Plan,
-    snap: &Snapshot,
-    e: &Expect,
-    out: &hostgoal::Outcome,
-    eligible: Option<hostgoal::TaskScoped>,
-    is_final: bool,
-    aggregate: bool,
-    goal_id: &str,
-) -> GoalError {
-    let p = &engine.profile;
-    let sid = engine.session_opt(plan);
-    let flag = &p.host_goal.flag;
-    let hint = (aggregate && snap.status == HostStatus::Complete && snap.objective.is_some()).then(|| {
-        let head = if is_final {
-            "Final task-scoped aggregate reconciliation requires the checkpoint goal to be the active in-progress final goal and the completed snapshot objective to map to the brief or a plan artifact."
-        } else {
-            "Completed task-scoped aggregate reconciliation requires the active in-progress goal, evidence naming the goal id and the plan's goals.json or ledger.jsonl, completed implementation plus validation or review evidence, and an objective that maps to the plan."
-        };
-        let flag_note = match eligible {
-            Some(_) => " Those conditions hold here: pass --accept-task-scoped-snapshot \"<rationale>\" to accept this snapshot deliberately (it is audited).".to_owned(),
-            None => " Even then it is accepted only with --accept-task-scoped-snapshot \"<rationale>\".".to_owned(),
-        };
-        format!(
-            "{head}{flag_note} Otherwise do not repeat --status complete with this snapshot: record a non-terminal blocker with `{} checkpoint{sid} --goal-id {goal_id} --status blocked --evidence \"<why the host goal does not match>\" {flag} \"<snapshot>\"` and continue from a host-goal context without a conflicting goal.",
-            p.command_prefix
-        )
-    });
-    let suggested = if snap.status == HostStatus::Complete || !snap.available {
-        format!(
-            "{} checkpoint{sid} --goal-id {goal_id} --status blocked --evidence \"<why the host goal does not match>\" {flag} \"<snapshot>\"",
-            p.command_prefix
-        )
-    } else {
-        format!(
-            "{} checkpoint{sid} --goal-id {goal_id} --status complete --evidence \"...\" {flag} \"<fresh snapshot>\"",
-            p.command_prefix
-        )
-    };
-    hostgoal::mismatch_error(out, Some(snap), e, eligible, hint, suggested)
-}
-
-/// A snapshot given with a failed/blocked checkpoint is recorded and
-/// reconciled, never failing the command (goal-engine.md §7.1).
-fn reconcile_failure(
-    engine: &Engine,
-    plan: &Plan,
-    req: &CheckpointRequest,
-    id: &str,
-) -> HostResult {
-    let Some(loaded) = &req.host_goal else {
-        return HostResult {
-            reconciliation: "skipped",
-            snapshot: None,
-            task_scoped: None,
-            warnings: Vec::new(),
-        };
-    };
-    let g = plan.goal(id).expect("looked up");
-    let snap = hostgoal::parse(loaded.value.clone());
-    let e = Expect {
-        expected: handoff::expected_objective(engine, plan, g),
-        accepted: if plan.mode() == Mode::Aggregate {
-            plan.objective_aliases()
-                .into_iter()
-                .map(str::to_owned)
-                .collect()
-        } else {
-            Vec::new()
-        },
-        allowed: Vec::new(),
-        require_snapshot: true,
-        require_complete: false,
-    };
-    let out = hostgoal::reconcile(Some(&snap), &e, &engine.profile);
-    if out.ok() {
-        HostResult {
-            reconciliation: "ok",
-            snapshot: Some(snap.raw),
-            task_scoped: None,
-            warnings: Vec::new(),
-        }
-    } else {
-        HostResult {
-            reconciliation: "mismatch",
-            snapshot: Some(snap.raw),
-            task_scoped: None,
-            warnings: vec![warning("HOST_GOAL_MISMATCH", out.message())],
-        }
     }
 }
