@@ -9,6 +9,7 @@
 //!   verdict;
 //! * [`rules`] loads the JSON policies (embedded defaults plus overrides);
 //! * [`ledger`] is the one hash-chain implementation every ledger uses;
+//! * [`hooks`] decodes host hook payloads, decides and encodes per host;
 //! * [`store`] holds the durable-write primitives (atomic replace, append,
 //!   the mutation lock);
 //! * [`cli`] parses arguments, renders results and maps them to exit codes.
@@ -29,6 +30,7 @@ pub mod ambient;
 pub mod cli;
 pub mod digest;
 pub mod evidence;
+pub mod hooks;
 pub mod json;
 pub mod ledger;
 pub mod rules;

@@ -1,6 +1,7 @@
 //! Command-line front end: argument parsing (clap), dispatch, rendering and
 //! exit codes. Logic lives in the modules it calls.
 
+mod hook;
 mod render;
 mod schema;
 mod verify;
@@ -77,6 +78,13 @@ pub fn main(argv: Vec<OsString>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         .and_then(|s| s.to_str())
         .unwrap_or("evidence-gate")
         .to_owned();
+    // Hooks are dispatched before clap: they exit 0 even on usage errors.
+    if let Some(event) = stem.strip_prefix(hook::MULTI_CALL_PREFIX) {
+        return hook::run(Some(event), argv.get(1..).unwrap_or(&[]), amb, io);
+    }
+    if argv.get(1).is_some_and(|a| a == "hook") {
+        return hook::run(None, argv.get(2..).unwrap_or(&[]), amb, io);
+    }
     if stem == "verify-evidence" {
         return match VerifyCli::try_parse_from(&argv) {
             Ok(cli) => verify::run(&cli.args, amb, io),

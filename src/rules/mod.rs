@@ -8,6 +8,7 @@
 //! validator to [`FAMILIES`], never changing the loader.
 
 pub mod evidence;
+pub mod hooks;
 
 use std::fmt;
 
@@ -91,11 +92,24 @@ pub struct Embedded {
 }
 
 /// Every embedded rules file.
-pub static EMBEDDED: &[Embedded] = &[Embedded {
-    file: "rules/evidence.json",
-    mount: "/evidence",
-    content: Content::Json(include_str!("../../rules/evidence.json")),
-}];
+pub static EMBEDDED: &[Embedded] = &[
+    Embedded {
+        file: "rules/evidence.json",
+        mount: "/evidence",
+        content: Content::Json(include_str!("../../rules/evidence.json")),
+    },
+    // Hook policy (hooks.md §1.8): families `hooks` and `subagent_stop`.
+    Embedded {
+        file: "rules/hooks.json",
+        mount: "",
+        content: Content::Json(include_str!("../../rules/hooks.json")),
+    },
+    Embedded {
+        file: "rules/directives/subagent-stop.md",
+        mount: "/directives/subagent-stop",
+        content: Content::Text(include_str!("../../rules/directives/subagent-stop.md")),
+    },
+];
 
 /// A family validator: parses the family's value into its type and checks it.
 #[derive(Debug, Clone, Copy)]
@@ -107,7 +121,13 @@ pub struct Family {
 }
 
 /// Every known family.
-pub static FAMILIES: &[Family] = &[family::<evidence::EvidenceRules>()];
+pub static FAMILIES: &[Family] = &[
+    family::<evidence::EvidenceRules>(),
+    // Hook families (hooks.md §1.8, §3.10).
+    family::<hooks::HooksRules>(),
+    family::<hooks::SubagentStopRules>(),
+    family::<hooks::Directives>(),
+];
 
 /// The [`Family`] entry of a [`RuleFamily`] type.
 pub const fn family<T: RuleFamily>() -> Family {

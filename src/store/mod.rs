@@ -69,7 +69,11 @@ pub fn atomic_replace(
 pub fn sync_dir(dir: &Dir) -> io::Result<()> {
     #[cfg(unix)]
     {
-        dir.try_clone()?.into_std_file().sync_all()
+        // cap-std opens directories with `O_PATH` on Linux, and fsync on such
+        // a handle fails with EBADF: sync a read-only handle of "." instead.
+        let mut opts = OpenOptions::new();
+        opts.read(true);
+        dir.open_with(".", &opts)?.sync_all()
     }
     #[cfg(not(unix))]
     {
@@ -156,6 +160,18 @@ pub fn create_dirs(dir: &Dir, rel: &crate::sandbox::RelPath) -> io::Result<Dir> 
 #[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sync_works_on_nofollow_directory_handles() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let rel = crate::sandbox::RelPath::parse("a/b", Default::default()).unwrap();
+        let sub = create_dirs(&dir, &rel).unwrap();
+        sync_dir(&sub).unwrap();
+        atomic_replace(&sub, "x", b"1", Durability::Synced).unwrap();
+        let (mut f, created) = open_append(&sub, "l").unwrap();
+        append_synced(&sub, &mut f, created, b"x\n").unwrap();
+    }
 
     #[test]
     fn replace_and_append() {

@@ -1,0 +1,80 @@
+//! Host transcripts: they lie outside the workspace, so they are opened by
+//! their parent directory (ambient) and a no-follow, non-blocking leaf open
+//! that must yield a regular file. Only the tail is ever read.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::time::SystemTime;
+
+use cap_std::fs::{File, Metadata};
+
+use super::io_report;
+use crate::ambient::{self, Ambient};
+use crate::sandbox::open;
+
+/// Opens a transcript; `None` when it is missing, not a regular file, a
+/// symlink or otherwise unusable (every caller treats that as "no signal").
+pub fn open_transcript(amb: &dyn Ambient, path: &Path) -> Option<(File, Metadata)> {
+    let (parent, name) = ambient::split(path)?;
+    let name = name.to_str()?;
+    let dir = amb.open_dir(&parent).ok()?;
+    let (file, meta) = open::open_in(&dir, name, name).ok()?;
+    meta.is_file().then_some((file, meta))
+}
+
+/// The last `max` bytes of a transcript (one seek, one read).
+pub fn read_tail(amb: &dyn Ambient, path: &Path, max: u64) -> Option<Vec<u8>> {
+    let (mut file, meta) = open_transcript(amb, path)?;
+    let len = meta.len();
+    let start = len.saturating_sub(max);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut buf = Vec::with_capacity((len - start) as usize);
+    file.take(max).read_to_end(&mut buf).ok()?;
+    io_report::note_read("transcript", path, buf.len() as u64);
+    Some(buf)
+}
+
+/// The transcript's birth time, when the platform and filesystem record it.
+pub fn birth_time(amb: &dyn Ambient, path: &Path) -> Option<SystemTime> {
+    let (_, meta) = open_transcript(amb, path)?;
+    meta.created().ok().map(|t| t.into_std())
+}
+
+/// Context-pressure markers, matched on raw bytes ignoring ASCII case.
+#[derive(Debug, Clone)]
+pub struct Markers {
+    lowered: Vec<Vec<u8>>,
+}
+
+impl Markers {
+    /// Compiles the marker list.
+    pub fn new(markers: &[String]) -> Markers {
+        Markers {
+            lowered: markers
+                .iter()
+                .map(|m| m.as_bytes().to_ascii_lowercase())
+                .filter(|m| !m.is_empty())
+                .collect(),
+        }
+    }
+
+    /// True when `haystack` contains any marker.
+    pub fn found_in(&self, haystack: &[u8]) -> bool {
+        let lower = haystack.to_ascii_lowercase();
+        self.lowered
+            .iter()
+            .any(|m| lower.windows(m.len()).any(|w| w == m.as_slice()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_ignore_ascii_case() {
+        let m = Markers::new(&["Context Compacted".into()]);
+        assert!(m.found_in(b"..{\"t\":\"CONTEXT compacted\"}"));
+        assert!(!m.found_in(b"context  compacted"));
+    }
+}
