@@ -21,14 +21,6 @@ pub struct HookArgs {
     pub rules: Option<PathBuf>,
 }
 
-/// Events the product defines that later builds implement.
-const LATER: &[&str] = &[
-    "stop",
-    "user-prompt-submit",
-    "pre-tool-use",
-    "pre-tool-use-spawn",
-];
-
 /// The synopsis printed for `--help`.
 pub const SYNOPSIS: &str = "usage: evidence-gate hook <event> [--host auto|codex|claude-code|gemini|agy] \
 [--profile ulw-loop|ultragoal|auto] [--with-ultrawork] [--rules FILE]; events: subagent-stop";
@@ -94,13 +86,13 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
                 if event.is_some() {
                     return Err(format!("unexpected argument `{name}`"));
                 }
-                event = Some(HookEvent::from_name(name).ok_or_else(|| {
-                    if LATER.contains(&name) {
-                        format!("the `{name}` hook is not available in this build")
-                    } else {
-                        format!("unknown hook event `{name}`")
+                event = match HookEvent::from_name(name) {
+                    Some(e) if e.implemented() => Some(e),
+                    Some(_) => {
+                        return Err(format!("the `{name}` hook is not available in this build"));
                     }
-                })?);
+                    None => return Err(format!("unknown hook event `{name}`")),
+                };
             }
         }
         i += 1;

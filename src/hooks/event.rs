@@ -6,21 +6,39 @@ use serde_json::Value;
 
 use super::host::{Host, HostSource};
 
-/// A hook subcommand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A hook subcommand (hooks.md §1.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HookEvent {
     /// `subagent-stop`: the evidence receipt gate.
     SubagentStop,
+    /// `stop`: goal-loop resume.
+    Stop,
+    /// `user-prompt-submit`: steering and ultrawork.
+    UserPromptSubmit,
+    /// `pre-tool-use`: tool guards.
+    PreToolUse,
+    /// `pre-tool-use-spawn`: fan-out cap and gate preflight.
+    PreToolUseSpawn,
 }
 
 impl HookEvent {
-    /// Every subcommand this build implements.
-    pub const ALL: &'static [HookEvent] = &[HookEvent::SubagentStop];
+    /// Every subcommand the product defines.
+    pub const ALL: &'static [HookEvent] = &[
+        HookEvent::SubagentStop,
+        HookEvent::Stop,
+        HookEvent::UserPromptSubmit,
+        HookEvent::PreToolUse,
+        HookEvent::PreToolUseSpawn,
+    ];
 
     /// The subcommand name.
     pub fn name(self) -> &'static str {
         match self {
             Self::SubagentStop => "subagent-stop",
+            Self::Stop => "stop",
+            Self::UserPromptSubmit => "user-prompt-submit",
+            Self::PreToolUse => "pre-tool-use",
+            Self::PreToolUseSpawn => "pre-tool-use-spawn",
         }
     }
 
@@ -29,10 +47,18 @@ impl HookEvent {
         Self::ALL.iter().copied().find(|e| e.name() == s)
     }
 
+    /// True when this build implements the behaviour (the others are usage
+    /// errors until their issues land).
+    pub fn implemented(self) -> bool {
+        self == Self::SubagentStop
+    }
+
     /// The event family.
     pub fn family(self) -> Family {
         match self {
-            Self::SubagentStop => Family::Stop,
+            Self::SubagentStop | Self::Stop => Family::Stop,
+            Self::UserPromptSubmit => Family::Prompt,
+            Self::PreToolUse | Self::PreToolUseSpawn => Family::Tool,
         }
     }
 }

@@ -495,6 +495,8 @@ fn main_path(
             rules_digest: rules.digest(),
             budget_spent: fault == Fault::BudgetSpent,
         }),
+        // The parser refuses events this build does not implement.
+        other => unreachable!("`{}` is not implemented", other.name()),
     };
     if ambient::var(amb, DEBUG_ENV).as_deref() == Some("1") {
         let _ = writeln!(

@@ -8,4 +8,8 @@
 mod common;
 mod evidence_cli;
 mod evidence_fs;
+mod hooks_adapters;
+mod hooks_runner;
+mod hooks_subagent_stop;
+mod hooks_support;
 mod properties;

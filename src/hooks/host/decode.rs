@@ -135,11 +135,23 @@ fn spellings(host: Host) -> &'static Spellings {
 /// Event names a host sends for a subcommand; `None` = the host cannot
 /// deliver it (hooks.md §2.3).
 pub fn wire_events(event: HookEvent, host: Host) -> Option<&'static [&'static str]> {
+    use HookEvent as E;
     match (event, host) {
-        (HookEvent::SubagentStop, Host::Codex | Host::ClaudeCode | Host::Common) => {
-            Some(&["SubagentStop"])
+        (E::SubagentStop, Host::Codex | Host::ClaudeCode | Host::Common) => Some(&["SubagentStop"]),
+        (E::Stop, Host::Codex | Host::ClaudeCode | Host::Common) => Some(&["Stop"]),
+        (E::Stop, Host::Gemini) => Some(&["AfterAgent"]),
+        (E::Stop, Host::Agy) => Some(&["Stop", "PostInvocation"]),
+        (E::UserPromptSubmit, Host::Codex | Host::ClaudeCode | Host::Common) => {
+            Some(&["UserPromptSubmit"])
         }
-        (HookEvent::SubagentStop, Host::Gemini | Host::Agy) => None,
+        (E::UserPromptSubmit, Host::Gemini) => Some(&["BeforeAgent"]),
+        (E::PreToolUse | E::PreToolUseSpawn, Host::Codex | Host::ClaudeCode | Host::Common) => {
+            Some(&["PreToolUse"])
+        }
+        (E::PreToolUse, Host::Gemini) => Some(&["BeforeTool"]),
+        (E::PreToolUse, Host::Agy) => Some(&["PreToolUse"]),
+        (E::SubagentStop | E::PreToolUseSpawn, Host::Gemini | Host::Agy)
+        | (E::UserPromptSubmit, Host::Agy) => None,
     }
 }
 
