@@ -747,3 +747,49 @@ fn custom_directive_template_from_rules() {
         "{reason}"
     );
 }
+
+// --- No full reads (hooks.md §8.3) ---------------------------------------------------
+
+fn io_report(h: &HookRepo, p: &serde_json::Value) -> serde_json::Value {
+    let report = h.state_home.path().join("io.jsonl");
+    let _ = std::fs::remove_file(&report);
+    let run = h.stop_env(p, &[("EVIDENCE_GATE_IO_REPORT", report.to_str().unwrap())]);
+    assert_eq!(run.code, 0);
+    read_jsonl(&report).pop().expect("one report line")
+}
+
+#[test]
+fn transcripts_and_ledgers_are_read_only_at_their_tails() {
+    let h = with_receipt();
+    let line = format!("{{\"msg\":\"{}\"}}\n", "y".repeat(500));
+    let big: String = std::iter::repeat_n(line.as_str(), 6000).collect();
+    h.write("transcripts/child.jsonl", &big);
+    h.write("transcripts/parent.jsonl", &big);
+    let e: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_value(json!({"kind": "receipt_accepted", "pad": "z".repeat(300)}))
+            .unwrap();
+    let (ledger, _) = evidence_gate::ledger::chain_records(0, None, &vec![e; 10_000]);
+    assert!(ledger.len() > 3 * 1024 * 1024);
+    h.write(".omo/evidence-gate/ledger.jsonl", &ledger);
+    let mut block = h.codex(Some("done"));
+    block["agent_transcript_path"] = json!(h.join("transcripts/child.jsonl").to_str().unwrap());
+    block["transcript_path"] = json!(h.join("transcripts/parent.jsonl").to_str().unwrap());
+    let r = io_report(&h, &block);
+    let reads = r["reads"].as_array().unwrap();
+    assert_eq!(reads.len(), 1, "only the child transcript: {reads:?}");
+    assert_eq!(reads[0]["bytes"], 65536);
+    if cfg!(target_os = "linux") {
+        assert!(r["file_bytes"].as_u64().unwrap() < 1024 * 1024, "{r}");
+    }
+    let mut accept = h.codex_receipt(R);
+    accept["agent_transcript_path"] = block["agent_transcript_path"].clone();
+    let r = io_report(&h, &accept);
+    assert!(
+        r["reads"].as_array().unwrap().is_empty(),
+        "a valid receipt reads no transcript"
+    );
+    if cfg!(target_os = "linux") {
+        assert!(r["file_bytes"].as_u64().unwrap() < 1024 * 1024, "{r}");
+    }
+    assert_eq!(h.ledger().last().unwrap()["seq"], 10_001);
+}
