@@ -29,8 +29,10 @@
 pub mod ambient;
 pub mod cli;
 pub mod digest;
+pub mod doctor;
 pub mod evidence;
 pub mod hooks;
+pub mod init;
 pub mod json;
 pub mod ledger;
 pub mod rules;

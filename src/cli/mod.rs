@@ -1,7 +1,9 @@
 //! Command-line front end: argument parsing (clap), dispatch, rendering and
 //! exit codes. Logic lives in the modules it calls.
 
+mod doctor;
 mod hook;
+mod init;
 mod render;
 mod schema;
 mod verify;
@@ -54,6 +56,10 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// Print a JSON Schema generated from the Rust types.
     Schema(schema::SchemaArgs),
+    /// Print or write the host hook wiring (Codex, Claude Code, Gemini CLI, agy).
+    Init(init::InitArgs),
+    /// Check the hook wiring, rules, state directory and recent diagnostics.
+    Doctor(doctor::DoctorArgs),
 }
 
 #[derive(Parser, Debug)]
@@ -95,6 +101,8 @@ pub fn main(argv: Vec<OsString>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         Ok(cli) => match cli.command {
             Command::Verify(args) => verify::run(&args, amb, io),
             Command::Schema(args) => schema::run(&args, io),
+            Command::Init(args) => init::run(&args, amb, io),
+            Command::Doctor(args) => doctor::run(&args, amb, io),
         },
         Err(e) => clap_error(e, io),
     }

@@ -276,8 +276,16 @@ fn decide_locked(
         if let Err(e) = attempts::write(state, &counter, &owner, count + 1, &findings) {
             return state_io(c, "the attempt counter could not be written", &e);
         }
+        let agent_type = me.agent_type.as_deref().unwrap_or_default();
         return Decision::Block {
-            reason: render_reason(c, count + 1, &findings),
+            reason: render_reason(
+                c.policy,
+                c.hooks.max_reason_bytes,
+                agent_type,
+                c.stop.last_message.as_deref(),
+                count + 1,
+                &findings,
+            ),
         };
     }
     let mut entry = base_entry(c, "receipt_override");
@@ -410,26 +418,28 @@ fn findings_block(findings: &[Finding], lines: usize, budget: usize) -> String {
     cap_bytes(&out.join("\n"), budget)
 }
 
-fn render_reason(c: &Ctx<'_>, attempt: u64, findings: &[Finding]) -> String {
-    let rules = &c.policy.rules;
-    let max = c.hooks.max_reason_bytes;
-    let agent_type = c
-        .env
-        .agent
-        .as_ref()
-        .and_then(|a| a.kind.clone())
-        .unwrap_or_default();
+/// The block reason (hooks.md §3.10): the excerpt shrinks first, then the
+/// findings, and as a last resort the text is cut at a character boundary.
+pub fn render_reason(
+    policy: &Policy,
+    max: usize,
+    agent_type: &str,
+    last_message: Option<&str>,
+    attempt: u64,
+    findings: &[Finding],
+) -> String {
+    let rules = &policy.rules;
     let render = |excerpt_chars: usize, lines: usize| {
         let findings = findings_block(findings, lines, MAX_FINDINGS_BYTES);
-        let last = excerpt(c.stop.last_message.as_deref(), excerpt_chars);
-        c.policy.template.render(&|slot| match slot {
+        let last = excerpt(last_message, excerpt_chars);
+        policy.template.render(&|slot| match slot {
             "ATTEMPT_COUNT" => attempt.to_string(),
             "MAX_ATTEMPTS" => rules.max_attempts.to_string(),
             "FINDINGS" => findings.clone(),
             "LAST_ASSISTANT_MESSAGE" => last.clone(),
             "EVIDENCE_ROOT" => rules.evidence_root.clone(),
             "RECEIPT_MARKER" => rules.receipt_marker.clone(),
-            "AGENT_TYPE" => agent_type.clone(),
+            "AGENT_TYPE" => agent_type.to_owned(),
             _ => String::new(),
         })
     };

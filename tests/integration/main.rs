@@ -12,4 +12,5 @@ mod hooks_adapters;
 mod hooks_runner;
 mod hooks_subagent_stop;
 mod hooks_support;
+mod init_doctor;
 mod properties;
