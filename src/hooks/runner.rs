@@ -364,7 +364,17 @@ fn main_path(
         family,
         host: a.host.unwrap_or(Host::Common),
     };
-    let bytes = match input::read_stdin(io.stdin, hooks.max_stdin_bytes) {
+    let read = input::read_stdin(io.stdin, hooks.max_stdin_bytes);
+    if ambient::var(amb, SWITCH_ENV).is_some_and(|v| v.eq_ignore_ascii_case("off")) {
+        diag.write(
+            HookCode::HookDisabled,
+            "allow",
+            "EVIDENCE_GATE_HOOKS=off: the hook allowed without checking",
+            None,
+        );
+        return None;
+    }
+    let bytes = match read {
         Ok(b) => b,
         Err(InputError {
             code,
@@ -377,15 +387,6 @@ fn main_path(
     };
     *stdin_bytes = bytes.len() as u64;
     let parsed = input::parse_payload(&bytes);
-    if ambient::var(amb, SWITCH_ENV).is_some_and(|v| v.eq_ignore_ascii_case("off")) {
-        diag.write(
-            HookCode::HookDisabled,
-            "allow",
-            "EVIDENCE_GATE_HOOKS=off: the hook allowed without checking",
-            None,
-        );
-        return None;
-    }
     let obj = match parsed {
         Ok(o) => o,
         Err(InputError {

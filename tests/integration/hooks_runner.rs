@@ -229,6 +229,14 @@ fn emergency_switch_allows_everything() {
     one_diag(&h, &run, "HOOK_DISABLED");
     assert_eq!(h.diagnostics()[0]["level"], "info");
     assert!(h.attempts().is_empty());
+    // Even input that would be a plumbing failure is just "disabled".
+    let h = HookRepo::new();
+    let run = h.run(
+        &["hook", "subagent-stop"],
+        b"",
+        &[("EVIDENCE_GATE_HOOKS", "OFF")],
+    );
+    one_diag(&h, &run, "HOOK_DISABLED");
 }
 
 #[test]

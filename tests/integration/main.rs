@@ -9,6 +9,8 @@ mod common;
 mod evidence_cli;
 mod evidence_fs;
 mod hooks_adapters;
+mod hooks_docs;
+mod hooks_properties;
 mod hooks_runner;
 mod hooks_subagent_stop;
 mod hooks_support;
