@@ -3,6 +3,7 @@
 //! changes host configuration.
 
 mod local;
+mod roundtrip;
 mod wired;
 
 use std::path::{Path, PathBuf};

@@ -154,6 +154,7 @@ pub(super) fn check_hosts(
                 found += 1;
                 check_matcher(*host, r.matcher.as_deref(), matcher.as_deref(), checks);
                 check_binary(amb, cmd, checks);
+                super::roundtrip::check(amb, *host, cmd, &places.workspace, checks);
             }
             files.sort();
             files.dedup();
@@ -277,26 +278,30 @@ fn check_binary(amb: &dyn Ambient, cmd: &str, checks: &mut Vec<Check>) {
         );
         return;
     };
+    let ours = env!("CARGO_PKG_VERSION");
     let same = amb.current_exe().ok().and_then(|me| identity(amb, &me)) == identity(amb, &path);
-    checks.push(if same {
-        Check::new(
+    let version = if same {
+        Some(ours.to_owned())
+    } else {
+        super::roundtrip::version_of(&path)
+    };
+    checks.push(match version {
+        Some(v) if v == ours => Check::new(
             id,
             Status::Ok,
-            format!(
-                "`{}` is this binary (version {})",
-                path.display(),
-                env!("CARGO_PKG_VERSION")
-            ),
-        )
-    } else {
-        Check::new(
+            format!("`{}` is evidence-gate {v}", path.display()),
+        ),
+        Some(v) => Check::new(
             id,
             Status::Warn,
-            format!(
-                "`{}` exists but is another file than this binary; its version was not compared",
-                path.display()
-            ),
+            format!("`{}` is version {v}; this doctor is {ours}", path.display()),
         )
+        .hint("reinstall so that the hooks and this doctor agree"),
+        None => Check::new(
+            id,
+            Status::Fail,
+            format!("`{}` does not report a version", path.display()),
+        ),
     });
 }
 

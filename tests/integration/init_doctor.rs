@@ -484,6 +484,36 @@ fn doctor_reports_invalid_rules_and_recent_panics() {
 }
 
 #[test]
+fn doctor_catches_a_shell_that_prints_to_stdout() {
+    let h = HookRepo::new();
+    init_json(&h, &["--host", "codex", "--write", "--binary", &exe()]);
+    let shell = h.write(
+        "noisy-shell",
+        "#!/bin/sh\necho 'Welcome back!'\nshift\nexec sh -c \"$1\"\n",
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&shell, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = h.run(
+        &["doctor", "--host", "codex", "--json"],
+        b"",
+        &[
+            ("HOME", h.state_home.path().to_str().unwrap()),
+            ("SHELL", shell.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(run.code, 1);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    let c = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "shell.roundtrip.codex")
+        .unwrap();
+    assert_eq!(c["status"], "fail");
+    assert!(c["message"].as_str().unwrap().contains("printed"));
+}
+
+#[test]
 fn doctor_usage_error_exits_2() {
     let h = HookRepo::new();
     assert_eq!(h.run(&["doctor", "--host", "vim"], b"", &[]).code, 2);
