@@ -247,3 +247,33 @@ pub fn fixture(rel: &str, root: &Path) -> Value {
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     serde_json::from_str(&text.replace("${FIXTURE_ROOT}", root.to_str().unwrap())).unwrap()
 }
+
+pub const R: &str = ".omo/evidence/receipt.md";
+
+pub fn with_receipt() -> HookRepo {
+    let h = HookRepo::new();
+    h.write(R, RECEIPT_TEXT);
+    h
+}
+
+/// Like [`blocked_with`] for a new agent, so that many cases in one test
+/// stay below the attempt cap.
+pub fn blocked_fresh(h: &HookRepo, payload: &serde_json::Value, code: &str) -> String {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut p = payload.clone();
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    p["agent_id"] = json!(format!("agent-fresh-{n}"));
+    blocked_with(h, &p, code)
+}
+
+pub fn blocked_with(h: &HookRepo, payload: &serde_json::Value, code: &str) -> String {
+    let run = h.stop(payload);
+    let reason = block_reason(&run);
+    assert_eq!(reason_codes(&reason), [code], "{reason}");
+    reason
+}
+
+pub fn chmod(p: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}

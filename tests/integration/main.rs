@@ -11,6 +11,7 @@ mod evidence_fs;
 mod hooks_adapters;
 mod hooks_docs;
 mod hooks_properties;
+mod hooks_receipt_codes;
 mod hooks_runner;
 mod hooks_subagent_stop;
 mod hooks_support;
