@@ -36,8 +36,8 @@ enum Target {
     None,
     /// A workspace root; `.omo/evidence-gate/` is created at the first write.
     Repo(Dir),
-    /// The per-user state directory, already created.
-    User(Dir),
+    /// The per-user state directory, created at the first write.
+    User(PathBuf),
 }
 
 struct State {
@@ -54,16 +54,18 @@ struct State {
 
 /// The diagnostics writer of one hook run; shared by the main path, the
 /// watchdog and the panic path.
-pub struct Diagnostics {
+pub struct Diagnostics<'a> {
+    amb: &'a dyn Ambient,
     event: String,
     start: Instant,
     state: Mutex<State>,
 }
 
-impl Diagnostics {
+impl<'a> Diagnostics<'a> {
     /// A writer for one run of `event`, timed from `start`.
-    pub fn new(event: &str, start: Instant) -> Diagnostics {
+    pub fn new(amb: &'a dyn Ambient, event: &str, start: Instant) -> Diagnostics<'a> {
         Diagnostics {
+            amb,
             event: event.to_owned(),
             start,
             state: Mutex::new(State {
@@ -87,20 +89,20 @@ impl Diagnostics {
     /// Sets `<root>` (payload `cwd` or the process working directory): a
     /// repository or a directory with `.omo/` keeps its diagnostics inside;
     /// anything else uses the per-user state directory.
-    pub fn set_root(&self, amb: &dyn Ambient, root: &Path) {
-        let target = match amb.open_dir(root) {
+    pub fn set_root(&self, root: &Path) {
+        let target = match self.amb.open_dir(root) {
             Ok(dir) if dir.exists(".omo") || dir.exists(".git") => Target::Repo(dir),
-            _ => user_state_dir(amb).map_or(Target::None, Target::User),
+            _ => user_state_path(self.amb).map_or(Target::None, Target::User),
         };
         self.lock().target = target;
     }
 
     /// Sets `<root>` from an already opened workspace directory.
-    pub fn set_root_dir(&self, amb: &dyn Ambient, dir: &Dir) {
+    pub fn set_root_dir(&self, dir: &Dir) {
         let target = if dir.exists(".omo") || dir.exists(".git") {
             dir.try_clone().map_or(Target::None, Target::Repo)
         } else {
-            user_state_dir(amb).map_or(Target::None, Target::User)
+            user_state_path(self.amb).map_or(Target::None, Target::User)
         };
         self.lock().target = target;
     }
@@ -143,10 +145,15 @@ impl Diagnostics {
         let s = self.lock();
         let dir = match &s.target {
             Target::None => return,
-            Target::User(d) => match d.try_clone() {
-                Ok(d) => d,
-                Err(_) => return,
-            },
+            Target::User(path) => {
+                if self.amb.create_dir_all(path).is_err() {
+                    return;
+                }
+                match self.amb.open_dir(path) {
+                    Ok(d) => d,
+                    Err(_) => return,
+                }
+            }
             Target::Repo(root) => {
                 let rel = RelPath::parse(STATE_DIR, PathLimits::default()).expect("constant");
                 match crate::store::create_dirs(root, &rel) {
@@ -231,15 +238,8 @@ impl Diagnostics {
 }
 
 /// The per-user state directory (`$XDG_STATE_HOME/evidence-gate`, else
-/// `~/.local/state/evidence-gate`; the platform directories elsewhere),
-/// created if needed.
-pub fn user_state_dir(amb: &dyn Ambient) -> Option<Dir> {
-    let path = user_state_path(amb)?;
-    amb.create_dir_all(&path).ok()?;
-    amb.open_dir(&path).ok()
-}
-
-fn user_state_path(amb: &dyn Ambient) -> Option<PathBuf> {
+/// `~/.local/state/evidence-gate`; the platform directories elsewhere).
+pub fn user_state_path(amb: &dyn Ambient) -> Option<PathBuf> {
     let abs = |k: &str| {
         ambient::var(amb, k)
             .map(PathBuf::from)

@@ -139,10 +139,10 @@ pub fn run(args: &[String], amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         .find(|a| !a.starts_with('-'))
         .cloned()
         .unwrap_or_default();
-    let diag = Diagnostics::new(&label, start);
+    let diag = Diagnostics::new(amb, &label, start);
     let proc_cwd = amb.current_dir().ok();
     if let Some(p) = &proc_cwd {
-        diag.set_root(amb, p);
+        diag.set_root(p);
     }
     let parsed = match args::parse(args) {
         Ok(Parsed::Run(a)) => a,
@@ -290,7 +290,7 @@ fn same_dir(a: &Dir, b: &Dir) -> bool {
 }
 
 struct Plumbing<'a> {
-    diag: &'a Diagnostics,
+    diag: &'a Diagnostics<'a>,
     hooks: HooksRules,
     family: Family,
     host: Host,
@@ -447,7 +447,7 @@ fn main_path(
             );
         }
     };
-    diag.set_root_dir(amb, &root);
+    diag.set_root_dir(&root);
     let same_as_process = proc_dir.as_ref().is_some_and(|p| same_dir(p, &root));
     if !same_as_process {
         (rules, rules_error) = load_rules(amb, Some(&root), a.rules.as_deref());

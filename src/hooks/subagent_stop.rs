@@ -116,7 +116,7 @@ pub struct Ctx<'a> {
     /// Ambient access (transcripts).
     pub amb: &'a dyn Ambient,
     /// The run's diagnostics.
-    pub diag: &'a Diagnostics,
+    pub diag: &'a Diagnostics<'a>,
     /// The workspace root (`cwd`).
     pub root: &'a Dir,
     /// `cwd`'s canonical form, when known.
