@@ -418,7 +418,7 @@ mod tests {
         }])
         .unwrap_err();
         assert_eq!(err.file, "o.json");
-        assert_eq!(err.pointer, "/evidence/deliverables");
+        assert_eq!(err.pointer, "/evidence/deliverables/alow");
         assert!(err.problem.contains("alow"), "{}", err.problem);
         let err = RuleSet::load(&[Layer {
             name: "o.json",
