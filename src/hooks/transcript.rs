@@ -44,26 +44,37 @@ pub fn birth_time(amb: &dyn Ambient, path: &Path) -> Option<SystemTime> {
 #[derive(Debug, Clone)]
 pub struct Markers {
     lowered: Vec<Vec<u8>>,
+    /// Bytes (either case) that start some marker.
+    starts: [bool; 256],
 }
 
 impl Markers {
     /// Compiles the marker list.
     pub fn new(markers: &[String]) -> Markers {
-        Markers {
-            lowered: markers
-                .iter()
-                .map(|m| m.as_bytes().to_ascii_lowercase())
-                .filter(|m| !m.is_empty())
-                .collect(),
+        let lowered: Vec<Vec<u8>> = markers
+            .iter()
+            .map(|m| m.as_bytes().to_ascii_lowercase())
+            .filter(|m| !m.is_empty())
+            .collect();
+        let mut starts = [false; 256];
+        for m in &lowered {
+            starts[usize::from(m[0])] = true;
+            starts[usize::from(m[0].to_ascii_uppercase())] = true;
         }
+        Markers { lowered, starts }
     }
 
-    /// True when `haystack` contains any marker.
+    /// True when `haystack` contains any marker: one pass with a start-byte
+    /// table, a case-insensitive compare only at candidate positions.
     pub fn found_in(&self, haystack: &[u8]) -> bool {
-        let lower = haystack.to_ascii_lowercase();
-        self.lowered
-            .iter()
-            .any(|m| lower.windows(m.len()).any(|w| w == m.as_slice()))
+        haystack.iter().enumerate().any(|(i, b)| {
+            self.starts[usize::from(*b)]
+                && self.lowered.iter().any(|m| {
+                    haystack
+                        .get(i..i + m.len())
+                        .is_some_and(|w| w.eq_ignore_ascii_case(m))
+                })
+        })
     }
 }
 
@@ -76,5 +87,13 @@ mod tests {
         let m = Markers::new(&["Context Compacted".into()]);
         assert!(m.found_in(b"..{\"t\":\"CONTEXT compacted\"}"));
         assert!(!m.found_in(b"context  compacted"));
+        assert!(
+            m.found_in(b"\xff\xfe CONTEXT COMPACTED"),
+            "raw bytes, not UTF-8"
+        );
+        assert!(m.found_in(b"context compacted"), "at the very end");
+        assert!(!m.found_in(b"context compacte"));
+        assert!(!Markers::new(&[]).found_in(b"context compacted"));
+        assert!(!Markers::new(&[]).found_in(b"context compacted"));
     }
 }
