@@ -11,6 +11,7 @@
 //!   every referenced artifact checked through the sandbox;
 //! * [`rules`] loads the JSON policies (embedded defaults plus overrides);
 //! * [`ledger`] is the one hash-chain implementation every ledger uses;
+//! * [`hooks`] decodes host hook payloads, decides and encodes per host;
 //! * [`store`] holds the durable-write primitives (atomic replace, append,
 //!   the mutation lock);
 //! * [`goals`] is the goal engine (`ulw-loop` / `ultragoal` profiles);
@@ -31,9 +32,12 @@
 pub mod ambient;
 pub mod cli;
 pub mod digest;
+pub mod doctor;
 pub mod evidence;
 pub mod gate;
 pub mod goals;
+pub mod hooks;
+pub mod init;
 pub mod json;
 pub mod ledger;
 pub mod rules;
