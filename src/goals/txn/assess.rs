@@ -127,3 +127,72 @@ pub fn count_landed(dir: &Dir, head: &Head, rev: u64, from_seq: u64) -> usize {
     });
     n
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn plan(rev: u64, lm: Option<(u64, u64, usize)>) -> Plan {
+        let mut doc = json!({"version": 1, "goals": [], "revision": rev});
+        if let Some((r, from, n)) = lm {
+            let entries: Vec<Value> = (0..n).map(|i| json!({"kind": "k", "i": i})).collect();
+            doc["lastMutation"] = json!({"revision": r, "fromSeq": from, "entries": entries});
+        }
+        Plan::from_doc(doc.as_object().unwrap().clone())
+    }
+
+    fn head(seq: u64, rev: u64) -> Head {
+        Head {
+            last_seq: seq,
+            last_revision: rev,
+            ..Head::default()
+        }
+    }
+
+    #[test]
+    fn verdicts() {
+        let none = &mut |_: u64, _: u64| 0;
+        assert_eq!(
+            assess(None, &Head::default(), false, none).consistency,
+            Consistency::Ok
+        );
+        let p = plan(3, Some((3, 5, 2)));
+        let all = &mut |_: u64, _: u64| 2;
+        assert_eq!(
+            assess(Some(&p), &head(6, 3), false, all).consistency,
+            Consistency::Ok
+        );
+        let one = &mut |_: u64, _: u64| 1;
+        let a = assess(Some(&p), &head(5, 3), false, one);
+        assert_eq!(a.consistency, Consistency::Recoverable);
+        assert_eq!(a.missing.len(), 1);
+        assert_eq!(a.missing[0]["i"], 1);
+        let a = assess(Some(&p), &head(4, 2), false, none);
+        assert_eq!(a.consistency, Consistency::Recoverable);
+        assert_eq!(a.missing.len(), 2);
+        assert_eq!(
+            assess(Some(&p), &head(4, 1), false, none).consistency,
+            Consistency::Mismatch
+        );
+        assert_eq!(
+            assess(Some(&plan(2, None)), &head(4, 1), false, none).consistency,
+            Consistency::Mismatch
+        );
+        assert_eq!(
+            assess(
+                Some(&plan(1, Some((1, 1, 1)))),
+                &Head::default(),
+                false,
+                none
+            )
+            .consistency,
+            Consistency::Recoverable
+        );
+        assert_eq!(
+            assess(Some(&plan(0, None)), &Head::default(), true, none).consistency,
+            Consistency::Recoverable,
+            "a torn tail alone is recoverable"
+        );
+    }
+}
