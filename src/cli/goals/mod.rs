@@ -31,44 +31,64 @@ pub(crate) const SUBCOMMANDS: &[&str] = &[
     "repair",
 ];
 
+/// What routing needs from a profile, read from the embedded profile files
+/// alone (every command line passes through routing; loading all rules here
+/// would tax `verify` and `schema` too).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RouteInfo {
+    name: String,
+    display_name: String,
+    invocation_names: Vec<String>,
+    parent_commands: Vec<String>,
+}
+
+fn embedded_profiles() -> Vec<RouteInfo> {
+    crate::rules::EMBEDDED
+        .iter()
+        .filter(|e| e.mount.starts_with("/profiles/"))
+        .filter_map(|e| match e.content {
+            crate::rules::Content::Json(text) => serde_json::from_str(text).ok(),
+            crate::rules::Content::Text(_) => None,
+        })
+        .collect()
+}
+
 /// Decides whether argv addresses the goal engine: returns the profile name
 /// and the arguments after it.
 pub(crate) fn route(argv: &[OsString]) -> Option<(String, Vec<String>)> {
-    let rules = RuleSet::embedded().ok()?;
-    let profiles: Profiles = rules.family().ok()?;
     let stem = argv
         .first()
         .and_then(|a| Path::new(a).file_stem())
         .and_then(|s| s.to_str())?;
-    let rest: Vec<String> = argv
-        .iter()
-        .skip(1)
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    for p in profiles.0.values() {
+    let first = argv.get(1).map(|a| a.to_string_lossy());
+    let profiles = embedded_profiles();
+    let rest = || -> Vec<String> {
+        argv.iter()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    };
+    for p in &profiles {
         if p.invocation_names.iter().any(|n| n == stem) {
-            return Some((p.name.clone(), rest));
+            return Some((p.name.clone(), rest()));
         }
     }
-    for p in profiles.0.values() {
+    for p in &profiles {
         if p.parent_commands.iter().any(|n| n == stem) {
-            if rest.first().map(String::as_str) == Some(p.name.as_str()) {
-                return Some((p.name.clone(), rest[1..].to_vec()));
+            if first.as_deref() == Some(p.name.as_str()) {
+                return Some((p.name.clone(), rest()[1..].to_vec()));
             }
-            if rest
-                .first()
-                .is_some_and(|s| SUBCOMMANDS.contains(&s.as_str()))
-            {
-                return Some((p.name.clone(), rest));
+            if first.as_deref().is_some_and(|s| SUBCOMMANDS.contains(&s)) {
+                return Some((p.name.clone(), rest()));
             }
         }
     }
-    let first = rest.first()?;
+    let first = first?;
     profiles
-        .0
-        .values()
-        .find(|p| &p.name == first)
-        .map(|p| (p.name.clone(), rest[1..].to_vec()))
+        .iter()
+        .find(|p| p.name == *first)
+        .map(|p| (p.name.clone(), rest()[1..].to_vec()))
 }
 
 /// Global flags (every subcommand).
@@ -214,11 +234,10 @@ pub(crate) fn run(profile: &str, tokens: Vec<String>, amb: &dyn Ambient, io: &mu
 }
 
 fn display_name(profile: &str) -> String {
-    RuleSet::embedded()
-        .ok()
-        .and_then(|r| r.family::<Profiles>().ok())
-        .and_then(|p| p.0.get(profile).map(|p| p.display_name.clone()))
-        .unwrap_or_else(|| profile.to_owned())
+    embedded_profiles()
+        .into_iter()
+        .find(|p| p.name == profile)
+        .map_or_else(|| profile.to_owned(), |p| p.display_name)
 }
 
 pub(crate) enum Outcome {
