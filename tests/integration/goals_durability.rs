@@ -522,3 +522,40 @@ fn plan_serialisation_is_two_space_json_with_one_newline() {
             .ends_with(&format!("\"seq\":1,\"prev\":\"{}\"}}", "0".repeat(64)))
     );
 }
+
+#[test]
+fn a_lock_broken_by_force_is_audited_in_the_archived_run() {
+    let repo = repo_with_plan("- a");
+    repo.write(
+        ".evidence-gate/rules.json",
+        r#"{"profiles":{"ulw-loop":{"lock":{"foreignStaleMs":1}}}}"#,
+    );
+    std::fs::write(
+        state(&repo, ".mutation.lock"),
+        r#"{"pid":4242,"createdAt":"then"}"#,
+    )
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let v = expect_ok(&ulw(&repo, &["create-goals", "--brief", "- b", "--force"]));
+    let archived = std::fs::read_to_string(
+        repo.join(v["archived"].as_str().unwrap())
+            .join("ledger.jsonl"),
+    )
+    .unwrap();
+    let kinds: Vec<String> = archived
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(kinds, ["plan_created", "lock_broken", "plan_archived"]);
+    assert_eq!(kinds_of_new(&repo), ["plan_created"]);
+    check_clean(&repo);
+}
+
+fn kinds_of_new(repo: &Repo) -> Vec<String> {
+    kinds(repo)
+}

@@ -369,6 +369,13 @@ impl<'e> Locked<'e> {
         let mut previous_head = self.view.head.clone();
         let mut record_hash = String::new();
         if self.ledger_exists() {
+            // A broken Node lock belongs to the run it interrupted: audit it
+            // in the ledger being archived, so the new ledger starts with
+            // `plan_created`.
+            let mut entries = Vec::new();
+            if let Some(b) = self.broken.take() {
+                entries.push(self.lock_broken_entry(&b, Some(old_revision)));
+            }
             let mut e = Map::new();
             e.insert("at".into(), json!(self.now));
             e.insert("kind".into(), json!("plan_archived"));
@@ -380,9 +387,10 @@ impl<'e> Locked<'e> {
             );
             e.insert("archive".into(), json!(rel));
             e.insert("revision".into(), json!(old_revision));
+            entries.push(e);
             let max = self.engine.profile.limits.max_ledger_record_bytes;
             let (head, recs, _) =
-                journal::append(&self.dir, &paths.ledger(), &self.view.head, &[e], max)?;
+                journal::append(&self.dir, &paths.ledger(), &self.view.head, &entries, max)?;
             record_hash = recs.last().map(|r| r.hash.clone()).unwrap_or_default();
             previous_head = head;
         }
@@ -417,6 +425,24 @@ impl<'e> Locked<'e> {
         Ok((rel, record_hash, previous_head))
     }
 
+    fn lock_broken_entry(&self, broken: &Value, revision: Option<u64>) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("at".into(), json!(self.now));
+        m.insert("kind".into(), json!("lock_broken"));
+        m.insert(
+            "holder".into(),
+            broken.get("holder").cloned().unwrap_or(Value::Null),
+        );
+        m.insert(
+            "ageMs".into(),
+            broken.get("ageMs").cloned().unwrap_or(Value::Null),
+        );
+        if let Some(r) = revision {
+            m.insert("revision".into(), json!(r));
+        }
+        m
+    }
+
     /// Writes a file of the state directory atomically with fsync.
     pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<(), GoalError> {
         store::atomic_replace(&self.dir, name, bytes, Durability::Synced)
@@ -431,18 +457,7 @@ impl<'e> Locked<'e> {
     ) -> Result<Committed, GoalError> {
         let mut all = Vec::new();
         if let Some(b) = self.broken.take() {
-            let mut m = Map::new();
-            m.insert("at".into(), json!(self.now));
-            m.insert("kind".into(), json!("lock_broken"));
-            m.insert(
-                "holder".into(),
-                b.get("holder").cloned().unwrap_or(Value::Null),
-            );
-            m.insert(
-                "ageMs".into(),
-                b.get("ageMs").cloned().unwrap_or(Value::Null),
-            );
-            all.push(m);
+            all.push(self.lock_broken_entry(&b, None));
         }
         let (revision, written_plan) = match write {
             Write::Plan(mut plan) => {
