@@ -166,6 +166,10 @@ pub enum ErrorKind {
         command: String,
         allowed_from: Vec<String>,
         suggested_command: Option<String>,
+        legacy: bool,
+    },
+    NotFinalStory {
+        goal_id: String,
     },
     PlanComplete {
         goals_path: String,
@@ -256,6 +260,7 @@ impl GoalError {
             InputNotFound { .. } => "ULW_LOOP_INPUT_NOT_FOUND",
             InputTooLarge { .. } => "ULW_LOOP_INPUT_TOO_LARGE",
             TransitionInvalid { .. } => "ULW_LOOP_TRANSITION_INVALID",
+            NotFinalStory { .. } => "ULW_LOOP_NOT_FINAL_STORY",
             PlanComplete { .. } => "ULW_LOOP_PLAN_COMPLETE",
             CriterionSeeded { .. } => "ULW_LOOP_CRITERION_SEEDED",
             EvidenceFileInvalid { .. } => "ULW_LOOP_EVIDENCE_FILE_INVALID",
@@ -276,6 +281,8 @@ impl GoalError {
             JsonInputInvalid { legacy: true, .. } => Some("ulw_loop_json_input_invalid"),
             CriteriaNotAllPass { .. } => Some("ulw_loop_criteria_not_all_pass"),
             CodexSnapshotMismatch { .. } => Some("ulw_loop_codex_snapshot_mismatch"),
+            TransitionInvalid { legacy: true, .. } => Some("ulw_loop_goal_not_in_progress"),
+            NotFinalStory { .. } => Some("ulw_loop_not_final_story"),
             _ => None,
         }
     }
@@ -323,7 +330,9 @@ impl GoalError {
                 pointer,
                 problem,
             } => json!({ "goalsPath": goals_path, "pointer": pointer, "problem": problem }),
-            GoalNotFound { goal_id, .. } => json!({ "goalId": goal_id }),
+            GoalNotFound { goal_id, .. } | NotFinalStory { goal_id } => {
+                json!({ "goalId": goal_id })
+            }
             CriterionNotFound {
                 goal_id,
                 criterion_id,
@@ -377,6 +386,7 @@ impl GoalError {
                 command,
                 allowed_from,
                 suggested_command,
+                ..
             } => {
                 let mut d = json!({
                     "goalId": goal_id, "from": from, "overlay": overlay,
@@ -518,6 +528,7 @@ pub const ALL_CODES: &[&str] = &[
     "ULW_LOOP_INPUT_NOT_FOUND",
     "ULW_LOOP_INPUT_TOO_LARGE",
     "ULW_LOOP_TRANSITION_INVALID",
+    "ULW_LOOP_NOT_FINAL_STORY",
     "ULW_LOOP_PLAN_COMPLETE",
     "ULW_LOOP_CRITERION_SEEDED",
     "ULW_LOOP_EVIDENCE_FILE_INVALID",

@@ -201,6 +201,7 @@ pub fn check(
                 command: trigger.command().to_owned(),
                 allowed_from: allowed.iter().map(|s| (*s).to_owned()).collect(),
                 suggested_command: suggested,
+                legacy: false,
             },
             message,
         ))

@@ -22,6 +22,7 @@ mod goals_errors;
 mod goals_hostile;
 mod goals_legacy;
 mod goals_regression;
+mod goals_review;
 mod goals_snapshots;
 mod goals_support;
 mod goals_transitions;

@@ -13,7 +13,7 @@ use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::input::{self, InputKind, Loaded};
 use crate::goals::ops::checkpoint::{CheckpointRequest, CheckpointStatus};
 use crate::goals::ops::{
-    add, checkpoint, complete, create, criteria, record, repair, status, template,
+    add, checkpoint, complete, create, criteria, record, repair, review, status, template,
 };
 use crate::goals::plan::{CriterionStatus, Mode};
 use crate::goals::{Engine, summary};
@@ -64,6 +64,7 @@ pub(super) fn run(
         "record-evidence" => record_evidence(engine, rest),
         "checkpoint" => checkpoint_cmd(engine, rest),
         "add-goal" => add_goal(engine, rest),
+        "record-review-blockers" => review_blockers(engine, rest),
         "repair" => repair_cmd(engine, rest),
         other => Err(GoalError::new(
             ErrorKind::SubcommandUnknown {
@@ -542,6 +543,58 @@ fn add_goal(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
         out.goal["id"].as_str().unwrap_or_default(),
         render::status_block(engine, &out.plan)
     );
+    let mut r = Reply::new(body, text);
+    r.warnings = unknown_warnings(&a);
+    Ok(r)
+}
+
+fn review_blockers(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
+    let a = with_flags(
+        engine,
+        vec![
+            host_flag(engine),
+            Flag::value("--goal-id"),
+            Flag::value("--title"),
+            Flag::value("--objective"),
+            Flag::value("--evidence"),
+            Flag::repeated("--evidence-file"),
+        ],
+        rest,
+    );
+    let host_goal = load_host(engine, &a)?;
+    if engine.profile.host_goal.required && host_goal.is_none() {
+        return Err(GoalError::missing_flag(&engine.profile.host_goal.flag));
+    }
+    let required = |flag: &str| a.text(flag)?.ok_or_else(|| GoalError::missing_flag(flag));
+    let goal_id = required("--goal-id")?;
+    let title = required("--title")?;
+    let objective = required("--objective")?;
+    let evidence = required("--evidence")?;
+    let out = review::run(
+        engine,
+        review::ReviewRequest {
+            goal_id,
+            title,
+            objective,
+            evidence,
+            host_goal,
+            evidence_files: a.all("--evidence-file"),
+        },
+    )?;
+    let text = format!(
+        "{} final review blockers recorded: {} -> review_blocked; added {}",
+        engine.profile.display_name,
+        out.blocked_goal["id"].as_str().unwrap_or_default(),
+        out.goal["id"].as_str().unwrap_or_default()
+    );
+    let mut body = Body::default();
+    body.insert("blockedGoal", out.blocked_goal.clone());
+    body.insert("goal", out.goal.clone());
+    body.insert("ledgerEntries", Value::Array(out.committed.entries.clone()));
+    body.insert("summary", summary::summary(&out.plan));
+    body.insert("revision", json!(out.committed.revision));
+    body.insert("ledger", out.ledger());
+    body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
     r.warnings = unknown_warnings(&a);
     Ok(r)

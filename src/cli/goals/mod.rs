@@ -28,6 +28,7 @@ pub(crate) const SUBCOMMANDS: &[&str] = &[
     "record-evidence",
     "checkpoint",
     "add-goal",
+    "record-review-blockers",
     "repair",
 ];
 

@@ -7,6 +7,7 @@ pub mod create;
 pub mod criteria;
 pub mod record;
 pub mod repair;
+pub mod review;
 pub mod status;
 pub mod template;
 
