@@ -209,15 +209,40 @@ pub fn read_back(
     Ok(())
 }
 
+/// What [`append`] wrote.
+#[derive(Debug, Clone)]
+pub struct Appended {
+    /// The ledger head after the write.
+    pub head: Head,
+    /// Seqs and hashes of the records written.
+    pub records: Vec<ChainedRecord>,
+    /// The records written (with `seq`/`prev`).
+    pub written: Vec<Value>,
+    /// Index keys of the records written and of foreign records absorbed
+    /// before them.
+    pub keys: Vec<KeyLine>,
+}
+
 /// Serialises entries as chained records after `head` and appends them with
-/// one write and one data sync. Returns the new head and the records.
+/// one write and one data sync.
 pub fn append(
     dir: &Dir,
     display: &str,
     head: &Head,
     entries: &[Map<String, Value>],
     max_record: u64,
-) -> Result<(Head, Vec<ChainedRecord>, Vec<Value>), GoalError> {
+) -> Result<Appended, GoalError> {
+    if entries.is_empty() {
+        return Ok(Appended {
+            head: head.clone(),
+            records: Vec::new(),
+            written: Vec::new(),
+            keys: Vec::new(),
+        });
+    }
+    let (mut file, created) = crate::store::open_append(dir, super::state::LEDGER)
+        .map_err(|e| append_error(dir, display, &e))?;
+    let (head, mut keys) = resync(&mut file, display, head)?;
     let (bytes, recs) = ledger::chain_records(head.last_seq, head.last_hash.as_deref(), entries);
     let mut written = Vec::with_capacity(entries.len());
     let mut new_head = head.clone();
@@ -250,14 +275,47 @@ pub fn append(
         new_head.last_seq = last.seq;
     }
     new_head.len = offset;
-    if entries.is_empty() {
-        return Ok((new_head, recs, written));
-    }
-    let (mut file, created) = crate::store::open_append(dir, super::state::LEDGER)
-        .map_err(|e| append_error(dir, display, &e))?;
     crate::store::append_synced(dir, &mut file, created, &bytes)
         .map_err(|e| GoalError::io(display, "append to", &e))?;
-    Ok((new_head, recs, written))
+    keys.extend(written.iter().flat_map(keys_of));
+    Ok(Appended {
+        head: new_head,
+        records: recs,
+        written,
+        keys,
+    })
+}
+
+/// The head of the file as it is now: a Node tool (which takes no OS lock)
+/// may have appended complete records since the head was read; those are
+/// absorbed so the chain links to the true last record. Anything else
+/// (a shorter file, a partial record) refuses the append.
+fn resync(file: &mut File, display: &str, head: &Head) -> Result<(Head, Vec<KeyLine>), GoalError> {
+    let len = file
+        .metadata()
+        .map_err(|e| GoalError::io(display, "stat", &e))?
+        .len();
+    if len == head.len {
+        return Ok((head.clone(), Vec::new()));
+    }
+    let changed = || {
+        GoalError::io(
+            display,
+            "append to",
+            &io::Error::other(
+                "the ledger changed under the mutation lock (another tool wrote to it)",
+            ),
+        )
+    };
+    if len < head.len {
+        return Err(changed());
+    }
+    let scan =
+        scan_from(file, head.clone(), len).map_err(|e| GoalError::io(display, "read", &e))?;
+    if !scan.trailing.is_empty() {
+        return Err(changed());
+    }
+    Ok((scan.head, scan.keys))
 }
 
 fn append_error(dir: &Dir, display: &str, e: &io::Error) -> GoalError {
@@ -273,9 +331,51 @@ fn append_error(dir: &Dir, display: &str, e: &io::Error) -> GoalError {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
     use crate::ledger::chain_records;
+
+    #[test]
+    fn append_absorbs_a_foreign_append_made_after_the_head_was_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let e: Map<String, Value> = serde_json::from_str(r#"{"kind":"a","revision":1}"#).unwrap();
+        let first = append(
+            &dir,
+            "l",
+            &Head::default(),
+            std::slice::from_ref(&e),
+            1 << 20,
+        )
+        .unwrap();
+        let stale = first.head.clone();
+        let foreign = br#"{"at":"x","kind":"goal_added","goalId":"G9"}"#;
+        let mut bytes = std::fs::read(tmp.path().join("ledger.jsonl")).unwrap();
+        bytes.extend_from_slice(foreign);
+        bytes.push(b'\n');
+        std::fs::write(tmp.path().join("ledger.jsonl"), &bytes).unwrap();
+        let second = append(&dir, "l", &stale, &[e], 1 << 20).unwrap();
+        assert_eq!(
+            second.written[0]["prev"],
+            crate::ledger::record_hash(foreign).as_str()
+        );
+        assert_eq!(second.head.records, 3);
+        let all = std::fs::read(tmp.path().join("ledger.jsonl")).unwrap();
+        let rep = crate::ledger::verify_chain(
+            &mut &all[..],
+            crate::ledger::ForeignSeverity::Warning,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let codes: Vec<_> = rep.findings.iter().map(|f| f.finding.code).collect();
+        assert_eq!(codes, vec![crate::evidence::Code::LedgerForeignRecord]);
+        std::fs::write(tmp.path().join("ledger.jsonl"), b"{}\n").unwrap();
+        assert!(
+            append(&dir, "l", &second.head, &[Map::new()], 1 << 20).is_err(),
+            "a shorter ledger refuses"
+        );
+    }
 
     #[test]
     fn keys_of_legacy_and_engine_steering() {

@@ -314,25 +314,24 @@ impl<'e> Locked<'e> {
 
     fn append_now(&mut self, entries: &[Map<String, Value>]) -> Result<(), GoalError> {
         let max = self.engine.profile.limits.max_ledger_record_bytes;
-        let (head, _, written) = journal::append(
+        let a = journal::append(
             &self.dir,
             &self.engine.paths.ledger(),
             &self.view.head,
             entries,
             max,
         )?;
-        self.view.head = head;
+        self.view.head = a.head;
         self.view.source = Source::Index;
-        let keys: Vec<_> = written.iter().flat_map(journal::keys_of).collect();
         self.view.keys_bytes =
-            index::append_keys(&self.dir, &self.engine.paths, self.view.keys_bytes, &keys)?;
+            index::append_keys(&self.dir, &self.engine.paths, self.view.keys_bytes, &a.keys)?;
         index::write(
             &self.dir,
             &self.engine.paths,
             &self.view.head,
             self.view.keys_bytes,
         )?;
-        self.repaired.extend(written);
+        self.repaired.extend(a.written);
         Ok(())
     }
 
@@ -389,10 +388,9 @@ impl<'e> Locked<'e> {
             e.insert("revision".into(), json!(old_revision));
             entries.push(e);
             let max = self.engine.profile.limits.max_ledger_record_bytes;
-            let (head, recs, _) =
-                journal::append(&self.dir, &paths.ledger(), &self.view.head, &entries, max)?;
-            record_hash = recs.last().map(|r| r.hash.clone()).unwrap_or_default();
-            previous_head = head;
+            let a = journal::append(&self.dir, &paths.ledger(), &self.view.head, &entries, max)?;
+            record_hash = a.records.last().map(|r| r.hash.clone()).unwrap_or_default();
+            previous_head = a.head;
         }
         let target = state::open_chain(&self.dir, &format!("{}/{name}", state::ARCHIVE), false)?
             .ok_or_else(|| {
@@ -489,26 +487,25 @@ impl<'e> Locked<'e> {
             }
         };
         let max = self.engine.profile.limits.max_ledger_record_bytes;
-        let (head, _, written) = journal::append(
+        let a = journal::append(
             &self.dir,
             &self.engine.paths.ledger(),
             &self.view.head,
             &all,
             max,
         )?;
-        let keys: Vec<_> = written.iter().flat_map(journal::keys_of).collect();
         let keys_bytes =
-            index::append_keys(&self.dir, &self.engine.paths, self.view.keys_bytes, &keys)?;
-        index::write(&self.dir, &self.engine.paths, &head, keys_bytes)?;
+            index::append_keys(&self.dir, &self.engine.paths, self.view.keys_bytes, &a.keys)?;
+        index::write(&self.dir, &self.engine.paths, &a.head, keys_bytes)?;
         if let Some(lock) = self.lock.take() {
             lock.release()
                 .map_err(|e| GoalError::io(&self.engine.paths.file(state::LOCK), "release", &e))?;
         }
         Ok(Committed {
             revision,
-            entries: written,
+            entries: a.written,
             repaired: std::mem::take(&mut self.repaired),
-            head,
+            head: a.head,
             plan: written_plan,
         })
     }
