@@ -42,7 +42,7 @@ pub(crate) struct InitArgs {
     /// Remove Node predecessor gates wired beside ours.
     #[arg(long)]
     replace_node_hooks: bool,
-    /// Extra rules file (the SubagentStop matcher comes from the rules).
+    /// Extra rules file (the matchers come from the rules).
     #[arg(long, value_name = "FILE")]
     rules: Option<PathBuf>,
 }
@@ -75,14 +75,12 @@ pub(crate) fn run(a: &InitArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         binary: a.binary.clone(),
         replace_node_hooks: a.replace_node_hooks,
         rules: a.rules.clone(),
+        profile: a.profile.clone(),
+        with_ultrawork: a.with_ultrawork,
+        team_guard: a.team_guard,
     };
     match init::run(&opts, amb) {
-        Ok(mut report) => {
-            if a.with_ultrawork || a.team_guard || a.profile != "auto" {
-                report.notes.push(
-                    "--profile, --with-ultrawork and --team-guard shape the stop, user-prompt-submit and tool hooks, which this build does not wire yet".into(),
-                );
-            }
+        Ok(report) => {
             if a.json {
                 let _ = writeln!(
                     io.stdout,

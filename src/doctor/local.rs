@@ -18,7 +18,7 @@ use crate::hooks::host::{Host, decode::wire_events};
 use crate::hooks::subagent_stop::{self, Policy};
 use crate::hooks::{HookCode, code::DiagClass};
 use crate::rules::hooks::{HooksRules, SubagentStopRules, is_anchored};
-use crate::rules::{Layer, load_workspace};
+use crate::rules::{Layer, RuleSet, load_workspace};
 use crate::sandbox::{PathLimits, RelPath};
 use crate::store::{self, Durability, LockOptions, MutationLock};
 
@@ -29,7 +29,7 @@ pub(super) fn rules_valid(
     root: &Dir,
     rules_file: Option<&Path>,
     checks: &mut Vec<Check>,
-) -> Option<(SubagentStopRules, HooksRules)> {
+) -> Option<(RuleSet, SubagentStopRules, HooksRules)> {
     let id = "rules.valid";
     let bytes = match rules_file.map(|p| (p, ambient::read_file(amb, p, 4 * 1024 * 1024))) {
         Some((p, Err(e))) => {
@@ -60,6 +60,10 @@ pub(super) fn rules_valid(
             return None;
         }
     };
+    if let Err(e) = crate::hooks::goal_loop::Policy::compile(&set) {
+        checks.push(Check::new(id, Status::Fail, e));
+        return None;
+    }
     let hooks: HooksRules = set.family().ok()?;
     let findings: Vec<Finding> = (0..8)
         .map(|_| Finding::new(Code::ReceiptPayloadInvalid, None, "m".repeat(400)))
@@ -102,7 +106,7 @@ pub(super) fn rules_valid(
             .hint("write it as ^…$ so that `x-lazycodex-worker-low-y` is not gated by accident"),
         );
     }
-    Some((rules, hooks))
+    Some((set, rules, hooks))
 }
 
 /// `state.writable`: create, fsync, rename and delete a temp file in the
@@ -176,7 +180,7 @@ pub(super) fn hosts_support(hosts: &[Host], checks: &mut Vec<Check>) {
     let mut supported = Vec::new();
     let mut experimental = Vec::new();
     for h in hosts {
-        for e in HookEvent::ALL.iter().filter(|e| e.implemented()) {
+        for e in HookEvent::ALL {
             if wire_events(*e, *h).is_none() {
                 continue;
             }
@@ -254,10 +258,10 @@ pub(super) fn diagnostics_recent(root: &Dir, gated: &str, checks: &mut Vec<Check
             .iter()
             .find(|c| c.name() == code)
             .is_some_and(|c| c.class() == DiagClass::Plumbing);
-        let gated_agent = v
-            .get("agent_type")
-            .and_then(Value::as_str)
-            .is_some_and(|t| gated.as_ref().is_some_and(|g| g.is_match(t)));
+        let gated_agent = v.get("event").and_then(Value::as_str) == Some("subagent-stop")
+            && v.get("agent_type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| gated.as_ref().is_some_and(|g| g.is_match(t)));
         if code == "HOOK_PANIC" || (plumbing && gated_agent) {
             alarming += 1;
         }

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::ambient::{self, Ambient};
 use crate::hooks::host::Host;
+use crate::init::wiring::Shape;
 
 /// Outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -122,13 +123,16 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Vec<Check>, String> {
             .hint("run `evidence-gate init --host <host> --write`"),
         );
     }
-    let gated = rules
-        .as_ref()
-        .map(|(r, _)| r.gated_agents.clone())
-        .unwrap_or_else(|| "^lazycodex-worker-(low|medium|high)$".into());
-    wired::check_hosts(amb, &places, &hosts, &gated, &mut checks);
+    let set = match &rules {
+        Some((set, _, _)) => set.clone(),
+        None => crate::rules::RuleSet::embedded().map_err(|e| e.to_string())?,
+    };
+    // doctor expects the default wiring of `init` (no opt-ins).
+    let shape = Shape::from_rules(&set, "auto", false, false).map_err(|e| e.to_string())?;
+    let gated = shape.gated_agents.clone();
+    wired::check_hosts(amb, &places, &hosts, &shape, &mut checks);
     local::state_writable(&root, &mut checks);
-    local::lock_works(&root, rules.as_ref().map(|(_, h)| h), &mut checks);
+    local::lock_works(&root, rules.as_ref().map(|(_, _, h)| h), &mut checks);
     local::hosts_support(&hosts, &mut checks);
     local::diagnostics_recent(&root, &gated, &mut checks);
     Ok(checks)

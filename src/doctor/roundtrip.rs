@@ -1,6 +1,6 @@
 //! `shell.roundtrip.<host>`: runs a wired command the way the host does
 //! (Codex: `$SHELL -lc`; Claude Code: `bash -c`; others: `sh -c`) on a
-//! harmless payload, and expects exit 0 with empty stdout — a login profile
+//! harmless payload per subcommand, and expects exit 0 with empty stdout — a login profile
 //! that prints to stdout breaks every JSON answer.
 
 use std::io::Write;
@@ -12,7 +12,9 @@ use serde_json::json;
 
 use super::{Check, Status};
 use crate::ambient::{self, Ambient};
+use crate::hooks::event::HookEvent;
 use crate::hooks::host::Host;
+use crate::init::wiring::Row;
 
 const LIMIT: Duration = Duration::from_secs(15);
 
@@ -30,23 +32,53 @@ fn shell(amb: &dyn Ambient, host: Host) -> (String, &'static str) {
     }
 }
 
-/// Runs one command; `cwd` is the workspace.
-pub(super) fn check(amb: &dyn Ambient, host: Host, cmd: &str, cwd: &Path, checks: &mut Vec<Check>) {
-    let id = format!("shell.roundtrip.{}", host.name());
-    if cmd.contains("${") {
-        checks.push(Check::new(
-            id,
-            Status::Warn,
-            "the command uses a host variable (plugin root); not run here",
-        ));
-        return;
+/// A harmless payload for `event`: each allows before touching any state
+/// (an ungated agent type; a stop inside a subagent; a plain prompt; a tool
+/// no guard watches).
+fn probe(event: HookEvent, cwd: &Path) -> serde_json::Value {
+    let base = json!({"session_id": "evidence-gate-doctor", "cwd": cwd});
+    let mut v = base;
+    let extra = match event {
+        HookEvent::SubagentStop => json!({
+            "hook_event_name": "SubagentStop", "agent_id": "doctor-probe",
+            "agent_type": "evidence-gate-doctor-probe", "last_assistant_message": null,
+        }),
+        HookEvent::Stop => json!({
+            "agent_id": "doctor-probe", "agent_type": "evidence-gate-doctor-probe",
+            "stop_hook_active": true,
+        }),
+        HookEvent::UserPromptSubmit => json!({"prompt": "evidence-gate doctor probe"}),
+        HookEvent::PreToolUse | HookEvent::PreToolUseSpawn => {
+            json!({"tool_name": "evidence-gate-doctor-probe", "tool_input": {}})
+        }
+    };
+    if let (Some(m), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+        m.extend(e.clone());
     }
-    // An ungated agent type: the hook decodes, allows and writes nothing.
-    let probe = json!({
-        "hook_event_name": "SubagentStop", "session_id": "evidence-gate-doctor",
-        "agent_id": "doctor-probe", "agent_type": "evidence-gate-doctor-probe",
-        "cwd": cwd, "last_assistant_message": null,
-    });
+    v
+}
+
+/// Runs one wired command on its probe; `cwd` is the workspace. Returns the
+/// check and the wall time in milliseconds.
+pub(super) fn check(
+    amb: &dyn Ambient,
+    host: Host,
+    row: &Row,
+    cmd: &str,
+    cwd: &Path,
+) -> (Check, u128) {
+    let id = format!("shell.roundtrip.{}", host.name());
+    let what = format!("`hook {}`", row.event.name());
+    if cmd.contains("${") {
+        return (
+            Check::new(
+                id,
+                Status::Warn,
+                format!("{what} uses a host variable (plugin root); not run here"),
+            ),
+            0,
+        );
+    }
     let (sh, flag) = shell(amb, host);
     let start = Instant::now();
     let child = Command::new(&sh)
@@ -59,16 +91,18 @@ pub(super) fn check(amb: &dyn Ambient, host: Host, cmd: &str, cwd: &Path, checks
     let mut child = match child {
         Ok(c) => c,
         Err(e) => {
-            checks.push(Check::new(
-                id,
-                Status::Fail,
-                format!("`{sh}` could not be started: {e}"),
-            ));
-            return;
+            return (
+                Check::new(
+                    id,
+                    Status::Fail,
+                    format!("`{sh}` could not be started: {e}"),
+                ),
+                0,
+            );
         }
     };
     if let Some(mut si) = child.stdin.take() {
-        let _ = si.write_all(probe.to_string().as_bytes());
+        let _ = si.write_all(probe(row.event, cwd).to_string().as_bytes());
     }
     loop {
         match child.try_wait() {
@@ -77,31 +111,38 @@ pub(super) fn check(amb: &dyn Ambient, host: Host, cmd: &str, cwd: &Path, checks
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
-                checks.push(Check::new(
-                    id,
-                    Status::Fail,
-                    format!("`{sh} {flag}` did not finish within {} s", LIMIT.as_secs()),
-                ));
-                return;
+                return (
+                    Check::new(
+                        id,
+                        Status::Fail,
+                        format!(
+                            "{what}: `{sh} {flag}` did not finish within {} s",
+                            LIMIT.as_secs()
+                        ),
+                    ),
+                    LIMIT.as_millis(),
+                );
             }
         }
     }
     let out = match child.wait_with_output() {
         Ok(o) => o,
-        Err(e) => {
-            checks.push(Check::new(id, Status::Fail, e.to_string()));
-            return;
-        }
+        Err(e) => return (Check::new(id, Status::Fail, e.to_string()), 0),
     };
     let ms = start.elapsed().as_millis();
-    checks.push(if out.status.success() && out.stdout.is_empty() {
-        Check::new(id, Status::Ok, format!("`{sh} {flag}` ran the hook: exit 0, empty stdout, {ms} ms"))
+    let c = if out.status.success() && out.stdout.is_empty() {
+        Check::new(id, Status::Ok, String::new())
     } else if !out.stdout.is_empty() {
-        Check::new(id, Status::Fail, format!("the shell printed {} bytes to stdout; hosts read that as the hook's JSON answer", out.stdout.len()))
+        Check::new(id, Status::Fail, format!("{what}: the shell printed {} bytes to stdout; hosts read that as the hook's JSON answer", out.stdout.len()))
             .hint("remove output from the shell's login profile (or wire an absolute path without a shell)")
     } else {
-        Check::new(id, Status::Fail, format!("the command exited {}", out.status))
-    });
+        Check::new(
+            id,
+            Status::Fail,
+            format!("{what}: the command exited {}", out.status),
+        )
+    };
+    (c, ms)
 }
 
 /// The version a binary reports (`<bin> --version`).

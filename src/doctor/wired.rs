@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use super::{Check, Places, Status};
 use crate::ambient::{self, Ambient};
+use crate::hooks::event::HookEvent;
 use crate::hooks::host::Host;
-use crate::init::wiring::{self, first_token};
+use crate::init::wiring::{self, Row, Shape, first_token};
 
 /// One configuration file that exists.
 struct Config {
@@ -92,17 +93,73 @@ fn handlers(doc: &Value) -> Vec<(String, Option<String>, Value)> {
     out
 }
 
+/// Worst of two statuses.
+fn worse(a: Status, b: Status) -> Status {
+    match (a, b) {
+        (Status::Fail, _) | (_, Status::Fail) => Status::Fail,
+        (Status::Warn, _) | (_, Status::Warn) => Status::Warn,
+        _ => Status::Ok,
+    }
+}
+
+/// Several findings of one check id folded into one check.
+struct Fold {
+    id: String,
+    status: Status,
+    messages: Vec<String>,
+    hint: Option<String>,
+}
+
+impl Fold {
+    fn new(id: String) -> Fold {
+        Fold {
+            id,
+            status: Status::Ok,
+            messages: Vec::new(),
+            hint: None,
+        }
+    }
+
+    fn add(&mut self, c: Check) {
+        self.status = worse(self.status, c.status);
+        if c.status != Status::Ok || self.messages.is_empty() {
+            self.messages.push(c.message);
+        }
+        if self.hint.is_none() {
+            self.hint = c.hint;
+        }
+    }
+
+    fn push(self, ok_message: String, checks: &mut Vec<Check>) {
+        if self.messages.is_empty() {
+            return;
+        }
+        let message = if self.status == Status::Ok {
+            ok_message
+        } else {
+            self.messages
+                .into_iter()
+                .filter(|m| !m.is_empty())
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let mut c = Check::new(self.id, self.status, message);
+        c.hint = self.hint;
+        checks.push(c);
+    }
+}
+
 pub(super) fn check_hosts(
     amb: &dyn Ambient,
     places: &Places,
     hosts: &[Host],
-    gated: &str,
+    shape: &Shape,
     checks: &mut Vec<Check>,
 ) {
     let mut node = Vec::new();
     for host in hosts {
         let configs = load(amb, places, *host, checks);
-        let rows = wiring::rows(*host, gated);
+        let rows = wiring::rows(*host, shape);
         let wired_id = format!("hooks.wired.{}", host.name());
         let all: Vec<(String, String, Option<String>, Value)> = configs
             .iter()
@@ -117,70 +174,96 @@ pub(super) fn check_hosts(
                 node.push(format!("{file} ({event})"));
             }
         }
-        if rows.is_empty() {
-            checks.push(Check::new(
-                wired_id,
-                Status::Ok,
-                format!("no hook of this build applies to {}", host.name()),
-            ));
-        } else {
-            let mut problems = Vec::new();
-            let mut found = 0;
-            let mut files = Vec::new();
-            for r in &rows {
-                let want_sub = format!("hook {}", r.event.name());
-                let want_host = format!("--host {}", host.name());
-                let ours: Vec<&(String, String, Option<String>, Value)> = all
-                    .iter()
-                    .filter(|(_, e, _, h)| e == r.host_event && wiring::is_ours(h))
-                    .collect();
-                let Some((file, _, matcher, h)) = ours.first() else {
-                    problems.push(format!("{} is not wired", r.host_event));
-                    continue;
-                };
-                files.push(file.clone());
-                let cmd = h.get("command").and_then(Value::as_str).unwrap_or_default();
-                if !cmd.contains(&want_sub) || !cmd.contains(&want_host) {
-                    problems.push(format!(
-                        "{}: the command must run `{want_sub} … {want_host}`",
-                        r.host_event
-                    ));
-                    continue;
-                }
-                if let Some(p) = timeout_problem(*host, h.get("timeout")) {
-                    problems.push(format!("{}: {p}", r.host_event));
-                    continue;
-                }
-                found += 1;
-                check_matcher(*host, r.matcher.as_deref(), matcher.as_deref(), checks);
-                check_binary(amb, cmd, checks);
-                super::roundtrip::check(amb, *host, cmd, &places.workspace, checks);
-            }
-            files.sort();
-            files.dedup();
-            let message = format!(
-                "{found}/{} events wired in {}",
-                rows.len(),
-                if files.is_empty() {
-                    "no file".into()
-                } else {
-                    files.join(", ")
-                }
-            );
-            checks.push(if problems.is_empty() {
-                Check::new(wired_id, Status::Ok, message)
-            } else {
-                Check::new(
-                    wired_id,
-                    Status::Fail,
-                    format!("{message}; {}", problems.join("; ")),
-                )
-                .hint(format!(
-                    "run `evidence-gate init --host {} --write`",
-                    host.name()
-                ))
+        let mut problems = Vec::new();
+        let mut found = 0;
+        let mut files = Vec::new();
+        let mut matchers = Fold::new(format!("hooks.matchers.{}", host.name()));
+        let mut roundtrips = Fold::new(format!("shell.roundtrip.{}", host.name()));
+        let mut binaries: Vec<String> = Vec::new();
+        let mut slowest = 0u128;
+        for r in &rows {
+            let want_host = format!("--host {}", host.name());
+            let command_of =
+                |h: &Value| h.get("command").and_then(Value::as_str).map(str::to_owned);
+            let ours = all.iter().find(|(_, e, _, h)| {
+                e == r.host_event
+                    && wiring::is_ours(h)
+                    && command_of(h).as_deref().and_then(wiring::subcommand_of) == Some(r.event)
             });
+            let Some((file, _, matcher, h)) = ours else {
+                problems.push(format!(
+                    "{} (`hook {}`) is not wired",
+                    r.host_event,
+                    r.event.name()
+                ));
+                continue;
+            };
+            files.push(file.clone());
+            let cmd = command_of(h).unwrap_or_default();
+            let multi_call = first_token(&cmd).is_some_and(|t| {
+                t.rsplit(['/', '\\'])
+                    .next()
+                    .unwrap_or(&t)
+                    .starts_with("evidence-gate-hook-")
+            });
+            if !multi_call && !cmd.contains(&want_host) {
+                problems.push(format!(
+                    "{}: the `hook {}` command must pass `{want_host}`",
+                    r.host_event,
+                    r.event.name()
+                ));
+                continue;
+            }
+            if let Some(p) = timeout_problem(*host, h.get("timeout")) {
+                problems.push(format!("{} (`hook {}`): {p}", r.host_event, r.event.name()));
+                continue;
+            }
+            found += 1;
+            if let Some(c) = check_matcher(r, matcher.as_deref()) {
+                matchers.add(c);
+            }
+            if let Some(tok) = first_token(&cmd)
+                && !binaries.contains(&tok)
+            {
+                binaries.push(tok);
+                check_binary(amb, &cmd, checks);
+            }
+            let (c, ms) = super::roundtrip::check(amb, *host, r, &cmd, &places.workspace);
+            slowest = slowest.max(ms);
+            roundtrips.add(c);
         }
+        files.sort();
+        files.dedup();
+        let message = format!(
+            "{found}/{} events wired in {}",
+            rows.len(),
+            if files.is_empty() {
+                "no file".into()
+            } else {
+                files.join(", ")
+            }
+        );
+        checks.push(if problems.is_empty() {
+            Check::new(wired_id, Status::Ok, message)
+        } else {
+            Check::new(
+                wired_id,
+                Status::Fail,
+                format!("{message}; {}", problems.join("; ")),
+            )
+            .hint(format!(
+                "run `evidence-gate init --host {} --write`",
+                host.name()
+            ))
+        });
+        matchers.push(
+            "every matcher compiles and equals what `init` writes from the rules".into(),
+            checks,
+        );
+        roundtrips.push(
+            format!("every wired command ran as the host runs it: exit 0, empty stdout (slowest {slowest} ms)"),
+            checks,
+        );
         match host {
             Host::Codex => codex_checks(amb, places, checks),
             Host::Gemini => gemini_enabled(&configs, checks),
@@ -211,32 +294,39 @@ fn timeout_problem(host: Host, t: Option<&Value>) -> Option<String> {
     }
 }
 
-fn check_matcher(host: Host, want: Option<&str>, got: Option<&str>, checks: &mut Vec<Check>) {
-    let id = format!("hooks.matchers.{}", host.name());
-    let Some(want) = want else {
-        return;
-    };
-    checks.push(match got {
-        Some(m) if regex::Regex::new(m).is_err() => {
-            Check::new(id, Status::Fail, format!("matcher `{m}` does not compile"))
-        }
-        Some(m) if m == want => Check::new(
+fn check_matcher(r: &Row, got: Option<&str>) -> Option<Check> {
+    let want = r.matcher.as_deref()?;
+    let id = String::new();
+    let what = format!("{} (`hook {}`)", r.host_event, r.event.name());
+    Some(match got {
+        Some(m) if regex::Regex::new(m).is_err() => Check::new(
             id,
-            Status::Ok,
-            format!("SubagentStop matcher equals subagent_stop.gated_agents (`{want}`)"),
+            Status::Fail,
+            format!("{what}: matcher `{m}` does not compile"),
         ),
-        Some(m) => Check::new(
+        Some(m) if m == want || r.alt_matchers.iter().any(|a| a == m) => {
+            Check::new(id, Status::Ok, String::new())
+        }
+        Some(m) if r.event == HookEvent::SubagentStop => Check::new(
             id,
             Status::Warn,
             format!("SubagentStop matcher `{m}` differs from subagent_stop.gated_agents `{want}`"),
         )
         .hint("the binary re-filters by the rules, but a narrower matcher skips gated workers"),
+        Some(m) => Check::new(
+            id,
+            Status::Warn,
+            format!(
+                "{what}: matcher `{m}` differs from `{want}` (what `init` writes from the rules)"
+            ),
+        )
+        .hint("the hook re-checks tool names itself, but a narrower matcher skips guarded calls"),
         None => Check::new(
             id,
             Status::Warn,
-            "SubagentStop has no matcher: the hook runs for every subagent (it re-filters)",
+            format!("{what} has no matcher: the hook runs for every call (it re-filters)"),
         ),
-    });
+    })
 }
 
 fn check_binary(amb: &dyn Ambient, cmd: &str, checks: &mut Vec<Check>) {

@@ -35,6 +35,7 @@ mod five;
 mod number;
 pub mod outcome;
 mod plan;
+pub mod preflight;
 mod shape;
 pub mod surface;
 pub mod template;

@@ -25,6 +25,7 @@ pub mod index;
 pub mod input;
 pub mod journal;
 pub mod lifecycle;
+pub mod loop_state;
 pub mod ops;
 pub mod plan;
 pub mod profile;

@@ -75,6 +75,20 @@ impl RuleFamily for Profiles {
                     ));
                 }
             }
+            if p.hooks
+                .cli_words
+                .iter()
+                .any(|w| w.is_empty() || w.contains(['/', ' ']))
+                || p.hooks
+                    .mutating_subcommands
+                    .iter()
+                    .any(|w| w.trim().is_empty())
+            {
+                return Err(at(
+                    "/hooks",
+                    "cliWords are file names and mutatingSubcommands are non-blank".into(),
+                ));
+            }
             if texts_key(&p.texts).is_none() {
                 return Err(at(
                     "/texts",
@@ -160,6 +174,8 @@ pub struct Profile {
     pub team: TeamRules,
     /// Workflow registry identity.
     pub workflow: WorkflowIdentity,
+    /// What the goal-loop hooks read (hooks.md §1.8).
+    pub hooks: ProfileHooks,
     /// Texts file (`texts/<name>.json`).
     pub texts: String,
 }
@@ -334,6 +350,22 @@ pub struct WorkflowIdentity {
     pub name: String,
     /// Role registered by `create-goals`.
     pub role: String,
+}
+
+/// `hooks` keys: the profile facts the goal-loop hooks need besides
+/// `stateDir`, `commandPrefix` (what agents type) and
+/// `steering/directiveMarkers` (hooks.md §1.8).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ProfileHooks {
+    /// Command words (file names) that run this profile from a shell.
+    pub cli_words: Vec<String>,
+    /// Subcommands the team boundary guard denies to workers.
+    pub mutating_subcommands: Vec<String>,
+    /// Name of the stop-resume directive template (`rules/directives/`).
+    pub stop_directive: String,
+    /// Whether ultrawork injection may run while this profile is in effect.
+    pub ultrawork_injection: bool,
 }
 
 /// Every texts file, by key (`rules/texts/*.json`, mounted at `/texts/<name>`).

@@ -23,7 +23,8 @@ pub struct HookArgs {
 
 /// The synopsis printed for `--help`.
 pub const SYNOPSIS: &str = "usage: evidence-gate hook <event> [--host auto|codex|claude-code|gemini|agy] \
-[--profile ulw-loop|ultragoal|auto] [--with-ultrawork] [--rules FILE]; events: subagent-stop";
+[--profile ulw-loop|ultragoal|auto] [--with-ultrawork] [--rules FILE]; events: subagent-stop, stop, \
+user-prompt-submit, pre-tool-use, pre-tool-use-spawn";
 
 /// What the command line asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,10 +88,7 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
                     return Err(format!("unexpected argument `{name}`"));
                 }
                 event = match HookEvent::from_name(name) {
-                    Some(e) if e.implemented() => Some(e),
-                    Some(_) => {
-                        return Err(format!("the `{name}` hook is not available in this build"));
-                    }
+                    Some(e) => Some(e),
                     None => return Err(format!("unknown hook event `{name}`")),
                 };
             }
@@ -144,7 +142,14 @@ mod tests {
         ] {
             assert!(p(bad).is_err(), "{bad:?}");
         }
-        assert!(p(&["stop"]).unwrap_err().contains("not available"));
+        for e in [
+            "stop",
+            "user-prompt-submit",
+            "pre-tool-use",
+            "pre-tool-use-spawn",
+        ] {
+            assert!(matches!(p(&[e]).unwrap(), Parsed::Run(_)), "{e}");
+        }
         assert_eq!(p(&["--help"]).unwrap(), Parsed::Help);
     }
 }

@@ -82,13 +82,18 @@ diag_codes! {
     HookEventUnsupported = "HOOK_EVENT_UNSUPPORTED", Plumbing, Error, "The host cannot deliver this event (hooks.md §2.3).";
     HookCwdInvalid = "HOOK_CWD_INVALID", Plumbing, Error, "The payload's `cwd` is not an existing directory.";
     HookRulesInvalid = "HOOK_RULES_INVALID", Degraded, Warn, "The repository's rules override failed validation; embedded defaults were used.";
-    HookStateIo = "HOOK_STATE_IO", Plumbing, Error, "Hook state under `.omo/evidence-gate/` could not be read or written.";
-    HookLockTimeout = "HOOK_LOCK_TIMEOUT", Plumbing, Error, "The gate lock was not taken within `hooks.lock_wait_ms`.";
+    HookStateIo = "HOOK_STATE_IO", Plumbing, Error, "Hook state (under `.omo/evidence-gate/` or a goal state directory) could not be read or written.";
+    HookLockTimeout = "HOOK_LOCK_TIMEOUT", Plumbing, Error, "The gate lock or a goal state lock was not taken within its wait.";
     HookDeadline = "HOOK_DEADLINE", Plumbing, Error, "The watchdog fired at `hooks.deadline_ms`; the hook allowed.";
     HookPanic = "HOOK_PANIC", Plumbing, Error, "A panic was caught; the hook allowed.";
     HookOutputWrite = "HOOK_OUTPUT_WRITE", Plumbing, Error, "Writing the decision to standard output failed.";
     SubagentCapReached = "SUBAGENT_CAP_REACHED", Policy, Warn, "The attempt cap was reached; the worker stopped without accepted evidence and an override was recorded.";
     SubagentContextPressure = "SUBAGENT_CONTEXT_PRESSURE", Policy, Info, "Context pressure in the child transcript waived the receipt; a waiver was recorded.";
+    // Goal-loop hooks (hooks.md §4–§6).
+    HookEnvInvalid = "HOOK_ENV_INVALID", Degraded, Warn, "`OMO_SPAWN_FANOUT_LIMIT` is not a positive integer; `spawn.fanout_limit` was used.";
+    HookPlanUnreadable = "HOOK_PLAN_UNREADABLE", Plumbing, Error, "The session's goal plan is unreadable or corrupt; the hook allowed.";
+    StopStuck = "STOP_STUCK", Policy, Info, "Auto-resume paused: goal and criteria state did not change over the allowed resumes; a stuck marker was written.";
+    SteerWorkerIgnored = "STEER_WORKER_IGNORED", Policy, Info, "A steering directive from a team worker was ignored (only the leader changes goal state).";
 }
 
 impl fmt::Display for HookCode {
@@ -120,7 +125,8 @@ mod tests {
             "HOOK_USAGE HOOK_DISABLED HOOK_STDIN_EMPTY HOOK_STDIN_TOO_LARGE HOOK_STDIN_READ \
              HOOK_JSON_INVALID HOOK_PAYLOAD_INVALID HOOK_EVENT_MISMATCH HOOK_EVENT_UNSUPPORTED \
              HOOK_CWD_INVALID HOOK_RULES_INVALID HOOK_STATE_IO HOOK_LOCK_TIMEOUT HOOK_DEADLINE \
-             HOOK_PANIC HOOK_OUTPUT_WRITE SUBAGENT_CAP_REACHED SUBAGENT_CONTEXT_PRESSURE"
+             HOOK_PANIC HOOK_OUTPUT_WRITE SUBAGENT_CAP_REACHED SUBAGENT_CONTEXT_PRESSURE \
+             HOOK_ENV_INVALID HOOK_PLAN_UNREADABLE STOP_STUCK STEER_WORKER_IGNORED"
         );
         for c in HookCode::ALL {
             assert!(c.summary().ends_with('.'));

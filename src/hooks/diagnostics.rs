@@ -49,6 +49,7 @@ struct State {
     agent_type: Option<String>,
     turn_id: Option<String>,
     rules_digest: Option<String>,
+    profile: Option<String>,
     max_bytes: u64,
 }
 
@@ -77,6 +78,7 @@ impl<'a> Diagnostics<'a> {
                 agent_type: None,
                 turn_id: None,
                 rules_digest: None,
+                profile: None,
                 max_bytes: 1024 * 1024,
             }),
         }
@@ -125,6 +127,11 @@ impl<'a> Diagnostics<'a> {
             s.agent_id = a.id.clone();
             s.agent_type = a.kind.clone();
         }
+    }
+
+    /// Records the goal-engine profile in effect (goal-loop hooks).
+    pub fn set_profile(&self, name: Option<&str>) {
+        self.lock().profile = name.map(str::to_owned);
     }
 
     /// Records the rules in effect.
@@ -215,7 +222,7 @@ impl<'a> Diagnostics<'a> {
             "host_source".into(),
             json!(s.host_source.map(HostSource::name)),
         );
-        m.insert("profile".into(), Value::Null);
+        m.insert("profile".into(), json!(s.profile));
         m.insert("session_id".into(), json!(s.session_id));
         m.insert("agent_id".into(), json!(s.agent_id));
         m.insert("agent_type".into(), json!(s.agent_type));

@@ -47,12 +47,6 @@ impl HookEvent {
         Self::ALL.iter().copied().find(|e| e.name() == s)
     }
 
-    /// True when this build implements the behaviour (the others are usage
-    /// errors until their issues land).
-    pub fn implemented(self) -> bool {
-        self == Self::SubagentStop
-    }
-
     /// The event family.
     pub fn family(self) -> Family {
         match self {

@@ -1,6 +1,7 @@
 //! Host hook adapters (hooks.md): payload decoding into one internal event
-//! per family, host-specific decision encoding, and the hook behaviours.
-//! Contains no goal logic.
+//! per family, host-specific decision encoding, and the hook behaviours:
+//! the `subagent-stop` receipt gate and the goal-loop hooks
+//! ([`goal_loop`]). Goal logic stays in [`crate::goals`].
 //!
 //! The runner ([`run`]) is shared by every hook event: bounded stdin, host
 //! auto-detection, the strict output latch, the watchdog, panic capture,
@@ -13,6 +14,7 @@ pub mod diagnostics;
 pub mod directive;
 pub mod event;
 pub mod gate_ledger;
+pub mod goal_loop;
 pub mod host;
 pub mod input;
 pub mod io_report;

@@ -17,7 +17,8 @@ use serde_json::json;
 use super::args::{self, HookArgs, Parsed};
 use super::code::HookCode;
 use super::diagnostics::Diagnostics;
-use super::event::{Decision, Family, HookEvent};
+use super::event::{Body, Decision, Family, HookEvent};
+use super::goal_loop;
 use super::host::Host;
 use super::host::decode::{self, DecodeError};
 use super::host::detect::detect;
@@ -455,19 +456,19 @@ fn main_path(
         diag.set_rules(rules.digest(), hooks.diagnostics_max_bytes);
     }
     report_rules_error(diag, &rules_error);
-    let policy = match subagent_stop::Policy::compile(&rules) {
+    let (policy, loop_policy) = match compile_policies(&rules) {
         Ok(p) => p,
         Err(e) => {
             diag.write(
                 HookCode::HookRulesInvalid,
                 "allow",
-                "the rules' subagent_stop policy is invalid; embedded defaults are used",
-                Some(json!({"problem": e})),
+                "the rules' hook policy is invalid; embedded defaults are used",
+                Some(json!({"problem": super::host::encode::cap_bytes(&e, 1500)})),
             );
             rules = RuleSet::embedded().expect("embedded rules validate");
             hooks = hooks_rules(&rules);
             diag.set_rules(rules.digest(), hooks.diagnostics_max_bytes);
-            subagent_stop::Policy::compile(&rules).expect("embedded policy compiles")
+            compile_policies(&rules).expect("embedded policies compile")
         }
     };
     match fault {
@@ -480,11 +481,8 @@ fn main_path(
     } else {
         None
     };
-    let super::event::Body::Stop(stop) = &decoded.body else {
-        return None;
-    };
-    let decision = match a.event {
-        HookEvent::SubagentStop => subagent_stop::decide(&subagent_stop::Ctx {
+    let decision = match (a.event, &decoded.body) {
+        (HookEvent::SubagentStop, Body::Stop(stop)) => subagent_stop::decide(&subagent_stop::Ctx {
             amb,
             diag,
             root: &root,
@@ -496,8 +494,21 @@ fn main_path(
             rules_digest: rules.digest(),
             budget_spent: fault == Fault::BudgetSpent,
         }),
-        // The parser refuses events this build does not implement.
-        other => unreachable!("`{}` is not implemented", other.name()),
+        (event, body) => goal_loop::decide(
+            &goal_loop::Ctx {
+                amb,
+                diag,
+                root: &root,
+                env: &decoded.envelope,
+                hooks: &hooks,
+                policy: &loop_policy,
+                rules: &rules,
+                profile_flag: &a.profile,
+                with_ultrawork: a.with_ultrawork,
+            },
+            event,
+            body,
+        ),
     };
     if ambient::var(amb, DEBUG_ENV).as_deref() == Some("1") {
         let _ = writeln!(
@@ -511,6 +522,15 @@ fn main_path(
         );
     }
     encode(host, family, &decision, &encode_options(&hooks))
+}
+
+/// Both hook policies: the rules' cross-family checks (templates, patterns)
+/// that loading alone does not make.
+fn compile_policies(rules: &RuleSet) -> Result<(subagent_stop::Policy, goal_loop::Policy), String> {
+    Ok((
+        subagent_stop::Policy::compile(rules)?,
+        goal_loop::Policy::compile(rules)?,
+    ))
 }
 
 fn report_rules_error(diag: &Diagnostics, e: &Option<String>) {

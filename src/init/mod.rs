@@ -1,6 +1,7 @@
 //! `evidence-gate init` (hooks.md §7.1–§7.4): renders, and with `--write`
 //! merges, the host wiring for the hooks of this build.
 
+mod agy;
 pub mod wiring;
 
 use std::path::{Path, PathBuf};
@@ -11,7 +12,6 @@ use serde_json::{Map, Value, json};
 use crate::ambient::{self, Ambient};
 use crate::hooks::host::Host;
 use crate::rules::RuleSet;
-use crate::rules::hooks::SubagentStopRules;
 use crate::store::{self, Durability};
 use wiring::Binary;
 
@@ -54,8 +54,14 @@ pub struct Options {
     pub binary: Option<String>,
     /// `--replace-node-hooks`.
     pub replace_node_hooks: bool,
-    /// `--rules FILE`, for the SubagentStop matcher.
+    /// `--rules FILE`, for the matchers.
     pub rules: Option<PathBuf>,
+    /// `--profile` of the goal-loop hooks (`auto`, `ulw-loop`, `ultragoal`).
+    pub profile: String,
+    /// `--with-ultrawork`.
+    pub with_ultrawork: bool,
+    /// `--team-guard` (Claude Code has it on by default).
+    pub team_guard: bool,
 }
 
 /// One file `init` printed or wrote.
@@ -238,7 +244,7 @@ fn is_executable(amb: &dyn Ambient, path: &Path) -> bool {
     }
 }
 
-fn gated_agents(o: &Options, amb: &dyn Ambient) -> Result<String, Error> {
+fn shape(o: &Options, amb: &dyn Ambient) -> Result<wiring::Shape, Error> {
     let bytes = match &o.rules {
         Some(p) => Some(
             ambient::read_file(amb, p, 4 * 1024 * 1024)
@@ -261,8 +267,8 @@ fn gated_agents(o: &Options, amb: &dyn Ambient) -> Result<String, Error> {
         .map_err(|e| Error::Io(e.to_string()))?;
     let rules: RuleSet =
         crate::rules::load_workspace(&root, layer).map_err(|e| Error::Usage(e.to_string()))?;
-    let sub: SubagentStopRules = rules.family().map_err(|e| Error::Usage(e.to_string()))?;
-    Ok(sub.gated_agents)
+    wiring::Shape::from_rules(&rules, &o.profile, o.with_ultrawork, o.team_guard)
+        .map_err(|e| Error::Usage(e.to_string()))
 }
 
 /// The rendered document for a JSON target, merged into `existing` when given.
@@ -415,14 +421,26 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Report, Error> {
     let mut notes = Vec::new();
     let targets = targets(o.host, o.scope)?;
     let binary = resolve_binary(o, amb, &mut notes)?;
-    let rows = wiring::rows(o.host, &gated_agents(o, amb)?);
-    if rows.is_empty() {
-        notes.push(format!(
-            "no hook of this build runs on {}: it has no SubagentStop event; the stop, user-prompt-submit and tool hooks arrive in later builds",
+    let rows = wiring::rows(o.host, &shape(o, amb)?);
+    let binary = if o.host == Host::Agy && o.write {
+        agy::links(o, amb, &binary, &rows, &mut notes)?
+    } else {
+        agy::Commands::Shared(binary)
+    };
+    let hooks = binary.hooks_object(o.host, &rows);
+    match o.host {
+        Host::Gemini | Host::Agy => notes.push(format!(
+            "{} has no SubagentStop event, so the worker evidence gate is not wired there; `verify-evidence` in CI is the backstop",
             o.host.name()
-        ));
+        )),
+        Host::Codex if !o.team_guard => notes.push(
+            "the team boundary guard for workers' shell commands is off on Codex (each guarded shell call pays a hook start); add --team-guard to wire it".into(),
+        ),
+        _ => {}
     }
-    let hooks = wiring::hooks_object(o.host, &binary, &rows);
+    if o.host == Host::Agy && !o.write {
+        notes.push("with --write, the agy commands point at argument-free links in .agents/bin/ (evidence-gate-hook-<event>), for builds that run only a bare executable path".into());
+    }
     let home = || {
         ambient::var(amb, "HOME")
             .map(PathBuf::from)

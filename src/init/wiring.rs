@@ -1,5 +1,5 @@
-//! What `init` wires per host (hooks.md §7.3), as data: one row per hook
-//! event this build implements. Later hooks add rows here.
+//! What `init` wires per host (hooks.md §7.3), as data: one row per wired
+//! handler, derived from the host's event support and the rules.
 
 use serde_json::{Map, Value, json};
 
@@ -47,43 +47,257 @@ pub struct Row {
     pub host_event: &'static str,
     /// The host matcher, when the event takes one.
     pub matcher: Option<String>,
+    /// Other matchers `doctor` accepts for this row (the opt-in variants).
+    pub alt_matchers: Vec<String>,
     /// Timeout in seconds.
     pub timeout_s: u64,
     /// `statusMessage` (always starts `evidence-gate:`).
     pub status: &'static str,
+    /// Arguments after `--host <h>` (`--profile <P>`, `--with-ultrawork`).
+    pub extra: Vec<String>,
 }
 
-/// The rows for a host: events this build implements that the host can deliver.
-pub fn rows(host: Host, gated_agents: &str) -> Vec<Row> {
-    let mut out = Vec::new();
-    if matches!(host, Host::Codex | Host::ClaudeCode) {
-        out.push(Row {
-            event: HookEvent::SubagentStop,
-            host_event: "SubagentStop",
-            matcher: Some(gated_agents.to_owned()),
-            timeout_s: 10,
-            status: "evidence-gate: checking worker evidence",
-        });
+/// What shapes the wiring: `init`'s options and the rules it reads.
+#[derive(Debug, Clone)]
+pub struct Shape {
+    /// `subagent_stop.gated_agents` (the SubagentStop matcher).
+    pub gated_agents: String,
+    /// `--profile` (`auto` unless given).
+    pub profile: String,
+    /// `--with-ultrawork`.
+    pub with_ultrawork: bool,
+    /// `--team-guard` (on by default for Claude Code).
+    pub team_guard: bool,
+    /// `create_goal_guard.tool_names`.
+    pub create_goal_tools: Vec<String>,
+    /// `team_guard.shell_tools`.
+    pub shell_tools: Vec<String>,
+    /// `spawn.tool_names`.
+    pub spawn_tools: Vec<String>,
+}
+
+impl Shape {
+    /// The shape for `init`'s options over loaded rules.
+    pub fn from_rules(
+        rules: &crate::rules::RuleSet,
+        profile: &str,
+        with_ultrawork: bool,
+        team_guard: bool,
+    ) -> Result<Shape, crate::rules::RulesError> {
+        use crate::rules::goal_loop::{CreateGoalGuardRules, SpawnRules, TeamGuardRules};
+        let sub: crate::rules::hooks::SubagentStopRules = rules.family()?;
+        let goal: CreateGoalGuardRules = rules.family()?;
+        let team: TeamGuardRules = rules.family()?;
+        let spawn: SpawnRules = rules.family()?;
+        Ok(Shape {
+            gated_agents: sub.gated_agents,
+            profile: profile.to_owned(),
+            with_ultrawork,
+            team_guard,
+            create_goal_tools: goal.tool_names,
+            shell_tools: team.shell_tools,
+            spawn_tools: spawn.tool_names,
+        })
     }
-    out.retain(|r| r.event.implemented());
+}
+
+/// Each host's own names for shell and spawn tools (the matchers list only
+/// those that the rules also name).
+fn host_tools(host: Host) -> (&'static [&'static str], &'static [&'static str]) {
+    match host {
+        Host::Codex | Host::Common => (
+            &["shell", "exec_command", "local_shell"],
+            &[
+                "spawn_agent",
+                "collaborationspawn_agent",
+                "collaboration.spawn_agent",
+            ],
+        ),
+        Host::ClaudeCode => (&["Bash"], &["Task", "Agent"]),
+        Host::Gemini => (&["run_shell_command"], &[]),
+        Host::Agy => (&["run_command"], &[]),
+    }
+}
+
+fn alternation(names: &[&str]) -> Option<String> {
+    match names {
+        [] => None,
+        [one] => Some(format!("^{}$", regex::escape(one))),
+        many => Some(format!(
+            "^({})$",
+            many.iter()
+                .map(|n| regex::escape(n))
+                .collect::<Vec<_>>()
+                .join("|")
+        )),
+    }
+}
+
+fn known<'a>(wanted: &'a [&'a str], rules: &[String]) -> Vec<&'a str> {
+    wanted
+        .iter()
+        .copied()
+        .filter(|w| rules.iter().any(|r| r == w))
+        .collect()
+}
+
+/// The rows for a host (hooks.md §7.3 table, per-host notes).
+pub fn rows(host: Host, shape: &Shape) -> Vec<Row> {
+    let profile = vec!["--profile".to_owned(), shape.profile.clone()];
+    let (shells, spawns) = host_tools(host);
+    let shells = known(shells, &shape.shell_tools);
+    let spawns = known(spawns, &shape.spawn_tools);
+    let team_default = host == Host::ClaudeCode;
+    let team = shape.team_guard || team_default;
+    let row =
+        |event, host_event, matcher: Option<String>, timeout_s, status, extra: Vec<String>| Row {
+            event,
+            host_event,
+            matcher,
+            alt_matchers: Vec::new(),
+            timeout_s,
+            status,
+            extra,
+        };
+    let mut out = Vec::new();
+    let (stop_event, prompt_event, tool_event) = match host {
+        Host::Gemini => ("AfterAgent", Some("BeforeAgent"), "BeforeTool"),
+        Host::Agy => ("Stop", None, "PreToolUse"),
+        Host::Codex | Host::ClaudeCode | Host::Common => {
+            ("Stop", Some("UserPromptSubmit"), "PreToolUse")
+        }
+    };
+    if matches!(host, Host::Codex | Host::ClaudeCode | Host::Common) {
+        out.push(row(
+            HookEvent::SubagentStop,
+            "SubagentStop",
+            Some(shape.gated_agents.clone()),
+            10,
+            "evidence-gate: checking worker evidence",
+            Vec::new(),
+        ));
+    }
+    out.push(row(
+        HookEvent::Stop,
+        stop_event,
+        None,
+        10,
+        "evidence-gate: checking goal-loop resume",
+        profile.clone(),
+    ));
+    if let Some(ev) = prompt_event {
+        let mut extra = profile.clone();
+        if shape.with_ultrawork {
+            extra.push("--with-ultrawork".to_owned());
+        }
+        out.push(row(
+            HookEvent::UserPromptSubmit,
+            ev,
+            None,
+            10,
+            "evidence-gate: checking steering",
+            extra,
+        ));
+    }
+    // The create_goal guard exists only on Codex (no such tool elsewhere, and
+    // guarding state the hook cannot see bricks sessions).
+    let goal_tools: Vec<&str> = if matches!(host, Host::Codex | Host::Common) {
+        shape.create_goal_tools.iter().map(String::as_str).collect()
+    } else {
+        Vec::new()
+    };
+    let with_team: Vec<&str> = goal_tools.iter().chain(shells.iter()).copied().collect();
+    let tool_names = if team {
+        with_team.clone()
+    } else {
+        goal_tools.clone()
+    };
+    if let Some(m) = alternation(&tool_names) {
+        let mut r = row(
+            HookEvent::PreToolUse,
+            tool_event,
+            Some(m),
+            5,
+            "evidence-gate: checking tool use",
+            profile.clone(),
+        );
+        if !team {
+            r.alt_matchers.extend(alternation(&with_team));
+        }
+        out.push(r);
+    }
+    if let Some(m) = alternation(&spawns) {
+        out.push(row(
+            HookEvent::PreToolUseSpawn,
+            "PreToolUse",
+            Some(m),
+            5,
+            "evidence-gate: checking spawns",
+            profile,
+        ));
+    }
     out
 }
 
 /// The command line of a row.
 pub fn command(binary: &Binary, row: &Row, host: Host) -> String {
-    format!(
+    let mut cmd = format!(
         "{} hook {} --host {}",
         binary.token(),
         row.event.name(),
         host.name()
-    )
+    );
+    for a in &row.extra {
+        cmd.push(' ');
+        cmd.push_str(a);
+    }
+    cmd
+}
+
+/// The hook subcommand a wired command runs: the word after `hook`, or the
+/// event of a multi-call name (`evidence-gate-hook-<event>`).
+pub fn subcommand_of(cmd: &str) -> Option<HookEvent> {
+    let first = first_token(cmd)?;
+    let stem = first.rsplit(['/', '\\']).next().unwrap_or(&first);
+    let stem = stem.trim_end_matches(".exe");
+    if let Some(e) = stem.strip_prefix("evidence-gate-hook-") {
+        return HookEvent::from_name(e);
+    }
+    let rest = if cmd.trim_start().starts_with('"') {
+        let r = cmd.trim_start();
+        r[1..].split_once('"').map_or("", |(_, rest)| rest)
+    } else {
+        cmd.trim_start()
+            .split_once(char::is_whitespace)
+            .map_or("", |(_, rest)| rest)
+    };
+    let mut words = rest.split_whitespace();
+    while let Some(w) = words.next() {
+        if w == "hook" {
+            return words.next().and_then(HookEvent::from_name);
+        }
+    }
+    None
 }
 
 /// The hooks object (`{"<Event>": [groups]}`) in the host's layout.
 pub fn hooks_object(host: Host, binary: &Binary, rows: &[Row]) -> Map<String, Value> {
+    let windows = matches!(binary, Binary::Bare(_));
+    hooks_object_with(host, rows, &|r| command(binary, r, host), windows)
+}
+
+/// [`hooks_object`] with each row's command given by `command_of`;
+/// `windows` adds Codex's `commandWindows` (only a bare first word runs
+/// under PowerShell, so only a `PATH` install has one).
+pub fn hooks_object_with(
+    host: Host,
+    rows: &[Row],
+    command_of: &dyn Fn(&Row) -> String,
+    windows: bool,
+) -> Map<String, Value> {
     let mut hooks = Map::new();
     for r in rows {
-        let cmd = command(binary, r, host);
+        let cmd = command_of(r);
         let handler = match host {
             Host::Gemini => json!({
                 "type": "command",
@@ -98,9 +312,7 @@ pub fn hooks_object(host: Host, binary: &Binary, rows: &[Row]) -> Map<String, Va
                     "timeout": r.timeout_s,
                     "statusMessage": r.status,
                 });
-                // PowerShell runs a bare first word; only a PATH install has one
-                // that is valid on Windows too.
-                if let Binary::Bare(_) = binary {
+                if windows {
                     h["commandWindows"] = json!(cmd);
                 }
                 h

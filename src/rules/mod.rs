@@ -9,6 +9,7 @@
 
 pub mod evidence;
 pub mod gates;
+pub mod goal_loop;
 pub mod hooks;
 
 use std::fmt;
@@ -136,6 +137,34 @@ pub static EMBEDDED: &[Embedded] = &[
         mount: "/directives/subagent-stop",
         content: Content::Text(include_str!("../../rules/directives/subagent-stop.md")),
     },
+    // Goal-loop hook directives (hooks.md §4.5, §5.3, §6.2).
+    Embedded {
+        file: "rules/directives/stop-resume.md",
+        mount: "/directives/stop-resume",
+        content: Content::Text(include_str!("../../rules/directives/stop-resume.md")),
+    },
+    Embedded {
+        file: "rules/directives/stop-resume-ultragoal.md",
+        mount: "/directives/stop-resume-ultragoal",
+        content: Content::Text(include_str!(
+            "../../rules/directives/stop-resume-ultragoal.md"
+        )),
+    },
+    Embedded {
+        file: "rules/directives/ultrawork.md",
+        mount: "/directives/ultrawork",
+        content: Content::Text(include_str!("../../rules/directives/ultrawork.md")),
+    },
+    Embedded {
+        file: "rules/directives/ultrawork-pointer.md",
+        mount: "/directives/ultrawork-pointer",
+        content: Content::Text(include_str!("../../rules/directives/ultrawork-pointer.md")),
+    },
+    Embedded {
+        file: "rules/directives/create-goal-deny.md",
+        mount: "/directives/create-goal-deny",
+        content: Content::Text(include_str!("../../rules/directives/create-goal-deny.md")),
+    },
     // Goal engine: profiles, their texts, the blocker classifier (goal-engine.md §1).
     Embedded {
         file: "rules/profiles/ulw-loop.json",
@@ -183,6 +212,12 @@ pub static FAMILIES: &[Family] = &[
     family::<hooks::HooksRules>(),
     family::<hooks::SubagentStopRules>(),
     family::<hooks::Directives>(),
+    // Goal-loop hook families (hooks.md §4–§6).
+    family::<goal_loop::StopRules>(),
+    family::<goal_loop::UserPromptSubmitRules>(),
+    family::<goal_loop::CreateGoalGuardRules>(),
+    family::<goal_loop::SpawnRules>(),
+    family::<goal_loop::TeamGuardRules>(),
     // Goal engine (goal-engine.md §1).
     family::<crate::goals::profile::Profiles>(),
     family::<crate::goals::profile::TextsFamily>(),

@@ -21,7 +21,8 @@ fn usage_errors_exit_zero_with_one_stderr_line() {
         &["hook", "nope"],
         &["hook"],
         &["hook", "subagent-stop", "--host", "vim"],
-        &["hook", "stop"],
+        &["hook", "stop", "--profile", "omx"],
+        &["hook", "user-prompt-submit", "--with-ultrawork=yes"],
     ] {
         let h = HookRepo::new();
         let run = h.run(args, b"{}", &[]);

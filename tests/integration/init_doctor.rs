@@ -198,7 +198,11 @@ fn write_merges_replaces_ours_and_keeps_the_rest() {
         serde_json::from_str(&std::fs::read_to_string(h.join(".claude/settings.json")).unwrap())
             .unwrap();
     assert_eq!(doc["permissions"], existing["permissions"]);
-    assert_eq!(doc["hooks"]["PreToolUse"], existing["hooks"]["PreToolUse"]);
+    let pre = doc["hooks"]["PreToolUse"].as_array().unwrap();
+    assert_eq!(pre[0], existing["hooks"]["PreToolUse"][0], "the unrelated hook stays first");
+    assert_eq!(pre.len(), 3, "plus our team guard and spawn guard: {pre:?}");
+    assert_eq!(pre[1]["matcher"], "^Bash$");
+    assert_eq!(pre[2]["matcher"], "^(Task|Agent)$");
     let ss = doc["hooks"]["SubagentStop"].as_array().unwrap();
     assert_eq!(
         ss.len(),
@@ -366,17 +370,33 @@ fn init_usage_errors_exit_2() {
 }
 
 #[test]
-fn gemini_and_agy_get_no_hook_of_this_build() {
+fn gemini_and_agy_get_the_goal_loop_hooks_but_no_subagent_stop() {
     let h = HookRepo::new();
     let (code, v) = init_json(&h, &["--host", "gemini", "--binary", "evidence-gate"]);
     assert_eq!(code, 0);
     assert!(
         v["notes"]
             .to_string()
-            .contains("no hook of this build runs on gemini")
+            .contains("gemini has no SubagentStop event")
     );
     let doc: Value = serde_json::from_str(v["files"][0]["content"].as_str().unwrap()).unwrap();
-    assert_eq!(doc, json!({"hooks": {}, "tools": {"enableHooks": true}}));
+    let events: Vec<&String> = doc["hooks"].as_object().unwrap().keys().collect();
+    assert_eq!(events, ["AfterAgent", "BeforeAgent"]);
+    assert_eq!(
+        doc["hooks"]["AfterAgent"][0]["hooks"][0]["command"],
+        "evidence-gate hook stop --host gemini --profile auto"
+    );
+    assert_eq!(doc["tools"]["enableHooks"], true);
+    let (_, v) = init_json(
+        &h,
+        &["--host", "gemini", "--binary", "evidence-gate", "--team-guard"],
+    );
+    let doc: Value = serde_json::from_str(v["files"][0]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(doc["hooks"]["BeforeTool"][0]["matcher"], "^run_shell_command$");
+    let (_, v) = init_json(&h, &["--host", "agy", "--binary", "evidence-gate"]);
+    let doc: Value = serde_json::from_str(v["files"][0]["content"].as_str().unwrap()).unwrap();
+    let events: Vec<&String> = doc["hooks"].as_object().unwrap().keys().collect();
+    assert_eq!(events, ["Stop"]);
 }
 
 // --- doctor ---------------------------------------------------------------------
@@ -428,23 +448,34 @@ fn doctor_passes_after_init_write() {
         text.stdout
             .lines()
             .any(|l| l.starts_with("ok   hooks.wired.codex")
-                && l.contains("1/1 events wired in .codex/hooks.json"))
+                && l.contains("5/5 events wired in .codex/hooks.json"))
     );
 }
 
 #[test]
 fn doctor_fails_on_wiring_mistakes() {
     let h = HookRepo::new();
-    let wrong = json!({"hooks": {"SubagentStop": [{"matcher": "^lazycodex-worker-low$", "hooks": [
-        {"type": "command", "command": format!("{} hook subagent-stop --host codex", exe()), "timeout": 600, "statusMessage": "evidence-gate: x"}]}]}});
+    init_json(&h, &["--host", "codex", "--write", "--binary", &exe()]);
+    let path = h.join(".codex/hooks.json");
+    let good: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut wrong = good.clone();
+    wrong["hooks"]["SubagentStop"][0]["matcher"] = json!("^lazycodex-worker-low$");
+    wrong["hooks"]["SubagentStop"][0]["hooks"][0]["timeout"] = json!(600);
+    wrong["hooks"].as_object_mut().unwrap().remove("Stop");
     h.write(".codex/hooks.json", wrong.to_string());
     h.write(".codex/config.toml", "[features]\nhooks = false\n");
     let (code, checks) = doctor(&h, &["--host", "codex"]);
     assert_eq!(code, 1);
     assert_eq!(status(&checks, "hooks.wired.codex"), "fail");
+    let wired = checks.iter().find(|c| c["id"] == "hooks.wired.codex").unwrap();
+    let msg = wired["message"].as_str().unwrap();
+    assert!(msg.contains("3/5 events wired"), "{msg}");
+    assert!(msg.contains("Stop (`hook stop`) is not wired"), "{msg}");
+    assert!(msg.contains("timeout 600"), "{msg}");
     assert_eq!(status(&checks, "codex.features"), "fail");
     let mut fixed = wrong.clone();
     fixed["hooks"]["SubagentStop"][0]["hooks"][0]["timeout"] = json!(10);
+    fixed["hooks"]["Stop"] = good["hooks"]["Stop"].clone();
     h.write(".codex/hooks.json", fixed.to_string());
     h.write(".codex/config.toml", "[features]\nhooks = true\n");
     let (code, checks) = doctor(&h, &["--host", "codex"]);
@@ -453,6 +484,17 @@ fn doctor_fails_on_wiring_mistakes() {
         status(&checks, "hooks.matchers.codex"),
         "warn",
         "matcher differs from the rules"
+    );
+    assert_eq!(status(&checks, "shell.roundtrip.codex"), "ok");
+    let mut pre = fixed.clone();
+    pre["hooks"]["SubagentStop"] = good["hooks"]["SubagentStop"].clone();
+    pre["hooks"]["PreToolUse"][0]["matcher"] = json!("^(create_goal|shell|exec_command|local_shell)$");
+    h.write(".codex/hooks.json", pre.to_string());
+    let (_, checks) = doctor(&h, &["--host", "codex"]);
+    assert_eq!(
+        status(&checks, "hooks.matchers.codex"),
+        "ok",
+        "the --team-guard matcher is accepted"
     );
     let (code, checks) = doctor(&h, &["--host", "claude-code"]);
     assert_eq!(code, 1);

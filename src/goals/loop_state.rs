@@ -1,0 +1,285 @@
+//! What the goal-loop hooks need from the engine (hooks.md §4–§6): where a
+//! session's plan lives, which goal a resume names, what counts as progress,
+//! the final candidate, and the engine's mutation lock and atomic writer for
+//! the hook side files in `<state>` (goal-engine.md §2.2, §2.7, §2.8).
+//!
+//! Everything here reads; the side-file writers touch only the named file.
+//! The ledger is never read: the hooks' progress measure is the plan's own
+//! goal and criteria state.
+
+use std::io;
+use std::time::{Duration, SystemTime};
+
+use cap_std::fs::Dir;
+use serde_json::{Value, json};
+
+use super::error::{ErrorKind, GoalError};
+use super::lifecycle;
+use super::plan::{self, Goal, GoalStatus, Plan};
+use super::profile::Profile;
+use super::session;
+use super::state::{self, ReadOutcome, StatePaths};
+use crate::store::{self, Durability, LockError, LockOptions, MutationLock};
+
+/// How a located plan belongs to the session (hooks.md §4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ownership {
+    /// `<stateDir>/<sid>/goals.json`.
+    Scoped,
+    /// `<stateDir>/goals.json` whose recorded `sessionId` is this session's.
+    OwnedUnscoped,
+    /// `<stateDir>/goals.json` with no recorded owner, adopted by opt-in.
+    AdoptedUnscoped,
+}
+
+/// A session's plan in one profile.
+#[derive(Debug)]
+pub struct Located {
+    /// The scope's paths.
+    pub paths: StatePaths,
+    /// The state directory (opened without following symlinks).
+    pub dir: Dir,
+    /// The plan, read with the engine's reader (unknown keys kept, nothing written).
+    pub plan: Plan,
+    /// How it belongs to the session.
+    pub ownership: Ownership,
+}
+
+impl Located {
+    /// The session id to pass as `--session-id` in rendered commands: the
+    /// scope's sid for a scoped plan, none for an unscoped one.
+    pub fn scope_sid(&self) -> Option<&str> {
+        match self.ownership {
+            Ownership::Scoped => self.paths.sid.as_deref(),
+            Ownership::OwnedUnscoped | Ownership::AdoptedUnscoped => None,
+        }
+    }
+
+    /// The plan's `updatedAt`, when it parses.
+    pub fn updated_at(&self) -> Option<SystemTime> {
+        self.plan
+            .str("updatedAt")
+            .and_then(crate::time::parse_rfc3339)
+    }
+}
+
+fn read_in(
+    root: &Dir,
+    profile: &Profile,
+    paths: StatePaths,
+    now: &str,
+) -> Result<Option<(Dir, Plan, StatePaths)>, GoalError> {
+    let Some(dir) = state::open_chain(root, &paths.dir, false)? else {
+        return Ok(None);
+    };
+    match plan::read(Some(&dir), &paths, profile, now) {
+        Ok(p) => Ok(Some((dir, p, paths))),
+        Err(e) if matches!(*e.kind, ErrorKind::PlanMissing { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Finds the payload session's plan in one profile (hooks.md §4.2 steps
+/// 1–3): the scoped plan of the normalised `raw_sid`; else the unscoped plan
+/// whose recorded owner normalises to the same sid; else, only with
+/// `adopt_unowned`, an unscoped plan that records no owner.
+pub fn locate(
+    root: &Dir,
+    profile: &Profile,
+    raw_sid: Option<&str>,
+    adopt_unowned: bool,
+    now: &str,
+) -> Result<Option<Located>, GoalError> {
+    let sid = raw_sid.and_then(session::normalize);
+    if let Some(s) = &sid {
+        let paths = StatePaths::new(&profile.state_dir, Some(s));
+        if let Some((dir, plan, paths)) = read_in(root, profile, paths, now)? {
+            return Ok(Some(Located {
+                paths,
+                dir,
+                plan,
+                ownership: Ownership::Scoped,
+            }));
+        }
+    }
+    let paths = StatePaths::new(&profile.state_dir, None);
+    let Some((dir, plan, paths)) = read_in(root, profile, paths, now)? else {
+        return Ok(None);
+    };
+    let owner = plan
+        .doc()
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .and_then(session::normalize);
+    let ownership = match (&owner, &sid) {
+        (Some(o), Some(s)) if o == s => Ownership::OwnedUnscoped,
+        (None, _) if adopt_unowned => Ownership::AdoptedUnscoped,
+        _ => return Ok(None),
+    };
+    Ok(Some(Located {
+        paths,
+        dir,
+        plan,
+        ownership,
+    }))
+}
+
+fn resumable(g: &Goal<'_>) -> bool {
+    matches!(g.status(), GoalStatus::Pending | GoalStatus::InProgress) && g.overlay().is_none()
+}
+
+/// The goal a resume names (hooks.md §4.1 step 7): the `activeGoalId` goal
+/// if it is pending or in progress without a steering overlay, else the first
+/// such goal in plan order. Superseded and steering-blocked goals never are.
+pub fn resumable_goal(plan: &Plan) -> Option<Goal<'_>> {
+    plan.active_goal_id()
+        .and_then(|id| plan.goal(id))
+        .filter(resumable)
+        .or_else(|| plan.goals().find(resumable))
+}
+
+/// The first goal in plan order that is the final candidate
+/// (goal-engine.md §3.1), if any.
+pub fn final_candidate(plan: &Plan) -> Option<Goal<'_>> {
+    plan.goals().find(|g| lifecycle::final_candidate(plan, *g))
+}
+
+/// The active goal and its attempt: the `activeGoalId` goal when it is in
+/// progress without overlay, else the first such goal.
+pub fn active_attempt(plan: &Plan) -> Option<(&str, u64)> {
+    super::ops::status::active_goal(plan).map(|g| (g.id(), g.attempt()))
+}
+
+/// `sha256` hex of the plan's progress state (hooks.md §4.4): the goal
+/// count and, per goal in plan order, `id`, `status`, steering overlay,
+/// `attempt` and each criterion's `id` and `status`, plus the aggregate
+/// completion status. Timestamps, wording, evidence text and the ledger are
+/// left out, so annotation or rewording is not progress.
+pub fn progress_digest(plan: &Plan) -> String {
+    let goals: Vec<Value> = plan
+        .goals()
+        .map(|g| {
+            let criteria: Vec<Value> = g
+                .criteria()
+                .map(|c| json!([c.id(), c.status().as_str()]))
+                .collect();
+            json!([
+                g.id(),
+                g.status().as_str(),
+                g.overlay().map(|o| o.as_str()),
+                g.attempt(),
+                criteria
+            ])
+        })
+        .collect();
+    let completion = plan
+        .completion()
+        .and_then(|c| c.get("status"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let v = json!({"goalCount": plan.goal_count(), "goals": goals, "completion": completion});
+    crate::digest::sha256_hex(crate::json::canonical(&v).as_bytes())
+}
+
+/// Takes the state directory's mutation lock (the engine's `.mutation.lock`
+/// and protocol) for a hook side-file update. The hooks run no recovery
+/// check and touch neither plan nor ledger under it.
+pub fn lock_side_files(
+    dir: &Dir,
+    profile: &Profile,
+    wait: Duration,
+    command: &str,
+) -> Result<MutationLock, LockError> {
+    let opts = LockOptions {
+        timeout: wait,
+        foreign_stale: Duration::from_millis(profile.lock.foreign_stale_ms),
+        command: command.to_owned(),
+    };
+    MutationLock::acquire(dir, state::LOCK, &opts)
+}
+
+/// Reads a side file of at most `max` bytes (no-follow; a symlink or a
+/// non-regular entry is `ULW_LOOP_STATE_UNSAFE`). `Ok(None)` when missing;
+/// an oversized file reads as missing.
+pub fn read_side_file(
+    dir: &Dir,
+    name: &str,
+    display: &str,
+    max: u64,
+) -> Result<Option<Vec<u8>>, GoalError> {
+    Ok(match state::read_file(dir, name, display, max)? {
+        Some(ReadOutcome::Bytes(b)) => Some(b),
+        Some(ReadOutcome::TooLarge { .. }) | None => None,
+    })
+}
+
+/// Replaces a side file with the engine's atomic writer (durable before it
+/// returns, so a decision that depends on it is never emitted first).
+pub fn write_side_file(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
+    store::atomic_replace(dir, name, bytes, Durability::Synced)
+}
+
+/// Deletes a side file; a missing one is fine.
+pub fn remove_side_file(dir: &Dir, name: &str) -> io::Result<()> {
+    match dir.remove_file(name) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile() -> Profile {
+        let rules = crate::rules::RuleSet::embedded().unwrap();
+        let p: crate::goals::profile::Profiles = rules.family().unwrap();
+        p.0["ulw-loop"].clone()
+    }
+
+    fn plan(text: &str) -> Plan {
+        let p = profile();
+        Plan::decode(
+            text.as_bytes(),
+            &StatePaths::new(&p.state_dir, None),
+            &p,
+            "now",
+        )
+        .unwrap()
+    }
+
+    const TWO: &str = r#"{"version":1,"activeGoalId":"G2","goals":[
+        {"id":"G1","title":"a","objective":"a","status":"pending","steeringStatus":"superseded"},
+        {"id":"G2","title":"b","objective":"b","status":"complete","updatedAt":"x",
+         "successCriteria":[{"id":"C1","status":"pass","capturedEvidence":"x"}]},
+        {"id":"G3","title":"c","objective":"c","status":"pending"}]}"#;
+
+    #[test]
+    fn the_resumable_goal_skips_overlays_and_finished_goals() {
+        let p = plan(TWO);
+        assert_eq!(resumable_goal(&p).unwrap().id(), "G3");
+        let p = plan(&TWO.replace(
+            r#""status":"complete","updatedAt""#,
+            r#""status":"in_progress","updatedAt""#,
+        ));
+        assert_eq!(resumable_goal(&p).unwrap().id(), "G2");
+    }
+
+    #[test]
+    fn progress_ignores_wording_and_evidence_but_not_state() {
+        let base = progress_digest(&plan(TWO));
+        let reworded = TWO
+            .replace(r#""title":"c""#, r#""title":"renamed""#)
+            .replace(
+                r#""capturedEvidence":"x""#,
+                r#""capturedEvidence":"longer text""#,
+            )
+            .replace(r#""updatedAt":"x""#, r#""updatedAt":"y""#);
+        assert_eq!(progress_digest(&plan(&reworded)), base);
+        let criterion = TWO.replace(r#""status":"pass""#, r#""status":"fail""#);
+        assert_ne!(progress_digest(&plan(&criterion)), base);
+        let overlay = TWO.replace(r#","steeringStatus":"superseded""#, "");
+        assert_ne!(progress_digest(&plan(&overlay)), base);
+    }
+}

@@ -1,0 +1,400 @@
+//! The goal-loop hooks (hooks.md §4–§6): `stop` (resume an unfinished plan),
+//! `user-prompt-submit` (steering directives and ultrawork), `pre-tool-use`
+//! (the `create_goal` guard and the team boundary guard) and
+//! `pre-tool-use-spawn` (fan-out cap and gate preflight).
+//!
+//! These modules decode nothing and encode nothing: they turn an event into
+//! a [`Decision`]. Goal knowledge (plans, predicates, progress, the state
+//! lock and writer) comes from [`crate::goals`]; the hooks add only their own
+//! policy (budgets, guards, texts).
+
+mod boulder;
+mod prompt;
+mod shell;
+mod spawn;
+mod stop;
+mod tools;
+mod ultrawork;
+
+use cap_std::fs::Dir;
+use regex::{Regex, RegexBuilder};
+use serde_json::json;
+
+use super::code::HookCode;
+use super::diagnostics::Diagnostics;
+use super::directive::Template;
+use super::event::{Body, Decision, Envelope, HookEvent};
+use crate::ambient::{self, Ambient};
+use crate::goals::Profile;
+use crate::goals::lifecycle;
+use crate::goals::loop_state::{self, Located};
+use crate::goals::profile::Profiles;
+use crate::rules::RuleSet;
+use crate::rules::gates::GateBook;
+use crate::rules::goal_loop::{
+    CreateGoalGuardRules, DenyFor, SpawnRules, StopRules, TeamGuardRules, UserPromptSubmitRules,
+};
+use crate::rules::hooks::{Directives, HooksRules};
+
+/// Placeholders of the stop-resume templates (hooks.md §4.5).
+pub const STOP_PLACEHOLDERS: &[&str] = &[
+    "GOAL_ID",
+    "GOAL_TITLE",
+    "CLI",
+    "SCOPE_FLAG",
+    "RESUME_COUNT",
+    "MAX_RESUMES",
+];
+/// Placeholders of the `create_goal` deny template (hooks.md §6.2).
+pub const CREATE_GOAL_PLACEHOLDERS: &[&str] = &["PROBLEMS", "ALLOWED_KEYS"];
+/// Placeholders of the ultrawork pointer template (hooks.md §5.3).
+pub const POINTER_PLACEHOLDERS: &[&str] = &["SKILL_PATH"];
+const MAX_STATIC_TEMPLATE: usize = 1536;
+
+/// One profile with its compiled stop directive.
+#[derive(Debug, Clone)]
+pub struct LoopProfile {
+    /// The profile.
+    pub profile: Profile,
+    stop_directive: Template,
+}
+
+/// The compiled goal-loop policy: every family plus the templates and
+/// patterns derived from them.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// `stop.*`.
+    pub stop: StopRules,
+    /// `user_prompt_submit.*`.
+    pub prompt: UserPromptSubmitRules,
+    /// `create_goal_guard.*`.
+    pub create_goal: CreateGoalGuardRules,
+    /// `spawn.*`.
+    pub spawn: SpawnRules,
+    /// `team_guard.*`.
+    pub team: TeamGuardRules,
+    /// Every profile, in the rules' order (ties between plans go to the first).
+    pub profiles: Vec<LoopProfile>,
+    create_goal_deny: Template,
+    ultrawork: Template,
+    ultrawork_pointer: Template,
+    gate_reviewers: Vec<String>,
+    gate_messages: Vec<Regex>,
+    team_agent_type: Option<Regex>,
+}
+
+fn template(
+    directives: &Directives,
+    name: &str,
+    key: &str,
+    allowed: &[&'static str],
+    required: &[&str],
+) -> Result<Template, String> {
+    let text = directives
+        .0
+        .get(name)
+        .ok_or_else(|| format!("{key}: no directive template named `{name}`"))?;
+    let t = Template::compile(text, allowed).map_err(|e| format!("/directives/{name}: {e}"))?;
+    if t.static_len() > MAX_STATIC_TEMPLATE {
+        return Err(format!(
+            "/directives/{name}: the static text is over {MAX_STATIC_TEMPLATE} bytes"
+        ));
+    }
+    for r in required {
+        if !t.uses(r) {
+            return Err(format!(
+                "/directives/{name}: the template must contain {{{{{r}}}}}"
+            ));
+        }
+    }
+    Ok(t)
+}
+
+impl Policy {
+    /// Compiles the policy; an error names the rules key at fault.
+    pub fn compile(set: &RuleSet) -> Result<Policy, String> {
+        let e = |x: crate::rules::RulesError| x.to_string();
+        let stop: StopRules = set.family().map_err(e)?;
+        let prompt: UserPromptSubmitRules = set.family().map_err(e)?;
+        let create_goal: CreateGoalGuardRules = set.family().map_err(e)?;
+        let spawn: SpawnRules = set.family().map_err(e)?;
+        let team: TeamGuardRules = set.family().map_err(e)?;
+        let directives: Directives = set.family().map_err(e)?;
+        let profiles: Profiles = set.family().map_err(e)?;
+        let book = GateBook::from_rules(set).map_err(e)?;
+        let profiles = profiles
+            .0
+            .into_values()
+            .map(|p| {
+                let key = format!("/profiles/{}/hooks/stopDirective", p.name);
+                let t = template(
+                    &directives,
+                    &p.hooks.stop_directive,
+                    &key,
+                    STOP_PLACEHOLDERS,
+                    &["GOAL_ID"],
+                )?;
+                Ok(LoopProfile {
+                    profile: p,
+                    stop_directive: t,
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let create_goal_deny = template(
+            &directives,
+            &create_goal.directive,
+            "/create_goal_guard/directive",
+            CREATE_GOAL_PLACEHOLDERS,
+            &["PROBLEMS"],
+        )?;
+        let ultrawork = template(
+            &directives,
+            &prompt.ultrawork_directive,
+            "/user_prompt_submit/ultrawork_directive",
+            &[],
+            &[],
+        )?;
+        let ultrawork_pointer = template(
+            &directives,
+            &prompt.ultrawork_pointer_directive,
+            "/user_prompt_submit/ultrawork_pointer_directive",
+            POINTER_PLACEHOLDERS,
+            &["SKILL_PATH"],
+        )?;
+        for (name, t) in [
+            (&prompt.ultrawork_directive, &ultrawork),
+            (&prompt.ultrawork_pointer_directive, &ultrawork_pointer),
+        ] {
+            if !t.render(&|_| String::new()).contains(&prompt.ultrawork_tag) {
+                return Err(format!(
+                    "/directives/{name}: the text must contain user_prompt_submit.ultrawork_tag"
+                ));
+            }
+        }
+        let gate_reviewers: Vec<String> = book
+            .gate_reviewer_names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let mut gate_messages = Vec::new();
+        for p in spawn
+            .gate_message_patterns
+            .iter()
+            .cloned()
+            .chain(gate_reviewers.iter().map(|n| regex::escape(n)))
+        {
+            gate_messages.push(
+                RegexBuilder::new(&p)
+                    .case_insensitive(true)
+                    .build()
+                    .map_err(|x| format!("/spawn/gate_message_patterns: {x}"))?,
+            );
+        }
+        let team_agent_type = match &team.deny_for {
+            DenyFor::AnySubagent => None,
+            DenyFor::AgentType(re) => {
+                Some(Regex::new(re).map_err(|x| format!("/team_guard/deny_for: {x}"))?)
+            }
+        };
+        Ok(Policy {
+            stop,
+            prompt,
+            create_goal,
+            spawn,
+            team,
+            profiles,
+            create_goal_deny,
+            ultrawork,
+            ultrawork_pointer,
+            gate_reviewers,
+            gate_messages,
+            team_agent_type,
+        })
+    }
+
+    /// The profiles `--profile` selects (`auto`: all).
+    pub fn candidates(&self, flag: &str) -> Vec<&LoopProfile> {
+        self.profiles
+            .iter()
+            .filter(|p| flag == "auto" || p.profile.name == flag)
+            .collect()
+    }
+
+    /// Renders a stop-resume directive (hooks.md §4.5) within `max` bytes.
+    pub fn render_stop(
+        p: &LoopProfile,
+        goal_id: &str,
+        goal_title: &str,
+        scope_sid: Option<&str>,
+        count: u64,
+        max_resumes: u64,
+        max: usize,
+    ) -> String {
+        let title = clip_chars(goal_title, 120);
+        let scope = scope_sid
+            .map(|s| format!(" {} {s}", p.profile.session.flag))
+            .unwrap_or_default();
+        let text = p.stop_directive.render(&|slot| match slot {
+            "GOAL_ID" => goal_id.to_owned(),
+            "GOAL_TITLE" => title.clone(),
+            "CLI" => p.profile.command_prefix.clone(),
+            "SCOPE_FLAG" => scope.clone(),
+            "RESUME_COUNT" => count.to_string(),
+            "MAX_RESUMES" => max_resumes.to_string(),
+            _ => String::new(),
+        });
+        super::host::encode::cap_bytes(text.trim_end(), max)
+    }
+}
+
+/// `s` cut to `max` characters, `…`-suffixed when cut.
+pub(crate) fn clip_chars(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Everything one goal-loop decision needs.
+pub struct Ctx<'a> {
+    /// Ambient access (transcripts, the environment).
+    pub amb: &'a dyn Ambient,
+    /// The run's diagnostics.
+    pub diag: &'a Diagnostics<'a>,
+    /// The workspace root (`cwd`).
+    pub root: &'a Dir,
+    /// The envelope.
+    pub env: &'a Envelope,
+    /// Common hook rules.
+    pub hooks: &'a HooksRules,
+    /// The compiled goal-loop policy.
+    pub policy: &'a Policy,
+    /// The merged rules (the engine is built from them for gate preflights).
+    pub rules: &'a RuleSet,
+    /// `--profile`.
+    pub profile_flag: &'a str,
+    /// `--with-ultrawork`.
+    pub with_ultrawork: bool,
+}
+
+/// A session's plan and the profile it belongs to.
+pub struct Found<'a> {
+    /// The profile.
+    pub profile: &'a LoopProfile,
+    /// The plan and its state directory.
+    pub located: Located,
+}
+
+impl<'a> Ctx<'a> {
+    /// Resolves the session's plan over `candidates` (hooks.md §4.2): live
+    /// plans (not run-complete) beat finished ones, then the latest
+    /// `updatedAt`, then profile order. A plan that cannot be read writes
+    /// `HOOK_PLAN_UNREADABLE` and is passed over.
+    pub fn resolve_plan(&self, candidates: &[&'a LoopProfile]) -> Option<Found<'a>> {
+        let now = crate::time::rfc3339_ms(std::time::SystemTime::now());
+        let mut found: Vec<(usize, Found<'a>)> = Vec::new();
+        for (i, p) in candidates.iter().enumerate() {
+            match loop_state::locate(
+                self.root,
+                &p.profile,
+                self.env.session_id.as_deref(),
+                self.policy.stop.adopt_unowned_unscoped_plan,
+                &now,
+            ) {
+                Ok(Some(located)) => found.push((
+                    i,
+                    Found {
+                        profile: p,
+                        located,
+                    },
+                )),
+                Ok(None) => {}
+                Err(e) => self.diag.write(
+                    HookCode::HookPlanUnreadable,
+                    "allow",
+                    &format!(
+                        "the {} plan of this session could not be read; it was passed over",
+                        p.profile.display_name
+                    ),
+                    Some(json!({
+                        "profile": p.profile.name,
+                        "error": e.code(),
+                        "message": super::host::encode::cap_bytes(&e.message, 800),
+                    })),
+                ),
+            }
+        }
+        found.sort_by(|(ia, a), (ib, b)| {
+            let live = |f: &Found<'_>| !lifecycle::run_complete(&f.located.plan);
+            live(b)
+                .cmp(&live(a))
+                .then_with(|| b.located.updated_at().cmp(&a.located.updated_at()))
+                .then_with(|| ia.cmp(ib))
+        });
+        let best = found.into_iter().next().map(|(_, f)| f);
+        if let Some(f) = &best {
+            self.diag.set_profile(Some(&f.profile.profile.name));
+        }
+        best
+    }
+
+    /// Why the caller is a team worker (goal-engine.md §10, hooks.md §6.4),
+    /// or `None` for the leader: a worker environment marker of any profile,
+    /// or the payload's agent under `team_guard.deny_for`.
+    pub fn worker_marker(&self) -> Option<String> {
+        for p in &self.policy.profiles {
+            for w in &p.profile.team.worker_env {
+                if ambient::var(self.amb, &w.name).is_some_and(|v| w.values.contains(&v)) {
+                    return Some(format!("env:{}", w.name));
+                }
+            }
+        }
+        let agent = self.env.agent.as_ref()?;
+        match &self.policy.team_agent_type {
+            None => Some(match &agent.kind {
+                Some(k) => format!("agent_type:{k}"),
+                None => "subagent".to_owned(),
+            }),
+            Some(re) => agent
+                .kind
+                .as_deref()
+                .filter(|k| re.is_match(k))
+                .map(|k| format!("agent_type:{k}")),
+        }
+    }
+
+    /// Writes a `HOOK_STATE_IO` line and allows.
+    pub fn state_io(&self, what: &str, path: &str, e: &dyn std::fmt::Display) -> Decision {
+        self.diag.write(
+            HookCode::HookStateIo,
+            "allow",
+            &format!("{what}; the call was allowed"),
+            Some(json!({"path": path, "error": e.to_string()})),
+        );
+        Decision::Allow
+    }
+
+    /// Writes a `HOOK_LOCK_TIMEOUT` line and allows.
+    pub fn lock_timeout(&self, path: &str, waited_ms: u64) -> Decision {
+        self.diag.write(
+            HookCode::HookLockTimeout,
+            "allow",
+            "the goal state lock was not taken in time; the call was allowed",
+            Some(json!({"lock": path, "waited_ms": waited_ms})),
+        );
+        Decision::Allow
+    }
+}
+
+/// Decides one goal-loop event.
+pub fn decide(c: &Ctx<'_>, event: HookEvent, body: &Body) -> Decision {
+    match (event, body) {
+        (HookEvent::Stop, Body::Stop(s)) => stop::decide(c, s),
+        (HookEvent::UserPromptSubmit, Body::Prompt(p)) => prompt::decide(c, p),
+        (HookEvent::PreToolUse, Body::Tool(t)) => tools::decide(c, t),
+        (HookEvent::PreToolUseSpawn, Body::Tool(t)) => spawn::decide(c, t),
+        _ => Decision::Allow,
+    }
+}

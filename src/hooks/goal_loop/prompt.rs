@@ -1,0 +1,164 @@
+//! `user-prompt-submit` (hooks.md §5): a steering directive after a profile
+//! marker is applied through the engine; a prompt without one may get the
+//! ultrawork injection. A marker never falls through to ultrawork.
+
+use serde_json::{Value, json};
+
+use super::{Ctx, LoopProfile, ultrawork};
+use crate::hooks::code::HookCode;
+use crate::hooks::event::{Decision, PromptEvent};
+
+/// A steering marker found in a prompt.
+#[derive(Debug, Clone, Copy)]
+pub struct Marker<'a> {
+    /// The profile whose marker it is.
+    pub profile: &'a LoopProfile,
+    /// The marker text.
+    pub marker: &'a str,
+    /// The trimmed rest of the prompt after `<marker>:`.
+    pub rest: &'a str,
+}
+
+/// The first steering marker of `prompt` (hooks.md §5.1): case-sensitive, at
+/// the start or after whitespace, followed by `:`; the earliest wins, and
+/// the longer marker at the same position.
+pub fn find_marker<'a>(prompt: &'a str, candidates: &[&'a LoopProfile]) -> Option<Marker<'a>> {
+    let mut best: Option<(usize, Marker<'a>)> = None;
+    for p in candidates {
+        for m in &p.profile.steering.directive_markers {
+            let Some(at) = prompt.match_indices(m.as_str()).map(|(i, _)| i).find(|&i| {
+                let before_ok = prompt[..i]
+                    .chars()
+                    .next_back()
+                    .is_none_or(char::is_whitespace);
+                before_ok && prompt[i + m.len()..].starts_with(':')
+            }) else {
+                continue;
+            };
+            let better = match &best {
+                None => true,
+                Some((b, bm)) => at < *b || (at == *b && m.len() > bm.marker.len()),
+            };
+            if better {
+                let rest = prompt[at + m.len() + 1..].trim();
+                best = Some((
+                    at,
+                    Marker {
+                        profile: p,
+                        marker: m,
+                        rest,
+                    },
+                ));
+            }
+        }
+    }
+    best.map(|(_, m)| m)
+}
+
+fn note(text: String) -> Decision {
+    Decision::Context { text }
+}
+
+/// Decides a prompt.
+pub(super) fn decide(c: &Ctx<'_>, e: &PromptEvent) -> Decision {
+    let candidates = c.policy.candidates(c.profile_flag);
+    match find_marker(&e.prompt, &candidates) {
+        Some(m) => steer(c, m),
+        None => ultrawork::decide(c, &e.prompt),
+    }
+}
+
+fn steer(c: &Ctx<'_>, m: Marker<'_>) -> Decision {
+    let p = &m.profile.profile;
+    c.diag.set_profile(Some(&p.name));
+    let max = c.policy.prompt.max_directive_bytes;
+    if m.rest.len() as u64 > max {
+        return note(format!(
+            "evidence-gate steering: rejected: the directive after {}: is {} bytes, over the {max}-byte limit; plan unchanged",
+            m.marker,
+            m.rest.len()
+        ));
+    }
+    let directive = match crate::json::parse_strict_str(m.rest) {
+        Ok(Value::Object(o)) => o,
+        Ok(_) => {
+            return note(format!(
+                "evidence-gate steering: rejected: the text after {}: must be one JSON object; plan unchanged",
+                m.marker
+            ));
+        }
+        Err(err) => {
+            return note(format!(
+                "evidence-gate steering: rejected: the text after {}: is not valid JSON ({err}); plan unchanged",
+                m.marker
+            ));
+        }
+    };
+    if let Some(worker) = c.worker_marker() {
+        c.diag.write(
+            HookCode::SteerWorkerIgnored,
+            "context",
+            "a steering directive from a team worker was ignored",
+            Some(json!({"worker": worker, "profile": p.name})),
+        );
+        return note(format!(
+            "evidence-gate steering: ignored: the prompt comes from a team worker ({worker}); only the leader steers the {} plan; plan unchanged",
+            p.display_name
+        ));
+    }
+    let Some(found) = c.resolve_plan(&[m.profile]) else {
+        return note(format!(
+            "evidence-gate steering: no {} plan exists for this session; nothing was applied",
+            p.display_name
+        ));
+    };
+    apply(c, &found, &directive)
+}
+
+/// The engine's single-proposal steering is not part of this build (it
+/// arrives with the steering engine, goal-engine.md §5); until then a
+/// directive is reported as not applied, with the plan untouched.
+fn apply(
+    _c: &Ctx<'_>,
+    found: &super::Found<'_>,
+    directive: &serde_json::Map<String, Value>,
+) -> Decision {
+    let kind = directive
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("(no kind)");
+    note(format!(
+        "evidence-gate steering: not applied: this build has no steering engine yet, so the {} directive `{}` left the {} plan unchanged",
+        found.profile.profile.display_name,
+        super::clip_chars(kind, 40),
+        found.located.paths.goals()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hooks::goal_loop::Policy;
+    use crate::rules::RuleSet;
+
+    #[test]
+    fn markers_at_word_starts_with_a_colon() {
+        let policy = Policy::compile(&RuleSet::embedded().unwrap()).unwrap();
+        let all = policy.candidates("auto");
+        let m = find_marker("OMO_ULW_LOOP_STEER: {\"a\":1}", &all).unwrap();
+        assert_eq!((m.marker, m.rest), ("OMO_ULW_LOOP_STEER", "{\"a\":1}"));
+        assert_eq!(m.profile.profile.name, "ulw-loop");
+        let m = find_marker("please\nomagy ultragoal steer:{}", &all).unwrap();
+        assert_eq!(m.profile.profile.name, "ultragoal");
+        assert!(find_marker("xOMO_ULW_LOOP_STEER: {}", &all).is_none());
+        assert!(find_marker("OMO_ULW_LOOP_STEER {}", &all).is_none());
+        assert!(
+            find_marker("omo_ulw_loop_steer: {}", &all).is_none(),
+            "case-sensitive"
+        );
+        let first = find_marker("OMAGY_ULTRAGOAL_STEER: {} OMO_ULW_LOOP_STEER: {}", &all).unwrap();
+        assert_eq!(first.profile.profile.name, "ultragoal");
+        let only = policy.candidates("ulw-loop");
+        assert!(find_marker("OMAGY_ULTRAGOAL_STEER: {}", &only).is_none());
+    }
+}

@@ -1,0 +1,263 @@
+//! `pre-tool-use-spawn` (hooks.md §6.3): the fan-out cap and the gate
+//! preflight. Everything after the plan is found runs under the state
+//! directory's mutation lock, so parallel spawns serialise and only allowed
+//! spawns are counted.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::{Ctx, Found};
+use crate::ambient;
+use crate::gate::preflight;
+use crate::goals::loop_state;
+use crate::goals::plan::{CriterionStatus, GoalStatus};
+use crate::goals::{Engine, EngineOptions, SidSource, SurfaceInputs, gate, session};
+use crate::hooks::code::HookCode;
+use crate::hooks::event::{Decision, ToolEvent};
+use crate::rules::gates::GateBook;
+use crate::rules::goal_loop::SpawnReset;
+use crate::sandbox::{RelPath, open};
+use crate::store::LockError;
+
+/// File name of the counter in `<state>`.
+pub const COUNTER: &str = "spawn-count.json";
+
+/// Evaluates a spawn in the order of hooks.md §6.3.
+pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
+    if !c.policy.spawn.tool_names.contains(&t.tool_name) {
+        return Decision::Allow;
+    }
+    let candidates = c.policy.candidates(c.profile_flag);
+    let Some(found) = c.resolve_plan(&candidates) else {
+        return Decision::Allow;
+    };
+    let lock_path = found.located.paths.file(crate::goals::state::LOCK);
+    let lock = match loop_state::lock_side_files(
+        &found.located.dir,
+        &found.profile.profile,
+        Duration::from_millis(c.hooks.lock_wait_ms),
+        "hook pre-tool-use-spawn",
+    ) {
+        Ok(l) => l,
+        Err(LockError::Timeout { waited_ms, .. }) => return c.lock_timeout(&lock_path, waited_ms),
+        Err(LockError::Unsafe { what }) => {
+            return c.state_io(
+                "the goal state lock is unusable",
+                &lock_path,
+                &format!("it is {what}"),
+            );
+        }
+        Err(LockError::Io(e)) => {
+            return c.state_io("the goal state lock could not be taken", &lock_path, &e);
+        }
+    };
+    let decision = decide_locked(c, &found, &t.tool_input);
+    let _ = lock.release();
+    decision
+}
+
+fn decide_locked(c: &Ctx<'_>, found: &Found<'_>, input: &Value) -> Decision {
+    if is_gate_review(c, input) {
+        let missing = preflight_missing(c, found);
+        if !missing.is_empty() {
+            return Decision::Deny {
+                reason: format!(
+                    "evidence-gate: spawn the code review and manual QA first; the gate reviewer audits their reports, and these are missing: {}.",
+                    missing.join("; ")
+                ),
+            };
+        }
+    }
+    fanout(c, found)
+}
+
+/// Either signal marks a gate-review spawn: the spawned agent type (a
+/// `plugin:` prefix ignored) is a gate-reviewer role of any surface, or a
+/// message matches `spawn.gate_message_patterns` or a role name.
+pub(super) fn is_gate_review(c: &Ctx<'_>, input: &Value) -> bool {
+    let Value::Object(m) = input else {
+        return false;
+    };
+    let rules = &c.policy.spawn;
+    let agent_type = rules
+        .agent_type_keys
+        .iter()
+        .find_map(|k| m.get(k).and_then(Value::as_str));
+    if let Some(t) = agent_type {
+        let bare = t.rsplit(':').next().unwrap_or(t);
+        if c.policy.gate_reviewers.iter().any(|r| r == bare) {
+            return true;
+        }
+    }
+    rules
+        .message_keys
+        .iter()
+        .filter_map(|k| m.get(k).and_then(Value::as_str))
+        .any(|msg| {
+            let head = crate::hooks::host::encode::cap_bytes(msg, rules.message_scan_bytes);
+            c.policy.gate_messages.iter().any(|re| re.is_match(&head))
+        })
+}
+
+fn surface_inputs(c: &Ctx<'_>) -> SurfaceInputs {
+    let Ok(book) = GateBook::from_rules(c.rules) else {
+        return SurfaceInputs::default();
+    };
+    let res = &book.common().surface_resolution;
+    let marker = c
+        .amb
+        .current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join(&res.marker)))
+        .and_then(|p| ambient::read_file(c.amb, &p, 64 * 1024).ok());
+    SurfaceInputs {
+        env: ambient::var(c.amb, &res.env),
+        marker,
+    }
+}
+
+/// The missing reports of the final candidate's gate (hooks.md §6.3 step
+/// 5), as repo-relative paths; empty when the preflight does not apply (no
+/// final candidate, or its criteria are not all `pass`: the gate judges
+/// later) or every report is there.
+fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Vec<String> {
+    let plan = &found.located.plan;
+    let Some(goal) = loop_state::final_candidate(plan) else {
+        return Vec::new();
+    };
+    if goal.status() == GoalStatus::Complete
+        || !goal.criteria().all(|k| k.status() == CriterionStatus::Pass)
+    {
+        return Vec::new();
+    }
+    let sid = found.located.paths.sid.clone();
+    let opts = EngineOptions {
+        profile: found.profile.profile.name.clone(),
+        session: sid.clone().map_or(SidSource::None, SidSource::Flag),
+        env_sid: c.env.session_id.as_deref().and_then(session::normalize),
+        lock_timeout_ms: None,
+        root_abs: None,
+        surface: surface_inputs(c),
+    };
+    let engine = match c
+        .root
+        .try_clone()
+        .map_err(|e| e.to_string())
+        .and_then(|root| Engine::new(root, c.rules, opts).map_err(|e| e.message))
+    {
+        Ok(e) => e,
+        Err(problem) => {
+            c.diag.write(
+                HookCode::HookRulesInvalid,
+                "allow",
+                "the gate preflight could not build the goal engine; it was skipped",
+                Some(json!({"problem": crate::hooks::host::encode::cap_bytes(&problem, 800)})),
+            );
+            return Vec::new();
+        }
+    };
+    let resolved = gate::rules_of(&engine, plan).and_then(|name| {
+        let base = gate::scope_dir(&engine, plan, Some(goal.id()))?;
+        Ok((name, base))
+    });
+    let (name, base) = match resolved {
+        Ok(x) => x,
+        Err(e) => {
+            c.diag.write(
+                HookCode::HookPlanUnreadable,
+                "allow",
+                "the final goal's gate rules or attempt directory could not be resolved; the preflight was skipped",
+                Some(json!({"error": e.code(), "goal": goal.id()})),
+            );
+            return Vec::new();
+        }
+    };
+    let Some(rules) = engine.gates().get(&name) else {
+        return Vec::new();
+    };
+    let limits = engine.evidence_rules().limits.path_limits();
+    let present = |n: &str| {
+        RelPath::parse(n, limits).is_ok_and(|leaf| {
+            open::open_leaf(c.root, &base.join(&leaf))
+                .is_ok_and(|(_, meta)| meta.is_file() && meta.len() > 0)
+        })
+    };
+    preflight::requirements(rules, goal.id())
+        .into_iter()
+        .filter(|r| !r.names.iter().any(|n| present(n)))
+        .map(|r| {
+            let alternatives: Vec<String> = r.names[1..]
+                .iter()
+                .map(|n| format!("{}/{n}", base.as_str()))
+                .collect();
+            format!(
+                "{}/{} (or {})",
+                base.as_str(),
+                r.names[0],
+                alternatives.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// The limit: `spawn.fanout_env` when it is a positive integer, else
+/// `spawn.fanout_limit` (an invalid value writes `HOOK_ENV_INVALID`).
+fn limit(c: &Ctx<'_>) -> u64 {
+    let rules = &c.policy.spawn;
+    match ambient::var(c.amb, &rules.fanout_env) {
+        None => rules.fanout_limit,
+        Some(v) => match v.trim().parse::<u64>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                c.diag.write(
+                    HookCode::HookEnvInvalid,
+                    "allow",
+                    &format!(
+                        "{} is not a positive integer; spawn.fanout_limit is used",
+                        rules.fanout_env
+                    ),
+                    Some(json!({"variable": rules.fanout_env, "bytes": v.len(), "limit": rules.fanout_limit})),
+                );
+                rules.fanout_limit
+            }
+        },
+    }
+}
+
+fn reset_key(c: &Ctx<'_>, found: &Found<'_>) -> String {
+    match c.policy.spawn.reset {
+        SpawnReset::GoalAttempt => loop_state::active_attempt(&found.located.plan)
+            .map_or_else(|| "-".to_owned(), |(id, a)| format!("{id}#a{a}")),
+        SpawnReset::Turn => c.env.turn_id.clone().unwrap_or_else(|| "-".to_owned()),
+        SpawnReset::Never => "never".to_owned(),
+    }
+}
+
+fn fanout(c: &Ctx<'_>, found: &Found<'_>) -> Decision {
+    let limit = limit(c);
+    let key = reset_key(c, found);
+    let dir = &found.located.dir;
+    let display = found.located.paths.file(COUNTER);
+    let stored = match loop_state::read_side_file(dir, COUNTER, &display, 64 * 1024) {
+        Ok(b) => b.and_then(|b| serde_json::from_slice::<Value>(&b).ok()),
+        Err(e) => return c.state_io("the spawn counter could not be read", &display, &e.message),
+    };
+    let count = stored
+        .filter(|v| v.get("resetKey").and_then(Value::as_str) == Some(key.as_str()))
+        .and_then(|v| v.get("count").and_then(Value::as_u64))
+        .unwrap_or(0);
+    if count + 1 > limit {
+        return Decision::Deny {
+            reason: format!(
+                "evidence-gate: the spawn fan-out cap is reached ({count}/{limit}). Consolidate the work into the agents already running, or raise {} if this many agents is intentional.",
+                c.policy.spawn.fanout_env
+            ),
+        };
+    }
+    let v = json!({"count": count + 1, "resetKey": key});
+    if let Err(e) = loop_state::write_side_file(dir, COUNTER, v.to_string().as_bytes()) {
+        return c.state_io("the spawn counter could not be written", &display, &e);
+    }
+    Decision::Allow
+}

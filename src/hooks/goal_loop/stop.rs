@@ -1,0 +1,229 @@
+//! `stop`: goal-loop resume (hooks.md §4). When the main agent ends a turn
+//! while this session's plan has work left, block once with a resume
+//! directive — at most `stop.max_resumes_without_progress` times while goal
+//! and criteria state stay unchanged, then pause with a stuck marker that
+//! holds until real progress.
+
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+
+use super::{Ctx, Found, Policy, boulder};
+use crate::digest::sha256_hex;
+use crate::goals::lifecycle;
+use crate::goals::loop_state;
+use crate::goals::plan::Goal;
+use crate::hooks::code::HookCode;
+use crate::hooks::event::{Decision, StopEvent};
+use crate::hooks::transcript::{self, Markers};
+use crate::store::LockError;
+
+/// Evaluates a stop in the order of hooks.md §4.1; every step before the
+/// budget only allows, cheapest first.
+pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
+    if c.env.agent.is_some() || s.stop_hook_active == Some(true) {
+        return Decision::Allow;
+    }
+    let candidates = c.policy.candidates(c.profile_flag);
+    let Some(found) = c.resolve_plan(&candidates) else {
+        return Decision::Allow;
+    };
+    let plan = &found.located.plan;
+    if lifecycle::run_complete(plan) || boulder::defers(c) || main_context_pressure(c) {
+        return Decision::Allow;
+    }
+    let Some(goal) = loop_state::resumable_goal(plan) else {
+        return Decision::Allow;
+    };
+    resume(c, &found, goal)
+}
+
+/// A context-pressure marker in the main transcript's tail: resuming would
+/// only feed an exhausted context.
+fn main_context_pressure(c: &Ctx<'_>) -> bool {
+    let markers = Markers::new(&c.hooks.context_pressure_markers);
+    c.env
+        .transcript
+        .as_deref()
+        .and_then(|p| transcript::read_tail(c.amb, p, c.hooks.transcript_tail_bytes))
+        .is_some_and(|tail| markers.found_in(&tail))
+}
+
+/// The side-file key of a goal: its id when that is a plain name, else `h`
+/// and 12 hex digits of its SHA-256, so a crafted id never names a path.
+pub fn goal_key(id: &str) -> String {
+    let plain = (1..=80).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if plain {
+        id.to_owned()
+    } else {
+        format!("h{}", &sha256_hex(id.as_bytes())[..12])
+    }
+}
+
+/// A side file's JSON: `Ok(None)` when missing, `Value::Null` when it is not
+/// JSON (a Node-format marker).
+fn read_json(c: &Ctx<'_>, found: &Found<'_>, name: &str) -> Result<Option<Value>, Decision> {
+    let display = found.located.paths.file(name);
+    match loop_state::read_side_file(&found.located.dir, name, &display, 64 * 1024) {
+        Ok(b) => Ok(b.map(|b| serde_json::from_slice(&b).unwrap_or(Value::Null))),
+        Err(e) => Err(c.state_io("a resume side file could not be read", &display, &e.message)),
+    }
+}
+
+fn digest_of(v: &Value) -> Option<&str> {
+    v.get("progressDigest").and_then(Value::as_str)
+}
+
+fn resume(c: &Ctx<'_>, found: &Found<'_>, goal: Goal<'_>) -> Decision {
+    let digest = loop_state::progress_digest(&found.located.plan);
+    let key = goal_key(goal.id());
+    let stuck = format!("auto-resume-{key}.stuck");
+    // An honoured stuck marker is decided without the lock: nothing is written.
+    match read_json(c, found, &stuck) {
+        Err(d) => return d,
+        Ok(Some(m)) if digest_of(&m) == Some(digest.as_str()) => return Decision::Allow,
+        Ok(_) => {}
+    }
+    let lock_path = found.located.paths.file(crate::goals::state::LOCK);
+    let wait = std::time::Duration::from_millis(c.hooks.lock_wait_ms);
+    let lock = match loop_state::lock_side_files(
+        &found.located.dir,
+        &found.profile.profile,
+        wait,
+        "hook stop",
+    ) {
+        Ok(l) => l,
+        Err(LockError::Timeout { waited_ms, .. }) => return c.lock_timeout(&lock_path, waited_ms),
+        Err(LockError::Unsafe { what }) => {
+            return c.state_io(
+                "the goal state lock is unusable",
+                &lock_path,
+                &format!("it is {what}"),
+            );
+        }
+        Err(LockError::Io(e)) => {
+            return c.state_io("the goal state lock could not be taken", &lock_path, &e);
+        }
+    };
+    let decision = resume_locked(c, found, goal, &key, &digest);
+    let _ = lock.release();
+    decision
+}
+
+fn resume_locked(
+    c: &Ctx<'_>,
+    found: &Found<'_>,
+    goal: Goal<'_>,
+    key: &str,
+    digest: &str,
+) -> Decision {
+    let dir = &found.located.dir;
+    let counter = format!("auto-resume-{key}.json");
+    let stuck = format!("auto-resume-{key}.stuck");
+    let marker = match read_json(c, found, &stuck) {
+        Ok(m) => m,
+        Err(d) => return d,
+    };
+    if let Some(m) = &marker {
+        if digest_of(m) == Some(digest) {
+            return Decision::Allow;
+        }
+        if let Err(e) = loop_state::remove_side_file(dir, &stuck) {
+            return c.state_io(
+                "a stale stuck marker could not be deleted",
+                &found.located.paths.file(&stuck),
+                &e,
+            );
+        }
+    }
+    let stored = match read_json(c, found, &counter) {
+        Ok(v) => v,
+        Err(d) => return d,
+    };
+    let count = match (&marker, &stored) {
+        (None, Some(v)) if digest_of(v) == Some(digest) => {
+            v.get("count").and_then(Value::as_u64).unwrap_or(0)
+        }
+        _ => 0,
+    };
+    let max = c.policy.stop.max_resumes_without_progress;
+    let now = crate::time::rfc3339_ms(SystemTime::now());
+    let p = found.profile;
+    if count < max {
+        let v = json!({"count": count + 1, "progressDigest": digest, "updatedAt": now});
+        if let Err(e) = loop_state::write_side_file(dir, &counter, v.to_string().as_bytes()) {
+            return c.state_io(
+                "the resume counter could not be written",
+                &found.located.paths.file(&counter),
+                &e,
+            );
+        }
+        return Decision::Block {
+            reason: Policy::render_stop(
+                p,
+                goal.id(),
+                goal.title(),
+                found.located.scope_sid(),
+                count + 1,
+                max,
+                c.hooks.max_reason_bytes,
+            ),
+        };
+    }
+    let v = json!({
+        "reason": format!("goal and criteria state unchanged after {count} resumes"),
+        "count": count,
+        "progressDigest": digest,
+        "at": now,
+    });
+    if let Err(e) = loop_state::write_side_file(dir, &stuck, v.to_string().as_bytes()) {
+        return c.state_io(
+            "the stuck marker could not be written",
+            &found.located.paths.file(&stuck),
+            &e,
+        );
+    }
+    let notify = c.policy.stop.notify_when_stuck;
+    c.diag.write(
+        HookCode::StopStuck,
+        if notify { "notify" } else { "allow" },
+        "auto-resume paused: goal and criteria state did not change over the allowed resumes",
+        Some(
+            json!({"goal": goal.id(), "count": count, "marker": found.located.paths.file(&stuck)}),
+        ),
+    );
+    if !notify {
+        return Decision::Allow;
+    }
+    let scope = found
+        .located
+        .scope_sid()
+        .map(|s| format!(" {} {s}", p.profile.session.flag))
+        .unwrap_or_default();
+    Decision::Notify {
+        message: format!(
+            "evidence-gate: auto-resume is paused for goal {} because its goal and criteria state did not change over the last {count} resumes; check the plan with `{} status{scope} --json`.",
+            goal.id(),
+            p.profile.command_prefix
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crafted_ids_never_name_a_path() {
+        assert_eq!(goal_key("G001"), "G001");
+        assert_eq!(goal_key("G2-add-tests_v1.2"), "G2-add-tests_v1.2");
+        for bad in ["../../x", "a/b", "", "ü", &"x".repeat(81)] {
+            let k = goal_key(bad);
+            assert!(k.starts_with('h') && k.len() == 13, "{bad:?} → {k}");
+        }
+        assert_ne!(goal_key("a/b"), goal_key("a\\b"));
+    }
+}

@@ -1,0 +1,239 @@
+//! Ultrawork injection (hooks.md §5.3): a whole-word trigger, skipped under
+//! context pressure and when the transcript tail already holds our recorded
+//! injection, rendered from our own template within the host's cap.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::Ctx;
+use crate::hooks::event::Decision;
+use crate::hooks::host::Host;
+use crate::hooks::transcript::{self, Markers};
+
+const SHORTENED: &str = "[ultrawork directive shortened to fit this host's context limit]";
+
+/// True when `prompt` holds a trigger as a whole word (ASCII
+/// case-insensitive; a boundary is a text edge or any character other than
+/// an ASCII letter, digit or `_`).
+pub fn triggered(prompt: &str, triggers: &[String]) -> bool {
+    let hay = prompt.as_bytes();
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    triggers.iter().any(|t| {
+        let t = t.as_bytes();
+        !t.is_empty()
+            && hay.windows(t.len()).enumerate().any(|(i, w)| {
+                w.eq_ignore_ascii_case(t)
+                    && (i == 0 || !word(hay[i - 1]))
+                    && hay.get(i + t.len()).is_none_or(|b| !word(*b))
+            })
+    })
+}
+
+/// True when a line of `tail` holding `tag` is recorded hook output of a
+/// prompt event (`hookSpecificOutput.hookEventName` `UserPromptSubmit` or
+/// `BeforeAgent` with `additionalContext` containing the tag) rather than,
+/// say, a user quoting it.
+pub fn already_injected(tail: &[u8], tag: &str) -> bool {
+    let tag_b = tag.as_bytes();
+    let mut from = 0;
+    while let Some(off) = find(&tail[from..], tag_b) {
+        let at = from + off;
+        let start = tail[..at]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1);
+        let end = tail[at..]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map_or(tail.len(), |i| at + i);
+        if let Ok(v) = serde_json::from_slice::<Value>(&tail[start..end])
+            && recorded_output(&v, tag, 0)
+        {
+            return true;
+        }
+        from = end.max(at + tag_b.len());
+        if from >= tail.len() {
+            break;
+        }
+    }
+    false
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn recorded_output(v: &Value, tag: &str, depth: usize) -> bool {
+    if depth > 6 {
+        return false;
+    }
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::Object(h)) = m.get("hookSpecificOutput") {
+                let event = h.get("hookEventName").and_then(Value::as_str);
+                let context = h.get("additionalContext").and_then(Value::as_str);
+                if matches!(event, Some("UserPromptSubmit" | "BeforeAgent"))
+                    && context.is_some_and(|t| t.contains(tag))
+                {
+                    return true;
+                }
+            }
+            m.values().any(|x| recorded_output(x, tag, depth + 1))
+        }
+        Value::Array(a) => a.iter().any(|x| recorded_output(x, tag, depth + 1)),
+        _ => false,
+    }
+}
+
+fn cap_for(c: &Ctx<'_>) -> usize {
+    let caps = &c.policy.prompt.max_context_bytes;
+    match c.env.host {
+        Host::ClaudeCode => caps.claude_code,
+        Host::Gemini => caps.gemini,
+        Host::Codex | Host::Agy | Host::Common => caps.codex,
+    }
+}
+
+fn normalise(text: &str) -> String {
+    text.replace("\r\n", "\n")
+        .replace('\r', "\n")
+        .trim()
+        .to_owned()
+}
+
+/// Cut at a line boundary so that the text plus a final "shortened" line
+/// fits `cap`.
+fn shorten(text: &str, cap: usize) -> String {
+    let budget = cap.saturating_sub(SHORTENED.len() + 1);
+    let mut out = String::new();
+    for line in text.lines() {
+        if out.len() + line.len() + 1 > budget {
+            break;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str(SHORTENED);
+    out
+}
+
+fn skill_path(c: &Ctx<'_>) -> Option<PathBuf> {
+    let p = c.policy.prompt.ultrawork_skill_path.as_deref()?;
+    let p = Path::new(p);
+    let abs = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        c.env.cwd.join(p)
+    };
+    transcript::open_transcript(c.amb, &abs).map(|_| abs)
+}
+
+/// Whether the profile in effect allows injection: the session's plan's
+/// profile when there is one, else any candidate profile.
+fn profile_allows(c: &Ctx<'_>) -> bool {
+    let candidates = c.policy.candidates(c.profile_flag);
+    if !candidates
+        .iter()
+        .any(|p| p.profile.hooks.ultrawork_injection)
+    {
+        return false;
+    }
+    match c.resolve_plan(&candidates) {
+        Some(f) => f.profile.profile.hooks.ultrawork_injection,
+        None => true,
+    }
+}
+
+/// The ultrawork decision for a prompt without a steering marker.
+pub(super) fn decide(c: &Ctx<'_>, prompt: &str) -> Decision {
+    let rules = &c.policy.prompt;
+    if !c.with_ultrawork || !triggered(prompt, &rules.ultrawork_triggers) {
+        return Decision::Allow;
+    }
+    let markers = Markers::new(&c.hooks.context_pressure_markers);
+    if markers.found_in(prompt.as_bytes()) || !profile_allows(c) {
+        return Decision::Allow;
+    }
+    if let Some(tail) = c
+        .env
+        .transcript
+        .as_deref()
+        .and_then(|p| transcript::read_tail(c.amb, p, rules.ultrawork_tail_bytes))
+        && (already_injected(&tail, &rules.ultrawork_tag) || markers.found_in(&tail))
+    {
+        return Decision::Allow;
+    }
+    let cap = cap_for(c);
+    let skill = skill_path(c);
+    let pointer = |p: &Path| {
+        normalise(&c.policy.ultrawork_pointer.render(&|slot| match slot {
+            "SKILL_PATH" => p.display().to_string(),
+            _ => String::new(),
+        }))
+    };
+    let mut text = match &skill {
+        Some(p) => pointer(p),
+        None => normalise(&c.policy.ultrawork.render(&|_| String::new())),
+    };
+    if text.len() > cap {
+        text = shorten(&text, cap);
+    }
+    if text.is_empty() {
+        return Decision::Allow;
+    }
+    Decision::Context { text }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_words_only() {
+        let t = vec!["ultrawork".to_owned(), "ulw".to_owned()];
+        for yes in [
+            "ulw",
+            "ULW: go",
+            "/ulw now",
+            "run ulw-loop",
+            "(ultrawork)",
+            "x ulw\n",
+        ] {
+            assert!(triggered(yes, &t), "{yes}");
+        }
+        for no in ["bulwark", "ulwx", "ultraworks", "_ulw", "ulw_x", "2ulw"] {
+            assert!(!triggered(no, &t), "{no}");
+        }
+        assert!(
+            triggered("é ulw", &t),
+            "a non-ASCII neighbour is a boundary"
+        );
+    }
+
+    #[test]
+    fn only_recorded_output_counts_as_injected() {
+        let tag = "<ultrawork-mode>";
+        let recorded = br#"{"type":"hook_output","hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"<ultrawork-mode>\nX"}}"#;
+        assert!(already_injected(recorded, tag));
+        let nested = br#"{"payload":{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"<ultrawork-mode>"}}}"#;
+        assert!(already_injected(nested, tag));
+        let quoted = br#"{"type":"user","content":"please paste <ultrawork-mode> here"}"#;
+        assert!(!already_injected(quoted, tag));
+        let quoted_shape = br#"{"type":"user","content":"{\"hookSpecificOutput\":{\"hookEventName\":\"UserPromptSubmit\",\"additionalContext\":\"<ultrawork-mode>\"}}"}"#;
+        assert!(!already_injected(quoted_shape, tag));
+        let mut two = quoted.to_vec();
+        two.push(b'\n');
+        two.extend_from_slice(recorded);
+        assert!(already_injected(&two, tag));
+        assert!(!already_injected(b"<ultrawork-mode> partial line", tag));
+    }
+
+    #[test]
+    fn shortening_keeps_whole_lines() {
+        let text = "line one\nline two\nline three";
+        let s = shorten(text, SHORTENED.len() + 12);
+        assert_eq!(s, format!("line one\n{SHORTENED}"));
+        assert!(s.len() <= SHORTENED.len() + 12);
+    }
+}
