@@ -21,6 +21,10 @@ const SCRUB: &[&str] = &[
     "EVIDENCE_GATE_DEBUG",
     "EVIDENCE_GATE_TEST_FAULT",
     "EVIDENCE_GATE_IO_REPORT",
+    "OMO_TEAM_ROLE",
+    "OMAGY_TEAM_ROLE",
+    "OMO_SPAWN_FANOUT_LIMIT",
+    "OMO_AGENT_TOOLKIT_SURFACE",
 ];
 
 pub const WORKER: &str = "lazycodex-worker-medium";
@@ -294,4 +298,132 @@ pub fn blocked_with(h: &HookRepo, payload: &serde_json::Value, code: &str) -> St
 pub fn chmod(p: &std::path::Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+// --- goal-loop hooks -------------------------------------------------------------
+
+pub const ULW: &str = ".omo/ulw-loop";
+pub const UG: &str = ".omagy/ultragoal";
+
+impl HookRepo {
+    /// Runs `evidence-gate hook <event> <args…>` on a payload.
+    pub fn hook(&self, event: &str, args: &[&str], payload: &Value, env: &[(&str, &str)]) -> Run {
+        let mut a = vec!["hook", event];
+        a.extend_from_slice(args);
+        self.run(&a, payload.to_string().as_bytes(), env)
+    }
+
+    /// A Codex payload of `event` for session `sid` plus `extra` keys.
+    pub fn codex_event(&self, event: &str, sid: &str, extra: Value) -> Value {
+        let mut v = json!({
+            "session_id": sid,
+            "turn_id": "turn-1",
+            "transcript_path": null,
+            "cwd": self.path().to_str().unwrap(),
+            "hook_event_name": event,
+            "model": "gpt-5-codex",
+            "permission_mode": "default",
+        });
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    }
+
+    /// A Codex main-agent Stop payload.
+    pub fn codex_stop(&self, sid: &str) -> Value {
+        self.codex_event(
+            "Stop",
+            sid,
+            json!({"stop_hook_active": false, "last_assistant_message": "Done for now."}),
+        )
+    }
+
+    /// Writes `goals.json` into `<dir>` (e.g. `.omo/ulw-loop/s1`).
+    pub fn write_plan(&self, dir: &str, plan: &Value) {
+        self.write(
+            &format!("{dir}/goals.json"),
+            serde_json::to_string_pretty(plan).unwrap(),
+        );
+    }
+
+    /// Reads a JSON state file, if present.
+    pub fn read_json(&self, rel: &str) -> Option<Value> {
+        let text = std::fs::read_to_string(self.join(rel)).ok()?;
+        Some(serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// Names of the files in a directory (sorted; missing → empty).
+    pub fn files_in(&self, rel: &str) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.join(rel)) else {
+            return Vec::new();
+        };
+        let mut v: Vec<String> = entries
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+/// A goal object: `(id, status, criteria [(id, status)])`.
+pub fn goal(id: &str, status: &str, criteria: &[(&str, &str)]) -> Value {
+    json!({
+        "id": id,
+        "title": format!("Title of {id}"),
+        "objective": format!("Objective of {id}"),
+        "status": status,
+        "attempt": if status == "pending" { 0 } else { 1 },
+        "successCriteria": criteria.iter().map(|(c, s)| json!({
+            "id": c, "scenario": "s", "expectedEvidence": "e", "userModel": "happy", "status": s,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// A plan document over `goals`, with `sessionId` and `activeGoalId`.
+pub fn plan(session: Option<&str>, active: Option<&str>, goals: Vec<Value>) -> Value {
+    json!({
+        "version": 1,
+        "profile": "ulw-loop",
+        "sessionId": session,
+        "activeGoalId": active,
+        "updatedAt": "2026-11-30T10:00:00.000Z",
+        "goals": goals,
+    })
+}
+
+/// The context text of a prompt run (panics when the run gave none).
+pub fn context_text(run: &Run) -> String {
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let v = run.json();
+    let h = &v["hookSpecificOutput"];
+    assert_eq!(
+        v.as_object().unwrap().len(),
+        1,
+        "only hookSpecificOutput: {v}"
+    );
+    let keys: Vec<&String> = h.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["hookEventName", "additionalContext"], "{v}");
+    h["additionalContext"].as_str().unwrap().to_owned()
+}
+
+/// The deny reason of a tool run in the Codex/Claude shape (panics otherwise).
+pub fn deny_reason(run: &Run) -> String {
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let v = run.json();
+    assert_eq!(v.as_object().unwrap().len(), 1, "{v}");
+    let h = &v["hookSpecificOutput"];
+    let keys: Vec<&String> = h.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "hookEventName",
+            "permissionDecision",
+            "permissionDecisionReason"
+        ],
+        "no additionalContext, no allow: {v}"
+    );
+    assert_eq!(h["hookEventName"], "PreToolUse");
+    assert_eq!(h["permissionDecision"], "deny");
+    h["permissionDecisionReason"].as_str().unwrap().to_owned()
 }

@@ -199,7 +199,10 @@ fn write_merges_replaces_ours_and_keeps_the_rest() {
             .unwrap();
     assert_eq!(doc["permissions"], existing["permissions"]);
     let pre = doc["hooks"]["PreToolUse"].as_array().unwrap();
-    assert_eq!(pre[0], existing["hooks"]["PreToolUse"][0], "the unrelated hook stays first");
+    assert_eq!(
+        pre[0], existing["hooks"]["PreToolUse"][0],
+        "the unrelated hook stays first"
+    );
     assert_eq!(pre.len(), 3, "plus our team guard and spawn guard: {pre:?}");
     assert_eq!(pre[1]["matcher"], "^Bash$");
     assert_eq!(pre[2]["matcher"], "^(Task|Agent)$");
@@ -389,10 +392,19 @@ fn gemini_and_agy_get_the_goal_loop_hooks_but_no_subagent_stop() {
     assert_eq!(doc["tools"]["enableHooks"], true);
     let (_, v) = init_json(
         &h,
-        &["--host", "gemini", "--binary", "evidence-gate", "--team-guard"],
+        &[
+            "--host",
+            "gemini",
+            "--binary",
+            "evidence-gate",
+            "--team-guard",
+        ],
     );
     let doc: Value = serde_json::from_str(v["files"][0]["content"].as_str().unwrap()).unwrap();
-    assert_eq!(doc["hooks"]["BeforeTool"][0]["matcher"], "^run_shell_command$");
+    assert_eq!(
+        doc["hooks"]["BeforeTool"][0]["matcher"],
+        "^run_shell_command$"
+    );
     let (_, v) = init_json(&h, &["--host", "agy", "--binary", "evidence-gate"]);
     let doc: Value = serde_json::from_str(v["files"][0]["content"].as_str().unwrap()).unwrap();
     let events: Vec<&String> = doc["hooks"].as_object().unwrap().keys().collect();
@@ -467,7 +479,10 @@ fn doctor_fails_on_wiring_mistakes() {
     let (code, checks) = doctor(&h, &["--host", "codex"]);
     assert_eq!(code, 1);
     assert_eq!(status(&checks, "hooks.wired.codex"), "fail");
-    let wired = checks.iter().find(|c| c["id"] == "hooks.wired.codex").unwrap();
+    let wired = checks
+        .iter()
+        .find(|c| c["id"] == "hooks.wired.codex")
+        .unwrap();
     let msg = wired["message"].as_str().unwrap();
     assert!(msg.contains("3/5 events wired"), "{msg}");
     assert!(msg.contains("Stop (`hook stop`) is not wired"), "{msg}");
@@ -488,7 +503,8 @@ fn doctor_fails_on_wiring_mistakes() {
     assert_eq!(status(&checks, "shell.roundtrip.codex"), "ok");
     let mut pre = fixed.clone();
     pre["hooks"]["SubagentStop"] = good["hooks"]["SubagentStop"].clone();
-    pre["hooks"]["PreToolUse"][0]["matcher"] = json!("^(create_goal|shell|exec_command|local_shell)$");
+    pre["hooks"]["PreToolUse"][0]["matcher"] =
+        json!("^(create_goal|shell|exec_command|local_shell)$");
     h.write(".codex/hooks.json", pre.to_string());
     let (_, checks) = doctor(&h, &["--host", "codex"]);
     assert_eq!(

@@ -49,7 +49,10 @@ pub const STOP_PLACEHOLDERS: &[&str] = &[
 pub const CREATE_GOAL_PLACEHOLDERS: &[&str] = &["PROBLEMS", "ALLOWED_KEYS"];
 /// Placeholders of the ultrawork pointer template (hooks.md §5.3).
 pub const POINTER_PLACEHOLDERS: &[&str] = &["SKILL_PATH"];
-const MAX_STATIC_TEMPLATE: usize = 1536;
+/// Static text of the reason templates (the rendered reason is ≤ 2 KiB).
+const MAX_STATIC_REASON: usize = 1536;
+/// Static text of the injected context templates (shortened per host later).
+const MAX_STATIC_CONTEXT: usize = 16 * 1024;
 
 /// One profile with its compiled stop directive.
 #[derive(Debug, Clone)]
@@ -89,15 +92,16 @@ fn template(
     key: &str,
     allowed: &[&'static str],
     required: &[&str],
+    max_static: usize,
 ) -> Result<Template, String> {
     let text = directives
         .0
         .get(name)
         .ok_or_else(|| format!("{key}: no directive template named `{name}`"))?;
     let t = Template::compile(text, allowed).map_err(|e| format!("/directives/{name}: {e}"))?;
-    if t.static_len() > MAX_STATIC_TEMPLATE {
+    if t.static_len() > max_static {
         return Err(format!(
-            "/directives/{name}: the static text is over {MAX_STATIC_TEMPLATE} bytes"
+            "/directives/{name}: the static text is over {max_static} bytes"
         ));
     }
     for r in required {
@@ -133,6 +137,7 @@ impl Policy {
                     &key,
                     STOP_PLACEHOLDERS,
                     &["GOAL_ID"],
+                    MAX_STATIC_REASON,
                 )?;
                 Ok(LoopProfile {
                     profile: p,
@@ -146,6 +151,7 @@ impl Policy {
             "/create_goal_guard/directive",
             CREATE_GOAL_PLACEHOLDERS,
             &["PROBLEMS"],
+            MAX_STATIC_REASON,
         )?;
         let ultrawork = template(
             &directives,
@@ -153,6 +159,7 @@ impl Policy {
             "/user_prompt_submit/ultrawork_directive",
             &[],
             &[],
+            MAX_STATIC_CONTEXT,
         )?;
         let ultrawork_pointer = template(
             &directives,
@@ -160,6 +167,7 @@ impl Policy {
             "/user_prompt_submit/ultrawork_pointer_directive",
             POINTER_PLACEHOLDERS,
             &["SKILL_PATH"],
+            MAX_STATIC_CONTEXT,
         )?;
         for (name, t) in [
             (&prompt.ultrawork_directive, &ultrawork),

@@ -1,0 +1,347 @@
+//! `evidence-gate hook user-prompt-submit` (hooks.md §5): steering markers
+//! and ultrawork injection.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::goals_support::clean_env;
+use crate::hooks_support::*;
+
+const SID: &str = "019a0000-0000-7000-8000-00000000a001";
+
+fn prompt(h: &HookRepo, args: &[&str], payload: &Value) -> crate::common::Run {
+    prompt_env(h, args, payload, &[])
+}
+
+fn prompt_env(
+    h: &HookRepo,
+    args: &[&str],
+    payload: &Value,
+    env: &[(&str, &str)],
+) -> crate::common::Run {
+    let mut a = vec!["--host", "codex"];
+    a.extend_from_slice(args);
+    let mut all = clean_env();
+    all.extend_from_slice(env);
+    h.hook("user-prompt-submit", &a, payload, &all)
+}
+
+fn transcript_fixture(name: &str) -> Vec<u8> {
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/hosts/codex/transcripts")
+            .join(name),
+    )
+    .unwrap()
+}
+
+fn ulw(h: &HookRepo) -> Value {
+    fixture("codex/user-prompt-submit/synth-ulw-word.json", h.path())
+}
+
+#[test]
+fn regression_6_ulw_injects_and_bulwark_does_not() {
+    let h = HookRepo::new();
+    let text = context_text(&prompt(&h, &["--with-ultrawork"], &ulw(&h)));
+    assert!(text.starts_with("<ultrawork-mode>"), "{text}");
+    assert!(text.ends_with("</ultrawork-mode>"), "{text}");
+    assert!(text.contains("ULTRAWORK MODE ENABLED!"));
+    assert!(text.contains("create_goal with `objective` only"), "{text}");
+    assert!(text.len() <= 4000, "the Codex cap: {}", text.len());
+    assert!(!text.contains('\r'));
+    let v = prompt(&h, &["--with-ultrawork"], &ulw(&h)).json();
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "UserPromptSubmit");
+    let bulwark = fixture("codex/user-prompt-submit/synth-bulwark.json", h.path());
+    assert_allow(&prompt(&h, &["--with-ultrawork"], &bulwark));
+    for word in [
+        "ULW: go",
+        "/ulw",
+        "start the ulw-loop",
+        "(ultrawork) please",
+    ] {
+        let mut p = ulw(&h);
+        p["prompt"] = json!(word);
+        context_text(&prompt(&h, &["--with-ultrawork"], &p));
+    }
+    for word in ["ulwx", "ultraworks", "my_ulw_var"] {
+        let mut p = ulw(&h);
+        p["prompt"] = json!(word);
+        assert_allow(&prompt(&h, &["--with-ultrawork"], &p));
+    }
+    assert!(h.diagnostics().is_empty());
+}
+
+#[test]
+fn regression_6_an_injected_tag_in_the_tail_prevents_reinjection_and_a_quoted_one_does_not() {
+    let h = HookRepo::new();
+    h.write(
+        "transcripts/injected.jsonl",
+        transcript_fixture("ultrawork-injected.jsonl"),
+    );
+    let mut p = ulw(&h);
+    p["transcript_path"] = json!(h.join("transcripts/injected.jsonl"));
+    assert_allow(&prompt(&h, &["--with-ultrawork"], &p));
+    let quoted =
+        json!({"type": "message", "role": "user", "content": "what does <ultrawork-mode> do?"});
+    h.write("transcripts/quoted.jsonl", format!("{quoted}\n"));
+    p["transcript_path"] = json!(h.join("transcripts/quoted.jsonl"));
+    context_text(&prompt(&h, &["--with-ultrawork"], &p));
+    // An injection older than the 512,000-byte tail is history.
+    let mut old = transcript_fixture("ultrawork-injected.jsonl");
+    while old.len() < 600_000 {
+        old.extend_from_slice(
+            b"{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"step\"}\n",
+        );
+    }
+    h.write("transcripts/old.jsonl", &old);
+    p["transcript_path"] = json!(h.join("transcripts/old.jsonl"));
+    context_text(&prompt(&h, &["--with-ultrawork"], &p));
+    // Claude Code records the same shape.
+    let c = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/hosts/claude-code/transcripts/ultrawork-injected.jsonl"),
+    )
+    .unwrap();
+    h.write("transcripts/claude.jsonl", &c);
+    let mut cp = fixture("claude-code/user-prompt-submit/synth-plain.json", h.path());
+    cp["prompt"] = json!("ulw: again");
+    cp["transcript_path"] = json!(h.join("transcripts/claude.jsonl"));
+    let run = h.hook(
+        "user-prompt-submit",
+        &["--host", "claude-code", "--with-ultrawork"],
+        &cp,
+        &clean_env(),
+    );
+    assert_allow(&run);
+}
+
+#[test]
+fn ultrawork_needs_the_flag_a_willing_profile_and_no_context_pressure() {
+    let h = HookRepo::new();
+    assert_allow(&prompt(&h, &[], &ulw(&h)));
+    assert_allow(&prompt(
+        &h,
+        &["--with-ultrawork", "--profile", "ultragoal"],
+        &ulw(&h),
+    ));
+    let mut p = ulw(&h);
+    p["prompt"] = json!("ulw: context compacted again, continue");
+    assert_allow(&prompt(&h, &["--with-ultrawork"], &p));
+    h.write(
+        "transcripts/pressure.jsonl",
+        transcript_fixture("context-pressure-tail.jsonl"),
+    );
+    let mut p = ulw(&h);
+    p["transcript_path"] = json!(h.join("transcripts/pressure.jsonl"));
+    assert_allow(&prompt(&h, &["--with-ultrawork"], &p));
+    // A live ultragoal plan owns persistence for this session.
+    let mut ug = plan(Some(SID), Some("U1"), vec![goal("U1", "in_progress", &[])]);
+    ug["profile"] = json!("ultragoal");
+    h.write_plan(&format!("{UG}/{SID}"), &ug);
+    assert_allow(&prompt(&h, &["--with-ultrawork"], &ulw(&h)));
+    h.write_plan(&format!("{ULW}/{SID}"), &{
+        let mut p = plan(Some(SID), Some("G1"), vec![goal("G1", "in_progress", &[])]);
+        p["updatedAt"] = json!("2026-12-30T10:00:00.000Z");
+        p
+    });
+    context_text(&prompt(&h, &["--with-ultrawork"], &ulw(&h)));
+}
+
+#[test]
+fn an_existing_skill_file_gets_the_pointer() {
+    let h = HookRepo::new();
+    h.write("skills/ultrawork/SKILL.md", "# Ultrawork\n");
+    h.write(
+        ".evidence-gate/rules.json",
+        r#"{"user_prompt_submit": {"ultrawork_skill_path": "skills/ultrawork/SKILL.md"}}"#,
+    );
+    let text = context_text(&prompt(&h, &["--with-ultrawork"], &ulw(&h)));
+    assert!(
+        text.contains(&format!(
+            "{}",
+            h.join("skills/ultrawork/SKILL.md").display()
+        )),
+        "{text}"
+    );
+    assert!(text.len() < 600, "the pointer is short: {}", text.len());
+    std::fs::remove_file(h.join("skills/ultrawork/SKILL.md")).unwrap();
+    let text = context_text(&prompt(&h, &["--with-ultrawork"], &ulw(&h)));
+    assert!(
+        text.contains("Triage"),
+        "missing skill: the full text: {text}"
+    );
+}
+
+#[test]
+fn a_long_directive_is_cut_at_a_line_with_a_note() {
+    let h = HookRepo::new();
+    let mut long = String::from("<ultrawork-mode>\n");
+    for i in 0..200 {
+        long.push_str(&format!(
+            "{i}. keep going and verify every claim with a real command\n"
+        ));
+    }
+    long.push_str("</ultrawork-mode>\n");
+    h.write(
+        ".evidence-gate/rules.json",
+        json!({"directives": {"ultrawork": long}}).to_string(),
+    );
+    let text = context_text(&prompt(&h, &["--with-ultrawork"], &ulw(&h)));
+    assert!(
+        h.diagnostics().is_empty(),
+        "the long override is valid: {:?}",
+        h.diagnostics()
+    );
+    assert!(text.len() <= 4000, "{}", text.len());
+    assert!(text.ends_with("[ultrawork directive shortened to fit this host's context limit]"));
+    let mut cp = fixture("claude-code/user-prompt-submit/synth-plain.json", h.path());
+    cp["prompt"] = json!("ulw");
+    let run = h.hook(
+        "user-prompt-submit",
+        &["--host", "claude-code", "--with-ultrawork"],
+        &cp,
+        &clean_env(),
+    );
+    let text = context_text(&run);
+    assert!(
+        text.len() > 4000 && text.len() <= 9000,
+        "Claude Code's cap: {}",
+        text.len()
+    );
+}
+
+#[test]
+fn gemini_before_agent_gets_its_context_shape() {
+    let h = HookRepo::new();
+    let mut p = fixture(
+        "gemini/user-prompt-submit/synth-before-agent.json",
+        h.path(),
+    );
+    p["prompt"] = json!("ulw fix the bug");
+    let run = h.hook(
+        "user-prompt-submit",
+        &["--host", "gemini", "--with-ultrawork"],
+        &p,
+        &clean_env(),
+    );
+    let v = run.json();
+    assert_eq!(v.as_object().unwrap().len(), 1, "{v}");
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "BeforeAgent");
+    assert!(
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .starts_with("<ultrawork-mode>")
+    );
+    let plain = fixture(
+        "gemini/user-prompt-submit/synth-before-agent.json",
+        h.path(),
+    );
+    assert_allow(&h.hook(
+        "user-prompt-submit",
+        &["--host", "gemini", "--with-ultrawork"],
+        &plain,
+        &clean_env(),
+    ));
+    let claude = fixture("claude-code/user-prompt-submit/synth-plain.json", h.path());
+    assert_allow(&h.hook(
+        "user-prompt-submit",
+        &["--host", "claude-code"],
+        &claude,
+        &clean_env(),
+    ));
+    let codex = fixture("codex/user-prompt-submit/synth-plain.json", h.path());
+    assert_allow(&prompt(&h, &["--with-ultrawork"], &codex));
+}
+
+#[test]
+fn a_malformed_directive_is_reported_and_never_falls_through_to_ultrawork() {
+    let h = HookRepo::new();
+    let p = fixture(
+        "codex/user-prompt-submit/synth-steer-malformed.json",
+        h.path(),
+    );
+    let text = context_text(&prompt(&h, &["--with-ultrawork"], &p));
+    assert!(
+        text.starts_with("evidence-gate steering: rejected"),
+        "{text}"
+    );
+    assert!(text.contains("not valid JSON"), "{text}");
+    assert!(text.contains("plan unchanged"), "{text}");
+    assert!(!text.contains("{\"kind\""), "no input echo: {text}");
+    let mut q = p.clone();
+    q["prompt"] = json!("ulw OMO_ULW_LOOP_STEER: [1, 2]");
+    let text = context_text(&prompt(&h, &["--with-ultrawork"], &q));
+    assert!(text.contains("must be one JSON object"), "{text}");
+    q["prompt"] = json!(format!(
+        "OMO_ULW_LOOP_STEER: {{\"evidence\": \"{}\"}}",
+        "x".repeat(70_000)
+    ));
+    let text = context_text(&prompt(&h, &[], &q));
+    assert!(text.contains("over the 65536-byte limit"), "{text}");
+    // Ordinary prose never changes anything.
+    q["prompt"] = json!("please use OMO_ULW_LOOP_STEER later");
+    assert_allow(&prompt(&h, &[], &q));
+}
+
+#[test]
+fn a_directive_without_a_plan_applies_nothing() {
+    let h = HookRepo::new();
+    let p = fixture(
+        "codex/user-prompt-submit/synth-steer-directive.json",
+        h.path(),
+    );
+    let text = context_text(&prompt(&h, &[], &p));
+    assert_eq!(
+        text,
+        "evidence-gate steering: no ulw-loop plan exists for this session; nothing was applied"
+    );
+    let mut ug = p.clone();
+    ug["prompt"] = json!(
+        "OMAGY_ULTRAGOAL_STEER: {\"kind\":\"annotate_ledger\",\"evidence\":\"e\",\"rationale\":\"r\"}"
+    );
+    let text = context_text(&prompt(&h, &[], &ug));
+    assert!(
+        text.contains("no ultragoal plan exists"),
+        "the marker selects the profile: {text}"
+    );
+    assert!(h.diagnostics().is_empty());
+}
+
+#[test]
+fn a_directive_from_a_team_worker_is_ignored() {
+    let h = HookRepo::new();
+    h.write_plan(
+        &format!("{ULW}/{SID}"),
+        &plan(Some(SID), Some("G1"), vec![goal("G1", "in_progress", &[])]),
+    );
+    let plan_before = std::fs::read(h.join(&format!("{ULW}/{SID}/goals.json"))).unwrap();
+    let mut p = fixture(
+        "codex/user-prompt-submit/synth-steer-directive.json",
+        h.path(),
+    );
+    p["agent_id"] = json!("agent-7");
+    p["agent_type"] = json!("lazycodex-worker-high");
+    let text = context_text(&prompt(&h, &[], &p));
+    assert!(text.contains("ignored"), "{text}");
+    let d = h.diagnostics();
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0]["code"], "STEER_WORKER_IGNORED");
+    assert_eq!(d[0]["detail"]["worker"], "agent_type:lazycodex-worker-high");
+    let leader = fixture(
+        "codex/user-prompt-submit/synth-steer-directive.json",
+        h.path(),
+    );
+    let run = prompt_env(&h, &[], &leader, &[("OMO_TEAM_ROLE", "worker")]);
+    assert!(context_text(&run).contains("env:OMO_TEAM_ROLE"));
+    assert_eq!(
+        std::fs::read(h.join(&format!("{ULW}/{SID}/goals.json"))).unwrap(),
+        plan_before
+    );
+    assert_eq!(
+        h.files_in(&format!("{ULW}/{SID}")),
+        ["goals.json"],
+        "no lock, no ledger"
+    );
+}

@@ -1,0 +1,603 @@
+//! `evidence-gate hook stop` (hooks.md §4): goal-loop resume, driven through
+//! the real binary with plans written by the engine or by hand.
+
+use serde_json::{Value, json};
+
+use crate::goals_support::{clean_env, eg};
+use crate::hooks_support::*;
+
+const SID: &str = "sess-1";
+
+fn stop(h: &HookRepo, payload: &Value) -> crate::common::Run {
+    h.hook("stop", &["--host", "codex"], payload, &clean_env())
+}
+
+fn live_plan(h: &HookRepo) {
+    h.write_plan(
+        &format!("{ULW}/{SID}"),
+        &plan(
+            Some(SID),
+            Some("G001"),
+            vec![
+                goal(
+                    "G001",
+                    "in_progress",
+                    &[("C001", "pending"), ("C002", "pass")],
+                ),
+                goal("G002", "pending", &[("C001", "pending")]),
+            ],
+        ),
+    );
+}
+
+fn counter(h: &HookRepo, goal: &str) -> Option<Value> {
+    h.read_json(&format!("{ULW}/{SID}/auto-resume-{goal}.json"))
+}
+
+fn stuck(h: &HookRepo, goal: &str) -> Option<Value> {
+    h.read_json(&format!("{ULW}/{SID}/auto-resume-{goal}.stuck"))
+}
+
+#[test]
+fn resumes_an_engine_plan_with_the_session_flag() {
+    let h = HookRepo::new();
+    let env = clean_env();
+    let create = eg(
+        &h.repo,
+        "ulw-loop",
+        &[
+            "create-goals",
+            "--session-id",
+            "s1",
+            "--brief",
+            "- parse the config\n- add tests",
+            "--json",
+        ],
+    );
+    assert_eq!(create.code, 0, "{}{}", create.stdout, create.stderr);
+    let start = eg(
+        &h.repo,
+        "ulw-loop",
+        &["complete-goals", "--session-id", "s1", "--json"],
+    );
+    assert_eq!(start.code, 0, "{}", start.stdout);
+    let plan: Value = h.read_json(&format!("{ULW}/s1/goals.json")).unwrap();
+    let first = plan["goals"][0]["id"].as_str().unwrap().to_owned();
+    let title = plan["goals"][0]["title"].as_str().unwrap().to_owned();
+    let run = h.hook("stop", &["--host", "codex"], &h.codex_stop("s1/"), &env);
+    let reason = block_reason(&run);
+    assert!(
+        reason.contains("this session's ulw-loop run still has unfinished goals"),
+        "{reason}"
+    );
+    assert!(reason.contains(&format!("{first} — {title}")), "{reason}");
+    assert!(
+        reason.contains("`omo ulw-loop status --session-id s1 --json`"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("omo ulw-loop record-evidence --session-id s1"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("omo ulw-loop checkpoint --session-id s1"),
+        "{reason}"
+    );
+    assert!(reason.contains("blocked"), "{reason}");
+    assert!(reason.contains("resume 1 of 2"), "{reason}");
+    assert!(reason.len() <= 2048);
+    let c = h
+        .read_json(&format!("{ULW}/s1/auto-resume-{first}.json"))
+        .unwrap();
+    assert_eq!(c["count"], 1);
+    assert!(c["progressDigest"].as_str().unwrap().len() == 64);
+    assert!(
+        !h.join(&format!("{ULW}/s1/.mutation.lock")).exists(),
+        "the state lock is released"
+    );
+    // The engine still accepts its state after the hook wrote side files.
+    let status = eg(
+        &h.repo,
+        "ulw-loop",
+        &["status", "--session-id", "s1", "--json"],
+    );
+    assert_eq!(status.code, 0, "{}", status.stdout);
+}
+
+#[test]
+fn stays_silent_on_a_completed_plan() {
+    let h = HookRepo::new();
+    let mut p = plan(
+        Some(SID),
+        None,
+        vec![goal("G001", "in_progress", &[("C001", "pending")])],
+    );
+    p["aggregateCompletion"] =
+        json!({"status": "complete", "completedAt": "2026-11-30T11:00:00.000Z"});
+    h.write_plan(&format!("{ULW}/{SID}"), &p);
+    assert_allow(&stop(&h, &h.codex_stop(SID)));
+    let done = plan(
+        Some(SID),
+        None,
+        vec![
+            goal("G001", "complete", &[("C001", "pass")]),
+            json!({"id": "G002", "title": "t", "objective": "o", "status": "pending",
+                   "steeringStatus": "superseded", "supersededBy": ["G001"]}),
+        ],
+    );
+    h.write_plan(&format!("{ULW}/{SID}"), &done);
+    assert_allow(&stop(&h, &h.codex_stop(SID)));
+    assert!(
+        h.files_in(&format!("{ULW}/{SID}")) == ["goals.json"],
+        "nothing written"
+    );
+    assert!(h.diagnostics().is_empty());
+}
+
+#[test]
+fn no_plan_subagents_and_a_running_continuation_allow() {
+    let h = HookRepo::new();
+    assert_allow(&stop(&h, &h.codex_stop(SID)));
+    live_plan(&h);
+    let inside = fixture("codex/stop/synth-inside-subagent.json", h.path());
+    let mut inside = inside;
+    inside["session_id"] = json!(SID);
+    assert_allow(&stop(&h, &inside));
+    let mut active = h.codex_stop(SID);
+    active["stop_hook_active"] = json!(true);
+    assert_allow(&stop(&h, &active));
+    assert!(counter(&h, "G001").is_none(), "nothing counted");
+    assert!(h.diagnostics().is_empty());
+}
+
+#[test]
+fn context_pressure_only_counts_in_the_transcript_tail() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    let tail = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/hosts/codex/transcripts/context-pressure-tail.jsonl"),
+    )
+    .unwrap();
+    h.write("transcripts/pressure.jsonl", &tail);
+    let mut p = h.codex_stop(SID);
+    p["transcript_path"] = json!(h.join("transcripts/pressure.jsonl"));
+    assert_allow(&stop(&h, &p));
+    // The same marker 1 MB before the end is history, not pressure (the Node
+    // hook read the whole file and never resumed again).
+    let mut big = tail.clone();
+    let filler = b"{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"working on it\"}\n";
+    while big.len() < 1024 * 1024 {
+        big.extend_from_slice(filler);
+    }
+    h.write("transcripts/old-pressure.jsonl", &big);
+    let fresh = || std::fs::remove_file(h.join(&format!("{ULW}/{SID}/auto-resume-G001.json")));
+    p["transcript_path"] = json!(h.join("transcripts/old-pressure.jsonl"));
+    block_reason(&stop(&h, &p));
+    fresh().unwrap();
+    // An unreadable or null transcript is no pressure.
+    p["transcript_path"] = json!(h.join("transcripts/missing.jsonl"));
+    block_reason(&stop(&h, &p));
+    fresh().unwrap();
+    let null = fixture("codex/stop/synth-null-transcript.json", h.path());
+    let mut null = null;
+    null["session_id"] = json!(SID);
+    let reason = block_reason(&stop(&h, &null));
+    assert!(reason.contains("resume 1 of 2"), "{reason}");
+}
+
+#[test]
+fn regression_5_annotate_only_activity_keeps_the_cap() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    let ledger = format!("{ULW}/{SID}/ledger.jsonl");
+    let mut lines = String::new();
+    for round in 1..=2 {
+        let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+        assert!(reason.contains(&format!("resume {round} of 2")), "{reason}");
+        // Annotation-only activity: the ledger grows (the Node hook reset its
+        // budget on any growth), wording and evidence text change.
+        lines.push_str(&format!(
+            "{{\"kind\":\"steering_accepted\",\"note\":\"round {round}\"}}\n"
+        ));
+        h.write(&ledger, &lines);
+        let mut p: Value = h.read_json(&format!("{ULW}/{SID}/goals.json")).unwrap();
+        p["goals"][0]["title"] = json!(format!("Reworded {round}"));
+        p["goals"][0]["successCriteria"][1]["capturedEvidence"] = json!(format!("note {round}"));
+        p["updatedAt"] = json!(format!("2026-11-30T10:0{round}:00.000Z"));
+        h.write_plan(&format!("{ULW}/{SID}"), &p);
+    }
+    let run = stop(&h, &h.codex_stop(SID));
+    assert_eq!(run.code, 0);
+    let v = run.json();
+    assert_eq!(v.as_object().unwrap().len(), 1, "only systemMessage: {v}");
+    let msg = v["systemMessage"].as_str().unwrap();
+    assert!(msg.contains("auto-resume is paused for goal G001"), "{msg}");
+    assert!(
+        msg.contains("`omo ulw-loop status --session-id sess-1 --json`"),
+        "{msg}"
+    );
+    let d = h.diagnostics();
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0]["code"], "STOP_STUCK");
+    assert_eq!(d[0]["outcome"], "notify");
+    assert_eq!(d[0]["profile"], "ulw-loop");
+    let marker = stuck(&h, "G001").unwrap();
+    assert_eq!(marker["count"], 2);
+    // Later stops with the same state stay silent: once notified, never again.
+    assert_allow(&stop(&h, &h.codex_stop(SID)));
+    assert_eq!(h.diagnostics().len(), 1);
+}
+
+#[test]
+fn regression_5_stuck_marker_holds_until_a_criterion_changes() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    for _ in 0..2 {
+        block_reason(&stop(&h, &h.codex_stop(SID)));
+    }
+    stop(&h, &h.codex_stop(SID));
+    assert!(stuck(&h, "G001").is_some());
+    let before = h.repo.snapshot();
+    for _ in 0..3 {
+        assert_allow(&stop(&h, &h.codex_stop(SID)));
+    }
+    assert_eq!(
+        h.repo.snapshot(),
+        before,
+        "an honoured marker writes nothing (no lock file either)"
+    );
+    let mut p: Value = h.read_json(&format!("{ULW}/{SID}/goals.json")).unwrap();
+    p["goals"][0]["successCriteria"][0]["status"] = json!("pass");
+    h.write_plan(&format!("{ULW}/{SID}"), &p);
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(reason.contains("resume 1 of 2"), "{reason}");
+    assert!(stuck(&h, "G001").is_none(), "progress removes the marker");
+    assert_eq!(counter(&h, "G001").unwrap()["count"], 1);
+}
+
+#[test]
+fn regression_5_a_superseded_goal_is_never_named() {
+    let h = HookRepo::new();
+    let mut superseded = goal("G001", "pending", &[]);
+    superseded["steeringStatus"] = json!("superseded");
+    superseded["supersededBy"] = json!(["G003"]);
+    let mut blocked = goal("G002", "in_progress", &[]);
+    blocked["steeringStatus"] = json!("blocked");
+    h.write_plan(
+        &format!("{ULW}/{SID}"),
+        &plan(
+            Some(SID),
+            Some("G001"),
+            vec![
+                superseded,
+                blocked,
+                goal("G003", "pending", &[("C001", "pending")]),
+            ],
+        ),
+    );
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(
+        reason.contains("Next goal: G003 — Title of G003"),
+        "{reason}"
+    );
+    assert!(
+        !reason.contains("G001") && !reason.contains("G002"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn regression_5_an_unscoped_plan_owned_by_the_session_resumes_and_a_foreign_one_does_not() {
+    let h = HookRepo::new();
+    let goals = || vec![goal("G001", "in_progress", &[("C001", "pending")])];
+    h.write_plan(ULW, &plan(Some("sess-1"), Some("G001"), goals()));
+    let reason = block_reason(&stop(&h, &h.codex_stop("sess-1")));
+    assert!(
+        reason.contains("`omo ulw-loop status --json`"),
+        "unscoped: no --session-id: {reason}"
+    );
+    assert!(
+        h.read_json(&format!("{ULW}/auto-resume-G001.json"))
+            .is_some()
+    );
+    let h = HookRepo::new();
+    h.write_plan(ULW, &plan(Some("someone-else"), Some("G001"), goals()));
+    assert_allow(&stop(&h, &h.codex_stop("sess-1")));
+    let h = HookRepo::new();
+    h.write_plan(ULW, &plan(None, Some("G001"), goals()));
+    assert_allow(&stop(&h, &h.codex_stop("sess-1")));
+    h.write(
+        ".evidence-gate/rules.json",
+        r#"{"stop": {"adopt_unowned_unscoped_plan": true}}"#,
+    );
+    block_reason(&stop(&h, &h.codex_stop("sess-1")));
+    assert!(h.diagnostics().is_empty(), "{:?}", h.diagnostics());
+}
+
+#[test]
+fn node_format_side_files_count_as_no_budget_used() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    h.write(
+        &format!("{ULW}/{SID}/auto-resume-G001.json"),
+        r#"{"count":5,"ledgerLineCount":12}"#,
+    );
+    h.write(
+        &format!("{ULW}/{SID}/auto-resume-G001.stuck"),
+        "no ledger progress after 2 resumes\n",
+    );
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(reason.contains("resume 1 of 2"), "{reason}");
+    assert!(
+        stuck(&h, "G001").is_none(),
+        "the Node marker has no digest: removed"
+    );
+}
+
+#[test]
+fn crafted_goal_ids_stay_inside_the_state_directory() {
+    let h = HookRepo::new();
+    h.write_plan(
+        &format!("{ULW}/{SID}"),
+        &plan(
+            Some(SID),
+            None,
+            vec![goal("../../escape", "in_progress", &[])],
+        ),
+    );
+    block_reason(&stop(&h, &h.codex_stop(SID)));
+    let files = h.files_in(&format!("{ULW}/{SID}"));
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files[0].starts_with("auto-resume-h") && files[0].ends_with(".json"));
+    assert!(!h.join("escape").exists() && !h.join(".omo/escape.json").exists());
+}
+
+#[test]
+fn the_latest_live_plan_wins_across_profiles() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    let mut ug = plan(Some(SID), Some("U1"), vec![goal("U1", "in_progress", &[])]);
+    ug["profile"] = json!("ultragoal");
+    ug["updatedAt"] = json!("2026-12-01T10:00:00.000Z");
+    h.write_plan(&format!("{UG}/{SID}"), &ug);
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(reason.contains("this session's ultragoal run"), "{reason}");
+    assert!(
+        reason.contains("`omagy ultragoal status --session-id sess-1 --json`"),
+        "{reason}"
+    );
+    assert!(
+        !reason.contains("record-evidence"),
+        "the ultragoal text has no criteria step"
+    );
+    let only = h.hook(
+        "stop",
+        &["--host", "codex", "--profile", "ulw-loop"],
+        &h.codex_stop(SID),
+        &clean_env(),
+    );
+    assert!(block_reason(&only).contains("ulw-loop run"));
+    // A finished ultragoal plan does not hide the live ulw-loop one.
+    ug["goals"][0]["status"] = json!("complete");
+    h.write_plan(&format!("{UG}/{SID}"), &ug);
+    assert!(block_reason(&stop(&h, &h.codex_stop(SID))).contains("ulw-loop run"));
+}
+
+#[test]
+fn defers_to_an_active_boulder_continuation() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    h.write("plans/work.md", "# Work\n\n- [x] first step\n");
+    h.write(
+        ".omo/boulder.json",
+        json!({"works": {"w1": {"status": "active", "session_ids": [format!("codex:{SID}")],
+                                "active_plan": "plans/work.md"}}})
+        .to_string(),
+    );
+    assert_allow(&stop(&h, &h.codex_stop(SID)));
+    // Flat legacy shape, plan relative to the worktree.
+    let wt = h.join("wt");
+    h.write("wt/plan.md", "- [ ] todo\n");
+    h.write(
+        ".omo/boulder.json",
+        json!({"w1": {"status": "paused", "session_ids": [format!("codex:{SID}")],
+                      "active_plan": "plan.md", "worktree_path": wt}})
+        .to_string(),
+    );
+    assert_allow(&stop(&h, &h.codex_stop(SID)));
+    // Not this session, no checklist, a finished owner, or a broken file: resume.
+    for boulder in [
+        json!({"w1": {"status": "active", "session_ids": ["codex:other"], "active_plan": "plans/work.md"}}).to_string(),
+        json!({"w1": {"status": "done", "session_ids": [format!("codex:{SID}")], "active_plan": "plans/work.md"}}).to_string(),
+        json!({"w1": {"status": "active", "session_ids": [format!("codex:{SID}")], "active_plan": "README.md"}}).to_string(),
+        "{ broken".to_owned(),
+    ] {
+        h.write("README.md", "# no checklist\n");
+        h.write(".omo/boulder.json", &boulder);
+        block_reason(&stop(&h, &h.codex_stop(SID)));
+        std::fs::remove_dir_all(h.join(&format!("{ULW}/{SID}"))).ok();
+        live_plan(&h);
+    }
+}
+
+#[test]
+fn an_unreadable_plan_allows_with_a_diagnostic() {
+    let h = HookRepo::new();
+    h.write(&format!("{ULW}/{SID}/goals.json"), "{ not json");
+    assert_allow(&stop(&h, &h.codex_stop(SID)));
+    let d = h.diagnostics();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0]["code"], "HOOK_PLAN_UNREADABLE");
+    assert_eq!(d[0]["detail"]["error"], "ULW_LOOP_PLAN_CORRUPT");
+    assert_eq!(d[0]["event"], "stop");
+}
+
+#[test]
+fn a_busy_state_lock_allows_with_a_diagnostic() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    h.write(
+        ".evidence-gate/rules.json",
+        r#"{"hooks": {"lock_wait_ms": 50}}"#,
+    );
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(h.join(&format!("{ULW}/{SID}/.mutation.lock")))
+        .unwrap();
+    lock.lock().unwrap();
+    assert_allow(&stop(&h, &h.codex_stop(SID)));
+    drop(lock);
+    let d = h.diagnostics();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0]["code"], "HOOK_LOCK_TIMEOUT");
+    assert_eq!(
+        d[0]["detail"]["lock"],
+        format!("{ULW}/{SID}/.mutation.lock")
+    );
+    assert!(
+        counter(&h, "G001").is_none(),
+        "no block without a durable counter"
+    );
+}
+
+#[test]
+fn unusable_side_files_allow_with_a_diagnostic() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    h.repo.mkdir(&format!("{ULW}/{SID}/auto-resume-G001.stuck"));
+    assert_allow(&stop(&h, &h.codex_stop(SID)));
+    let d = h.diagnostics();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0]["code"], "HOOK_STATE_IO");
+    std::fs::remove_dir(h.join(&format!("{ULW}/{SID}/auto-resume-G001.stuck"))).unwrap();
+    h.repo.mkdir(&format!("{ULW}/{SID}/auto-resume-G001.json"));
+    assert_allow(&stop(&h, &h.codex_stop(SID)));
+    assert_eq!(h.diag_codes(), ["HOOK_STATE_IO", "HOOK_STATE_IO"]);
+}
+
+#[test]
+fn notify_when_stuck_can_be_switched_off() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    h.write(
+        ".evidence-gate/rules.json",
+        r#"{"stop": {"notify_when_stuck": false, "max_resumes_without_progress": 1}}"#,
+    );
+    assert!(block_reason(&stop(&h, &h.codex_stop(SID))).contains("resume 1 of 1"));
+    assert_allow(&stop(&h, &h.codex_stop(SID)));
+    let d = h.diagnostics();
+    assert_eq!(d.len(), 1);
+    assert_eq!(
+        (d[0]["code"].as_str(), d[0]["outcome"].as_str()),
+        (Some("STOP_STUCK"), Some("allow"))
+    );
+}
+
+#[test]
+fn every_host_gets_its_own_block_shape() {
+    let h = HookRepo::new();
+    let run_fixture = |rel: &str, sid: &str, host: &str| {
+        let mut p = fixture(rel, h.path());
+        let key = if p.get("conversationId").is_some() {
+            "conversationId"
+        } else {
+            "session_id"
+        };
+        p[key] = json!(sid);
+        h.hook("stop", &["--host", host], &p, &clean_env())
+    };
+    for (i, (rel, host)) in [
+        ("codex/stop/synth-main.json", "codex"),
+        ("claude-code/stop/synth-main.json", "claude-code"),
+        ("agy/stop/synth-stop.json", "agy"),
+        ("agy/stop/synth-post-invocation.json", "agy"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let sid = format!("host-{i}");
+        h.write_plan(
+            &format!("{ULW}/{sid}"),
+            &plan(Some(&sid), None, vec![goal("G1", "pending", &[])]),
+        );
+        let reason = block_reason(&run_fixture(rel, &sid, host));
+        assert!(reason.contains("G1 — Title of G1"), "{rel}: {reason}");
+    }
+    h.write_plan(
+        &format!("{ULW}/gem"),
+        &plan(Some("gem"), None, vec![goal("G1", "pending", &[])]),
+    );
+    let run = run_fixture("gemini/stop/synth-after-agent.json", "gem", "gemini");
+    let v = run.json();
+    let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["decision", "reason"]);
+    assert_eq!(v["decision"], "deny", "AfterAgent blocks with deny");
+    // Host auto-detection from the payloads alone.
+    let mut p = fixture("agy/stop/synth-stop.json", h.path());
+    p["conversationId"] = json!("host-2");
+    let auto = h.hook("stop", &[], &p, &clean_env());
+    assert_eq!(auto.json()["decision"], "block");
+}
+
+#[test]
+fn an_invalid_goal_loop_override_falls_back_to_the_embedded_rules() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    h.write(
+        ".evidence-gate/rules.json",
+        r#"{"directives": {"stop-resume": "resume {{NOPE}}"}}"#,
+    );
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(
+        reason.contains("still has unfinished goals"),
+        "embedded text: {reason}"
+    );
+    let d = h.diagnostics();
+    assert_eq!(d[0]["code"], "HOOK_RULES_INVALID", "{d:?}");
+    assert!(d[0]["detail"]["problem"].as_str().unwrap().contains("NOPE"));
+}
+
+#[test]
+fn reads_only_the_tails_and_never_the_ledger() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    let mut ledger = String::new();
+    while ledger.len() < 4 * 1024 * 1024 {
+        ledger.push_str("{\"kind\":\"evidence_captured\",\"at\":\"2026-11-30T10:00:00.000Z\",\"message\":\"criterion recorded with a realistic amount of text\"}\n");
+    }
+    h.write(&format!("{ULW}/{SID}/ledger.jsonl"), &ledger);
+    let mut transcript = String::new();
+    while transcript.len() < 4 * 1024 * 1024 {
+        transcript.push_str("{\"type\":\"response_item\",\"payload\":{\"text\":\"step\"}}\n");
+    }
+    h.write("transcripts/main.jsonl", &transcript);
+    let mut p = h.codex_stop(SID);
+    p["transcript_path"] = json!(h.join("transcripts/main.jsonl"));
+    let report = h.join("io-report.jsonl");
+    let run = h.hook(
+        "stop",
+        &["--host", "codex"],
+        &p,
+        &[("EVIDENCE_GATE_IO_REPORT", report.to_str().unwrap())],
+    );
+    block_reason(&run);
+    let r: Value = serde_json::from_str(
+        std::fs::read_to_string(&report)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        r["reads"],
+        json!([{"kind": "transcript", "path": h.join("transcripts/main.jsonl").to_str().unwrap(), "bytes": 65536}])
+    );
+    if let Some(bytes) = r["file_bytes"].as_u64() {
+        assert!(bytes < 1024 * 1024, "{bytes} bytes read from files");
+    }
+}
