@@ -3,7 +3,8 @@
 //! payload on an in-memory stdin; prints p50/p95/p99/max in microseconds,
 //! `floor_ratio` against a trivial process (`true`), a `sh -lc` column for
 //! the shell cost, and the bytes read from files other than stdin
-//! (`EVIDENCE_GATE_IO_REPORT`, Linux `/proc/self/io`).
+//! (`EVIDENCE_GATE_IO_REPORT`, Linux `/proc/self/io`). The goal-loop
+//! scenarios (stop, prompt, tool guards, spawn) are in `hook_latency/goal_loop.rs`.
 //!
 //! ```text
 //! cargo bench --bench hook_latency -- [--check] [--compare "<node hook command>"]
@@ -76,6 +77,9 @@ fn stats(mut us: Vec<u64>) -> Stats {
     }
 }
 
+#[path = "hook_latency/goal_loop.rs"]
+mod goal_loop;
+
 fn time_once(
     program: &str,
     args: &[&str],
@@ -106,8 +110,17 @@ fn time_once(
 
 struct Scenario {
     name: &'static str,
+    /// Arguments after the binary (`hook <event> --host codex …`).
+    args: Vec<&'static str>,
+    /// Extra environment of every run.
+    env: Vec<(&'static str, String)>,
+    /// Runs before each timed run (outside the timing): resets state so
+    /// that every run takes the same path.
+    before: Option<Box<dyn Fn()>>,
     payload: Box<dyn Fn(usize) -> Vec<u8>>,
 }
+
+const SUBAGENT: &[&str] = &["hook", "subagent-stop", "--host", "codex"];
 
 fn transcript(path: &Path, marker_at: usize) {
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
@@ -154,6 +167,8 @@ fn setup(root: &Path) {
     transcript(&root.join("transcripts/child.jsonl"), 1024 * 1024);
     transcript(&root.join("transcripts/parent.jsonl"), 1024 * 1024);
     gate_ledger(&root.join(".omo/evidence-gate/ledger.jsonl"), 10_000);
+    eprintln!("preparing 40-goal plans with 100,000-line ledgers …");
+    goal_loop::setup(root);
 }
 
 fn payload(root: &Path, agent_type: &str, agent_id: &str, message: &str) -> Vec<u8> {
@@ -174,9 +189,12 @@ fn scenarios(root: &Path) -> Vec<Scenario> {
     let r1 = root.to_path_buf();
     let r2 = root.to_path_buf();
     let r3 = root.to_path_buf();
-    vec![
+    let mut out = vec![
         Scenario {
             name: "subagent-stop: valid receipt",
+            args: SUBAGENT.to_vec(),
+            env: Vec::new(),
+            before: None,
             payload: Box::new(move |_| {
                 payload(
                     &r1,
@@ -188,6 +206,9 @@ fn scenarios(root: &Path) -> Vec<Scenario> {
         },
         Scenario {
             name: "subagent-stop: missing receipt (block)",
+            args: SUBAGENT.to_vec(),
+            env: Vec::new(),
+            before: None,
             // A new agent each run, so every run is a first block (no cap).
             payload: Box::new(move |i| {
                 payload(
@@ -200,6 +221,9 @@ fn scenarios(root: &Path) -> Vec<Scenario> {
         },
         Scenario {
             name: "subagent-stop: ungated agent",
+            args: SUBAGENT.to_vec(),
+            env: Vec::new(),
+            before: None,
             payload: Box::new(move |_| {
                 payload(
                     &r3,
@@ -209,19 +233,20 @@ fn scenarios(root: &Path) -> Vec<Scenario> {
                 )
             }),
         },
-    ]
+    ];
+    out.extend(goal_loop::scenarios(root));
+    out
 }
 
-fn io_bytes(root: &Path, stdin: &[u8]) -> (u64, Value) {
+fn io_bytes(root: &Path, s: &Scenario, stdin: &[u8]) -> (u64, Value) {
     let report = root.join("io-report.jsonl");
     let _ = std::fs::remove_file(&report);
-    time_once(
-        BIN,
-        &["hook", "subagent-stop", "--host", "codex"],
-        root,
-        stdin,
-        &[("EVIDENCE_GATE_IO_REPORT", report.display().to_string())],
-    );
+    let mut env = s.env.clone();
+    env.push(("EVIDENCE_GATE_IO_REPORT", report.display().to_string()));
+    if let Some(b) = &s.before {
+        b();
+    }
+    time_once(BIN, &s.args, root, stdin, &env);
     let text = std::fs::read_to_string(&report).unwrap_or_default();
     let v: Value = serde_json::from_str(text.lines().last().unwrap_or("{}")).unwrap_or(Value::Null);
     (
@@ -245,7 +270,7 @@ fn main() {
         stats(us)
     };
     println!(
-        "{:<42} {:>8} {:>8} {:>8} {:>8} {:>11} {:>12} {:>12}",
+        "{:<46} {:>8} {:>8} {:>8} {:>8} {:>11} {:>12} {:>12}",
         "scenario",
         "p50_us",
         "p95_us",
@@ -256,38 +281,32 @@ fn main() {
         "file_bytes"
     );
     println!(
-        "{:<42} {:>8} {:>8} {:>8} {:>8} {:>11} {:>12} {:>12}",
+        "{:<46} {:>8} {:>8} {:>8} {:>8} {:>11} {:>12} {:>12}",
         "floor: `true`", floor.p50, floor.p95, floor.p99, floor.max, "1.00", "-", "-"
     );
     let mut breaches = Vec::new();
-    let args = ["hook", "subagent-stop", "--host", "codex"];
     for s in scenarios(&root) {
+        let run = |i: usize, program: &str, args: &[&str]| {
+            if let Some(b) = &s.before {
+                b();
+            }
+            time_once(program, args, &root, &(s.payload)(i), &s.env).as_micros() as u64
+        };
         for i in 0..o.warmup {
-            time_once(BIN, &args, &root, &(s.payload)(i), &[]);
+            run(i, BIN, &s.args);
         }
         let us: Vec<u64> = (0..o.iterations)
-            .map(|i| {
-                time_once(BIN, &args, &root, &(s.payload)(o.warmup + i), &[]).as_micros() as u64
-            })
+            .map(|i| run(o.warmup + i, BIN, &s.args))
             .collect();
         let st = stats(us);
-        let shell_cmd = format!("{BIN} hook subagent-stop --host codex");
+        let shell_cmd = format!("{BIN} {}", s.args.join(" "));
         let sh: Vec<u64> = (0..50)
-            .map(|i| {
-                time_once(
-                    "sh",
-                    &["-lc", &shell_cmd],
-                    &root,
-                    &(s.payload)(1_000_000 + i),
-                    &[],
-                )
-                .as_micros() as u64
-            })
+            .map(|i| run(1_000_000 + i, "sh", &["-lc", &shell_cmd]))
             .collect();
         let sh = stats(sh);
-        let (bytes, reads) = io_bytes(&root, &(s.payload)(2_000_000));
+        let (bytes, reads) = io_bytes(&root, &s, &(s.payload)(2_000_000));
         println!(
-            "{:<42} {:>8} {:>8} {:>8} {:>8} {:>11.2} {:>12} {:>12}",
+            "{:<46} {:>8} {:>8} {:>8} {:>8} {:>11.2} {:>12} {:>12}",
             s.name,
             st.p50,
             st.p95,
@@ -302,10 +321,7 @@ fn main() {
         }
         if let Some(cmd) = &o.compare {
             let node: Vec<u64> = (0..50)
-                .map(|i| {
-                    time_once("sh", &["-c", cmd], &root, &(s.payload)(3_000_000 + i), &[])
-                        .as_micros() as u64
-                })
+                .map(|i| run(3_000_000 + i, "sh", &["-c", cmd]))
                 .collect();
             let node = stats(node);
             println!(

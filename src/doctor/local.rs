@@ -111,18 +111,33 @@ pub(super) fn rules_valid(
 
 /// `state.writable`: create, fsync, rename and delete a temp file in the
 /// hooks' state directory and its subfolders.
-pub(super) fn state_writable(root: &Dir, checks: &mut Vec<Check>) {
+pub(super) fn state_writable(root: &Dir, profile_dirs: &[String], checks: &mut Vec<Check>) {
     let id = "state.writable";
-    let result = (|| -> std::io::Result<()> {
+    let probe = |dir: &Dir| -> std::io::Result<()> {
+        store::atomic_replace(dir, ".doctor-probe", b"probe", Durability::Synced)?;
+        dir.remove_file(".doctor-probe")
+    };
+    let mut checked = vec![format!("{STATE_DIR}/")];
+    let result = (|| -> Result<(), String> {
         for sub in [
             STATE_DIR,
             ".omo/evidence-gate/attempts",
             ".omo/evidence-gate/receipts",
         ] {
             let rel = RelPath::parse(sub, PathLimits::default()).expect("constant");
-            let dir = store::create_dirs(root, &rel)?;
-            store::atomic_replace(&dir, ".doctor-probe", b"probe", Durability::Synced)?;
-            dir.remove_file(".doctor-probe")?;
+            let dir = store::create_dirs(root, &rel).map_err(|e| format!("{sub}/: {e}"))?;
+            probe(&dir).map_err(|e| format!("{sub}/: {e}"))?;
+        }
+        // Existing goal state directories only: doctor never creates one.
+        for d in profile_dirs {
+            match crate::goals::state::open_chain(root, d, false) {
+                Ok(Some(dir)) => {
+                    probe(&dir).map_err(|e| format!("{d}/: {e}"))?;
+                    checked.push(format!("{d}/"));
+                }
+                Ok(None) => {}
+                Err(e) => return Err(format!("{d}/: {}", e.message)),
+            }
         }
         Ok(())
     })();
@@ -130,10 +145,10 @@ pub(super) fn state_writable(root: &Dir, checks: &mut Vec<Check>) {
         Ok(()) => Check::new(
             id,
             Status::Ok,
-            format!("{STATE_DIR}/ accepts create, fsync, rename and delete"),
+            format!("{} accept create, fsync, rename and delete", checked.join(", ")),
         ),
-        Err(e) => Check::new(id, Status::Fail, format!("{STATE_DIR}/: {e}"))
-            .hint("hooks allow every stop they cannot record (HOOK_STATE_IO); fix the permissions"),
+        Err(e) => Check::new(id, Status::Fail, e)
+            .hint("hooks allow every call whose state they cannot record (HOOK_STATE_IO); fix the permissions"),
     });
 }
 

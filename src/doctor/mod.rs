@@ -131,7 +131,11 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Vec<Check>, String> {
     let shape = Shape::from_rules(&set, "auto", false, false).map_err(|e| e.to_string())?;
     let gated = shape.gated_agents.clone();
     wired::check_hosts(amb, &places, &hosts, &shape, &mut checks);
-    local::state_writable(&root, &mut checks);
+    let profile_dirs: Vec<String> = set
+        .family::<crate::goals::profile::Profiles>()
+        .map(|p| p.0.values().map(|p| p.state_dir.clone()).collect())
+        .unwrap_or_default();
+    local::state_writable(&root, &profile_dirs, &mut checks);
     local::lock_works(&root, rules.as_ref().map(|(_, _, h)| h), &mut checks);
     local::hosts_support(&hosts, &mut checks);
     local::diagnostics_recent(&root, &gated, &mut checks);

@@ -213,10 +213,13 @@ pub fn read_side_file(
     })
 }
 
-/// Replaces a side file with the engine's atomic writer (durable before it
-/// returns, so a decision that depends on it is never emitted first).
+/// Replaces a side file with the engine's atomic writer. A decision that
+/// depends on it is emitted only after this returns, so a state directory
+/// that cannot be written never loops; the replace is not fsynced, because
+/// a counter lost with the machine costs one extra resume or spawn, while an
+/// fsync on every stop and spawn would cost more than the whole hook budget.
 pub fn write_side_file(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
-    store::atomic_replace(dir, name, bytes, Durability::Synced)
+    store::atomic_replace(dir, name, bytes, Durability::Cache)
 }
 
 /// Deletes a side file; a missing one is fine.

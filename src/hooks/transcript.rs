@@ -43,38 +43,31 @@ pub fn birth_time(amb: &dyn Ambient, path: &Path) -> Option<SystemTime> {
 /// Context-pressure markers, matched on raw bytes ignoring ASCII case.
 #[derive(Debug, Clone)]
 pub struct Markers {
-    lowered: Vec<Vec<u8>>,
-    /// Bytes (either case) that start some marker.
-    starts: [bool; 256],
+    matcher: Option<aho_corasick::AhoCorasick>,
 }
 
 impl Markers {
     /// Compiles the marker list.
     pub fn new(markers: &[String]) -> Markers {
-        let lowered: Vec<Vec<u8>> = markers
+        let patterns: Vec<&[u8]> = markers
             .iter()
-            .map(|m| m.as_bytes().to_ascii_lowercase())
+            .map(|m| m.as_bytes())
             .filter(|m| !m.is_empty())
             .collect();
-        let mut starts = [false; 256];
-        for m in &lowered {
-            starts[usize::from(m[0])] = true;
-            starts[usize::from(m[0].to_ascii_uppercase())] = true;
-        }
-        Markers { lowered, starts }
+        let matcher = (!patterns.is_empty())
+            .then(|| {
+                aho_corasick::AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .build(patterns)
+                    .ok()
+            })
+            .flatten();
+        Markers { matcher }
     }
 
-    /// True when `haystack` contains any marker: one pass with a start-byte
-    /// table, a case-insensitive compare only at candidate positions.
+    /// True when `haystack` contains any marker.
     pub fn found_in(&self, haystack: &[u8]) -> bool {
-        haystack.iter().enumerate().any(|(i, b)| {
-            self.starts[usize::from(*b)]
-                && self.lowered.iter().any(|m| {
-                    haystack
-                        .get(i..i + m.len())
-                        .is_some_and(|w| w.eq_ignore_ascii_case(m))
-                })
-        })
+        self.matcher.as_ref().is_some_and(|m| m.is_match(haystack))
     }
 }
 

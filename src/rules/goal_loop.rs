@@ -211,8 +211,9 @@ pub struct SpawnRules {
     pub message_keys: Vec<String>,
     /// Bytes of each message searched.
     pub message_scan_bytes: usize,
-    /// Case-insensitive regexes that mark a gate-review message; the
-    /// gate-reviewer role names of every surface are always added.
+    /// Texts that mark a gate-review message when a message contains one,
+    /// ignoring case; the gate-reviewer role names of every surface are
+    /// always added.
     pub gate_message_patterns: Vec<String>,
     /// Allowed spawns per reset period (1 … 10,000).
     pub fanout_limit: u64,
@@ -227,15 +228,12 @@ impl RuleFamily for SpawnRules {
 
     fn check(&self) -> Result<(), Problem> {
         for (i, p) in self.gate_message_patterns.iter().enumerate() {
-            regex::RegexBuilder::new(p)
-                .case_insensitive(true)
-                .build()
-                .map_err(|e| {
-                    Problem::at(
-                        format!("/gate_message_patterns/{i}"),
-                        format!("invalid regex: {e}"),
-                    )
-                })?;
+            if p.trim().is_empty() {
+                return Err(Problem::at(
+                    format!("/gate_message_patterns/{i}"),
+                    "a pattern must not be blank",
+                ));
+            }
         }
         in_range("/fanout_limit", self.fanout_limit, 1, 10_000)?;
         in_range(

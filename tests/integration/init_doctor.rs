@@ -576,3 +576,73 @@ fn doctor_usage_error_exits_2() {
     let h = HookRepo::new();
     assert_eq!(h.run(&["doctor", "--host", "vim"], b"", &[]).code, 2);
 }
+
+#[test]
+fn agy_write_links_argument_free_executables() {
+    let h = HookRepo::new();
+    let (code, v) = init_json(
+        &h,
+        &[
+            "--host",
+            "agy",
+            "--write",
+            "--binary",
+            &exe(),
+            "--team-guard",
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(h.join(".agents/hooks.json")).unwrap())
+            .unwrap();
+    let stop = doc["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    let link = h.join(".agents/bin/evidence-gate-hook-stop");
+    assert_eq!(
+        stop,
+        link.to_str().unwrap(),
+        "an argument-free absolute path"
+    );
+    let pre = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(
+        pre.ends_with("/.agents/bin/evidence-gate-hook-pre-tool-use"),
+        "{pre}"
+    );
+    assert_eq!(doc["hooks"]["PreToolUse"][0]["matcher"], "^run_command$");
+    // The link runs as `hook stop --host auto`: an agy Stop on a live plan blocks.
+    h.write_plan(
+        &format!("{ULW}/agy-conv-7"),
+        &plan(Some("agy-conv-7"), None, vec![goal("G1", "pending", &[])]),
+    );
+    let payload = fixture("agy/stop/synth-stop.json", h.path());
+    let out = std::process::Command::new(&link)
+        .current_dir(h.path())
+        .env("XDG_STATE_HOME", h.state_home.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(payload.to_string().as_bytes())?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["decision"], "block");
+    assert!(v["reason"].as_str().unwrap().contains("G1 — Title of G1"));
+    let (_, checks) = doctor(&h, &["--host", "agy"]);
+    assert_eq!(status(&checks, "hooks.wired.agy"), "ok", "{checks:?}");
+    assert_eq!(status(&checks, "state.writable"), "ok");
+    let sw = checks.iter().find(|c| c["id"] == "state.writable").unwrap();
+    assert!(
+        sw["message"].as_str().unwrap().contains(".omo/ulw-loop/"),
+        "{sw}"
+    );
+}

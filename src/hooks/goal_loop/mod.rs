@@ -17,7 +17,7 @@ mod tools;
 mod ultrawork;
 
 use cap_std::fs::Dir;
-use regex::{Regex, RegexBuilder};
+use regex::Regex;
 use serde_json::json;
 
 use super::code::HookCode;
@@ -30,7 +30,6 @@ use crate::goals::lifecycle;
 use crate::goals::loop_state::{self, Located};
 use crate::goals::profile::Profiles;
 use crate::rules::RuleSet;
-use crate::rules::gates::GateBook;
 use crate::rules::goal_loop::{
     CreateGoalGuardRules, DenyFor, SpawnRules, StopRules, TeamGuardRules, UserPromptSubmitRules,
 };
@@ -81,8 +80,7 @@ pub struct Policy {
     create_goal_deny: Template,
     ultrawork: Template,
     ultrawork_pointer: Template,
-    gate_reviewers: Vec<String>,
-    gate_messages: Vec<Regex>,
+    gate_messages: Vec<String>,
     team_agent_type: Option<Regex>,
 }
 
@@ -125,7 +123,6 @@ impl Policy {
         let team: TeamGuardRules = set.family().map_err(e)?;
         let directives: Directives = set.family().map_err(e)?;
         let profiles: Profiles = set.family().map_err(e)?;
-        let book = GateBook::from_rules(set).map_err(e)?;
         let profiles = profiles
             .0
             .into_values()
@@ -179,25 +176,11 @@ impl Policy {
                 ));
             }
         }
-        let gate_reviewers: Vec<String> = book
-            .gate_reviewer_names()
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        let mut gate_messages = Vec::new();
-        for p in spawn
+        let gate_messages = spawn
             .gate_message_patterns
             .iter()
-            .cloned()
-            .chain(gate_reviewers.iter().map(|n| regex::escape(n)))
-        {
-            gate_messages.push(
-                RegexBuilder::new(&p)
-                    .case_insensitive(true)
-                    .build()
-                    .map_err(|x| format!("/spawn/gate_message_patterns: {x}"))?,
-            );
-        }
+            .map(|p| p.to_lowercase())
+            .collect();
         let team_agent_type = match &team.deny_for {
             DenyFor::AnySubagent => None,
             DenyFor::AgentType(re) => {
@@ -214,7 +197,6 @@ impl Policy {
             create_goal_deny,
             ultrawork,
             ultrawork_pointer,
-            gate_reviewers,
             gate_messages,
             team_agent_type,
         })

@@ -73,11 +73,20 @@ fn decide_locked(c: &Ctx<'_>, found: &Found<'_>, input: &Value) -> Decision {
 }
 
 /// Either signal marks a gate-review spawn: the spawned agent type (a
-/// `plugin:` prefix ignored) is a gate-reviewer role of any surface, or a
-/// message matches `spawn.gate_message_patterns` or a role name.
+/// `plugin:` prefix ignored) is a gate-reviewer role of any surface
+/// (quality-gate.md §2.2), or a message contains, ignoring case, one of
+/// `spawn.gate_message_patterns` or a role name.
 pub(super) fn is_gate_review(c: &Ctx<'_>, input: &Value) -> bool {
     let Value::Object(m) = input else {
         return false;
+    };
+    let reviewers: Vec<String> = match GateBook::from_rules(c.rules) {
+        Ok(book) => book
+            .gate_reviewer_names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+        Err(_) => Vec::new(),
     };
     let rules = &c.policy.spawn;
     let agent_type = rules
@@ -86,17 +95,25 @@ pub(super) fn is_gate_review(c: &Ctx<'_>, input: &Value) -> bool {
         .find_map(|k| m.get(k).and_then(Value::as_str));
     if let Some(t) = agent_type {
         let bare = t.rsplit(':').next().unwrap_or(t);
-        if c.policy.gate_reviewers.iter().any(|r| r == bare) {
+        if reviewers.iter().any(|r| r == bare) {
             return true;
         }
     }
+    let needles: Vec<String> = c
+        .policy
+        .gate_messages
+        .iter()
+        .cloned()
+        .chain(reviewers.iter().map(|r| r.to_lowercase()))
+        .collect();
     rules
         .message_keys
         .iter()
         .filter_map(|k| m.get(k).and_then(Value::as_str))
         .any(|msg| {
-            let head = crate::hooks::host::encode::cap_bytes(msg, rules.message_scan_bytes);
-            c.policy.gate_messages.iter().any(|re| re.is_match(&head))
+            let head =
+                crate::hooks::host::encode::cap_bytes(msg, rules.message_scan_bytes).to_lowercase();
+            needles.iter().any(|n| head.contains(n.as_str()))
         })
 }
 

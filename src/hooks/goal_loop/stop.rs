@@ -41,12 +41,11 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
 /// A context-pressure marker in the main transcript's tail: resuming would
 /// only feed an exhausted context.
 fn main_context_pressure(c: &Ctx<'_>) -> bool {
-    let markers = Markers::new(&c.hooks.context_pressure_markers);
     c.env
         .transcript
         .as_deref()
         .and_then(|p| transcript::read_tail(c.amb, p, c.hooks.transcript_tail_bytes))
-        .is_some_and(|tail| markers.found_in(&tail))
+        .is_some_and(|tail| Markers::new(&c.hooks.context_pressure_markers).found_in(&tail))
 }
 
 /// The side-file key of a goal: its id when that is a plain name, else `h`

@@ -39,14 +39,8 @@ pub fn already_injected(tail: &[u8], tag: &str) -> bool {
     let mut from = 0;
     while let Some(off) = find(&tail[from..], tag_b) {
         let at = from + off;
-        let start = tail[..at]
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map_or(0, |i| i + 1);
-        let end = tail[at..]
-            .iter()
-            .position(|b| *b == b'\n')
-            .map_or(tail.len(), |i| at + i);
+        let start = memchr::memrchr(b'\n', &tail[..at]).map_or(0, |i| i + 1);
+        let end = memchr::memchr(b'\n', &tail[at..]).map_or(tail.len(), |i| at + i);
         if let Ok(v) = serde_json::from_slice::<Value>(&tail[start..end])
             && recorded_output(&v, tag, 0)
         {
@@ -61,7 +55,7 @@ pub fn already_injected(tail: &[u8], tag: &str) -> bool {
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
+    memchr::memmem::find(hay, needle)
 }
 
 fn recorded_output(v: &Value, tag: &str, depth: usize) -> bool {
