@@ -11,6 +11,8 @@
 //!   every referenced artifact checked through the sandbox;
 //! * [`rules`] loads the JSON policies (embedded defaults plus overrides);
 //! * [`ledger`] is the one hash-chain implementation every ledger uses;
+//! * [`audit`] is repository mode of `verify-evidence`: ledgers, recorded
+//!   digests, completion claims and payloads re-verified in CI;
 //! * [`store`] holds the durable-write primitives (atomic replace, append,
 //!   the mutation lock);
 //! * [`cli`] parses arguments, renders results and maps them to exit codes.
@@ -28,6 +30,7 @@
 )]
 
 pub mod ambient;
+pub mod audit;
 pub mod cli;
 pub mod digest;
 pub mod evidence;

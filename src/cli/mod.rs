@@ -2,6 +2,7 @@
 //! exit codes. Logic lives in the modules it calls.
 
 mod gate;
+mod progress;
 mod render;
 mod schema;
 mod verify;

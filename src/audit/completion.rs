@@ -1,0 +1,116 @@
+//! Completion claims (evidence.md §7 step 3): a plan whose aggregate
+//! completion is recorded must have the final-gate ledger entry that wrote
+//! it, and no goal may still wait for a user decision.
+
+use serde_json::{Map, Value, json};
+
+use super::plan_file::PlanDoc;
+use crate::evidence::{Code, Finding};
+
+/// An `aggregate_completed` ledger entry.
+#[derive(Debug, Clone)]
+pub(crate) struct FinalEntry {
+    pub(crate) seq: Option<u64>,
+    pub(crate) line: u64,
+    /// `qualityGateSha256` (written by evidence-gate).
+    pub(crate) gate_sha256: Option<String>,
+    /// Carries a validated final gate: `qualityGateSha256`, or the Node
+    /// tools' normalised `qualityGate` object.
+    pub(crate) has_gate: bool,
+}
+
+impl FinalEntry {
+    /// The final-gate part of an `aggregate_completed` entry at `line`.
+    pub(crate) fn of(line: u64, entry: &Value) -> FinalEntry {
+        let gate_sha256 = entry
+            .get("qualityGateSha256")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        FinalEntry {
+            seq: crate::ledger::chain_fields(entry).map(|(s, _)| s),
+            line,
+            has_gate: gate_sha256.is_some()
+                || entry.get("qualityGate").is_some_and(Value::is_object),
+            gate_sha256,
+        }
+    }
+}
+
+/// `COMPLETION_UNBACKED` findings of a plan, located at `goals` (its path).
+pub(crate) fn check(plan: &PlanDoc, finals: &[FinalEntry], goals: &str) -> Vec<Finding> {
+    let Some(rec) = plan.completion() else {
+        return Vec::new();
+    };
+    if rec.get("status").and_then(Value::as_str) != Some("complete") {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let unbacked = |message: String, detail: Value| {
+        Finding::new(Code::CompletionUnbacked, Some(goals), message).with_detail(detail)
+    };
+    let recorded_gate = rec.get("qualityGateSha256").and_then(Value::as_str);
+    match rec.get("ledgerSeq").and_then(Value::as_u64) {
+        Some(seq) => match finals.iter().find(|f| f.seq == Some(seq)) {
+            None => out.push(unbacked(
+                format!("the completion record names ledger seq {seq}, which is no `aggregate_completed` entry"),
+                json!({"ledgerSeq": seq}),
+            )),
+            Some(f) if !f.has_gate => out.push(unbacked(
+                format!("the `aggregate_completed` entry at ledger line {} carries no final quality gate", f.line),
+                json!({"ledgerSeq": seq, "ledgerLine": f.line}),
+            )),
+            Some(f) if recorded_gate.is_some() && f.gate_sha256.as_deref() != recorded_gate => {
+                out.push(unbacked(
+                    format!(
+                        "the completion record's qualityGateSha256 differs from the gate digest of the `aggregate_completed` entry at ledger line {}",
+                        f.line
+                    ),
+                    json!({"ledgerSeq": seq, "ledgerLine": f.line, "recorded": recorded_gate, "ledger": f.gate_sha256}),
+                ));
+            }
+            Some(_) => {}
+        },
+        None if !finals.iter().any(|f| f.has_gate) => out.push(unbacked(
+            "the plan records aggregate completion but the ledger has no `aggregate_completed` entry with a final quality gate".into(),
+            json!({}),
+        )),
+        None => {}
+    }
+    for g in plan.goals() {
+        if g.get("status").and_then(Value::as_str) == Some("needs_user_decision")
+            && !superseded_resolved(plan, g)
+        {
+            let id = g.get("id").and_then(Value::as_str).unwrap_or_default();
+            out.push(unbacked(
+                format!("goal `{id}` is still in `needs_user_decision`; completion needs a user decision (unblock, or supersede/waive it) first"),
+                json!({"goalId": id}),
+            ));
+        }
+    }
+    out
+}
+
+/// `supersededResolved(g)`: overlay `superseded`, and waived or every
+/// replacement complete.
+fn superseded_resolved(plan: &PlanDoc, g: &Map<String, Value>) -> bool {
+    if g.get("steeringStatus").and_then(Value::as_str) != Some("superseded") {
+        return false;
+    }
+    if g.get("waiver").is_some_and(Value::is_object) {
+        return true;
+    }
+    let by: Vec<&str> = g
+        .get("supersededBy")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    !by.is_empty()
+        && by.iter().all(|id| {
+            plan.goal(id)
+                .and_then(|r| r.get("status"))
+                .and_then(Value::as_str)
+                == Some("complete")
+        })
+}
