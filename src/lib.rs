@@ -13,6 +13,7 @@
 //! * [`ledger`] is the one hash-chain implementation every ledger uses;
 //! * [`audit`] is repository mode of `verify-evidence`: ledgers, recorded
 //!   digests, completion claims and payloads re-verified in CI;
+//! * [`hooks`] decodes host hook payloads, decides and encodes per host;
 //! * [`store`] holds the durable-write primitives (atomic replace, append,
 //!   the mutation lock);
 //! * [`cli`] parses arguments, renders results and maps them to exit codes.
@@ -33,8 +34,11 @@ pub mod ambient;
 pub mod audit;
 pub mod cli;
 pub mod digest;
+pub mod doctor;
 pub mod evidence;
 pub mod gate;
+pub mod hooks;
+pub mod init;
 pub mod json;
 pub mod ledger;
 pub mod rules;

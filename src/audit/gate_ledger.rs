@@ -16,10 +16,8 @@ use crate::ledger::ForeignSeverity;
 use crate::sandbox::open::{self, FileProblem};
 use crate::sandbox::{PathLimits, RelPath};
 
-/// The hooks' state directory, repo-relative.
-pub const STATE_DIR: &str = ".omo/evidence-gate";
-/// The gate ledger's file name inside it.
-pub const FILE: &str = "ledger.jsonl";
+pub use crate::hooks::diagnostics::STATE_DIR;
+pub use crate::hooks::gate_ledger::FILE;
 
 /// The audit of the gate ledger, before recorded files are re-hashed.
 pub(crate) struct Audited {

@@ -1,7 +1,10 @@
 //! Command-line front end: argument parsing (clap), dispatch, rendering and
 //! exit codes. Logic lives in the modules it calls.
 
+mod doctor;
 mod gate;
+mod hook;
+mod init;
 mod progress;
 mod render;
 mod schema;
@@ -57,6 +60,10 @@ enum Command {
     Schema(schema::SchemaArgs),
     /// Quality gates: `gate check <FILE|->`.
     Gate(gate::GateArgs),
+    /// Print or write the host hook wiring (Codex, Claude Code, Gemini CLI, agy).
+    Init(init::InitArgs),
+    /// Check the hook wiring, rules, state directory and recent diagnostics.
+    Doctor(doctor::DoctorArgs),
 }
 
 #[derive(Parser, Debug)]
@@ -81,6 +88,13 @@ pub fn main(argv: Vec<OsString>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         .and_then(|s| s.to_str())
         .unwrap_or("evidence-gate")
         .to_owned();
+    // Hooks are dispatched before clap: they exit 0 even on usage errors.
+    if let Some(event) = stem.strip_prefix(hook::MULTI_CALL_PREFIX) {
+        return hook::run(Some(event), argv.get(1..).unwrap_or(&[]), amb, io);
+    }
+    if argv.get(1).is_some_and(|a| a == "hook") {
+        return hook::run(None, argv.get(2..).unwrap_or(&[]), amb, io);
+    }
     if stem == "verify-evidence" {
         return match VerifyCli::try_parse_from(&argv) {
             Ok(cli) => verify::run(&cli.args, amb, io),
@@ -92,6 +106,8 @@ pub fn main(argv: Vec<OsString>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
             Command::Verify(args) => verify::run(&args, amb, io),
             Command::Schema(args) => schema::run(&args, io),
             Command::Gate(args) => gate::run(&args, amb, io),
+            Command::Init(args) => init::run(&args, amb, io),
+            Command::Doctor(args) => doctor::run(&args, amb, io),
         },
         Err(e) => clap_error(e, io),
     }

@@ -150,6 +150,26 @@ codes! {
     GateFieldUnknown = "GATE_FIELD_UNKNOWN", Warning, "A gate key the family does not define (an error with `unknownFields: reject`).";
     GatePlanContextSkipped = "GATE_PLAN_CONTEXT_SKIPPED", Info, "`gate check` ran without `--goal-id`: plan-context checks were skipped.";
     GateRulesNotPlan = "GATE_RULES_NOT_PLAN", Warning, "The gate was checked with rules other than the plan's `gateRules`.";
+    // hooks.md §3, §9: SubagentStop evidence receipts.
+    ReceiptMissing = "RECEIPT_MISSING", Fail, "The worker's final message names no receipt (no marker, empty token or no message).";
+    ReceiptPlaceholder = "RECEIPT_PLACEHOLDER", Fail, "The receipt token or the receipt's content is a placeholder (`<path>`, `{{`, `<replace:`, …).";
+    ReceiptPathInvalid = "RECEIPT_PATH_INVALID", Fail, "The receipt path is lexically invalid (NUL, `..`, trailing separator, `~`, backslash, foreign drive).";
+    ReceiptOutsideRoot = "RECEIPT_OUTSIDE_ROOT", Fail, "The receipt path does not lie under the evidence root of the workspace.";
+    ReceiptSymlink = "RECEIPT_SYMLINK", Fail, "A symlink was met on the receipt path (the evidence root included).";
+    ReceiptHardlink = "RECEIPT_HARDLINK", Fail, "The receipt has more than one hard link.";
+    ReceiptNotFound = "RECEIPT_NOT_FOUND", Fail, "No file exists at the receipt path.";
+    ReceiptNotRegular = "RECEIPT_NOT_REGULAR", Fail, "The receipt path names a directory, FIFO, socket or device.";
+    ReceiptEmpty = "RECEIPT_EMPTY", Fail, "The receipt file is empty.";
+    ReceiptUnreadable = "RECEIPT_UNREADABLE", Fail, "An I/O error prevented reading the receipt.";
+    ReceiptTooLarge = "RECEIPT_TOO_LARGE", Fail, "The receipt exceeds `subagent_stop.max_receipt_bytes`.";
+    ReceiptNotText = "RECEIPT_NOT_TEXT", Fail, "A plain receipt is not UTF-8 text.";
+    ReceiptTooShort = "RECEIPT_TOO_SHORT", Fail, "A plain receipt has fewer than `subagent_stop.min_receipt_chars` characters after trimming.";
+    ReceiptStale = "RECEIPT_STALE", Fail, "The receipt was last modified before the worker's transcript was created.";
+    ReceiptReused = "RECEIPT_REUSED", Fail, "The receipt's digest was already accepted for another agent or turn.";
+    ReceiptStructuredRequired = "RECEIPT_STRUCTURED_REQUIRED", Fail, "A plain receipt was given while evidence payloads are required.";
+    ReceiptVerifyTimeout = "RECEIPT_VERIFY_TIMEOUT", Fail, "Verifying the receipt exceeded `subagent_stop.verify_budget_ms`.";
+    ReceiptPayloadInvalid = "RECEIPT_PAYLOAD_INVALID", Fail, "A structured receipt is not valid JSON or not a valid evidence payload v1.";
+    ReceiptBindingMismatch = "RECEIPT_BINDING_MISMATCH", Fail, "A structured receipt is bound to another session, agent or turn.";
     // evidence.md §7: repository mode of `verify-evidence` (the CI audit).
     LedgerDigestMismatch = "LEDGER_DIGEST_MISMATCH", Fail, "A file recorded in a ledger's `files` (accepted evidence, gate artifacts, receipts) no longer has the recorded size and SHA-256.";
     LedgerFileMissing = "LEDGER_FILE_MISSING", Fail, "A file recorded in a ledger's `files` no longer exists in the tree.";

@@ -9,6 +9,7 @@
 
 pub mod evidence;
 pub mod gates;
+pub mod hooks;
 
 use std::fmt;
 
@@ -124,6 +125,17 @@ pub static EMBEDDED: &[Embedded] = &[
         mount: "/gate",
         content: Content::Json(include_str!("../../rules/gate.json")),
     },
+    // Hook policy (hooks.md §1.8): families `hooks` and `subagent_stop`.
+    Embedded {
+        file: "rules/hooks.json",
+        mount: "",
+        content: Content::Json(include_str!("../../rules/hooks.json")),
+    },
+    Embedded {
+        file: "rules/directives/subagent-stop.md",
+        mount: "/directives/subagent-stop",
+        content: Content::Text(include_str!("../../rules/directives/subagent-stop.md")),
+    },
 ];
 
 /// A family validator: parses the family's value into its type and checks it.
@@ -141,6 +153,10 @@ pub static FAMILIES: &[Family] = &[
     // quality-gate.md §2 (gate rule files) and §2.4 (`gate.surface`).
     family::<gates::GatesFamily>(),
     family::<gates::GateSettings>(),
+    // Hook families (hooks.md §1.8, §3.10).
+    family::<hooks::HooksRules>(),
+    family::<hooks::SubagentStopRules>(),
+    family::<hooks::Directives>(),
 ];
 
 /// The [`Family`] entry of a [`RuleFamily`] type.

@@ -162,6 +162,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn sync_works_on_nofollow_directory_handles() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let rel = crate::sandbox::RelPath::parse("a/b", Default::default()).unwrap();
+        let sub = create_dirs(&dir, &rel).unwrap();
+        sync_dir(&sub).unwrap();
+        atomic_replace(&sub, "x", b"1", Durability::Synced).unwrap();
+        let (mut f, created) = open_append(&sub, "l").unwrap();
+        append_synced(&sub, &mut f, created, b"x\n").unwrap();
+    }
+
+    #[test]
     fn replace_and_append() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();

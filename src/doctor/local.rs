@@ -1,0 +1,286 @@
+//! Checks of the workspace: rules, state directory, lock, support matrix and
+//! recent diagnostics.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use cap_std::fs::Dir;
+use serde_json::Value;
+
+use super::{Check, RECORDED_CELLS, Status};
+use crate::ambient::{self, Ambient};
+use crate::evidence::{Code, Finding};
+use crate::hooks::diagnostics::{FILE as DIAG_FILE, STATE_DIR};
+use crate::hooks::event::HookEvent;
+use crate::hooks::host::{Host, decode::wire_events};
+use crate::hooks::subagent_stop::{self, Policy};
+use crate::hooks::{HookCode, code::DiagClass};
+use crate::rules::hooks::{HooksRules, SubagentStopRules, is_anchored};
+use crate::rules::{Layer, load_workspace};
+use crate::sandbox::{PathLimits, RelPath};
+use crate::store::{self, Durability, LockOptions, MutationLock};
+
+/// `rules.valid`: embedded, repository override and `--rules` load, the
+/// policy compiles and the directive renders within limits on maximal inputs.
+pub(super) fn rules_valid(
+    amb: &dyn Ambient,
+    root: &Dir,
+    rules_file: Option<&Path>,
+    checks: &mut Vec<Check>,
+) -> Option<(SubagentStopRules, HooksRules)> {
+    let id = "rules.valid";
+    let bytes = match rules_file.map(|p| (p, ambient::read_file(amb, p, 4 * 1024 * 1024))) {
+        Some((p, Err(e))) => {
+            checks.push(Check::new(
+                id,
+                Status::Fail,
+                format!("{}: {e}", p.display()),
+            ));
+            return None;
+        }
+        Some((p, Ok(b))) => Some((p.display().to_string(), b)),
+        None => None,
+    };
+    let layer = bytes.as_ref().map(|(n, b)| Layer { name: n, bytes: b });
+    let set = match load_workspace(root, layer) {
+        Ok(s) => s,
+        Err(e) => {
+            checks.push(Check::new(id, Status::Fail, e.to_string()).hint(
+                "hooks continue on the embedded defaults (HOOK_RULES_INVALID) until this is fixed",
+            ));
+            return None;
+        }
+    };
+    let policy = match Policy::compile(&set) {
+        Ok(p) => p,
+        Err(e) => {
+            checks.push(Check::new(id, Status::Fail, e));
+            return None;
+        }
+    };
+    let hooks: HooksRules = set.family().ok()?;
+    let findings: Vec<Finding> = (0..8)
+        .map(|_| Finding::new(Code::ReceiptPayloadInvalid, None, "m".repeat(400)))
+        .collect();
+    let long = "w".repeat(20_000);
+    let reason = subagent_stop::render_reason(
+        &policy,
+        hooks.max_reason_bytes,
+        &"a".repeat(200),
+        Some(&long),
+        10,
+        &findings,
+    );
+    if reason.len() > hooks.max_reason_bytes {
+        checks.push(Check::new(
+            id,
+            Status::Fail,
+            "the block reason exceeds hooks.max_reason_bytes",
+        ));
+        return None;
+    }
+    let rules = policy.rules.clone();
+    if is_anchored(&rules.gated_agents) {
+        checks.push(Check::new(
+            id,
+            Status::Ok,
+            format!(
+                "rules load ({}); block reason ≤ {} bytes on maximal input",
+                set.sources().join(" + "),
+                hooks.max_reason_bytes
+            ),
+        ));
+    } else {
+        checks.push(
+            Check::new(
+                id,
+                Status::Warn,
+                "subagent_stop.gated_agents is not anchored at both ends",
+            )
+            .hint("write it as ^…$ so that `x-lazycodex-worker-low-y` is not gated by accident"),
+        );
+    }
+    Some((rules, hooks))
+}
+
+/// `state.writable`: create, fsync, rename and delete a temp file in the
+/// hooks' state directory and its subfolders.
+pub(super) fn state_writable(root: &Dir, checks: &mut Vec<Check>) {
+    let id = "state.writable";
+    let result = (|| -> std::io::Result<()> {
+        for sub in [
+            STATE_DIR,
+            ".omo/evidence-gate/attempts",
+            ".omo/evidence-gate/receipts",
+        ] {
+            let rel = RelPath::parse(sub, PathLimits::default()).expect("constant");
+            let dir = store::create_dirs(root, &rel)?;
+            store::atomic_replace(&dir, ".doctor-probe", b"probe", Durability::Synced)?;
+            dir.remove_file(".doctor-probe")?;
+        }
+        Ok(())
+    })();
+    checks.push(match result {
+        Ok(()) => Check::new(
+            id,
+            Status::Ok,
+            format!("{STATE_DIR}/ accepts create, fsync, rename and delete"),
+        ),
+        Err(e) => Check::new(id, Status::Fail, format!("{STATE_DIR}/: {e}"))
+            .hint("hooks allow every stop they cannot record (HOOK_STATE_IO); fix the permissions"),
+    });
+}
+
+/// `lock.works`: the gate lock is taken within `hooks.lock_wait_ms`, and a
+/// second handle's try-lock fails while it is held.
+pub(super) fn lock_works(root: &Dir, hooks: Option<&HooksRules>, checks: &mut Vec<Check>) {
+    let id = "lock.works";
+    let wait = hooks.map_or(500, |h| h.lock_wait_ms);
+    let rel = RelPath::parse(STATE_DIR, PathLimits::default()).expect("constant");
+    let outcome = (|| -> Result<(), String> {
+        let dir = store::create_dirs(root, &rel).map_err(|e| e.to_string())?;
+        let opts = LockOptions {
+            timeout: Duration::from_millis(wait),
+            foreign_stale: Duration::from_secs(30),
+            command: "doctor".into(),
+        };
+        let lock = MutationLock::acquire(&dir, ".mutation.lock", &opts)
+            .map_err(|e| format!("not taken within {wait} ms: {e:?}"))?;
+        let second = dir
+            .open(".mutation.lock")
+            .map_err(|e| e.to_string())?
+            .into_std();
+        let exclusive = matches!(second.try_lock(), Err(std::fs::TryLockError::WouldBlock));
+        drop(second);
+        lock.release().map_err(|e| e.to_string())?;
+        if exclusive {
+            Ok(())
+        } else {
+            Err("a second handle could take the lock while it was held".into())
+        }
+    })();
+    checks.push(match outcome {
+        Ok(()) => Check::new(
+            id,
+            Status::Ok,
+            format!("{STATE_DIR}/.mutation.lock is exclusive"),
+        ),
+        Err(e) => Check::new(id, Status::Fail, e),
+    });
+}
+
+/// `hosts.support`: supported (recorded fixture) versus experimental cells.
+pub(super) fn hosts_support(hosts: &[Host], checks: &mut Vec<Check>) {
+    let mut supported = Vec::new();
+    let mut experimental = Vec::new();
+    for h in hosts {
+        for e in HookEvent::ALL.iter().filter(|e| e.implemented()) {
+            if wire_events(*e, *h).is_none() {
+                continue;
+            }
+            let cell = format!("{}/{}", h.name(), e.name());
+            if RECORDED_CELLS.contains(&(h.name(), e.name())) {
+                supported.push(cell);
+            } else {
+                experimental.push(cell);
+            }
+        }
+    }
+    let message = format!(
+        "supported: {}; experimental (synth fixtures only): {}",
+        list(&supported),
+        list(&experimental)
+    );
+    let status = if experimental.is_empty() {
+        Status::Ok
+    } else {
+        Status::Warn
+    };
+    let mut c = Check::new("hosts.support", status, message);
+    if !experimental.is_empty() {
+        c = c.hint("no recorded host payload backs these cells yet (fixtures/hosts/README.md)");
+    }
+    checks.push(c);
+}
+
+fn list(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// `diagnostics.recent`: code counts of the last 24 h, from the file's last
+/// 256 KiB; warns on a panic or a fail-open stop of a gated agent.
+pub(super) fn diagnostics_recent(root: &Dir, gated: &str, checks: &mut Vec<Check>) {
+    let id = "diagnostics.recent";
+    let rel = RelPath::parse(&format!("{STATE_DIR}/{DIAG_FILE}"), PathLimits::default())
+        .expect("constant");
+    let Ok((mut file, meta)) = crate::sandbox::open::open_leaf(root, &rel) else {
+        checks.push(Check::new(id, Status::Ok, "no diagnostics recorded"));
+        return;
+    };
+    let start = meta.len().saturating_sub(256 * 1024);
+    let mut buf = Vec::new();
+    if file.seek(SeekFrom::Start(start)).is_err() || file.read_to_end(&mut buf).is_err() {
+        checks.push(Check::new(
+            id,
+            Status::Warn,
+            "the diagnostics file could not be read",
+        ));
+        return;
+    }
+    let since = SystemTime::now() - Duration::from_secs(24 * 3600);
+    let gated = regex::Regex::new(gated).ok();
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    let mut alarming = 0u64;
+    for line in buf.split(|b| *b == b'\n') {
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        let recent = v
+            .get("ts")
+            .and_then(Value::as_str)
+            .and_then(crate::time::parse_rfc3339)
+            .is_some_and(|t| t >= since);
+        let Some(code) = v.get("code").and_then(Value::as_str).filter(|_| recent) else {
+            continue;
+        };
+        *counts.entry(code.to_owned()).or_default() += 1;
+        let plumbing = HookCode::ALL
+            .iter()
+            .find(|c| c.name() == code)
+            .is_some_and(|c| c.class() == DiagClass::Plumbing);
+        let gated_agent = v
+            .get("agent_type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| gated.as_ref().is_some_and(|g| g.is_match(t)));
+        if code == "HOOK_PANIC" || (plumbing && gated_agent) {
+            alarming += 1;
+        }
+    }
+    let summary = if counts.is_empty() {
+        "no diagnostics in the last 24 h".to_owned()
+    } else {
+        counts
+            .iter()
+            .map(|(c, n)| format!("{c}×{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    checks.push(if alarming > 0 {
+        Check::new(
+            id,
+            Status::Warn,
+            format!("{summary} ({alarming} panics or fail-open stops of gated workers)"),
+        )
+        .hint(format!(
+            "read {STATE_DIR}/{DIAG_FILE}: each fail-open let a worker stop unchecked"
+        ))
+    } else {
+        Check::new(id, Status::Ok, summary)
+    });
+}

@@ -1,0 +1,135 @@
+//! `evidence-gate doctor` (hooks.md §7.5): checks the host wiring, the rules,
+//! the hook state directory, the gate lock and recent diagnostics. It never
+//! changes host configuration.
+
+mod local;
+mod roundtrip;
+mod wired;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::ambient::{self, Ambient};
+use crate::hooks::host::Host;
+
+/// Outcome of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Fine.
+    Ok,
+    /// Worth a look; not a failure.
+    Warn,
+    /// Broken.
+    Fail,
+}
+
+/// One check.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    /// Stable id (`hooks.wired.codex`).
+    pub id: String,
+    /// Outcome.
+    pub status: Status,
+    /// One line.
+    pub message: String,
+    /// What to do about it.
+    pub hint: Option<String>,
+}
+
+impl Check {
+    fn new(id: impl Into<String>, status: Status, message: impl Into<String>) -> Check {
+        Check {
+            id: id.into(),
+            status,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    fn hint(mut self, hint: impl Into<String>) -> Check {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+/// `doctor` options.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--host`; `None` checks every host with a configuration directory.
+    pub host: Option<Host>,
+    /// `--rules FILE`.
+    pub rules: Option<PathBuf>,
+}
+
+/// Host/event cells backed by a `recorded-` fixture (hooks.md §2.7). None
+/// yet: see `fixtures/hosts/README.md`.
+pub const RECORDED_CELLS: &[(&str, &str)] = &[];
+
+/// Where the configuration files are.
+pub(crate) struct Places {
+    pub workspace: PathBuf,
+    pub home: Option<PathBuf>,
+}
+
+impl Places {
+    fn has_dir(&self, amb: &dyn Ambient, rel: &str) -> bool {
+        let hit = |base: &Path| amb.open_dir(&base.join(rel)).is_ok();
+        hit(&self.workspace) || self.home.as_deref().is_some_and(hit)
+    }
+}
+
+/// Runs every check; `Err` when doctor could not run at all (exit 2).
+pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Vec<Check>, String> {
+    let workspace = amb
+        .current_dir()
+        .map_err(|e| format!("the current directory is unavailable: {e}"))?;
+    let root = amb
+        .open_dir(&workspace)
+        .map_err(|e| format!("cannot open {}: {e}", workspace.display()))?;
+    let places = Places {
+        workspace,
+        home: ambient::var(amb, "HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute()),
+    };
+    let mut checks = Vec::new();
+    let rules = local::rules_valid(amb, &root, o.rules.as_deref(), &mut checks);
+    let hosts: Vec<Host> = match o.host {
+        Some(h) => vec![h],
+        None => Host::NAMED
+            .iter()
+            .copied()
+            .filter(|h| {
+                let dir = match h {
+                    Host::Codex => ".codex",
+                    Host::ClaudeCode => ".claude",
+                    Host::Gemini => ".gemini",
+                    Host::Agy | Host::Common => ".agents",
+                };
+                places.has_dir(amb, dir)
+            })
+            .collect(),
+    };
+    if hosts.is_empty() {
+        checks.push(
+            Check::new(
+                "hooks.wired",
+                Status::Warn,
+                "no host configuration directory found (.codex, .claude, .gemini, .agents)",
+            )
+            .hint("run `evidence-gate init --host <host> --write`"),
+        );
+    }
+    let gated = rules
+        .as_ref()
+        .map(|(r, _)| r.gated_agents.clone())
+        .unwrap_or_else(|| "^lazycodex-worker-(low|medium|high)$".into());
+    wired::check_hosts(amb, &places, &hosts, &gated, &mut checks);
+    local::state_writable(&root, &mut checks);
+    local::lock_works(&root, rules.as_ref().map(|(_, h)| h), &mut checks);
+    local::hosts_support(&hosts, &mut checks);
+    local::diagnostics_recent(&root, &gated, &mut checks);
+    Ok(checks)
+}

@@ -1,0 +1,427 @@
+//! Checks of the host configuration files: wiring, matchers, binaries, Node
+//! predecessors, Codex features and trust, Gemini enablement.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{Check, Places, Status};
+use crate::ambient::{self, Ambient};
+use crate::hooks::host::Host;
+use crate::init::wiring::{self, first_token};
+
+/// One configuration file that exists.
+struct Config {
+    display: String,
+    doc: Value,
+}
+
+fn config_files(host: Host) -> &'static [(bool, &'static str)] {
+    // (in home?, relative path)
+    match host {
+        Host::Codex => &[(false, ".codex/hooks.json"), (true, ".codex/hooks.json")],
+        Host::ClaudeCode => &[
+            (false, ".claude/settings.json"),
+            (false, ".claude/settings.local.json"),
+            (true, ".claude/settings.json"),
+            (false, "hooks/hooks.json"),
+        ],
+        Host::Gemini => &[
+            (false, ".gemini/settings.json"),
+            (true, ".gemini/settings.json"),
+        ],
+        Host::Agy => &[
+            (false, ".agents/hooks.json"),
+            (true, ".gemini/config/hooks.json"),
+        ],
+        Host::Common => &[],
+    }
+}
+
+fn load(amb: &dyn Ambient, places: &Places, host: Host, checks: &mut Vec<Check>) -> Vec<Config> {
+    let mut out = Vec::new();
+    for (home, rel) in config_files(host) {
+        let (base, prefix) = if *home {
+            match &places.home {
+                Some(h) => (h.clone(), "~/"),
+                None => continue,
+            }
+        } else {
+            (places.workspace.clone(), "")
+        };
+        let display = format!("{prefix}{rel}");
+        match ambient::read_file(amb, &base.join(rel), 16 * 1024 * 1024) {
+            Ok(bytes) => match crate::json::parse_strict(&bytes) {
+                Ok(doc) => out.push(Config { display, doc }),
+                Err(e) => checks.push(Check::new(
+                    format!("hooks.wired.{}", host.name()),
+                    Status::Fail,
+                    format!("{display} is not valid JSON: {e}"),
+                )),
+            },
+            Err(ambient::ReadError::NotFound) => {}
+            Err(e) => checks.push(Check::new(
+                format!("hooks.wired.{}", host.name()),
+                Status::Fail,
+                format!("{display}: {e}"),
+            )),
+        }
+    }
+    out
+}
+
+/// `(event, matcher, handler)` for every handler in a configuration.
+fn handlers(doc: &Value) -> Vec<(String, Option<String>, Value)> {
+    let mut out = Vec::new();
+    let Some(events) = doc.get("hooks").and_then(Value::as_object) else {
+        return out;
+    };
+    for (event, groups) in events {
+        for g in groups.as_array().into_iter().flatten() {
+            let matcher = g.get("matcher").and_then(Value::as_str).map(str::to_owned);
+            for h in g
+                .get("hooks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                out.push((event.clone(), matcher.clone(), h.clone()));
+            }
+        }
+    }
+    out
+}
+
+pub(super) fn check_hosts(
+    amb: &dyn Ambient,
+    places: &Places,
+    hosts: &[Host],
+    gated: &str,
+    checks: &mut Vec<Check>,
+) {
+    let mut node = Vec::new();
+    for host in hosts {
+        let configs = load(amb, places, *host, checks);
+        let rows = wiring::rows(*host, gated);
+        let wired_id = format!("hooks.wired.{}", host.name());
+        let all: Vec<(String, String, Option<String>, Value)> = configs
+            .iter()
+            .flat_map(|c| {
+                handlers(&c.doc)
+                    .into_iter()
+                    .map(|(e, m, h)| (c.display.clone(), e, m, h))
+            })
+            .collect();
+        for (file, event, _, h) in &all {
+            if wiring::is_node_predecessor(h) {
+                node.push(format!("{file} ({event})"));
+            }
+        }
+        if rows.is_empty() {
+            checks.push(Check::new(
+                wired_id,
+                Status::Ok,
+                format!("no hook of this build applies to {}", host.name()),
+            ));
+        } else {
+            let mut problems = Vec::new();
+            let mut found = 0;
+            let mut files = Vec::new();
+            for r in &rows {
+                let want_sub = format!("hook {}", r.event.name());
+                let want_host = format!("--host {}", host.name());
+                let ours: Vec<&(String, String, Option<String>, Value)> = all
+                    .iter()
+                    .filter(|(_, e, _, h)| e == r.host_event && wiring::is_ours(h))
+                    .collect();
+                let Some((file, _, matcher, h)) = ours.first() else {
+                    problems.push(format!("{} is not wired", r.host_event));
+                    continue;
+                };
+                files.push(file.clone());
+                let cmd = h.get("command").and_then(Value::as_str).unwrap_or_default();
+                if !cmd.contains(&want_sub) || !cmd.contains(&want_host) {
+                    problems.push(format!(
+                        "{}: the command must run `{want_sub} … {want_host}`",
+                        r.host_event
+                    ));
+                    continue;
+                }
+                if let Some(p) = timeout_problem(*host, h.get("timeout")) {
+                    problems.push(format!("{}: {p}", r.host_event));
+                    continue;
+                }
+                found += 1;
+                check_matcher(*host, r.matcher.as_deref(), matcher.as_deref(), checks);
+                check_binary(amb, cmd, checks);
+                super::roundtrip::check(amb, *host, cmd, &places.workspace, checks);
+            }
+            files.sort();
+            files.dedup();
+            let message = format!(
+                "{found}/{} events wired in {}",
+                rows.len(),
+                if files.is_empty() {
+                    "no file".into()
+                } else {
+                    files.join(", ")
+                }
+            );
+            checks.push(if problems.is_empty() {
+                Check::new(wired_id, Status::Ok, message)
+            } else {
+                Check::new(
+                    wired_id,
+                    Status::Fail,
+                    format!("{message}; {}", problems.join("; ")),
+                )
+                .hint(format!(
+                    "run `evidence-gate init --host {} --write`",
+                    host.name()
+                ))
+            });
+        }
+        match host {
+            Host::Codex => codex_checks(amb, places, checks),
+            Host::Gemini => gemini_enabled(&configs, checks),
+            _ => {}
+        }
+    }
+    checks.push(if node.is_empty() {
+        Check::new("hooks.node_predecessors", Status::Ok, "no Node gate or ulw-loop hook wired beside ours")
+    } else {
+        Check::new("hooks.node_predecessors", Status::Warn, format!("Node predecessors wired: {}", node.join(", ")))
+            .hint("two gates double every block; `evidence-gate init --write --replace-node-hooks` removes them")
+    });
+}
+
+fn timeout_problem(host: Host, t: Option<&Value>) -> Option<String> {
+    let t = t.and_then(Value::as_u64);
+    let (lo, hi, unit) = if host == Host::Gemini {
+        (1000, 60_000, "milliseconds")
+    } else {
+        (1, 60, "seconds")
+    };
+    match t {
+        Some(v) if (lo..=hi).contains(&v) => None,
+        Some(v) => Some(format!("timeout {v} is outside {lo}–{hi} {unit}")),
+        None => Some(format!(
+            "no timeout ({lo}–{hi} {unit}); the host default lets a stalled hook hang the session"
+        )),
+    }
+}
+
+fn check_matcher(host: Host, want: Option<&str>, got: Option<&str>, checks: &mut Vec<Check>) {
+    let id = format!("hooks.matchers.{}", host.name());
+    let Some(want) = want else {
+        return;
+    };
+    checks.push(match got {
+        Some(m) if regex::Regex::new(m).is_err() => {
+            Check::new(id, Status::Fail, format!("matcher `{m}` does not compile"))
+        }
+        Some(m) if m == want => Check::new(
+            id,
+            Status::Ok,
+            format!("SubagentStop matcher equals subagent_stop.gated_agents (`{want}`)"),
+        ),
+        Some(m) => Check::new(
+            id,
+            Status::Warn,
+            format!("SubagentStop matcher `{m}` differs from subagent_stop.gated_agents `{want}`"),
+        )
+        .hint("the binary re-filters by the rules, but a narrower matcher skips gated workers"),
+        None => Check::new(
+            id,
+            Status::Warn,
+            "SubagentStop has no matcher: the hook runs for every subagent (it re-filters)",
+        ),
+    });
+}
+
+fn check_binary(amb: &dyn Ambient, cmd: &str, checks: &mut Vec<Check>) {
+    let id = "binary.reachable";
+    let Some(tok) = first_token(cmd) else {
+        checks.push(Check::new(
+            id,
+            Status::Fail,
+            "an evidence-gate command is empty",
+        ));
+        return;
+    };
+    if tok.contains("${") {
+        checks.push(Check::new(
+            id,
+            Status::Warn,
+            format!("`{tok}` is resolved by the host (plugin root); not checked here"),
+        ));
+        return;
+    }
+    let path = if tok.contains('/') {
+        Some(PathBuf::from(&tok))
+    } else {
+        ambient::var(amb, "PATH").and_then(|p| {
+            p.split(':')
+                .filter(|d| !d.is_empty())
+                .map(|d| Path::new(d).join(&tok))
+                .find(|c| executable(amb, c))
+        })
+    };
+    let Some(path) = path.filter(|p| executable(amb, p)) else {
+        checks.push(
+            Check::new(
+                id,
+                Status::Fail,
+                format!("`{tok}` is not an existing executable"),
+            )
+            .hint("install evidence-gate or rerun `evidence-gate init --write --binary PATH`"),
+        );
+        return;
+    };
+    let ours = env!("CARGO_PKG_VERSION");
+    let same = amb.current_exe().ok().and_then(|me| identity(amb, &me)) == identity(amb, &path);
+    let version = if same {
+        Some(ours.to_owned())
+    } else {
+        super::roundtrip::version_of(&path)
+    };
+    checks.push(match version {
+        Some(v) if v == ours => Check::new(
+            id,
+            Status::Ok,
+            format!("`{}` is evidence-gate {v}", path.display()),
+        ),
+        Some(v) => Check::new(
+            id,
+            Status::Warn,
+            format!("`{}` is version {v}; this doctor is {ours}", path.display()),
+        )
+        .hint("reinstall so that the hooks and this doctor agree"),
+        None => Check::new(
+            id,
+            Status::Fail,
+            format!("`{}` does not report a version", path.display()),
+        ),
+    });
+}
+
+fn identity(amb: &dyn Ambient, p: &Path) -> Option<(u64, u64)> {
+    use cap_fs_ext::MetadataExt;
+    let (parent, name) = ambient::split(p)?;
+    let m = amb.open_dir(&parent).ok()?.metadata(&name).ok()?;
+    Some((m.dev(), m.ino()))
+}
+
+fn executable(amb: &dyn Ambient, p: &Path) -> bool {
+    let Some((parent, name)) = ambient::split(p) else {
+        return false;
+    };
+    let Ok(meta) = amb.open_dir(&parent).and_then(|d| d.metadata(&name)) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use cap_std::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
+}
+
+fn read_text(amb: &dyn Ambient, p: &Path) -> Option<String> {
+    ambient::read_file(amb, p, 4 * 1024 * 1024)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+}
+
+/// The value of `key` in TOML table `table` (a line-based read of the simple
+/// `key = value` form `init` writes).
+fn toml_value(text: &str, table: &str, key: &str) -> Option<String> {
+    let mut inside = false;
+    for line in text.lines() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            inside = l == format!("[{table}]");
+            continue;
+        }
+        if inside
+            && let Some((k, v)) = l.split_once('=')
+            && k.trim() == key
+        {
+            return Some(v.split('#').next().unwrap_or_default().trim().to_owned());
+        }
+    }
+    None
+}
+
+fn codex_checks(amb: &dyn Ambient, places: &Places, checks: &mut Vec<Check>) {
+    let mut files = vec![places.workspace.join(".codex/config.toml")];
+    if let Some(h) = &places.home {
+        files.push(h.join(".codex/config.toml"));
+    }
+    let texts: Vec<String> = files.iter().filter_map(|f| read_text(amb, f)).collect();
+    let disabled = texts.iter().any(|t| {
+        toml_value(t, "features", "hooks").as_deref() == Some("false")
+            || toml_value(t, "features", "codex_hooks").as_deref() == Some("false")
+    });
+    let managed_only = places
+        .home
+        .as_ref()
+        .and_then(|h| read_text(amb, &h.join(".codex/requirements.toml")))
+        .is_some_and(|t| {
+            t.lines()
+                .any(|l| l.replace(' ', "") == "allow_managed_hooks_only=true")
+        });
+    checks.push(if disabled {
+        Check::new(
+            "codex.features",
+            Status::Fail,
+            "[features] hooks = false in config.toml",
+        )
+        .hint("set `hooks = true` under [features]")
+    } else if managed_only {
+        Check::new(
+            "codex.features",
+            Status::Fail,
+            "requirements.toml allows managed hooks only; ours are skipped",
+        )
+    } else {
+        Check::new(
+            "codex.features",
+            Status::Ok,
+            "hooks are not disabled in config.toml",
+        )
+    });
+    let trusted = texts
+        .iter()
+        .any(|t| t.lines().any(|l| l.trim().starts_with("[hooks.state")));
+    checks.push(if trusted {
+        Check::new("codex.trust", Status::Ok, "config.toml records trusted hooks ([hooks.state])")
+    } else {
+        Check::new("codex.trust", Status::Warn, "no [hooks.state] trust entries: Codex skips untrusted hooks (silently under `codex exec`)")
+            .hint("open `/hooks` in Codex and trust the evidence-gate hooks; custom subagent roles may not dispatch hooks at all")
+    });
+}
+
+fn gemini_enabled(configs: &[Config], checks: &mut Vec<Check>) {
+    let on = configs.iter().any(|c| {
+        c.doc.pointer("/tools/enableHooks") == Some(&Value::Bool(true))
+            || c.doc.pointer("/hooks/enabled") == Some(&Value::Bool(true))
+    });
+    checks.push(if on {
+        Check::new(
+            "gemini.enabled",
+            Status::Ok,
+            "hooks are enabled in Gemini settings",
+        )
+    } else {
+        Check::new(
+            "gemini.enabled",
+            Status::Fail,
+            "Gemini settings do not enable hooks (tools.enableHooks)",
+        )
+        .hint("run `evidence-gate init --host gemini --write`")
+    });
+}

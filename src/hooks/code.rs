@@ -1,0 +1,129 @@
+//! Diagnostic codes of the hooks (hooks.md §9): what goes to
+//! `diagnostics.jsonl`. Finding codes (`RECEIPT_*`) live in
+//! [`crate::evidence::Code`]. Names are stable API.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+/// How a diagnostic bears on the decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiagClass {
+    /// The hook could not do its job and allowed (fail safe on plumbing).
+    Plumbing,
+    /// Informational (the user's switch).
+    Info,
+    /// The repository's rules were invalid; embedded defaults were used.
+    Degraded,
+    /// A policy decision worth recording (cap reached, waiver).
+    Policy,
+}
+
+/// Level written in the `level` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Informational.
+    Info,
+    /// Attention.
+    Warn,
+    /// A failure of the hook itself.
+    Error,
+}
+
+macro_rules! diag_codes {
+    ($( $variant:ident = $name:literal, $class:ident, $level:ident, $summary:literal; )*) => {
+        /// A stable diagnostic code; `Display` is the SCREAMING_SNAKE name.
+        #[non_exhaustive]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum HookCode {
+            $(
+                #[doc = $summary]
+                $variant,
+            )*
+        }
+
+        impl HookCode {
+            /// Every code, in catalogue order.
+            pub const ALL: &'static [HookCode] = &[$(HookCode::$variant),*];
+
+            /// The stable name.
+            pub fn name(self) -> &'static str {
+                match self { $(HookCode::$variant => $name,)* }
+            }
+
+            /// Its class.
+            pub fn class(self) -> DiagClass {
+                match self { $(HookCode::$variant => DiagClass::$class,)* }
+            }
+
+            /// Its level in diagnostics records.
+            pub fn level(self) -> Level {
+                match self { $(HookCode::$variant => Level::$level,)* }
+            }
+
+            /// One-sentence meaning.
+            pub fn summary(self) -> &'static str {
+                match self { $(HookCode::$variant => $summary,)* }
+            }
+        }
+    };
+}
+
+diag_codes! {
+    HookUsage = "HOOK_USAGE", Plumbing, Error, "Unknown hook event or flag; the hook allowed.";
+    HookDisabled = "HOOK_DISABLED", Info, Info, "`EVIDENCE_GATE_HOOKS=off`: the hook allowed without checking.";
+    HookStdinEmpty = "HOOK_STDIN_EMPTY", Plumbing, Error, "Standard input was empty or whitespace.";
+    HookStdinTooLarge = "HOOK_STDIN_TOO_LARGE", Plumbing, Error, "Standard input exceeded `hooks.max_stdin_bytes`.";
+    HookStdinRead = "HOOK_STDIN_READ", Plumbing, Error, "Standard input could not be read.";
+    HookJsonInvalid = "HOOK_JSON_INVALID", Plumbing, Error, "Standard input is not one UTF-8 JSON value (bad encoding, syntax or trailing bytes).";
+    HookPayloadInvalid = "HOOK_PAYLOAD_INVALID", Plumbing, Error, "The payload is not an object, or a required field is missing or mistyped.";
+    HookEventMismatch = "HOOK_EVENT_MISMATCH", Plumbing, Error, "The payload's event belongs to another hook subcommand.";
+    HookEventUnsupported = "HOOK_EVENT_UNSUPPORTED", Plumbing, Error, "The host cannot deliver this event (hooks.md §2.3).";
+    HookCwdInvalid = "HOOK_CWD_INVALID", Plumbing, Error, "The payload's `cwd` is not an existing directory.";
+    HookRulesInvalid = "HOOK_RULES_INVALID", Degraded, Warn, "The repository's rules override failed validation; embedded defaults were used.";
+    HookStateIo = "HOOK_STATE_IO", Plumbing, Error, "Hook state under `.omo/evidence-gate/` could not be read or written.";
+    HookLockTimeout = "HOOK_LOCK_TIMEOUT", Plumbing, Error, "The gate lock was not taken within `hooks.lock_wait_ms`.";
+    HookDeadline = "HOOK_DEADLINE", Plumbing, Error, "The watchdog fired at `hooks.deadline_ms`; the hook allowed.";
+    HookPanic = "HOOK_PANIC", Plumbing, Error, "A panic was caught; the hook allowed.";
+    HookOutputWrite = "HOOK_OUTPUT_WRITE", Plumbing, Error, "Writing the decision to standard output failed.";
+    SubagentCapReached = "SUBAGENT_CAP_REACHED", Policy, Warn, "The attempt cap was reached; the worker stopped without accepted evidence and an override was recorded.";
+    SubagentContextPressure = "SUBAGENT_CONTEXT_PRESSURE", Policy, Info, "Context pressure in the child transcript waived the receipt; a waiver was recorded.";
+}
+
+impl fmt::Display for HookCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for HookCode {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_stable() {
+        let names: Vec<&str> = HookCode::ALL.iter().map(|c| c.name()).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len(), "duplicate names");
+        // The stable list (hooks.md §9): a rename is a breaking change.
+        assert_eq!(
+            names.join(" "),
+            "HOOK_USAGE HOOK_DISABLED HOOK_STDIN_EMPTY HOOK_STDIN_TOO_LARGE HOOK_STDIN_READ \
+             HOOK_JSON_INVALID HOOK_PAYLOAD_INVALID HOOK_EVENT_MISMATCH HOOK_EVENT_UNSUPPORTED \
+             HOOK_CWD_INVALID HOOK_RULES_INVALID HOOK_STATE_IO HOOK_LOCK_TIMEOUT HOOK_DEADLINE \
+             HOOK_PANIC HOOK_OUTPUT_WRITE SUBAGENT_CAP_REACHED SUBAGENT_CONTEXT_PRESSURE"
+        );
+        for c in HookCode::ALL {
+            assert!(c.summary().ends_with('.'));
+        }
+    }
+}

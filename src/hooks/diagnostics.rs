@@ -1,0 +1,257 @@
+//! The diagnostics file (hooks.md §1.5): one compact JSON object per line in
+//! `<root>/.omo/evidence-gate/diagnostics.jsonl`, or in the per-user state
+//! directory when `<root>` is neither a repository nor has `.omo/`.
+//! Best effort: a failure here never changes a decision, and a panic inside
+//! the writer is swallowed.
+
+use std::io::Write;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Instant, SystemTime};
+
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
+use cap_std::fs::{Dir, OpenOptions};
+use serde_json::{Map, Value, json};
+
+use super::code::HookCode;
+use super::event::Envelope;
+use super::host::{Host, HostSource};
+use crate::ambient::{self, Ambient};
+use crate::sandbox::{PathLimits, RelPath};
+
+/// File name of the diagnostics log.
+pub const FILE: &str = "diagnostics.jsonl";
+/// Rotated predecessor.
+pub const ROTATED: &str = "diagnostics.jsonl.1";
+/// The hooks' state directory, relative to the workspace root.
+pub const STATE_DIR: &str = ".omo/evidence-gate";
+
+const MAX_MESSAGE: usize = 500;
+const MAX_DETAIL: usize = 2048;
+
+/// Where records go.
+enum Target {
+    /// Not known yet (before the root was set) or unusable.
+    None,
+    /// A workspace root; `.omo/evidence-gate/` is created at the first write.
+    Repo(Dir),
+    /// The per-user state directory, created at the first write.
+    User(PathBuf),
+}
+
+struct State {
+    target: Target,
+    host: Option<Host>,
+    host_source: Option<HostSource>,
+    session_id: Option<String>,
+    agent_id: Option<String>,
+    agent_type: Option<String>,
+    turn_id: Option<String>,
+    rules_digest: Option<String>,
+    max_bytes: u64,
+}
+
+/// The diagnostics writer of one hook run; shared by the main path, the
+/// watchdog and the panic path.
+pub struct Diagnostics<'a> {
+    amb: &'a dyn Ambient,
+    event: String,
+    start: Instant,
+    state: Mutex<State>,
+}
+
+impl<'a> Diagnostics<'a> {
+    /// A writer for one run of `event`, timed from `start`.
+    pub fn new(amb: &'a dyn Ambient, event: &str, start: Instant) -> Diagnostics<'a> {
+        Diagnostics {
+            amb,
+            event: event.to_owned(),
+            start,
+            state: Mutex::new(State {
+                target: Target::None,
+                host: None,
+                host_source: None,
+                session_id: None,
+                agent_id: None,
+                agent_type: None,
+                turn_id: None,
+                rules_digest: None,
+                max_bytes: 1024 * 1024,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets `<root>` (payload `cwd` or the process working directory): a
+    /// repository or a directory with `.omo/` keeps its diagnostics inside;
+    /// anything else uses the per-user state directory.
+    pub fn set_root(&self, root: &Path) {
+        let target = match self.amb.open_dir(root) {
+            Ok(dir) if dir.exists(".omo") || dir.exists(".git") => Target::Repo(dir),
+            _ => user_state_path(self.amb).map_or(Target::None, Target::User),
+        };
+        self.lock().target = target;
+    }
+
+    /// Sets `<root>` from an already opened workspace directory.
+    pub fn set_root_dir(&self, dir: &Dir) {
+        let target = if dir.exists(".omo") || dir.exists(".git") {
+            dir.try_clone().map_or(Target::None, Target::Repo)
+        } else {
+            user_state_path(self.amb).map_or(Target::None, Target::User)
+        };
+        self.lock().target = target;
+    }
+
+    /// Records the host decision.
+    pub fn set_host(&self, host: Host, source: HostSource) {
+        let mut s = self.lock();
+        s.host = Some(host);
+        s.host_source = Some(source);
+    }
+
+    /// Records the payload identifiers.
+    pub fn set_identity(&self, env: &Envelope) {
+        let mut s = self.lock();
+        s.host = Some(env.host);
+        s.host_source = Some(env.host_source);
+        s.session_id = env.session_id.clone();
+        s.turn_id = env.turn_id.clone();
+        if let Some(a) = &env.agent {
+            s.agent_id = a.id.clone();
+            s.agent_type = a.kind.clone();
+        }
+    }
+
+    /// Records the rules in effect.
+    pub fn set_rules(&self, digest: &str, max_bytes: u64) {
+        let mut s = self.lock();
+        s.rules_digest = Some(digest.to_owned());
+        s.max_bytes = max_bytes;
+    }
+
+    /// Appends one record. Never fails and never panics.
+    pub fn write(&self, code: HookCode, outcome: &str, message: &str, detail: Option<Value>) {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            self.write_inner(code, outcome, message, detail);
+        }));
+    }
+
+    fn write_inner(&self, code: HookCode, outcome: &str, message: &str, detail: Option<Value>) {
+        let s = self.lock();
+        let dir = match &s.target {
+            Target::None => return,
+            Target::User(path) => {
+                if self.amb.create_dir_all(path).is_err() {
+                    return;
+                }
+                match self.amb.open_dir(path) {
+                    Ok(d) => d,
+                    Err(_) => return,
+                }
+            }
+            Target::Repo(root) => {
+                let rel = RelPath::parse(STATE_DIR, PathLimits::default()).expect("constant");
+                match crate::store::create_dirs(root, &rel) {
+                    Ok(d) => d,
+                    Err(_) => return,
+                }
+            }
+        };
+        let record = self.record(&s, code, outcome, message, detail);
+        let max = s.max_bytes;
+        drop(s);
+        let mut line = serde_json::to_vec(&Value::Object(record)).expect("records serialise");
+        line.push(b'\n');
+        if dir
+            .symlink_metadata(FILE)
+            .is_ok_and(|m| m.is_file() && m.len() > max)
+        {
+            let _ = dir.rename(FILE, &dir, ROTATED);
+        }
+        let mut opts = OpenOptions::new();
+        opts.append(true)
+            .create(true)
+            .follow(FollowSymlinks::No)
+            .nonblock(true);
+        let Ok(mut f) = dir.open_with(FILE, &opts) else {
+            return;
+        };
+        if f.metadata().is_ok_and(|m| m.is_file()) {
+            let _ = f.write_all(&line);
+        }
+    }
+
+    fn record(
+        &self,
+        s: &State,
+        code: HookCode,
+        outcome: &str,
+        message: &str,
+        detail: Option<Value>,
+    ) -> Map<String, Value> {
+        let detail = detail.map(|d| {
+            if serde_json::to_vec(&d).map_or(true, |b| b.len() > MAX_DETAIL) {
+                json!({"truncated": true})
+            } else {
+                d
+            }
+        });
+        let mut m = Map::new();
+        m.insert("v".into(), json!(1));
+        m.insert(
+            "ts".into(),
+            json!(crate::time::rfc3339_ms(SystemTime::now())),
+        );
+        m.insert("code".into(), json!(code.name()));
+        m.insert("level".into(), json!(code.level()));
+        m.insert("event".into(), json!(self.event));
+        m.insert("host".into(), json!(s.host.map(Host::name)));
+        m.insert(
+            "host_source".into(),
+            json!(s.host_source.map(HostSource::name)),
+        );
+        m.insert("profile".into(), Value::Null);
+        m.insert("session_id".into(), json!(s.session_id));
+        m.insert("agent_id".into(), json!(s.agent_id));
+        m.insert("agent_type".into(), json!(s.agent_type));
+        m.insert("turn_id".into(), json!(s.turn_id));
+        m.insert("outcome".into(), json!(outcome));
+        m.insert(
+            "message".into(),
+            json!(super::host::encode::cap_bytes(message, MAX_MESSAGE)),
+        );
+        m.insert("detail".into(), detail.unwrap_or(Value::Null));
+        m.insert(
+            "elapsed_us".into(),
+            json!(self.start.elapsed().as_micros() as u64),
+        );
+        m.insert("rules_digest".into(), json!(s.rules_digest));
+        m.insert("version".into(), json!(env!("CARGO_PKG_VERSION")));
+        m.insert("pid".into(), json!(std::process::id()));
+        m
+    }
+}
+
+/// The per-user state directory (`$XDG_STATE_HOME/evidence-gate`, else
+/// `~/.local/state/evidence-gate`; the platform directories elsewhere).
+pub fn user_state_path(amb: &dyn Ambient) -> Option<PathBuf> {
+    let abs = |k: &str| {
+        ambient::var(amb, k)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if cfg!(windows) {
+        return abs("LOCALAPPDATA").map(|p| p.join("evidence-gate"));
+    }
+    if cfg!(target_os = "macos") {
+        return abs("HOME").map(|h| h.join("Library/Application Support/evidence-gate"));
+    }
+    abs("XDG_STATE_HOME")
+        .map(|p| p.join("evidence-gate"))
+        .or_else(|| abs("HOME").map(|h| h.join(".local/state/evidence-gate")))
+}

@@ -1,0 +1,372 @@
+//! Encode tables (hooks.md §2.5) with strict key allow-lists: the encoder
+//! serialises per-host structs whose fields are the only keys it can emit.
+//! Allow is no output on every host; `{}` is never written (agy reads it as
+//! deny on PreToolUse).
+
+use serde::Serialize;
+
+use super::Host;
+use crate::hooks::event::{Decision, Family};
+use crate::rules::hooks::AgyStopDecision;
+
+/// Codex / Claude Code / `common`, stop family.
+#[derive(Serialize)]
+struct CodexStop<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(rename = "systemMessage", skip_serializing_if = "Option::is_none")]
+    system_message: Option<&'a str>,
+}
+
+/// Codex / Claude Code, UserPromptSubmit context.
+#[derive(Serialize)]
+struct CodexPrompt<'a> {
+    #[serde(rename = "hookSpecificOutput")]
+    hook_specific_output: PromptContext<'a>,
+}
+
+#[derive(Serialize)]
+struct PromptContext<'a> {
+    #[serde(rename = "hookEventName")]
+    hook_event_name: &'static str,
+    #[serde(rename = "additionalContext")]
+    additional_context: &'a str,
+}
+
+/// Codex / Claude Code, PreToolUse deny.
+#[derive(Serialize)]
+struct CodexTool<'a> {
+    #[serde(rename = "hookSpecificOutput")]
+    hook_specific_output: ToolDeny<'a>,
+}
+
+#[derive(Serialize)]
+struct ToolDeny<'a> {
+    #[serde(rename = "hookEventName")]
+    hook_event_name: &'static str,
+    #[serde(rename = "permissionDecision")]
+    permission_decision: &'static str,
+    #[serde(rename = "permissionDecisionReason")]
+    permission_decision_reason: &'a str,
+}
+
+/// Gemini CLI (every event).
+#[derive(Serialize)]
+struct Gemini<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(rename = "systemMessage", skip_serializing_if = "Option::is_none")]
+    system_message: Option<&'a str>,
+    #[serde(rename = "hookSpecificOutput", skip_serializing_if = "Option::is_none")]
+    hook_specific_output: Option<PromptContext<'a>>,
+}
+
+/// agy.
+#[derive(Serialize)]
+struct Agy<'a> {
+    decision: &'static str,
+    reason: &'a str,
+}
+
+/// Options of the encoder that come from the rules.
+#[derive(Debug, Clone, Copy)]
+pub struct EncodeOptions {
+    /// `hooks.max_reason_bytes`.
+    pub max_reason_bytes: usize,
+    /// `hooks.hosts.agy.stop_block_decision`.
+    pub agy_stop_block: AgyStopDecision,
+}
+
+/// The bytes to write (one compact JSON object plus `\n`), or `None` for no
+/// output. A decision the family cannot carry encodes to no output.
+pub fn encode(
+    host: Host,
+    family: Family,
+    decision: &Decision,
+    opts: &EncodeOptions,
+) -> Option<Vec<u8>> {
+    let cap = |s: &str| cap_bytes(&sanitize(s), opts.max_reason_bytes);
+    let json = match (host, family, decision) {
+        (_, _, Decision::Allow) => return None,
+        (Host::Codex | Host::ClaudeCode | Host::Common, Family::Stop, d) => match d {
+            Decision::Notify { message } => to_json(&CodexStop {
+                decision: None,
+                reason: None,
+                system_message: Some(&cap(message)),
+            }),
+            Decision::Block { reason } => to_json(&CodexStop {
+                decision: Some("block"),
+                reason: Some(&non_empty(cap(reason))),
+                system_message: None,
+            }),
+            _ => return None,
+        },
+        (
+            Host::Codex | Host::ClaudeCode | Host::Common,
+            Family::Prompt,
+            Decision::Context { text },
+        ) => to_json(&CodexPrompt {
+            hook_specific_output: PromptContext {
+                hook_event_name: "UserPromptSubmit",
+                additional_context: &sanitize(text),
+            },
+        }),
+        (
+            Host::Codex | Host::ClaudeCode | Host::Common,
+            Family::Tool,
+            Decision::Deny { reason },
+        ) => to_json(&CodexTool {
+            hook_specific_output: ToolDeny {
+                hook_event_name: "PreToolUse",
+                permission_decision: "deny",
+                permission_decision_reason: &non_empty(cap(reason)),
+            },
+        }),
+        (Host::Gemini, Family::Stop, Decision::Notify { message }) => to_json(&Gemini {
+            decision: None,
+            reason: None,
+            system_message: Some(&cap(message)),
+            hook_specific_output: None,
+        }),
+        (Host::Gemini, Family::Stop, Decision::Block { reason: r })
+        | (Host::Gemini, Family::Tool, Decision::Deny { reason: r }) => to_json(&Gemini {
+            decision: Some("deny"),
+            reason: Some(&non_empty(cap(r))),
+            system_message: None,
+            hook_specific_output: None,
+        }),
+        (Host::Gemini, Family::Prompt, Decision::Context { text }) => to_json(&Gemini {
+            decision: None,
+            reason: None,
+            system_message: None,
+            hook_specific_output: Some(PromptContext {
+                hook_event_name: "BeforeAgent",
+                additional_context: &sanitize(text),
+            }),
+        }),
+        (Host::Agy, Family::Stop, Decision::Block { reason }) => to_json(&Agy {
+            decision: opts.agy_stop_block.as_str(),
+            reason: &non_empty(cap(reason)),
+        }),
+        (Host::Agy, Family::Tool, Decision::Deny { reason }) => to_json(&Agy {
+            decision: "deny",
+            reason: &non_empty(cap(reason)),
+        }),
+        _ => return None,
+    };
+    let mut bytes = json;
+    bytes.push(b'\n');
+    Some(bytes)
+}
+
+fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
+    serde_json::to_vec(v).expect("encoder structs serialise")
+}
+
+/// Codex fails a block with an empty reason; ours are never empty.
+fn non_empty(s: String) -> String {
+    if s.trim().is_empty() {
+        "evidence-gate: refused without a stated reason; see .omo/evidence-gate/diagnostics.jsonl"
+            .to_owned()
+    } else {
+        s
+    }
+}
+
+/// Removes C0 controls other than `\n` and `\t`; `\r\n` and `\r` become `\n`.
+pub fn sanitize(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => {
+                if chars.peek() == Some(&'\n') {
+                    chars.next();
+                }
+                out.push('\n');
+            }
+            '\n' | '\t' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Cuts `s` to at most `max` bytes at a character boundary.
+pub fn cap_bytes(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    const OPTS: EncodeOptions = EncodeOptions {
+        max_reason_bytes: 2048,
+        agy_stop_block: AgyStopDecision::Block,
+    };
+
+    fn keys(bytes: &[u8]) -> Vec<String> {
+        fn walk(v: &Value, prefix: &str, out: &mut Vec<String>) {
+            if let Value::Object(m) = v {
+                for (k, v) in m {
+                    let key = format!("{prefix}{k}");
+                    walk(v, &format!("{key}."), out);
+                    out.push(key);
+                }
+            }
+        }
+        let v: Value = serde_json::from_slice(bytes).unwrap();
+        let mut out = Vec::new();
+        walk(&v, "", &mut out);
+        out.sort();
+        out
+    }
+
+    fn all_decisions() -> Vec<Decision> {
+        vec![
+            Decision::Allow,
+            Decision::Notify {
+                message: "m".into(),
+            },
+            Decision::Block { reason: "r".into() },
+            Decision::Deny { reason: "r".into() },
+            Decision::Context { text: "t".into() },
+        ]
+    }
+
+    /// Every key any encoder can emit, per host and family (hooks.md §2.5).
+    fn allowed(host: Host, family: Family) -> &'static [&'static str] {
+        match (host, family) {
+            (Host::Codex | Host::ClaudeCode | Host::Common, Family::Stop) => {
+                &["decision", "reason", "systemMessage"]
+            }
+            (Host::Codex | Host::ClaudeCode | Host::Common, Family::Prompt) => &[
+                "hookSpecificOutput",
+                "hookSpecificOutput.additionalContext",
+                "hookSpecificOutput.hookEventName",
+            ],
+            (Host::Codex | Host::ClaudeCode | Host::Common, Family::Tool) => &[
+                "hookSpecificOutput",
+                "hookSpecificOutput.hookEventName",
+                "hookSpecificOutput.permissionDecision",
+                "hookSpecificOutput.permissionDecisionReason",
+            ],
+            (Host::Gemini, _) => &[
+                "decision",
+                "hookSpecificOutput",
+                "hookSpecificOutput.additionalContext",
+                "hookSpecificOutput.hookEventName",
+                "reason",
+                "systemMessage",
+            ],
+            (Host::Agy, _) => &["decision", "reason"],
+        }
+    }
+
+    #[test]
+    fn allow_lists_hold_and_allow_is_never_output() {
+        let hosts = [
+            Host::Codex,
+            Host::ClaudeCode,
+            Host::Gemini,
+            Host::Agy,
+            Host::Common,
+        ];
+        for host in hosts {
+            for family in [Family::Stop, Family::Prompt, Family::Tool] {
+                for d in all_decisions() {
+                    let Some(bytes) = encode(host, family, &d, &OPTS) else {
+                        continue;
+                    };
+                    assert_ne!(d, Decision::Allow);
+                    assert!(bytes.ends_with(b"\n"));
+                    assert_eq!(bytes.iter().filter(|b| **b == b'\n').count(), 1);
+                    assert_ne!(&bytes[..], b"{}\n", "{host:?} {family:?} {d:?}");
+                    for k in keys(&bytes) {
+                        assert!(
+                            allowed(host, family).contains(&k.as_str()),
+                            "{host:?} {family:?} {d:?} emitted {k}"
+                        );
+                    }
+                    let v: Value = serde_json::from_slice(&bytes).unwrap();
+                    if let Some(dec) = v.get("decision") {
+                        assert!(["block", "deny"].contains(&dec.as_str().unwrap()));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn snapshots() {
+        let block = Decision::Block {
+            reason: "a\r\nb\u{1}c".into(),
+        };
+        let s = |h, f, d: &Decision| String::from_utf8(encode(h, f, d, &OPTS).unwrap()).unwrap();
+        assert_eq!(
+            s(Host::Codex, Family::Stop, &block),
+            "{\"decision\":\"block\",\"reason\":\"a\\nbc\"}\n"
+        );
+        assert_eq!(
+            s(Host::Gemini, Family::Stop, &block),
+            "{\"decision\":\"deny\",\"reason\":\"a\\nbc\"}\n"
+        );
+        let continue_opts = EncodeOptions {
+            agy_stop_block: AgyStopDecision::Continue,
+            ..OPTS
+        };
+        assert_eq!(
+            String::from_utf8(encode(Host::Agy, Family::Stop, &block, &continue_opts).unwrap())
+                .unwrap(),
+            "{\"decision\":\"continue\",\"reason\":\"a\\nbc\"}\n"
+        );
+        let notify = Decision::Notify {
+            message: "n".into(),
+        };
+        assert_eq!(
+            s(Host::ClaudeCode, Family::Stop, &notify),
+            "{\"systemMessage\":\"n\"}\n"
+        );
+        assert_eq!(encode(Host::Agy, Family::Stop, &notify, &OPTS), None);
+        assert_eq!(
+            s(
+                Host::Codex,
+                Family::Tool,
+                &Decision::Deny {
+                    reason: "no".into()
+                }
+            ),
+            "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\",\"permissionDecisionReason\":\"no\"}}\n"
+        );
+        assert_eq!(
+            s(
+                Host::Codex,
+                Family::Prompt,
+                &Decision::Context { text: "t".into() }
+            ),
+            "{\"hookSpecificOutput\":{\"hookEventName\":\"UserPromptSubmit\",\"additionalContext\":\"t\"}}\n"
+        );
+        let empty = Decision::Block { reason: " ".into() };
+        assert!(s(Host::Codex, Family::Stop, &empty).contains("evidence-gate: refused"));
+    }
+
+    #[test]
+    fn cap_cuts_at_char_boundary() {
+        assert_eq!(cap_bytes("aé", 2), "a");
+        assert_eq!(cap_bytes("abc", 5), "abc");
+    }
+}

@@ -1,0 +1,71 @@
+//! Host adapters: detection (hooks.md §1.2), payload decoding into the
+//! normalized events (§2.4) and decision encoding (§2.5).
+
+pub mod decode;
+pub mod detect;
+pub mod encode;
+
+use serde::Serialize;
+
+/// A host whose hook contract an adapter implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Host {
+    /// OpenAI Codex CLI.
+    Codex,
+    /// Anthropic Claude Code.
+    ClaudeCode,
+    /// Google Gemini CLI.
+    Gemini,
+    /// Antigravity CLI.
+    Agy,
+    /// Unknown: the union of the Codex and Claude Code decoders, the Codex encoder.
+    Common,
+}
+
+impl Host {
+    /// The four named hosts (what `--host` and `init` accept besides `auto`).
+    pub const NAMED: &'static [Host] = &[Host::Codex, Host::ClaudeCode, Host::Gemini, Host::Agy];
+
+    /// The wire name (`--host` value, diagnostics `host` field).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Codex => "codex",
+            Self::ClaudeCode => "claude-code",
+            Self::Gemini => "gemini",
+            Self::Agy => "agy",
+            Self::Common => "common",
+        }
+    }
+
+    /// Parses a `--host` value other than `auto`.
+    pub fn from_name(s: &str) -> Option<Host> {
+        Self::NAMED.iter().copied().find(|h| h.name() == s)
+    }
+}
+
+/// How the host was determined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HostSource {
+    /// `--host`.
+    Flag,
+    /// A payload key.
+    Payload,
+    /// An environment variable.
+    Env,
+    /// Nothing matched.
+    Fallback,
+}
+
+impl HostSource {
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Flag => "flag",
+            Self::Payload => "payload",
+            Self::Env => "env",
+            Self::Fallback => "fallback",
+        }
+    }
+}

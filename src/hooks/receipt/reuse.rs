@@ -1,0 +1,141 @@
+//! Reuse protection (hooks.md §3.7): accepting a receipt claims its digest by
+//! exclusive create of `receipts/<sha256>.json`; the same digest is accepted
+//! again only for the same session and agent with the same turn (or a turn
+//! id absent on either side: a re-fire of the same stop).
+
+use std::io::{self, Read, Write};
+use std::time::SystemTime;
+
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
+use cap_std::fs::{Dir, OpenOptions};
+use serde_json::{Value, json};
+
+use crate::evidence::{Code, Finding};
+
+/// Directory of claims inside the hooks' state directory.
+pub const DIR: &str = "receipts";
+
+/// Who accepted a receipt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claimant {
+    /// Session id.
+    pub session_id: Option<String>,
+    /// Agent id.
+    pub agent_id: Option<String>,
+    /// Agent type.
+    pub agent_type: Option<String>,
+    /// Turn id.
+    pub turn_id: Option<String>,
+}
+
+fn name(sha256: &str) -> String {
+    format!("{sha256}.json")
+}
+
+/// Looks the digest up (one open by name). `Ok(Some(finding))` when it was
+/// accepted for someone else.
+pub fn check(state: &Dir, sha256: &str, path: &str, me: &Claimant) -> io::Result<Option<Finding>> {
+    let dir = match state.open_dir(DIR) {
+        Ok(d) => d,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut opts = OpenOptions::new();
+    opts.read(true).follow(FollowSymlinks::No).nonblock(true);
+    let mut f = match dir.open_with(name(sha256), &opts) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut buf = Vec::new();
+    Read::by_ref(&mut f).take(64 * 1024).read_to_end(&mut buf)?;
+    let prior: Value = serde_json::from_slice(&buf).unwrap_or(Value::Null);
+    let field = |k: &str| prior.get(k).and_then(Value::as_str).map(str::to_owned);
+    let same_agent = field("session_id") == me.session_id && field("agent_id") == me.agent_id;
+    let their_turn = field("turn_id");
+    let same_turn = their_turn.is_none() || me.turn_id.is_none() || their_turn == me.turn_id;
+    if same_agent && same_turn && prior.is_object() {
+        return Ok(None);
+    }
+    let who = field("agent_type").unwrap_or_else(|| "another agent".into());
+    let when = field("accepted_at").unwrap_or_else(|| "an earlier stop".into());
+    Ok(Some(
+        Finding::new(
+            Code::ReceiptReused,
+            Some(path),
+            format!(
+                "this receipt's content was already accepted for {who} at {when}; a receipt describes its own task"
+            ),
+        )
+        .with_detail(json!({"sha256": sha256, "earlier_agent_type": field("agent_type"), "accepted_at": field("accepted_at")})),
+    ))
+}
+
+/// Claims the digest (exclusive create, synced). An existing claim (a
+/// re-fire of the same stop) is left as it is.
+pub fn claim(state: &Dir, sha256: &str, path: &str, me: &Claimant) -> io::Result<()> {
+    let rel = crate::sandbox::RelPath::parse(DIR, crate::sandbox::PathLimits::default())
+        .expect("constant");
+    let dir = crate::store::create_dirs(state, &rel)?;
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true).follow(FollowSymlinks::No);
+    let mut f = match dir.open_with(name(sha256), &opts) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let record = json!({
+        "session_id": me.session_id,
+        "agent_id": me.agent_id,
+        "agent_type": me.agent_type,
+        "turn_id": me.turn_id,
+        "path": path,
+        "accepted_at": crate::time::rfc3339_ms(SystemTime::now()),
+    });
+    f.write_all(record.to_string().as_bytes())?;
+    f.sync_all()?;
+    crate::store::sync_dir(&dir)
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+
+    fn who(agent: &str, turn: Option<&str>) -> Claimant {
+        Claimant {
+            session_id: Some("s".into()),
+            agent_id: Some(agent.into()),
+            agent_type: Some("lazycodex-worker-low".into()),
+            turn_id: turn.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn same_agent_passes_other_agent_or_turn_is_reuse() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let sha = "ab".repeat(32);
+        assert!(
+            check(&dir, &sha, "p", &who("a", Some("t1")))
+                .unwrap()
+                .is_none()
+        );
+        claim(&dir, &sha, "p", &who("a", Some("t1"))).unwrap();
+        claim(&dir, &sha, "p", &who("a", Some("t1"))).unwrap();
+        assert!(
+            check(&dir, &sha, "p", &who("a", Some("t1")))
+                .unwrap()
+                .is_none()
+        );
+        assert!(check(&dir, &sha, "p", &who("a", None)).unwrap().is_none());
+        let f = check(&dir, &sha, "p", &who("a", Some("t2")))
+            .unwrap()
+            .unwrap();
+        assert_eq!(f.code, Code::ReceiptReused);
+        let f = check(&dir, &sha, "p", &who("b", Some("t1")))
+            .unwrap()
+            .unwrap();
+        assert!(f.message.contains("lazycodex-worker-low"));
+    }
+}

@@ -1,0 +1,464 @@
+//! `subagent-stop`: the evidence receipt gate (hooks.md §3). A gated worker
+//! cannot end its turn until its final message names a receipt that
+//! verifies; the attempt budget, not `stop_hook_active`, is the loop guard.
+
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+use cap_std::fs::Dir;
+use regex::Regex;
+use serde_json::{Map, Value, json};
+
+use super::code::HookCode;
+use super::diagnostics::{Diagnostics, STATE_DIR};
+use super::directive::{Template, excerpt};
+use super::event::{Decision, Envelope, StopEvent};
+use super::gate_ledger;
+use super::host::encode::cap_bytes;
+use super::receipt::{self, Binding, FilePolicy, Verified, attempts, grammar, path, plain, reuse};
+use super::transcript::{self, Markers};
+use crate::ambient::Ambient;
+use crate::evidence::Finding;
+use crate::rules::RuleSet;
+use crate::rules::evidence::EvidenceRules;
+use crate::rules::hooks::{Directives, HooksRules, SubagentStopRules};
+use crate::sandbox::{PathLimits, RelPath};
+use crate::store::{LockError, LockOptions, MutationLock};
+
+/// Placeholders of the block-reason template.
+pub const PLACEHOLDERS: &[&str] = &[
+    "ATTEMPT_COUNT",
+    "MAX_ATTEMPTS",
+    "FINDINGS",
+    "LAST_ASSISTANT_MESSAGE",
+    "EVIDENCE_ROOT",
+    "RECEIPT_MARKER",
+    "AGENT_TYPE",
+];
+const MAX_STATIC_TEMPLATE: usize = 1024;
+const MAX_FINDINGS_BYTES: usize = 512;
+const MAX_FINDING_LINES: usize = 5;
+
+/// The compiled `subagent_stop` policy.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// The raw family.
+    pub rules: SubagentStopRules,
+    gated: Regex,
+    evidence_root: RelPath,
+    template: Template,
+    file: FilePolicy,
+    evidence: EvidenceRules,
+}
+
+impl Policy {
+    /// Compiles the policy; an error names the rules key at fault.
+    pub fn compile(set: &RuleSet) -> Result<Policy, String> {
+        let rules: SubagentStopRules = set.family().map_err(|e| e.to_string())?;
+        let directives: Directives = set.family().map_err(|e| e.to_string())?;
+        let evidence: EvidenceRules = set.family().map_err(|e| e.to_string())?;
+        let gated = Regex::new(&rules.gated_agents)
+            .map_err(|e| format!("/subagent_stop/gated_agents: {e}"))?;
+        let evidence_root = RelPath::parse(&rules.evidence_root, PathLimits::default())
+            .map_err(|p| format!("/subagent_stop/evidence_root: {}", p.describe()))?;
+        let text = directives.0.get(&rules.directive).ok_or_else(|| {
+            format!(
+                "/subagent_stop/directive: no directive template named `{}`",
+                rules.directive
+            )
+        })?;
+        let template = Template::compile(text, PLACEHOLDERS)
+            .map_err(|e| format!("/directives/{}: {e}", rules.directive))?;
+        if template.static_len() > MAX_STATIC_TEMPLATE {
+            return Err(format!(
+                "/directives/{}: the static text is over {MAX_STATIC_TEMPLATE} bytes",
+                rules.directive
+            ));
+        }
+        if !template.uses("RECEIPT_MARKER") {
+            return Err(format!(
+                "/directives/{}: the template must contain {{{{RECEIPT_MARKER}}}}",
+                rules.directive
+            ));
+        }
+        let file = FilePolicy {
+            reject_hardlinks: rules.reject_hardlinks,
+            max_bytes: rules.max_receipt_bytes,
+            substance: plain::Substance {
+                min_chars: rules.min_receipt_chars,
+                placeholder_patterns: rules
+                    .placeholder_patterns
+                    .iter()
+                    .map(|p| p.to_lowercase())
+                    .collect(),
+            },
+            require_structured: rules.require_structured,
+            check_freshness: rules.check_freshness,
+        };
+        Ok(Policy {
+            rules,
+            gated,
+            evidence_root,
+            template,
+            file,
+            evidence,
+        })
+    }
+
+    /// True when the agent type is gated (empty, absent and unmatched are not).
+    pub fn is_gated(&self, kind: Option<&str>) -> bool {
+        kind.is_some_and(|k| !k.is_empty() && self.gated.is_match(k))
+    }
+}
+
+/// Everything one decision needs.
+pub struct Ctx<'a> {
+    /// Ambient access (transcripts).
+    pub amb: &'a dyn Ambient,
+    /// The run's diagnostics.
+    pub diag: &'a Diagnostics<'a>,
+    /// The workspace root (`cwd`).
+    pub root: &'a Dir,
+    /// `cwd`'s canonical form, when known.
+    pub canonical_cwd: Option<&'a Path>,
+    /// The envelope.
+    pub env: &'a Envelope,
+    /// The stop fields.
+    pub stop: &'a StopEvent,
+    /// Common hook rules.
+    pub hooks: &'a HooksRules,
+    /// The compiled policy.
+    pub policy: &'a Policy,
+    /// `sha256:` digest of the merged rules.
+    pub rules_digest: &'a str,
+    /// Test fault: the verification budget is already spent.
+    pub budget_spent: bool,
+}
+
+/// Evaluates a stop in the normative order of hooks.md §3.1.
+pub fn decide(c: &Ctx<'_>) -> Decision {
+    let agent = c.env.agent.clone().unwrap_or_default();
+    if !c.policy.is_gated(agent.kind.as_deref()) {
+        return Decision::Allow;
+    }
+    let mut earlier = 0;
+    let checked = check_receipt(c, &mut earlier);
+    let rel = RelPath::parse(STATE_DIR, PathLimits::default()).expect("constant");
+    let state = match crate::store::create_dirs(c.root, &rel) {
+        Ok(d) => d,
+        Err(e) => return state_io(c, "the hook state directory could not be created", &e),
+    };
+    let lock_opts = LockOptions {
+        timeout: Duration::from_millis(c.hooks.lock_wait_ms),
+        foreign_stale: Duration::from_secs(30),
+        command: "hook subagent-stop".into(),
+    };
+    let lock = match MutationLock::acquire(&state, ".mutation.lock", &lock_opts) {
+        Ok(l) => l,
+        Err(LockError::Timeout { waited_ms, .. }) => {
+            c.diag.write(
+                HookCode::HookLockTimeout,
+                "allow",
+                "the gate lock was not taken in time; the stop was allowed",
+                Some(
+                    json!({"lock": format!("{STATE_DIR}/.mutation.lock"), "waited_ms": waited_ms}),
+                ),
+            );
+            return Decision::Allow;
+        }
+        Err(LockError::Unsafe { what }) => {
+            let e = std::io::Error::other(format!("the lock file is {what}"));
+            return state_io(c, "the gate lock file is unusable", &e);
+        }
+        Err(LockError::Io(e)) => return state_io(c, "the gate lock could not be taken", &e),
+    };
+    let decision = decide_locked(c, &state, checked, earlier);
+    let _ = lock.release();
+    decision
+}
+
+fn claimant(env: &Envelope) -> reuse::Claimant {
+    let agent = env.agent.clone().unwrap_or_default();
+    reuse::Claimant {
+        session_id: env.session_id.clone(),
+        agent_id: agent.id,
+        agent_type: agent.kind,
+        turn_id: env.turn_id.clone(),
+    }
+}
+
+fn check_receipt(c: &Ctx<'_>, earlier: &mut usize) -> Result<Verified, Vec<Finding>> {
+    let rules = &c.policy.rules;
+    let named = grammar::extract(c.stop.last_message.as_deref(), &rules.receipt_marker)
+        .map_err(|f| vec![*f])?;
+    *earlier = named.earlier_receipts;
+    let cwd = path::Cwd {
+        given: &c.env.cwd,
+        canonical: c.canonical_cwd,
+    };
+    let rel = path::resolve(&named.token, &cwd, &c.policy.evidence_root).map_err(|f| vec![*f])?;
+    let agent = c.env.agent.clone().unwrap_or_default();
+    let binding = Binding {
+        session: c.env.session_id.clone(),
+        agent_id: agent.id,
+        agent_type: agent.kind,
+        turn: c.env.turn_id.clone(),
+    };
+    let now = Instant::now();
+    let deadline = if c.budget_spent {
+        now.checked_sub(Duration::from_millis(1)).unwrap_or(now)
+    } else {
+        now + Duration::from_millis(rules.verify_budget_ms)
+    };
+    let birth = || {
+        c.stop
+            .child_transcript
+            .as_deref()
+            .and_then(|p| transcript::birth_time(c.amb, p))
+    };
+    receipt::verify(&receipt::Check {
+        root: c.root,
+        path: &rel,
+        policy: &c.policy.file,
+        evidence: &c.policy.evidence,
+        binding: &binding,
+        deadline,
+        transcript_birth: &birth,
+    })
+}
+
+fn decide_locked(
+    c: &Ctx<'_>,
+    state: &Dir,
+    checked: Result<Verified, Vec<Finding>>,
+    earlier: usize,
+) -> Decision {
+    let me = claimant(c.env);
+    let rules = &c.policy.rules;
+    let findings = match checked {
+        Ok(v) if rules.reuse_protection => match reuse::check(state, &v.sha256, &v.path, &me) {
+            Ok(None) => Ok(v),
+            Ok(Some(f)) => Err(vec![f]),
+            Err(e) => return state_io(c, "the receipt index could not be read", &e),
+        },
+        other => other,
+    };
+    let counter = attempts::file_name(me.session_id.as_deref(), me.agent_id.as_deref());
+    let findings = match findings {
+        Ok(v) => return accept(c, state, &v, earlier, &counter),
+        Err(f) => f,
+    };
+    if context_pressure(c) {
+        let mut entry = base_entry(c, "receipt_waived");
+        entry.insert("reason".into(), json!("context_pressure"));
+        entry.insert("findings".into(), findings_value(&findings));
+        if let Err(e) = gate_ledger::append(state, entry) {
+            return state_io(c, "the gate ledger could not be appended", &e);
+        }
+        c.diag.write(
+            HookCode::SubagentContextPressure,
+            "allow",
+            "context pressure in the worker's transcript waived its receipt",
+            Some(json!({"findings": codes(&findings)})),
+        );
+        let _ = attempts::clear(state, &counter);
+        return Decision::Allow;
+    }
+    let ttl = Duration::from_secs(rules.attempt_ttl_hours * 3600);
+    let count = attempts::read(state, &counter, ttl);
+    let max = rules.max_attempts;
+    if count < max {
+        let owner = attempts::Owner {
+            session_id: me.session_id.as_deref(),
+            agent_id: me.agent_id.as_deref(),
+            agent_type: me.agent_type.as_deref(),
+        };
+        if let Err(e) = attempts::write(state, &counter, &owner, count + 1, &findings) {
+            return state_io(c, "the attempt counter could not be written", &e);
+        }
+        let agent_type = me.agent_type.as_deref().unwrap_or_default();
+        return Decision::Block {
+            reason: render_reason(
+                c.policy,
+                c.hooks.max_reason_bytes,
+                agent_type,
+                c.stop.last_message.as_deref(),
+                count + 1,
+                &findings,
+            ),
+        };
+    }
+    let mut entry = base_entry(c, "receipt_override");
+    entry.insert("findings".into(), findings_value(&findings));
+    entry.insert("count".into(), json!(count));
+    let ledger = gate_ledger::append(state, entry);
+    let notify = rules.notify_on_override;
+    let outcome = if notify { "notify" } else { "allow" };
+    c.diag.write(
+        HookCode::SubagentCapReached,
+        outcome,
+        "the attempt cap was reached; the worker stopped without accepted evidence",
+        Some(json!({"count": count, "max": max, "findings": codes(&findings), "ledger_recorded": ledger.is_ok()})),
+    );
+    let _ = attempts::clear(state, &counter);
+    if notify {
+        Decision::Notify {
+            message: format!(
+                "evidence-gate: {} stopped without accepted evidence after {max} refusals ({}); the override was recorded in {STATE_DIR}/ledger.jsonl.",
+                me.agent_type.as_deref().unwrap_or("a worker"),
+                codes(&findings).join(", ")
+            ),
+        }
+    } else {
+        Decision::Allow
+    }
+}
+
+fn accept(c: &Ctx<'_>, state: &Dir, v: &Verified, earlier: usize, counter: &str) -> Decision {
+    let mut entry = base_entry(c, "receipt_accepted");
+    entry.insert("receipt".into(), v.ledger_value());
+    let mut files = vec![json!({"path": v.path, "size": v.size, "sha256": v.sha256})];
+    files.extend(
+        v.deliverables
+            .iter()
+            .map(|f| json!({"path": f.path, "size": f.size, "sha256": f.sha256})),
+    );
+    entry.insert("files".into(), Value::Array(files));
+    if earlier > 0 {
+        entry.insert("earlier_receipts".into(), json!(earlier));
+    }
+    if let Err(e) = gate_ledger::append(state, entry) {
+        return state_io(c, "the gate ledger could not be appended", &e);
+    }
+    if c.policy.rules.reuse_protection
+        && let Err(e) = reuse::claim(state, &v.sha256, &v.path, &claimant(c.env))
+    {
+        return state_io(c, "the receipt digest could not be claimed", &e);
+    }
+    if let Err(e) = attempts::clear(state, counter) {
+        return state_io(c, "the attempt counter could not be deleted", &e);
+    }
+    Decision::Allow
+}
+
+/// A marker in the child transcript's tail releases the worker, unless its
+/// own final message carries one (writing the phrase is no escape).
+fn context_pressure(c: &Ctx<'_>) -> bool {
+    let markers = Markers::new(&c.hooks.context_pressure_markers);
+    if c.stop
+        .last_message
+        .as_deref()
+        .is_some_and(|m| markers.found_in(m.as_bytes()))
+    {
+        return false;
+    }
+    c.stop
+        .child_transcript
+        .as_deref()
+        .and_then(|p| transcript::read_tail(c.amb, p, c.hooks.transcript_tail_bytes))
+        .is_some_and(|tail| markers.found_in(&tail))
+}
+
+fn state_io(c: &Ctx<'_>, what: &str, e: &std::io::Error) -> Decision {
+    c.diag.write(
+        HookCode::HookStateIo,
+        "allow",
+        &format!("{what}; the stop was allowed"),
+        Some(json!({"error": e.to_string(), "dir": STATE_DIR})),
+    );
+    Decision::Allow
+}
+
+fn base_entry(c: &Ctx<'_>, kind: &str) -> Map<String, Value> {
+    let agent = c.env.agent.clone().unwrap_or_default();
+    let mut m = Map::new();
+    m.insert("kind".into(), json!(kind));
+    m.insert(
+        "ts".into(),
+        json!(crate::time::rfc3339_ms(SystemTime::now())),
+    );
+    m.insert("host".into(), json!(c.env.host.name()));
+    m.insert("session_id".into(), json!(c.env.session_id));
+    m.insert("agent_id".into(), json!(agent.id));
+    m.insert("agent_type".into(), json!(agent.kind));
+    m.insert("turn_id".into(), json!(c.env.turn_id));
+    m.insert("rules_digest".into(), json!(c.rules_digest));
+    m
+}
+
+fn codes(findings: &[Finding]) -> Vec<&'static str> {
+    findings.iter().map(|f| f.code.name()).collect()
+}
+
+fn findings_value(findings: &[Finding]) -> Value {
+    Value::Array(
+        findings
+            .iter()
+            .map(|f| json!({"code": f.code.name(), "path": f.path, "message": f.message}))
+            .collect(),
+    )
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `- CODE: message` lines: at most `lines`, then `- … and N more`, within
+/// `budget` bytes.
+fn findings_block(findings: &[Finding], lines: usize, budget: usize) -> String {
+    let shown = findings.len().min(lines.max(1));
+    let mut out: Vec<String> = findings[..shown]
+        .iter()
+        .map(|f| format!("- {}: {}", f.code.name(), one_line(&f.message)))
+        .collect();
+    let more = findings.len() - shown;
+    if more > 0 {
+        out.push(format!("- … and {more} more"));
+    }
+    cap_bytes(&out.join("\n"), budget)
+}
+
+/// The block reason (hooks.md §3.10): the excerpt shrinks first, then the
+/// findings, and as a last resort the text is cut at a character boundary.
+pub fn render_reason(
+    policy: &Policy,
+    max: usize,
+    agent_type: &str,
+    last_message: Option<&str>,
+    attempt: u64,
+    findings: &[Finding],
+) -> String {
+    let rules = &policy.rules;
+    let render = |excerpt_chars: usize, lines: usize| {
+        let findings = findings_block(findings, lines, MAX_FINDINGS_BYTES);
+        let last = excerpt(last_message, excerpt_chars);
+        policy.template.render(&|slot| match slot {
+            "ATTEMPT_COUNT" => attempt.to_string(),
+            "MAX_ATTEMPTS" => rules.max_attempts.to_string(),
+            "FINDINGS" => findings.clone(),
+            "LAST_ASSISTANT_MESSAGE" => last.clone(),
+            "EVIDENCE_ROOT" => rules.evidence_root.clone(),
+            "RECEIPT_MARKER" => rules.receipt_marker.clone(),
+            "AGENT_TYPE" => agent_type.to_owned(),
+            _ => String::new(),
+        })
+    };
+    let mut excerpt_chars = rules.message_excerpt_chars;
+    loop {
+        let text = render(excerpt_chars, MAX_FINDING_LINES);
+        if text.len() <= max {
+            return text;
+        }
+        if excerpt_chars == 0 {
+            break;
+        }
+        excerpt_chars /= 2;
+    }
+    for lines in (1..MAX_FINDING_LINES).rev() {
+        let text = render(0, lines);
+        if text.len() <= max {
+            return text;
+        }
+    }
+    cap_bytes(&render(0, 1), max)
+}

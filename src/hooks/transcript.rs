@@ -1,0 +1,98 @@
+//! Host transcripts: they lie outside the workspace, so they are opened by
+//! their parent directory (ambient) and a no-follow, non-blocking leaf open
+//! that must yield a regular file. Only the tail is ever read.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::time::SystemTime;
+
+use cap_std::fs::{File, Metadata};
+
+use super::io_report;
+use crate::ambient::{self, Ambient};
+use crate::sandbox::open;
+
+/// Opens a transcript; `None` when it is missing, not a regular file, a
+/// symlink or otherwise unusable (every caller treats that as "no signal").
+pub fn open_transcript(amb: &dyn Ambient, path: &Path) -> Option<(File, Metadata)> {
+    let (parent, name) = ambient::split(path)?;
+    let name = name.to_str()?;
+    let dir = amb.open_dir(&parent).ok()?;
+    let (file, meta) = open::open_in(&dir, name, name).ok()?;
+    meta.is_file().then_some((file, meta))
+}
+
+/// The last `max` bytes of a transcript (one seek, one read).
+pub fn read_tail(amb: &dyn Ambient, path: &Path, max: u64) -> Option<Vec<u8>> {
+    let (mut file, meta) = open_transcript(amb, path)?;
+    let len = meta.len();
+    let start = len.saturating_sub(max);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut buf = Vec::with_capacity((len - start) as usize);
+    file.take(max).read_to_end(&mut buf).ok()?;
+    io_report::note_read("transcript", path, buf.len() as u64);
+    Some(buf)
+}
+
+/// The transcript's birth time, when the platform and filesystem record it.
+pub fn birth_time(amb: &dyn Ambient, path: &Path) -> Option<SystemTime> {
+    let (_, meta) = open_transcript(amb, path)?;
+    meta.created().ok().map(|t| t.into_std())
+}
+
+/// Context-pressure markers, matched on raw bytes ignoring ASCII case.
+#[derive(Debug, Clone)]
+pub struct Markers {
+    lowered: Vec<Vec<u8>>,
+    /// Bytes (either case) that start some marker.
+    starts: [bool; 256],
+}
+
+impl Markers {
+    /// Compiles the marker list.
+    pub fn new(markers: &[String]) -> Markers {
+        let lowered: Vec<Vec<u8>> = markers
+            .iter()
+            .map(|m| m.as_bytes().to_ascii_lowercase())
+            .filter(|m| !m.is_empty())
+            .collect();
+        let mut starts = [false; 256];
+        for m in &lowered {
+            starts[usize::from(m[0])] = true;
+            starts[usize::from(m[0].to_ascii_uppercase())] = true;
+        }
+        Markers { lowered, starts }
+    }
+
+    /// True when `haystack` contains any marker: one pass with a start-byte
+    /// table, a case-insensitive compare only at candidate positions.
+    pub fn found_in(&self, haystack: &[u8]) -> bool {
+        haystack.iter().enumerate().any(|(i, b)| {
+            self.starts[usize::from(*b)]
+                && self.lowered.iter().any(|m| {
+                    haystack
+                        .get(i..i + m.len())
+                        .is_some_and(|w| w.eq_ignore_ascii_case(m))
+                })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_ignore_ascii_case() {
+        let m = Markers::new(&["Context Compacted".into()]);
+        assert!(m.found_in(b"..{\"t\":\"CONTEXT compacted\"}"));
+        assert!(!m.found_in(b"context  compacted"));
+        assert!(
+            m.found_in(b"\xff\xfe CONTEXT COMPACTED"),
+            "raw bytes, not UTF-8"
+        );
+        assert!(m.found_in(b"context compacted"), "at the very end");
+        assert!(!m.found_in(b"context compacte"));
+        assert!(!Markers::new(&[]).found_in(b"context compacted"));
+    }
+}

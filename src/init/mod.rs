@@ -1,0 +1,561 @@
+//! `evidence-gate init` (hooks.md §7.1–§7.4): renders, and with `--write`
+//! merges, the host wiring for the hooks of this build.
+
+pub mod wiring;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::ambient::{self, Ambient};
+use crate::hooks::host::Host;
+use crate::rules::RuleSet;
+use crate::rules::hooks::SubagentStopRules;
+use crate::store::{self, Durability};
+use wiring::Binary;
+
+/// Where the wiring goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The repository's configuration.
+    Project,
+    /// The user's configuration.
+    User,
+    /// Claude Code's `settings.local.json`.
+    Local,
+    /// A plugin's `hooks/hooks.json` (the current directory is the plugin root).
+    Plugin,
+}
+
+impl Scope {
+    /// Parses a `--scope` value.
+    pub fn from_name(s: &str) -> Option<Scope> {
+        match s {
+            "project" => Some(Scope::Project),
+            "user" => Some(Scope::User),
+            "local" => Some(Scope::Local),
+            "plugin" => Some(Scope::Plugin),
+            _ => None,
+        }
+    }
+}
+
+/// `init` options.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The host.
+    pub host: Host,
+    /// `--write` (else print).
+    pub write: bool,
+    /// `--scope`.
+    pub scope: Scope,
+    /// `--binary`.
+    pub binary: Option<String>,
+    /// `--replace-node-hooks`.
+    pub replace_node_hooks: bool,
+    /// `--rules FILE`, for the SubagentStop matcher.
+    pub rules: Option<PathBuf>,
+}
+
+/// One file `init` printed or wrote.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileOut {
+    /// Display path (`.codex/hooks.json`, `~/.claude/settings.json`).
+    pub path: String,
+    /// `print`, `create`, `update` or `unchanged`.
+    pub action: &'static str,
+    /// The full content.
+    pub content: String,
+}
+
+/// The result of a successful `init`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Always true here.
+    pub ok: bool,
+    /// The host.
+    pub host: Host,
+    /// Files printed or written.
+    pub files: Vec<FileOut>,
+    /// Notes for the user.
+    pub notes: Vec<String>,
+}
+
+/// Why `init` did not finish.
+#[derive(Debug, Clone)]
+pub enum Error {
+    /// Bad options (exit 2).
+    Usage(String),
+    /// A refusal with an `INIT_*` code (exit 1).
+    Refused {
+        /// `INIT_CONFIG_INVALID`, `INIT_BINARY_UNRESOLVED`.
+        code: &'static str,
+        /// One sentence.
+        message: String,
+    },
+    /// An I/O error (exit 2).
+    Io(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Base {
+    Workspace,
+    Home,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    HooksJson,
+    CodexToml,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Target {
+    base: Base,
+    rel: &'static str,
+    kind: Kind,
+}
+
+fn targets(host: Host, scope: Scope) -> Result<Vec<Target>, Error> {
+    use Base::{Home, Workspace};
+    let t = |base, rel, kind| Target { base, rel, kind };
+    let list = match (host, scope) {
+        (Host::Codex, Scope::Project) => vec![
+            t(Workspace, ".codex/hooks.json", Kind::HooksJson),
+            t(Workspace, ".codex/config.toml", Kind::CodexToml),
+        ],
+        (Host::Codex, Scope::User) => vec![
+            t(Home, ".codex/hooks.json", Kind::HooksJson),
+            t(Home, ".codex/config.toml", Kind::CodexToml),
+        ],
+        (Host::Codex, Scope::Plugin) => vec![
+            t(Workspace, "hooks/hooks.json", Kind::HooksJson),
+            t(Home, ".codex/config.toml", Kind::CodexToml),
+        ],
+        (Host::ClaudeCode, Scope::Plugin) => {
+            vec![t(Workspace, "hooks/hooks.json", Kind::HooksJson)]
+        }
+        (Host::ClaudeCode, Scope::Project) => {
+            vec![t(Workspace, ".claude/settings.json", Kind::HooksJson)]
+        }
+        (Host::ClaudeCode, Scope::Local) => {
+            vec![t(Workspace, ".claude/settings.local.json", Kind::HooksJson)]
+        }
+        (Host::ClaudeCode, Scope::User) => vec![t(Home, ".claude/settings.json", Kind::HooksJson)],
+        (Host::Gemini, Scope::Project) => {
+            vec![t(Workspace, ".gemini/settings.json", Kind::HooksJson)]
+        }
+        (Host::Gemini, Scope::User) => vec![t(Home, ".gemini/settings.json", Kind::HooksJson)],
+        (Host::Agy, Scope::Project) => vec![t(Workspace, ".agents/hooks.json", Kind::HooksJson)],
+        (Host::Agy, Scope::User) => vec![t(Home, ".gemini/config/hooks.json", Kind::HooksJson)],
+        (h, s) => {
+            return Err(Error::Usage(format!(
+                "scope `{s:?}` is not available for {}",
+                h.name()
+            )));
+        }
+    };
+    Ok(list)
+}
+
+fn resolve_binary(
+    o: &Options,
+    amb: &dyn Ambient,
+    notes: &mut Vec<String>,
+) -> Result<Binary, Error> {
+    if o.scope == Scope::Plugin {
+        let var = if o.host == Host::Codex {
+            "PLUGIN_ROOT"
+        } else {
+            "CLAUDE_PLUGIN_ROOT"
+        };
+        notes.push(format!(
+            "the plugin ships the binary as ${{{var}}}/bin/evidence-gate"
+        ));
+        return Ok(Binary::PluginRoot(var));
+    }
+    let unresolved = |message: String| Error::Refused {
+        code: "INIT_BINARY_UNRESOLVED",
+        message,
+    };
+    let path = match &o.binary {
+        Some(b) if !b.contains('/') && !b.contains('\\') => {
+            notes.push(format!(
+                "`{b}` is resolved on PATH when the host runs the hook"
+            ));
+            return Ok(Binary::Bare(b.clone()));
+        }
+        Some(b) => {
+            let p = PathBuf::from(b);
+            if p.is_absolute() {
+                p
+            } else {
+                amb.current_dir()
+                    .map_err(|e| Error::Io(e.to_string()))?
+                    .join(p)
+            }
+        }
+        None => amb
+            .current_exe()
+            .map_err(|e| unresolved(format!("the running executable cannot be named: {e}")))?,
+    };
+    if !is_executable(amb, &path) {
+        return Err(unresolved(format!(
+            "`{}` is not an existing executable file",
+            path.display()
+        )));
+    }
+    let text = path
+        .to_str()
+        .ok_or_else(|| unresolved(format!("`{}` is not valid UTF-8", path.display())))?;
+    if text.contains("/target/debug/") || text.contains("/target/release/") {
+        notes.push(format!(
+            "warning: `{text}` is a build-output path; a `cargo clean` breaks the wiring (install the binary, or pass --binary)"
+        ));
+    }
+    Ok(Binary::Path(text.to_owned()))
+}
+
+fn is_executable(amb: &dyn Ambient, path: &Path) -> bool {
+    let Some((parent, name)) = ambient::split(path) else {
+        return false;
+    };
+    let Ok(dir) = amb.open_dir(&parent) else {
+        return false;
+    };
+    let Ok(meta) = dir.metadata(&name) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use cap_std::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
+}
+
+fn gated_agents(o: &Options, amb: &dyn Ambient) -> Result<String, Error> {
+    let bytes = match &o.rules {
+        Some(p) => Some(
+            ambient::read_file(amb, p, 4 * 1024 * 1024)
+                .map_err(|e| Error::Usage(format!("--rules {}: {e}", p.display())))?,
+        ),
+        None => None,
+    };
+    let name = o
+        .rules
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let layer = bytes.as_ref().map(|b| crate::rules::Layer {
+        name: &name,
+        bytes: b,
+    });
+    let root = amb
+        .current_dir()
+        .and_then(|d| amb.open_dir(&d))
+        .map_err(|e| Error::Io(e.to_string()))?;
+    let rules: RuleSet =
+        crate::rules::load_workspace(&root, layer).map_err(|e| Error::Usage(e.to_string()))?;
+    let sub: SubagentStopRules = rules.family().map_err(|e| Error::Usage(e.to_string()))?;
+    Ok(sub.gated_agents)
+}
+
+/// The rendered document for a JSON target, merged into `existing` when given.
+fn render_json(
+    host: Host,
+    hooks: &Map<String, Value>,
+    existing: Option<Value>,
+    replace_node: bool,
+    notes: &mut Vec<String>,
+    display: &str,
+) -> Result<Value, Error> {
+    let invalid = |why: &str| Error::Refused {
+        code: "INIT_CONFIG_INVALID",
+        message: format!("{display}: {why}; the file was left untouched"),
+    };
+    let mut doc = match existing {
+        None => Value::Object(Map::new()),
+        Some(Value::Object(m)) => Value::Object(m),
+        Some(_) => return Err(invalid("not a JSON object")),
+    };
+    let obj = doc.as_object_mut().expect("object");
+    if host == Host::Codex {
+        let extra: Vec<&String> = obj
+            .keys()
+            .filter(|k| *k != "hooks" && *k != "description")
+            .collect();
+        if !extra.is_empty() {
+            notes.push(format!(
+                "warning: {display} has root keys other than `hooks` and `description` ({}); Codex refuses such files",
+                extra.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    let slot = obj
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(events) = slot else {
+        return Err(invalid("`hooks` is not an object"));
+    };
+    for (event, groups) in events.iter_mut() {
+        let Value::Array(groups) = groups else {
+            return Err(invalid(&format!("`hooks.{event}` is not an array")));
+        };
+        for g in groups.iter_mut() {
+            let Some(handlers) = g.get_mut("hooks").and_then(Value::as_array_mut) else {
+                continue;
+            };
+            let before = handlers.len();
+            for h in handlers.iter() {
+                if wiring::is_node_predecessor(h) {
+                    if replace_node {
+                        notes.push(format!("removed the Node predecessor hook on {event}"));
+                    } else {
+                        notes.push(format!(
+                            "warning: a Node predecessor gate is wired on {event}; two gates double every block (rerun with --replace-node-hooks to remove it)"
+                        ));
+                    }
+                }
+            }
+            handlers.retain(|h| {
+                !(wiring::is_ours(h) || (replace_node && wiring::is_node_predecessor(h)))
+            });
+            if handlers.is_empty() && before > 0 {
+                *g = Value::Null;
+            }
+        }
+        groups.retain(|g| !g.is_null());
+    }
+    events.retain(|_, g| g.as_array().is_none_or(|a| !a.is_empty()));
+    for (event, groups) in hooks {
+        let list = events
+            .entry(event.clone())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let (Value::Array(list), Value::Array(new)) = (list, groups) {
+            list.extend(new.iter().cloned());
+        }
+    }
+    if host == Host::Gemini {
+        let tools = obj
+            .entry("tools")
+            .or_insert_with(|| Value::Object(Map::new()));
+        match tools {
+            Value::Object(t) => {
+                t.insert("enableHooks".into(), json!(true));
+            }
+            _ => return Err(invalid("`tools` is not an object")),
+        }
+    }
+    Ok(doc)
+}
+
+/// `[features] hooks = true`, plus the plugin switches for plugin scope.
+fn codex_toml_lines(plugin: bool) -> Vec<&'static str> {
+    let mut v = vec!["hooks = true"];
+    if plugin {
+        v.extend(["plugin_hooks = true", "plugins = true"]);
+    }
+    v
+}
+
+/// Adds the missing `[features]` keys to a config.toml without touching
+/// anything else (a line-based, format-preserving edit).
+pub fn edit_codex_toml(existing: &str, plugin: bool) -> String {
+    let lines: Vec<&str> = existing.lines().collect();
+    let header = lines.iter().position(|l| l.trim() == "[features]");
+    let wanted = codex_toml_lines(plugin);
+    match header {
+        Some(h) => {
+            let end = lines[h + 1..]
+                .iter()
+                .position(|l| l.trim_start().starts_with('['))
+                .map_or(lines.len(), |i| h + 1 + i);
+            let present = |key: &str| {
+                lines[h + 1..end]
+                    .iter()
+                    .any(|l| l.split('=').next().is_some_and(|k| k.trim() == key))
+            };
+            let add: Vec<&str> = wanted
+                .iter()
+                .filter(|w| !present(w.split('=').next().unwrap_or_default().trim()))
+                .copied()
+                .collect();
+            let mut out: Vec<&str> = lines[..=h].to_vec();
+            out.extend(add);
+            out.extend(&lines[h + 1..]);
+            let mut s = out.join("\n");
+            s.push('\n');
+            s
+        }
+        None => {
+            let mut s = existing.to_owned();
+            if !s.is_empty() && !s.ends_with('\n') {
+                s.push('\n');
+            }
+            if !s.is_empty() {
+                s.push('\n');
+            }
+            s.push_str("[features]\n");
+            for w in wanted {
+                s.push_str(w);
+                s.push('\n');
+            }
+            s
+        }
+    }
+}
+
+/// Runs `init`.
+pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Report, Error> {
+    let mut notes = Vec::new();
+    let targets = targets(o.host, o.scope)?;
+    let binary = resolve_binary(o, amb, &mut notes)?;
+    let rows = wiring::rows(o.host, &gated_agents(o, amb)?);
+    if rows.is_empty() {
+        notes.push(format!(
+            "no hook of this build runs on {}: it has no SubagentStop event; the stop, user-prompt-submit and tool hooks arrive in later builds",
+            o.host.name()
+        ));
+    }
+    let hooks = wiring::hooks_object(o.host, &binary, &rows);
+    let home = || {
+        ambient::var(amb, "HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .ok_or_else(|| Error::Usage("user scope needs HOME".into()))
+    };
+    let cwd = amb.current_dir().map_err(|e| Error::Io(e.to_string()))?;
+    let mut files = Vec::new();
+    for t in targets {
+        let (base, prefix) = match t.base {
+            Base::Workspace => (cwd.clone(), ""),
+            Base::Home => (home()?, "~/"),
+        };
+        let display = format!("{prefix}{}", t.rel);
+        let abs = base.join(t.rel);
+        let existing = if o.write {
+            read_existing(amb, &abs)?
+        } else {
+            None
+        };
+        let content = match t.kind {
+            Kind::CodexToml => {
+                let text = match &existing {
+                    Some(b) => String::from_utf8(b.clone()).map_err(|_| Error::Refused {
+                        code: "INIT_CONFIG_INVALID",
+                        message: format!("{display}: not UTF-8; the file was left untouched"),
+                    })?,
+                    None => String::new(),
+                };
+                edit_codex_toml(&text, o.scope == Scope::Plugin)
+            }
+            Kind::HooksJson => {
+                let parsed = match &existing {
+                    Some(b) => Some(crate::json::parse_strict(b).map_err(|e| Error::Refused {
+                        code: "INIT_CONFIG_INVALID",
+                        message: format!(
+                            "{display}: not valid JSON ({e}); the file was left untouched"
+                        ),
+                    })?),
+                    None => None,
+                };
+                let doc = render_json(
+                    o.host,
+                    &hooks,
+                    parsed,
+                    o.replace_node_hooks,
+                    &mut notes,
+                    &display,
+                )?;
+                let mut s = serde_json::to_string_pretty(&doc).expect("serialises");
+                s.push('\n');
+                s
+            }
+        };
+        let action = if !o.write {
+            "print"
+        } else {
+            write_file(amb, &abs, existing.as_deref(), &content)?
+        };
+        files.push(FileOut {
+            path: display,
+            action,
+            content,
+        });
+    }
+    if o.host == Host::Codex {
+        notes.push(
+            "Codex runs a hook only after it is trusted: review it in `/hooks`; `codex exec` skips untrusted hooks silently".into(),
+        );
+    }
+    Ok(Report {
+        ok: true,
+        host: o.host,
+        files,
+        notes,
+    })
+}
+
+fn read_existing(amb: &dyn Ambient, abs: &Path) -> Result<Option<Vec<u8>>, Error> {
+    match ambient::read_file(amb, abs, 16 * 1024 * 1024) {
+        Ok(b) => Ok(Some(b)),
+        Err(ambient::ReadError::NotFound) => Ok(None),
+        Err(e) => Err(Error::Io(format!("{}: {e}", abs.display()))),
+    }
+}
+
+fn write_file(
+    amb: &dyn Ambient,
+    abs: &Path,
+    existing: Option<&[u8]>,
+    content: &str,
+) -> Result<&'static str, Error> {
+    if existing == Some(content.as_bytes()) {
+        return Ok("unchanged");
+    }
+    let io = |e: std::io::Error| Error::Io(format!("{}: {e}", abs.display()));
+    let (parent, name) = ambient::split(abs).ok_or_else(|| Error::Io("no file name".into()))?;
+    amb.create_dir_all(&parent).map_err(io)?;
+    let dir = amb.open_dir(&parent).map_err(io)?;
+    let name = name
+        .to_str()
+        .ok_or_else(|| Error::Io("non-UTF-8 file name".into()))?;
+    if let Some(old) = existing {
+        let bak = format!("{name}.evidence-gate.bak");
+        if !dir.exists(&bak) {
+            store::atomic_replace(&dir, &bak, old, Durability::Synced).map_err(io)?;
+        }
+    }
+    store::atomic_replace(&dir, name, content.as_bytes(), Durability::Synced).map_err(io)?;
+    Ok(if existing.is_some() {
+        "update"
+    } else {
+        "create"
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_edit_preserves_the_rest() {
+        assert_eq!(edit_codex_toml("", false), "[features]\nhooks = true\n");
+        let s = "model = \"x\" # keep\n\n[features]\nweb = true\n\n[other]\na = 1\n";
+        assert_eq!(
+            edit_codex_toml(s, true),
+            "model = \"x\" # keep\n\n[features]\nhooks = true\nplugin_hooks = true\nplugins = true\nweb = true\n\n[other]\na = 1\n"
+        );
+        let has = "[features]\nhooks = false\n";
+        assert_eq!(
+            edit_codex_toml(has, false),
+            has,
+            "an explicit choice is kept"
+        );
+    }
+}

@@ -1,0 +1,267 @@
+//! Host adapters against the payload fixtures (hooks.md §2.4, §2.7): every
+//! adapter decodes every fixture of its host, the required cases exist, and
+//! auto-detection names the right host.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use evidence_gate::hooks::event::{Body, HookEvent};
+use evidence_gate::hooks::host::decode::{self, Context};
+use evidence_gate::hooks::host::detect::detect;
+use evidence_gate::hooks::host::{Host, HostSource};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/hosts")
+}
+
+/// The cases hooks.md §2.7 requires; `recorded-` captures do not exist yet,
+/// so each stands in as `synth-`.
+const REQUIRED: &[(&str, &str, &[&str])] = &[
+    (
+        "codex",
+        "subagent-stop",
+        &[
+            "worker-with-receipt",
+            "null-last-message",
+            "null-transcripts",
+            "unknown-agent-type",
+            "empty-agent-type",
+            "stop-hook-active",
+        ],
+    ),
+    (
+        "codex",
+        "stop",
+        &["main", "inside-subagent", "null-transcript"],
+    ),
+    (
+        "codex",
+        "user-prompt-submit",
+        &[
+            "plain",
+            "steer-directive",
+            "steer-malformed",
+            "ulw-word",
+            "bulwark",
+        ],
+    ),
+    (
+        "codex",
+        "pre-tool-use",
+        &[
+            "create-goal",
+            "create-goal-budget",
+            "create-goal-string-input",
+            "shell",
+            "worker-shell-checkpoint",
+        ],
+    ),
+    (
+        "codex",
+        "pre-tool-use-spawn",
+        &[
+            "spawn-agent",
+            "collaborationspawn-agent",
+            "dotted-spawn-agent",
+            "gate-by-agent-type",
+            "gate-by-message",
+        ],
+    ),
+    (
+        "claude-code",
+        "subagent-stop",
+        &["worker", "stop-hook-active-absent", "empty-agent-type"],
+    ),
+    ("claude-code", "stop", &["main", "inside-subagent"]),
+    ("claude-code", "user-prompt-submit", &["plain"]),
+    (
+        "claude-code",
+        "pre-tool-use",
+        &["bash", "subagent-bash-checkpoint"],
+    ),
+    ("claude-code", "pre-tool-use-spawn", &["task-spawn"]),
+    ("gemini", "stop", &["after-agent"]),
+    ("gemini", "user-prompt-submit", &["before-agent"]),
+    ("gemini", "pre-tool-use", &["before-tool"]),
+    ("agy", "stop", &["stop", "post-invocation"]),
+    ("agy", "pre-tool-use", &["pre-tool-use"]),
+];
+
+#[test]
+fn every_required_case_exists() {
+    for (host, event, cases) in REQUIRED {
+        for case in *cases {
+            let recorded = root().join(format!("{host}/{event}/recorded-{case}.json"));
+            let synth = root().join(format!("{host}/{event}/synth-{case}.json"));
+            assert!(
+                recorded.is_file() || synth.is_file(),
+                "missing fixture {host}/{event}/{{recorded,synth}}-{case}.json"
+            );
+        }
+    }
+    for host in ["codex", "claude-code"] {
+        for t in ["context-pressure-tail.jsonl", "ultrawork-injected.jsonl"] {
+            assert!(root().join(host).join("transcripts").join(t).is_file());
+        }
+    }
+}
+
+fn fixtures() -> Vec<(
+    Host,
+    HookEvent,
+    String,
+    serde_json::Map<String, serde_json::Value>,
+)> {
+    let mut out = Vec::new();
+    for host in Host::NAMED {
+        let dir = root().join(host.name());
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+            if name == "transcripts" {
+                continue;
+            }
+            let event =
+                HookEvent::from_name(&name).unwrap_or_else(|| panic!("unknown event dir {name}"));
+            for case in std::fs::read_dir(&path).unwrap() {
+                let p = case.unwrap().path();
+                let file = p.file_name().unwrap().to_str().unwrap().to_owned();
+                assert!(
+                    file.starts_with("synth-") || file.starts_with("recorded-"),
+                    "{file}: fixtures are recorded- or synth-"
+                );
+                let text = std::fs::read_to_string(&p)
+                    .unwrap()
+                    .replace("${FIXTURE_ROOT}", "/fixture-root");
+                let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+                out.push((*host, event, file, v.as_object().unwrap().clone()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_adapter_decodes_every_fixture_of_its_host() {
+    let mut seen = BTreeSet::new();
+    for (host, event, file, obj) in fixtures() {
+        let env = |_: &str| None;
+        let ctx = Context {
+            process_cwd: Path::new("/proc-cwd"),
+            env: &env,
+        };
+        let d = decode::decode(event, host, HostSource::Flag, &obj, &ctx);
+        let d = match d {
+            Ok(d) => d,
+            Err(decode::DecodeError::EventUnsupported) => {
+                panic!(
+                    "{}/{}/{file}: a fixture for an unsupported cell",
+                    host.name(),
+                    event.name()
+                )
+            }
+            Err(e) => panic!("{}/{}/{file}: {e:?}", host.name(), event.name()),
+        };
+        let wire = decode::wire_events(event, host).unwrap();
+        assert!(wire.contains(&d.envelope.wire_event.as_str()), "{file}");
+        assert_eq!(d.envelope.cwd, Path::new("/fixture-root"), "{file}: cwd");
+        assert!(d.envelope.session_id.is_some(), "{file}: session id");
+        match (&d.body, event) {
+            (Body::Stop(s), HookEvent::SubagentStop) => {
+                assert!(d.envelope.agent.is_some(), "{file}");
+                if host == Host::Codex {
+                    assert!(d.envelope.turn_id.is_some(), "{file}");
+                }
+                if file.contains("with-receipt") || file == "synth-worker.json" {
+                    assert!(
+                        s.last_message
+                            .as_deref()
+                            .unwrap()
+                            .contains("EVIDENCE_RECORDED:")
+                    );
+                    assert!(s.child_transcript.is_some());
+                }
+                if file.contains("null-last-message") {
+                    assert_eq!(s.last_message, None);
+                }
+            }
+            (Body::Stop(s), HookEvent::Stop) => {
+                if file.contains("inside-subagent") {
+                    assert!(d.envelope.agent.is_some());
+                } else {
+                    assert!(d.envelope.agent.is_none(), "{file}");
+                }
+                if host == Host::Gemini {
+                    assert_eq!(s.last_message.as_deref(), Some("Fixed."));
+                }
+            }
+            (Body::Prompt(p), HookEvent::UserPromptSubmit) => assert!(!p.prompt.is_empty()),
+            (Body::Tool(t), HookEvent::PreToolUse | HookEvent::PreToolUseSpawn) => {
+                if file.contains("string-input") {
+                    assert!(t.tool_input.is_object(), "a JSON string is parsed once");
+                }
+            }
+            other => panic!("{file}: wrong family {other:?}"),
+        }
+        seen.insert((host.name(), event.name()));
+    }
+    assert!(seen.len() >= 15, "{seen:?}");
+}
+
+#[test]
+fn auto_detection_names_the_fixture_host() {
+    for (host, _event, file, obj) in fixtures() {
+        let claude_env = |k: &str| k == "CLAUDE_PROJECT_DIR";
+        let none = |_: &str| false;
+        let env: &dyn Fn(&str) -> bool = if host == Host::ClaudeCode {
+            &claude_env
+        } else {
+            &none
+        };
+        let (detected, source) = detect(None, Some(&obj), env);
+        assert_eq!(detected, host, "{file}");
+        let expected = if host == Host::ClaudeCode {
+            HostSource::Env
+        } else {
+            HostSource::Payload
+        };
+        assert_eq!(source, expected, "{file}");
+    }
+}
+
+#[test]
+fn subagent_stop_fixtures_through_the_binary() {
+    use crate::hooks_support::*;
+    let h = HookRepo::new();
+    h.write(".omo/evidence/worker-receipt.md", RECEIPT_TEXT);
+    let run = h.stop(&fixture(
+        "codex/subagent-stop/synth-worker-with-receipt.json",
+        h.path(),
+    ));
+    assert_allow(&run);
+    assert_eq!(h.ledger()[0]["host"], "codex");
+    for case in ["null-last-message", "null-transcripts", "stop-hook-active"] {
+        let p = fixture(&format!("codex/subagent-stop/synth-{case}.json"), h.path());
+        block_reason(&h.stop(&p));
+    }
+    for case in ["unknown-agent-type", "empty-agent-type"] {
+        let p = fixture(&format!("codex/subagent-stop/synth-{case}.json"), h.path());
+        assert_allow(&h.stop(&p));
+    }
+    let claude = [("CLAUDE_PROJECT_DIR", h.path().to_str().unwrap())];
+    let h2 = HookRepo::new();
+    h2.write(".omo/evidence/worker-receipt.md", RECEIPT_TEXT);
+    let p = fixture("claude-code/subagent-stop/synth-worker.json", h2.path());
+    assert_allow(&h2.stop_env(&p, &claude));
+    assert_eq!(h2.ledger()[0]["host"], "claude-code");
+    let p = fixture(
+        "claude-code/subagent-stop/synth-empty-agent-type.json",
+        h2.path(),
+    );
+    assert_allow(&h2.stop_env(&p, &claude));
+    let p = fixture(
+        "claude-code/subagent-stop/synth-stop-hook-active-absent.json",
+        h2.path(),
+    );
+    block_reason(&h2.stop_env(&p, &claude));
+}

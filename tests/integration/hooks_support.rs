@@ -1,0 +1,297 @@
+//! Helpers for the hook tests: a temporary repository, the hook binary run
+//! with a clean host environment, payload builders and state readers.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::common::{Repo, Run, bin};
+
+/// Environment variables of hosts and of our own switches that must not leak
+/// from the developer's shell into a test.
+const SCRUB: &[&str] = &[
+    "CLAUDE_PROJECT_DIR",
+    "GEMINI_PROJECT_DIR",
+    "GEMINI_SESSION_ID",
+    "EVIDENCE_GATE_HOOKS",
+    "EVIDENCE_GATE_DEBUG",
+    "EVIDENCE_GATE_TEST_FAULT",
+    "EVIDENCE_GATE_IO_REPORT",
+];
+
+pub const WORKER: &str = "lazycodex-worker-medium";
+pub const RECEIPT_TEXT: &str =
+    "Changed src/limiter.rs to cap login attempts; ran `cargo test limiter`: 12 passed, 0 failed.";
+
+/// A repository (with `.git` and `.omo/evidence/`) plus a private per-user
+/// state directory.
+pub struct HookRepo {
+    pub repo: Repo,
+    pub state_home: tempfile::TempDir,
+}
+
+/// Where stdout goes.
+pub enum Stdout {
+    Piped,
+    DevFull,
+}
+
+/// Where stdin comes from.
+pub enum Stdin<'a> {
+    Bytes(&'a [u8]),
+    Dir(&'a Path),
+}
+
+impl HookRepo {
+    pub fn new() -> HookRepo {
+        let repo = Repo::new();
+        repo.mkdir(".git");
+        repo.mkdir(".omo/evidence");
+        HookRepo {
+            repo,
+            state_home: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.repo.path()
+    }
+
+    pub fn join(&self, rel: &str) -> PathBuf {
+        self.repo.join(rel)
+    }
+
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        self.repo.write(rel, content)
+    }
+
+    fn command(&self, args: &[&str], env: &[(&str, &str)], as_nobody: bool) -> Command {
+        let mut cmd = if as_nobody && is_root() {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+            c.arg(self.world_readable_bin());
+            c
+        } else {
+            Command::new(bin("evidence-gate"))
+        };
+        cmd.args(args).current_dir(self.path());
+        for k in SCRUB {
+            cmd.env_remove(k);
+        }
+        cmd.env("XDG_STATE_HOME", self.state_home.path());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// The binary where an unprivileged user can run it (the build tree may
+    /// lie below a directory only root can enter).
+    fn world_readable_bin(&self) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = self.state_home.path().join("bin");
+        let target = dir.join("evidence-gate");
+        if !target.exists() {
+            std::fs::create_dir_all(&dir).unwrap();
+            for d in [self.state_home.path(), dir.as_path()] {
+                std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+            if std::fs::hard_link(bin("evidence-gate"), &target).is_err() {
+                std::fs::copy(bin("evidence-gate"), &target).unwrap();
+            }
+        }
+        target
+    }
+
+    /// Runs `evidence-gate <args>` with `stdin`.
+    pub fn run(&self, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Run {
+        self.run_with(args, Stdin::Bytes(stdin), Stdout::Piped, env, false)
+    }
+
+    pub fn run_with(
+        &self,
+        args: &[&str],
+        stdin: Stdin<'_>,
+        stdout: Stdout,
+        env: &[(&str, &str)],
+        as_nobody: bool,
+    ) -> Run {
+        let mut cmd = self.command(args, env, as_nobody);
+        match stdin {
+            Stdin::Bytes(_) => cmd.stdin(Stdio::piped()),
+            Stdin::Dir(d) => cmd.stdin(std::fs::File::open(d).unwrap()),
+        };
+        match stdout {
+            Stdout::Piped => cmd.stdout(Stdio::piped()),
+            Stdout::DevFull => cmd.stdout(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open("/dev/full")
+                    .unwrap(),
+            ),
+        };
+        cmd.stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn");
+        if let Stdin::Bytes(bytes) = stdin {
+            let mut si = child.stdin.take().unwrap();
+            let _ = si.write_all(bytes);
+        }
+        let out = child.wait_with_output().expect("wait");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Runs the subagent-stop hook on a payload.
+    pub fn stop(&self, payload: &Value) -> Run {
+        self.stop_env(payload, &[])
+    }
+
+    pub fn stop_env(&self, payload: &Value, env: &[(&str, &str)]) -> Run {
+        self.run(
+            &["hook", "subagent-stop"],
+            payload.to_string().as_bytes(),
+            env,
+        )
+    }
+
+    /// A Codex SubagentStop payload for a gated worker.
+    pub fn codex(&self, message: Option<&str>) -> Value {
+        json!({
+            "session_id": "sess-1",
+            "turn_id": "turn-1",
+            "transcript_path": null,
+            "agent_transcript_path": null,
+            "cwd": self.path().to_str().unwrap(),
+            "hook_event_name": "SubagentStop",
+            "model": "gpt-5-codex",
+            "permission_mode": "default",
+            "stop_hook_active": false,
+            "agent_id": "agent-1",
+            "agent_type": WORKER,
+            "last_assistant_message": message,
+        })
+    }
+
+    /// A payload naming `rel` as the receipt.
+    pub fn codex_receipt(&self, rel: &str) -> Value {
+        self.codex(Some(&format!("Done.\nEVIDENCE_RECORDED: {rel}")))
+    }
+
+    pub fn diagnostics(&self) -> Vec<Value> {
+        read_jsonl(&self.join(".omo/evidence-gate/diagnostics.jsonl"))
+    }
+
+    pub fn diag_codes(&self) -> Vec<String> {
+        self.diagnostics()
+            .iter()
+            .map(|d| d["code"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    pub fn ledger(&self) -> Vec<Value> {
+        read_jsonl(&self.join(".omo/evidence-gate/ledger.jsonl"))
+    }
+
+    pub fn attempts(&self) -> Vec<Value> {
+        let dir = self.join(".omo/evidence-gate/attempts");
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        entries
+            .map(|e| serde_json::from_slice(&std::fs::read(e.unwrap().path()).unwrap()).unwrap())
+            .collect()
+    }
+}
+
+pub fn read_jsonl(p: &Path) -> Vec<Value> {
+    let Ok(text) = std::fs::read_to_string(p) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// The block reason of a run (panics when the run did not block).
+pub fn block_reason(run: &Run) -> String {
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let v = run.json();
+    assert_eq!(v["decision"], "block", "not a block: {}", run.stdout);
+    let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["decision", "reason"], "only allowed keys");
+    v["reason"].as_str().unwrap().to_owned()
+}
+
+/// Asserts an allow: exit 0, nothing on stdout.
+pub fn assert_allow(run: &Run) {
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert_eq!(run.stdout, "", "an allow writes nothing (never `{{}}`)");
+}
+
+/// The finding codes listed in a block reason.
+pub fn reason_codes(reason: &str) -> Vec<String> {
+    reason
+        .lines()
+        .filter_map(|l| l.strip_prefix("- "))
+        .filter_map(|l| l.split_once(':').map(|(c, _)| c.to_owned()))
+        .filter(|c| c.chars().all(|ch| ch.is_ascii_uppercase() || ch == '_'))
+        .collect()
+}
+
+/// Reads a fixture with `${FIXTURE_ROOT}` replaced by `root`.
+pub fn fixture(rel: &str, root: &Path) -> Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/hosts")
+        .join(rel);
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text.replace("${FIXTURE_ROOT}", root.to_str().unwrap())).unwrap()
+}
+
+pub const R: &str = ".omo/evidence/receipt.md";
+
+pub fn with_receipt() -> HookRepo {
+    let h = HookRepo::new();
+    h.write(R, RECEIPT_TEXT);
+    h
+}
+
+/// Like [`blocked_with`] for a new agent, so that many cases in one test
+/// stay below the attempt cap.
+pub fn blocked_fresh(h: &HookRepo, payload: &serde_json::Value, code: &str) -> String {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut p = payload.clone();
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    p["agent_id"] = json!(format!("agent-fresh-{n}"));
+    blocked_with(h, &p, code)
+}
+
+pub fn blocked_with(h: &HookRepo, payload: &serde_json::Value, code: &str) -> String {
+    let run = h.stop(payload);
+    let reason = block_reason(&run);
+    assert_eq!(reason_codes(&reason), [code], "{reason}");
+    reason
+}
+
+pub fn chmod(p: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}

@@ -1,0 +1,520 @@
+//! `evidence-gate init` and `evidence-gate doctor` (hooks.md §7), and the
+//! generated `adapters/` templates kept in sync with `init`.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::common::bin;
+use crate::hooks_support::*;
+
+fn init_json(h: &HookRepo, args: &[&str]) -> (i32, Value) {
+    let mut a = vec!["init", "--json"];
+    a.extend_from_slice(args);
+    let run = h.run(&a, b"", &[("HOME", h.state_home.path().to_str().unwrap())]);
+    (
+        run.code,
+        serde_json::from_str(&run.stdout).unwrap_or(Value::Null),
+    )
+}
+
+fn exe() -> String {
+    bin("evidence-gate").to_str().unwrap().to_owned()
+}
+
+/// (adapter file, init arguments, index of the file in the output)
+const ADAPTERS: &[(&str, &[&str], usize)] = &[
+    (
+        "codex/hooks.json",
+        &["--host", "codex", "--binary", "evidence-gate"],
+        0,
+    ),
+    (
+        "codex/config.toml",
+        &["--host", "codex", "--binary", "evidence-gate"],
+        1,
+    ),
+    (
+        "codex/plugin/hooks/hooks.json",
+        &["--host", "codex", "--scope", "plugin"],
+        0,
+    ),
+    (
+        "claude-code/settings.json",
+        &["--host", "claude-code", "--binary", "evidence-gate"],
+        0,
+    ),
+    (
+        "claude-code/plugin/hooks/hooks.json",
+        &["--host", "claude-code", "--scope", "plugin"],
+        0,
+    ),
+    (
+        "gemini-cli/settings.json",
+        &["--host", "gemini", "--binary", "evidence-gate"],
+        0,
+    ),
+    (
+        "agy/hooks.json",
+        &["--host", "agy", "--binary", "evidence-gate"],
+        0,
+    ),
+];
+
+/// The adapters are `init --print` output; `UPDATE_ADAPTERS=1 cargo test
+/// adapters_are_generated` rewrites them after a deliberate change.
+#[test]
+fn adapters_are_generated_by_init() {
+    let h = HookRepo::new();
+    let update = std::env::var_os("UPDATE_ADAPTERS").is_some();
+    for (file, args, idx) in ADAPTERS {
+        let (code, v) = init_json(&h, args);
+        assert_eq!(code, 0, "{args:?}");
+        let content = v["files"][idx]["content"].as_str().unwrap();
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("adapters")
+            .join(file);
+        if update {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, content).unwrap();
+        }
+        let on_disk = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("adapters/{file}: {e} (UPDATE_ADAPTERS=1 regenerates)"));
+        assert_eq!(
+            on_disk, content,
+            "adapters/{file} differs from `init` (UPDATE_ADAPTERS=1 regenerates)"
+        );
+        if file.ends_with(".json") {
+            check_wiring_rules(file, &serde_json::from_str(content).unwrap());
+        }
+    }
+}
+
+/// hooks.md §7.3: root and handler keys, timeout units, status messages.
+fn check_wiring_rules(file: &str, doc: &Value) {
+    let gemini = file.starts_with("gemini");
+    if file.starts_with("codex") {
+        let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["hooks"], "{file}: Codex root holds only `hooks`");
+    }
+    if gemini {
+        assert_eq!(doc["tools"]["enableHooks"], true);
+    }
+    for (_event, groups) in doc["hooks"].as_object().unwrap() {
+        for g in groups.as_array().unwrap() {
+            if let Some(m) = g["matcher"].as_str() {
+                assert!(regex::Regex::new(m).is_ok());
+            }
+            for handler in g["hooks"].as_array().unwrap() {
+                let allowed: &[&str] = if gemini {
+                    &["type", "name", "command", "timeout"]
+                } else if file.starts_with("codex") {
+                    &[
+                        "type",
+                        "command",
+                        "timeout",
+                        "statusMessage",
+                        "commandWindows",
+                    ]
+                } else {
+                    &["type", "command", "timeout", "statusMessage"]
+                };
+                for k in handler.as_object().unwrap().keys() {
+                    assert!(allowed.contains(&k.as_str()), "{file}: key {k}");
+                }
+                assert_eq!(handler["type"], "command");
+                let t = handler["timeout"].as_u64().unwrap();
+                if gemini {
+                    assert!((1000..=60_000).contains(&t), "{file}: milliseconds");
+                } else {
+                    assert!((1..=60).contains(&t), "{file}: seconds");
+                    assert!(
+                        handler["statusMessage"]
+                            .as_str()
+                            .unwrap()
+                            .starts_with("evidence-gate:")
+                    );
+                }
+                if let Some(w) = handler["commandWindows"].as_str() {
+                    assert!(
+                        !w.starts_with('"'),
+                        "{file}: a bare first word for PowerShell"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn print_writes_nothing_and_names_this_binary() {
+    let h = HookRepo::new();
+    let before = h.repo.snapshot();
+    let run = h.run(&["init", "--host", "codex"], b"", &[]);
+    assert_eq!(run.code, 0);
+    assert!(
+        run.stdout
+            .starts_with("==> .codex/hooks.json (print) <==\n")
+    );
+    assert!(
+        run.stdout
+            .contains(&format!("{} hook subagent-stop --host codex", exe()))
+    );
+    assert!(
+        run.stdout
+            .contains("==> .codex/config.toml (print) <==\n[features]\nhooks = true\n")
+    );
+    assert!(
+        run.stdout.contains("build-output path"),
+        "warns about target/"
+    );
+    assert_eq!(h.repo.snapshot(), before);
+}
+
+#[test]
+fn write_merges_replaces_ours_and_keeps_the_rest() {
+    let h = HookRepo::new();
+    let existing = json!({
+        "permissions": {"allow": ["Bash(ls)"]},
+        "hooks": {
+            "SubagentStop": [
+                {"matcher": "^old$", "hooks": [{"type": "command", "command": "/old/evidence-gate hook subagent-stop --host claude-code", "timeout": 10}]},
+                {"matcher": "^x$", "hooks": [{"type": "command", "command": "echo unrelated"}]}
+            ],
+            "PreToolUse": [{"matcher": "^Bash$", "hooks": [{"type": "command", "command": "lint-hook"}]}]
+        }
+    });
+    h.write(
+        ".claude/settings.json",
+        serde_json::to_string_pretty(&existing).unwrap(),
+    );
+    let (code, v) = init_json(
+        &h,
+        &["--host", "claude-code", "--write", "--binary", &exe()],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["files"][0]["action"], "update");
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(h.join(".claude/settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(doc["permissions"], existing["permissions"]);
+    assert_eq!(doc["hooks"]["PreToolUse"], existing["hooks"]["PreToolUse"]);
+    let ss = doc["hooks"]["SubagentStop"].as_array().unwrap();
+    assert_eq!(
+        ss.len(),
+        2,
+        "old handler removed, unrelated kept, ours added: {ss:?}"
+    );
+    assert_eq!(ss[0]["matcher"], "^x$");
+    assert!(
+        ss[1]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .starts_with(&exe())
+    );
+    let bak = h.join(".claude/settings.json.evidence-gate.bak");
+    assert_eq!(
+        serde_json::from_str::<Value>(&std::fs::read_to_string(&bak).unwrap()).unwrap(),
+        existing
+    );
+    let (_, v) = init_json(
+        &h,
+        &["--host", "claude-code", "--write", "--binary", &exe()],
+    );
+    assert_eq!(v["files"][0]["action"], "unchanged");
+    // The backup is kept once: the original, not the previous write.
+    assert_eq!(
+        serde_json::from_str::<Value>(&std::fs::read_to_string(&bak).unwrap()).unwrap(),
+        existing
+    );
+}
+
+#[test]
+fn codex_plugin_scope_enables_plugin_hooks() {
+    let h = HookRepo::new();
+    let (code, v) = init_json(&h, &["--host", "codex", "--scope", "plugin"]);
+    assert_eq!(code, 0);
+    assert_eq!(v["files"][1]["path"], "~/.codex/config.toml");
+    assert_eq!(
+        v["files"][1]["content"],
+        "[features]\nhooks = true\nplugin_hooks = true\nplugins = true\n"
+    );
+}
+
+#[test]
+fn write_codex_creates_hooks_and_edits_config_toml() {
+    let h = HookRepo::new();
+    h.write(
+        ".codex/config.toml",
+        "model = \"gpt-5\"\n\n[features]\nweb_search = true\n",
+    );
+    let (code, v) = init_json(&h, &["--host", "codex", "--write", "--binary", &exe()]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["files"][0]["action"], "create");
+    assert_eq!(
+        std::fs::read_to_string(h.join(".codex/config.toml")).unwrap(),
+        "model = \"gpt-5\"\n\n[features]\nhooks = true\nweb_search = true\n"
+    );
+    assert!(
+        v["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("/hooks"))
+    );
+}
+
+#[test]
+fn unparsable_target_is_never_overwritten() {
+    let h = HookRepo::new();
+    h.write(".claude/settings.json", "{ not json");
+    let (code, v) = init_json(
+        &h,
+        &["--host", "claude-code", "--write", "--binary", &exe()],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["error"]["code"], "INIT_CONFIG_INVALID");
+    assert_eq!(
+        std::fs::read_to_string(h.join(".claude/settings.json")).unwrap(),
+        "{ not json"
+    );
+    let run = h.run(
+        &[
+            "init",
+            "--host",
+            "claude-code",
+            "--write",
+            "--binary",
+            &exe(),
+        ],
+        b"",
+        &[],
+    );
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.starts_with("error[INIT_CONFIG_INVALID]"));
+}
+
+#[test]
+fn unresolved_binary_is_refused() {
+    let h = HookRepo::new();
+    let (code, v) = init_json(
+        &h,
+        &["--host", "codex", "--binary", "/no/such/evidence-gate"],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(v["error"]["code"], "INIT_BINARY_UNRESOLVED");
+    h.write("not-exec", "x");
+    let (code, v) = init_json(&h, &["--host", "codex", "--binary", "./not-exec"]);
+    assert_eq!(code, 1);
+    assert_eq!(v["error"]["code"], "INIT_BINARY_UNRESOLVED");
+}
+
+#[test]
+fn node_predecessors_are_reported_and_removed_on_request() {
+    let h = HookRepo::new();
+    let node = json!({"hooks": {"SubagentStop": [{"matcher": "^lazycodex-worker-(low|medium|high)$", "hooks": [
+        {"type": "command", "command": "node \"${PLUGIN_ROOT}/components/lazycodex-executor-verify/dist/cli.js\" hook subagent-stop", "timeout": 10}]}]}});
+    h.write(".codex/hooks.json", node.to_string());
+    let (_, v) = init_json(&h, &["--host", "codex", "--write", "--binary", &exe()]);
+    assert!(v["notes"].to_string().contains("Node predecessor"));
+    let text = std::fs::read_to_string(h.join(".codex/hooks.json")).unwrap();
+    assert!(
+        text.contains("lazycodex-executor-verify"),
+        "kept without the flag"
+    );
+    let run = h.run(&["doctor", "--host", "codex", "--json"], b"", &[]);
+    let d: Value = serde_json::from_str(&run.stdout).unwrap();
+    let np = d["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "hooks.node_predecessors")
+        .unwrap()
+        .clone();
+    assert_eq!(np["status"], "warn");
+    let (_, _) = init_json(
+        &h,
+        &[
+            "--host",
+            "codex",
+            "--write",
+            "--binary",
+            &exe(),
+            "--replace-node-hooks",
+        ],
+    );
+    let text = std::fs::read_to_string(h.join(".codex/hooks.json")).unwrap();
+    assert!(!text.contains("lazycodex-executor-verify"));
+}
+
+#[test]
+fn init_usage_errors_exit_2() {
+    let h = HookRepo::new();
+    assert_eq!(h.run(&["init", "--host", "vim"], b"", &[]).code, 2);
+    assert_eq!(
+        h.run(&["init", "--host", "codex", "--scope", "local"], b"", &[])
+            .code,
+        2
+    );
+    assert_eq!(
+        h.run(&["init", "--host", "codex", "--print", "--write"], b"", &[])
+            .code,
+        2
+    );
+    assert_eq!(h.run(&["init"], b"", &[]).code, 2);
+}
+
+#[test]
+fn gemini_and_agy_get_no_hook_of_this_build() {
+    let h = HookRepo::new();
+    let (code, v) = init_json(&h, &["--host", "gemini", "--binary", "evidence-gate"]);
+    assert_eq!(code, 0);
+    assert!(
+        v["notes"]
+            .to_string()
+            .contains("no hook of this build runs on gemini")
+    );
+    let doc: Value = serde_json::from_str(v["files"][0]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(doc, json!({"hooks": {}, "tools": {"enableHooks": true}}));
+}
+
+// --- doctor ---------------------------------------------------------------------
+
+fn doctor(h: &HookRepo, args: &[&str]) -> (i32, Vec<Value>) {
+    let mut a = vec!["doctor", "--json"];
+    a.extend_from_slice(args);
+    let run = h.run(&a, b"", &[("HOME", h.state_home.path().to_str().unwrap())]);
+    let v: Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout));
+    assert_eq!(v["ok"], run.code == 0);
+    (run.code, v["checks"].as_array().unwrap().clone())
+}
+
+fn status<'a>(checks: &'a [Value], id: &str) -> &'a str {
+    checks
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id}: {checks:?}"))["status"]
+        .as_str()
+        .unwrap()
+}
+
+#[test]
+fn doctor_passes_after_init_write() {
+    let h = HookRepo::new();
+    init_json(&h, &["--host", "codex", "--write", "--binary", &exe()]);
+    let (code, checks) = doctor(&h, &[]);
+    assert_eq!(code, 0, "{checks:?}");
+    assert_eq!(status(&checks, "hooks.wired.codex"), "ok");
+    assert_eq!(status(&checks, "hooks.matchers.codex"), "ok");
+    assert_eq!(status(&checks, "binary.reachable"), "ok");
+    assert_eq!(status(&checks, "codex.features"), "ok");
+    assert_eq!(status(&checks, "codex.trust"), "warn");
+    assert_eq!(status(&checks, "rules.valid"), "ok");
+    assert_eq!(status(&checks, "state.writable"), "ok");
+    assert_eq!(status(&checks, "lock.works"), "ok");
+    assert_eq!(
+        status(&checks, "hosts.support"),
+        "warn",
+        "synth fixtures only: experimental"
+    );
+    let text = h.run(
+        &["doctor"],
+        b"",
+        &[("HOME", h.state_home.path().to_str().unwrap())],
+    );
+    assert!(
+        text.stdout
+            .lines()
+            .any(|l| l.starts_with("ok   hooks.wired.codex")
+                && l.contains("1/1 events wired in .codex/hooks.json"))
+    );
+}
+
+#[test]
+fn doctor_fails_on_wiring_mistakes() {
+    let h = HookRepo::new();
+    let wrong = json!({"hooks": {"SubagentStop": [{"matcher": "^lazycodex-worker-low$", "hooks": [
+        {"type": "command", "command": format!("{} hook subagent-stop --host codex", exe()), "timeout": 600, "statusMessage": "evidence-gate: x"}]}]}});
+    h.write(".codex/hooks.json", wrong.to_string());
+    h.write(".codex/config.toml", "[features]\nhooks = false\n");
+    let (code, checks) = doctor(&h, &["--host", "codex"]);
+    assert_eq!(code, 1);
+    assert_eq!(status(&checks, "hooks.wired.codex"), "fail");
+    assert_eq!(status(&checks, "codex.features"), "fail");
+    let mut fixed = wrong.clone();
+    fixed["hooks"]["SubagentStop"][0]["hooks"][0]["timeout"] = json!(10);
+    h.write(".codex/hooks.json", fixed.to_string());
+    h.write(".codex/config.toml", "[features]\nhooks = true\n");
+    let (code, checks) = doctor(&h, &["--host", "codex"]);
+    assert_eq!(code, 0, "{checks:?}");
+    assert_eq!(
+        status(&checks, "hooks.matchers.codex"),
+        "warn",
+        "matcher differs from the rules"
+    );
+    let (code, checks) = doctor(&h, &["--host", "claude-code"]);
+    assert_eq!(code, 1);
+    assert_eq!(status(&checks, "hooks.wired.claude-code"), "fail");
+}
+
+#[test]
+fn doctor_reports_invalid_rules_and_recent_panics() {
+    let h = HookRepo::new();
+    h.write(
+        ".evidence-gate/rules.json",
+        r#"{"subagent_stop":{"max_attempts":0}}"#,
+    );
+    let (code, checks) = doctor(&h, &["--host", "codex"]);
+    assert_eq!(code, 1);
+    assert_eq!(status(&checks, "rules.valid"), "fail");
+    let h = HookRepo::new();
+    h.stop_env(
+        &h.codex(Some("done")),
+        &[("EVIDENCE_GATE_TEST_FAULT", "panic")],
+    );
+    let (_, checks) = doctor(&h, &["--host", "codex"]);
+    assert_eq!(status(&checks, "diagnostics.recent"), "warn");
+    let c = checks
+        .iter()
+        .find(|c| c["id"] == "diagnostics.recent")
+        .unwrap();
+    assert!(c["message"].as_str().unwrap().contains("HOOK_PANIC×1"));
+}
+
+#[test]
+fn doctor_catches_a_shell_that_prints_to_stdout() {
+    let h = HookRepo::new();
+    init_json(&h, &["--host", "codex", "--write", "--binary", &exe()]);
+    let shell = h.write(
+        "noisy-shell",
+        "#!/bin/sh\necho 'Welcome back!'\nshift\nexec sh -c \"$1\"\n",
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&shell, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = h.run(
+        &["doctor", "--host", "codex", "--json"],
+        b"",
+        &[
+            ("HOME", h.state_home.path().to_str().unwrap()),
+            ("SHELL", shell.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(run.code, 1);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    let c = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "shell.roundtrip.codex")
+        .unwrap();
+    assert_eq!(c["status"], "fail");
+    assert!(c["message"].as_str().unwrap().contains("printed"));
+}
+
+#[test]
+fn doctor_usage_error_exits_2() {
+    let h = HookRepo::new();
+    assert_eq!(h.run(&["doctor", "--host", "vim"], b"", &[]).code, 2);
+}
