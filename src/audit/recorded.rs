@@ -60,7 +60,7 @@ impl LedgerFiles {
                     self.record(line, entry, item, &format!("files[{i}]"));
                 }
             }
-            Some(_) => self.invalid(line, "files", "`files` is not an array"),
+            Some(_) => self.invalid(line, "files", "is not an array"),
         }
     }
 

@@ -5,7 +5,12 @@
 
 #![allow(clippy::disallowed_methods)]
 
+mod ci_adapters;
+mod ci_audit;
+mod ci_audit_codes;
+mod ci_audit_gate;
 mod ci_formats;
+mod ci_support;
 mod common;
 mod evidence_cli;
 mod evidence_fs;

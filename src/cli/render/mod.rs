@@ -190,7 +190,7 @@ fn repository_line(run: &Run, s: &Summary, color: bool) -> String {
         Verdict::Pass => {
             let warnings = count(Severity::Warning);
             format!(
-                "{} audited {}, {} and {}: {} chained, {} ({}) re-hashed, no failures{}",
+                "{} audited {}, {} and {}: {} verified, {} ({}) re-hashed, no failures{}",
                 paint(color, "1;32", "PASSED:"),
                 plural(s.state_dirs as u64, "state directory", "state directories"),
                 plural(s.gate_ledgers as u64, "gate ledger", "gate ledgers"),
