@@ -18,6 +18,10 @@ fn an_untouched_repository_passes_and_lists_every_recorded_file() {
     let (r, _) = complete_repo();
     let out = audit(&r, &[]);
     assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(
+        out.stderr, "",
+        "no progress line when stderr is not a terminal"
+    );
     let v = out.json();
     assert_eq!(v["verdict"], "pass");
     let plan = &v["reports"][0];

@@ -165,34 +165,9 @@ fn sarif_validates_against_the_official_schema() {
 
 // --- Repository mode ------------------------------------------------------------
 
-/// A repository whose audit finds a chain break (with a line), a digest
-/// mismatch (a recorded file), a gate-ledger waiver (warning) and a failing
-/// payload under the evidence root.
-fn audited_repo() -> Repo {
-    use crate::ci_support::*;
-    let r = Repo::new();
-    let run = Run4::new(&r, STATE);
-    let ledger = r.join(&run.ledger());
-    let text = std::fs::read_to_string(&ledger).unwrap();
-    std::fs::write(&ledger, text.replacen("plan created", "plan crEated", 1)).unwrap();
-    r.write(DELIVERABLE, "edited, odd: name\n");
-    let waiver = evidence_gate::ledger::chain_records(
-        0,
-        None,
-        &[serde_json::from_value(json!({"kind": "receipt_waived", "ts": "2026-01-02T03:04:05.000Z", "agent_type": "lazycodex-worker-high", "reason": "context_pressure"})).unwrap()],
-    )
-    .0;
-    r.write(".omo/evidence-gate/ledger.jsonl", waiver);
-    r.write(
-        ".omo/evidence/G001/bad.evidence.json",
-        serde_json::to_vec(&payload(json!([{"path": "src/none & <x>.rs"}]))).unwrap(),
-    );
-    r
-}
-
 #[test]
 fn repository_mode_github_annotations_carry_file_line_and_title() {
-    let r = audited_repo();
+    let r = crate::ci_support::audited_repo();
     let out = r.run("verify-evidence", &["--format", "github"], None);
     assert_eq!(out.code, 1);
     let re = regex::Regex::new(
@@ -224,7 +199,7 @@ fn repository_mode_github_annotations_carry_file_line_and_title() {
 
 #[test]
 fn repository_mode_junit_has_one_testcase_per_audited_subject() {
-    let r = audited_repo();
+    let r = crate::ci_support::audited_repo();
     let out = r.run("verify-evidence", &["--format", "junit"], None);
     assert_eq!(out.code, 1);
     let doc = roxmltree::Document::parse(&out.stdout).expect("well-formed XML");
@@ -285,7 +260,7 @@ fn repository_mode_sarif_validates_and_locates_ledger_lines() {
         (vec!["--format", "sarif"], 1),
         (vec!["--format", "sarif", "--strict"], 1),
     ] {
-        let r = audited_repo();
+        let r = crate::ci_support::audited_repo();
         let out = r.run("verify-evidence", &args, None);
         assert_eq!(out.code, code);
         let doc: Value = serde_json::from_str(&out.stdout).unwrap();

@@ -147,3 +147,30 @@ pub fn findings(run: &Run) -> Vec<(String, String, Option<String>, Value)> {
     }
     out
 }
+
+/// A repository whose audit finds a chain break (with a line), a digest
+/// mismatch (a recorded file), a gate-ledger waiver (warning) and a failing
+/// payload under the evidence root.
+pub fn audited_repo() -> Repo {
+    let r = Repo::new();
+    let run = Run4::new(&r, STATE);
+    let ledger = r.join(&run.ledger());
+    let text = std::fs::read_to_string(&ledger).unwrap();
+    std::fs::write(&ledger, text.replacen("plan created", "plan crEated", 1)).unwrap();
+    r.write(DELIVERABLE, "edited, odd: name\n");
+    let waiver = evidence_gate::ledger::chain_records(
+        0,
+        None,
+        &[serde_json::from_value(json!({"kind": "receipt_waived", "ts": "2026-01-02T03:04:05.000Z", "agent_type": "lazycodex-worker-high", "reason": "context_pressure"})).unwrap()],
+    )
+    .0;
+    r.write(".omo/evidence-gate/ledger.jsonl", waiver);
+    r.write(
+        ".omo/evidence/G001/bad.evidence.json",
+        serde_json::to_vec(&crate::evidence_cli::payload(
+            json!([{"path": "src/none & <x>.rs"}]),
+        ))
+        .unwrap(),
+    );
+    r
+}

@@ -9,6 +9,7 @@ mod ci_adapters;
 mod ci_audit;
 mod ci_audit_codes;
 mod ci_audit_gate;
+mod ci_audit_properties;
 mod ci_formats;
 mod ci_support;
 mod common;
