@@ -146,7 +146,8 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 }
 
-fn clip(s: &str, max: usize) -> String {
+/// `s` cut to `max` characters, with `…` appended when cut.
+pub fn clip(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_owned()
     } else {

@@ -12,6 +12,7 @@ use super::code::Code;
 use super::payload::{ClaimedVerdict, Deliverable, Payload};
 use super::placeholder::Placeholders;
 use super::report::{Finding, Report, ReportBuilder, ReportKind, VerifiedFile};
+use crate::json::clip;
 use crate::rules::evidence::{EvidenceRules, HardLinks, build_globset};
 use crate::rules::{Problem, RulesError};
 use crate::sandbox::open::{self, FileChecks, FileProblem, HashedFile};
@@ -835,16 +836,6 @@ fn join_quoted(items: &[&String]) -> String {
         .map(|s| format!("`{s}`"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_owned()
-    } else {
-        let mut t: String = s.chars().take(max).collect();
-        t.push('…');
-        t
-    }
 }
 
 #[cfg(test)]
