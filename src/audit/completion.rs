@@ -12,6 +12,9 @@ use crate::evidence::{Code, Finding};
 pub(crate) struct FinalEntry {
     pub(crate) seq: Option<u64>,
     pub(crate) line: u64,
+    pub(crate) revision: Option<u64>,
+    /// Appended by crash recovery with a fresh seq (`recovered: true`).
+    pub(crate) recovered: bool,
     /// `qualityGateSha256` (written by evidence-gate).
     pub(crate) gate_sha256: Option<String>,
     /// Carries a validated final gate: `qualityGateSha256`, or the Node
@@ -29,6 +32,8 @@ impl FinalEntry {
         FinalEntry {
             seq: crate::ledger::chain_fields(entry).map(|(s, _)| s),
             line,
+            revision: entry.get("revision").and_then(Value::as_u64),
+            recovered: entry.get("recovered").and_then(Value::as_bool) == Some(true),
             has_gate: gate_sha256.is_some()
                 || entry.get("qualityGate").is_some_and(Value::is_object),
             gate_sha256,
@@ -37,7 +42,15 @@ impl FinalEntry {
 }
 
 /// `COMPLETION_UNBACKED` findings of a plan, located at `goals` (its path).
-pub(crate) fn check(plan: &PlanDoc, finals: &[FinalEntry], goals: &str) -> Vec<Finding> {
+/// `last_seq` is the ledger's last chained seq: a completion whose entry lies
+/// beyond it exists only in the plan's `lastMutation` (a crash before the
+/// append, or a forged plan) and is not backed until the ledger holds it.
+pub(crate) fn check(
+    plan: &PlanDoc,
+    finals: &[FinalEntry],
+    last_seq: u64,
+    goals: &str,
+) -> Vec<Finding> {
     let Some(rec) = plan.completion() else {
         return Vec::new();
     };
@@ -49,8 +62,29 @@ pub(crate) fn check(plan: &PlanDoc, finals: &[FinalEntry], goals: &str) -> Vec<F
         Finding::new(Code::CompletionUnbacked, Some(goals), message).with_detail(detail)
     };
     let recorded_gate = rec.get("qualityGateSha256").and_then(Value::as_str);
+    let revision = rec.get("revision").and_then(Value::as_u64);
+    // Crash recovery re-appends the entries of `lastMutation` with fresh
+    // seqs (goal-engine.md §2.8 step 3), so a recovered final entry of the
+    // completing revision backs the record although `ledgerSeq` moved.
+    let find = |seq: u64| {
+        finals.iter().find(|f| f.seq == Some(seq)).or_else(|| {
+            finals
+                .iter()
+                .find(|f| f.recovered && revision.is_some() && f.revision == revision)
+        })
+    };
     match rec.get("ledgerSeq").and_then(Value::as_u64) {
-        Some(seq) => match finals.iter().find(|f| f.seq == Some(seq)) {
+        Some(seq) => match find(seq) {
+            None if seq > last_seq
+                && plan
+                    .last_mutation()
+                    .is_some_and(|lm| seq >= lm.from_seq && seq < lm.from_seq + lm.entries) =>
+            {
+                out.push(unbacked(
+                    format!("the completion's `aggregate_completed` entry (seq {seq}) exists only in the plan's lastMutation; the ledger ends at seq {last_seq}. After a crash before the append, `repair` appends it; otherwise the plan was edited"),
+                    json!({"ledgerSeq": seq, "lastSeq": last_seq}),
+                ))
+            }
             None => out.push(unbacked(
                 format!("the completion record names ledger seq {seq}, which is no `aggregate_completed` entry"),
                 json!({"ledgerSeq": seq}),

@@ -122,7 +122,8 @@ pub(crate) fn audit(
         agreement(&mut report, plan.as_ref(), lm, head, got.landed, display);
     }
     if let Some(p) = &plan {
-        for f in completion::check(p, &got.finals, &goals_display) {
+        let last_seq = head.map_or(0, |(h, _, _)| h.last_seq);
+        for f in completion::check(p, &got.finals, last_seq, &goals_display) {
             report.push(f);
         }
     }

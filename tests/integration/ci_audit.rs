@@ -362,3 +362,55 @@ fn payloads_with_ledger_are_verified_alongside_the_audit() {
     let only = audit(&r, &["p.json"]);
     assert_eq!(only.json()["reports"].as_array().unwrap().len(), 1);
 }
+
+/// The final checkpoint's plan write landed, its ledger append did not: the
+/// completion is only in `lastMutation` until recovery appends it.
+#[test]
+fn a_completion_waiting_for_crash_recovery_is_unbacked_until_repaired() {
+    let r = Repo::new();
+    let mut run = Run4::new(&r, STATE);
+    let last = run.entries.pop().unwrap();
+    run.write(&r);
+    let out = audit(&r, &[]);
+    assert_eq!(out.code, 1);
+    let mut codes: Vec<(String, String)> = findings(&out).into_iter().map(|f| (f.0, f.1)).collect();
+    codes.sort();
+    assert_eq!(
+        codes,
+        [
+            ("COMPLETION_UNBACKED".to_owned(), "error".to_owned()),
+            ("LEDGER_BEHIND_PLAN".to_owned(), "warning".to_owned())
+        ]
+    );
+    assert!(
+        out.stdout
+            .contains("exists only in the plan's lastMutation"),
+        "{}",
+        out.stdout
+    );
+    // Recovery appends `ledger_repaired` and the entry with a fresh seq
+    // (goal-engine.md §2.8): the record's ledgerSeq (4) now names the repair
+    // entry, and the recovered final entry backs the completion.
+    let mut repaired = entry(
+        "ledger_repaired",
+        4,
+        json!({"repair": {"reason": "ledger_behind_plan", "recoveredCount": 1}}),
+    );
+    repaired.insert("at".into(), json!("2026-01-02T03:05:00.000Z"));
+    let mut recovered = last.clone();
+    recovered.insert("recovered".into(), json!(true));
+    run.entries.push(repaired);
+    run.entries.push(recovered.clone());
+    run.write(&r);
+    let out = audit(&r, &[]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    // A recovered final entry of another revision does not back it.
+    recovered.insert("revision".into(), json!(4));
+    run.plan["aggregateCompletion"]["revision"] = json!(3);
+    run.entries.pop();
+    run.entries.push(recovered);
+    run.write(&r);
+    let out = audit(&r, &[]);
+    assert_eq!(out.code, 1);
+    assert_eq!(out.codes(), ["COMPLETION_UNBACKED"]);
+}
