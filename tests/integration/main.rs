@@ -13,6 +13,7 @@ mod evidence_lib;
 mod gate_check;
 mod gate_check_io;
 mod gate_lib;
+mod gate_plan;
 mod gate_template;
 mod goals_checkpoint;
 mod goals_cli;
