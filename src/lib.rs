@@ -16,6 +16,7 @@
 //! * [`hooks`] decodes host hook payloads, decides and encodes per host;
 //! * [`store`] holds the durable-write primitives (atomic replace, append,
 //!   the mutation lock);
+//! * [`goals`] is the goal engine (`ulw-loop` / `ultragoal` profiles);
 //! * [`cli`] parses arguments, renders results and maps them to exit codes.
 //!
 //! The library never prints, never exits and never opens an ambient path:
@@ -37,6 +38,7 @@ pub mod digest;
 pub mod doctor;
 pub mod evidence;
 pub mod gate;
+pub mod goals;
 pub mod hooks;
 pub mod init;
 pub mod json;

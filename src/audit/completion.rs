@@ -2,10 +2,11 @@
 //! completion is recorded must have the final-gate ledger entry that wrote
 //! it, and no goal may still wait for a user decision.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::plan_file::PlanDoc;
 use crate::evidence::{Code, Finding};
+use crate::goals::lifecycle;
+use crate::goals::plan::{GoalStatus, Plan};
 
 /// An `aggregate_completed` ledger entry.
 #[derive(Debug, Clone)]
@@ -46,17 +47,17 @@ impl FinalEntry {
 /// beyond it exists only in the plan's `lastMutation` (a crash before the
 /// append, or a forged plan) and is not backed until the ledger holds it.
 pub(crate) fn check(
-    plan: &PlanDoc,
+    plan: &Plan,
     finals: &[FinalEntry],
     last_seq: u64,
     goals: &str,
 ) -> Vec<Finding> {
+    if !lifecycle::completion_recorded(plan) {
+        return Vec::new();
+    }
     let Some(rec) = plan.completion() else {
         return Vec::new();
     };
-    if rec.get("status").and_then(Value::as_str) != Some("complete") {
-        return Vec::new();
-    }
     let mut out = Vec::new();
     let unbacked = |message: String, detail: Value| {
         Finding::new(Code::CompletionUnbacked, Some(goals), message).with_detail(detail)
@@ -73,18 +74,16 @@ pub(crate) fn check(
                 .find(|f| f.recovered && revision.is_some() && f.revision == revision)
         })
     };
+    let pending = |seq: u64| {
+        plan.last_mutation()
+            .is_some_and(|(_, from, entries)| seq >= from && seq < from + entries.len() as u64)
+    };
     match rec.get("ledgerSeq").and_then(Value::as_u64) {
         Some(seq) => match find(seq) {
-            None if seq > last_seq
-                && plan
-                    .last_mutation()
-                    .is_some_and(|lm| seq >= lm.from_seq && seq < lm.from_seq + lm.entries) =>
-            {
-                out.push(unbacked(
-                    format!("the completion's `aggregate_completed` entry (seq {seq}) exists only in the plan's lastMutation; the ledger ends at seq {last_seq}. After a crash before the append, `repair` appends it; otherwise the plan was edited"),
-                    json!({"ledgerSeq": seq, "lastSeq": last_seq}),
-                ))
-            }
+            None if seq > last_seq && pending(seq) => out.push(unbacked(
+                format!("the completion's `aggregate_completed` entry (seq {seq}) exists only in the plan's lastMutation; the ledger ends at seq {last_seq}. After a crash before the append, `repair` appends it; otherwise the plan was edited"),
+                json!({"ledgerSeq": seq, "lastSeq": last_seq}),
+            )),
             None => out.push(unbacked(
                 format!("the completion record names ledger seq {seq}, which is no `aggregate_completed` entry"),
                 json!({"ledgerSeq": seq}),
@@ -111,10 +110,8 @@ pub(crate) fn check(
         None => {}
     }
     for g in plan.goals() {
-        if g.get("status").and_then(Value::as_str) == Some("needs_user_decision")
-            && !superseded_resolved(plan, g)
-        {
-            let id = g.get("id").and_then(Value::as_str).unwrap_or_default();
+        if g.status() == GoalStatus::NeedsUserDecision && !lifecycle::superseded_resolved(plan, g) {
+            let id = g.id();
             out.push(unbacked(
                 format!("goal `{id}` is still in `needs_user_decision`; completion needs a user decision (unblock, or supersede/waive it) first"),
                 json!({"goalId": id}),
@@ -122,29 +119,4 @@ pub(crate) fn check(
         }
     }
     out
-}
-
-/// `supersededResolved(g)`: overlay `superseded`, and waived or every
-/// replacement complete.
-fn superseded_resolved(plan: &PlanDoc, g: &Map<String, Value>) -> bool {
-    if g.get("steeringStatus").and_then(Value::as_str) != Some("superseded") {
-        return false;
-    }
-    if g.get("waiver").is_some_and(Value::is_object) {
-        return true;
-    }
-    let by: Vec<&str> = g
-        .get("supersededBy")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    !by.is_empty()
-        && by.iter().all(|id| {
-            plan.goal(id)
-                .and_then(|r| r.get("status"))
-                .and_then(Value::as_str)
-                == Some("complete")
-        })
 }

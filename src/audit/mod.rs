@@ -16,7 +16,6 @@
 //! module reads only through `Dir` handles and never writes.
 
 mod completion;
-mod consistency;
 mod discover;
 mod gate_ledger;
 pub mod layout;
@@ -133,7 +132,7 @@ fn roots(
             .map_err(|p| {
                 AuditError::Rules(RulesError {
                     file: "rules".into(),
-                    pointer: format!("/profiles/{}/evidenceRoot", l.name),
+                    pointer: format!("/profiles/{}/evidenceRoot", l.name()),
                     problem: p.describe().into(),
                 })
             })?;
@@ -157,14 +156,6 @@ pub fn audit(
     } else {
         discover::named(main.dir(), opts.layouts, opts.plan_dirs)
     };
-    let mut completion_keys: Vec<String> = Vec::new();
-    for l in opts.layouts {
-        for k in &l.completion_keys {
-            if !completion_keys.contains(k) {
-                completion_keys.push(k.clone());
-            }
-        }
-    }
 
     // Ledgers first (their recorded files are re-hashed together afterwards).
     let mut pending: Vec<(ReportBuilder, bool)> = Vec::new();
@@ -178,13 +169,7 @@ pub fn audit(
         })
         .collect();
     for t in &targets {
-        let a = state_dir::audit(
-            &t.dir,
-            &t.display,
-            &opts.layouts[t.layout],
-            &completion_keys,
-            progress,
-        );
+        let a = state_dir::audit(&t.dir, &t.display, &opts.layouts[t.layout], progress);
         summary.state_dirs += 1;
         summary.ledger_records += a.records;
         pending.push((a.report, a.checked));

@@ -8,14 +8,16 @@ use cap_std::fs::Dir;
 use serde_json::{Value, json};
 
 use super::completion::{self, FinalEntry};
-use super::consistency::{self, Consistency, LedgerHead};
 use super::layout::ProfileLayout;
-use super::plan_file::{self, PlanDoc};
+use super::plan_file;
 use super::progress::Progress;
 use super::recorded::LedgerFiles;
 use super::scan::{Opened, entry_kind, open_state_file, scan_ledger};
 use crate::evidence::verify::problem_finding;
 use crate::evidence::{Code, Finding, ReportBuilder, ReportKind};
+use crate::goals::journal::Head;
+use crate::goals::plan::Plan;
+use crate::goals::txn::{self, Consistency};
 use crate::ledger::chain_fields;
 use crate::sandbox::open::FileProblem;
 use crate::sandbox::walk::{self, EntryKind};
@@ -49,13 +51,12 @@ pub(crate) fn audit(
     dir: &Dir,
     display: &str,
     layout: &ProfileLayout,
-    completion_keys: &[String],
     progress: &mut dyn Progress,
 ) -> Audited {
     let mut report = ReportBuilder::new(display, ReportKind::Plan);
     let goals_display = format!("{display}/{GOALS}");
     let ledger_display = format!("{display}/{LEDGER}");
-    let plan = match plan_file::read(dir, &goals_display, layout, completion_keys) {
+    let plan = match plan_file::read(dir, display, layout) {
         Ok(p) => p,
         Err(f) => {
             report.push(*f);
@@ -63,10 +64,13 @@ pub(crate) fn audit(
         }
     };
     let plan_unreadable = plan.is_none() && dir.symlink_metadata(GOALS).is_ok();
-    let lm = plan.as_ref().and_then(PlanDoc::last_mutation);
+    let lm = plan
+        .as_ref()
+        .and_then(Plan::last_mutation)
+        .map(|(revision, from_seq, _)| (revision, from_seq));
     let mut files = LedgerFiles::new(&ledger_display);
     let mut got = Collected::default();
-    let mut head: Option<(LedgerHead, u64, bool)> = None;
+    let mut head: Option<(Head, bool)> = None;
     match open_state_file(dir, LEDGER, &ledger_display) {
         Opened::Absent => {}
         Opened::Problem(f) => report.push(f),
@@ -81,9 +85,9 @@ pub(crate) fn audit(
                 if kind == Some("aggregate_completed") {
                     got.finals.push(FinalEntry::of(line, v));
                 }
-                if let (Some(lm), Some((seq, _))) = (lm, chain_fields(v))
-                    && seq >= lm.from_seq
-                    && v.get("revision").and_then(Value::as_u64) == Some(lm.revision)
+                if let (Some((revision, from_seq)), Some((seq, _))) = (lm, chain_fields(v))
+                    && seq >= from_seq
+                    && v.get("revision").and_then(Value::as_u64) == Some(revision)
                     && kind != Some("ledger_repaired")
                 {
                     got.landed += 1;
@@ -92,7 +96,7 @@ pub(crate) fn audit(
             match scan_ledger(
                 file,
                 &ledger_display,
-                layout.foreign_records,
+                layout.foreign_records(),
                 progress,
                 &mut visit,
             ) {
@@ -102,11 +106,14 @@ pub(crate) fn audit(
                         report.push(f);
                     }
                     head = Some((
-                        LedgerHead {
+                        Head {
+                            len: s.chain.bytes,
+                            records: s.chain.records,
                             last_seq: s.chain.last_seq.unwrap_or(0),
                             last_revision: s.chain.last_revision.unwrap_or(0),
+                            last_offset: None,
+                            last_hash: s.chain.head.clone(),
                         },
-                        s.chain.records,
                         torn,
                     ));
                 }
@@ -117,12 +124,18 @@ pub(crate) fn audit(
     for f in files.invalid.drain(..) {
         report.push(f);
     }
-    let records = head.map_or(0, |(_, n, _)| n);
+    let records = head.as_ref().map_or(0, |(h, _)| h.records);
     if !plan_unreadable {
-        agreement(&mut report, plan.as_ref(), lm, head, got.landed, display);
+        agreement(
+            &mut report,
+            plan.as_ref(),
+            head.as_ref(),
+            got.landed,
+            display,
+        );
     }
     if let Some(p) = &plan {
-        let last_seq = head.map_or(0, |(h, _, _)| h.last_seq);
+        let last_seq = head.as_ref().map_or(0, |(h, _)| h.last_seq);
         for f in completion::check(p, &got.finals, last_seq, &goals_display) {
             report.push(f);
         }
@@ -154,46 +167,56 @@ pub(crate) fn audit(
     }
 }
 
-/// `LEDGER_BEHIND_PLAN` / `LEDGER_PLAN_MISMATCH` (goal-engine.md §2.5.4, §2.8).
+/// `LEDGER_BEHIND_PLAN` / `LEDGER_PLAN_MISMATCH` (goal-engine.md §2.5.4),
+/// decided by the goal engine's own recovery-check comparison (§2.8).
 fn agreement(
     report: &mut ReportBuilder,
-    plan: Option<&PlanDoc>,
-    lm: Option<plan_file::LastMutation>,
-    head: Option<(LedgerHead, u64, bool)>,
+    plan: Option<&Plan>,
+    head: Option<&(Head, bool)>,
     landed: u64,
     display: &str,
 ) {
-    let ledger_head = head.map(|(h, _, _)| h).unwrap_or_default();
-    let rp = plan.map_or(0, PlanDoc::revision);
+    let empty = Head::default();
+    let (ledger_head, torn) = head.map_or((&empty, false), |(h, t)| (h, *t));
+    let a = txn::assess(plan, ledger_head, torn, &mut |_, _| landed as usize);
     let ledger = format!("{display}/{LEDGER}");
     let detail = json!({
-        "planRevision": rp,
-        "ledgerRevision": ledger_head.last_revision,
-        "lastSeq": ledger_head.last_seq,
+        "planRevision": a.plan_revision,
+        "ledgerRevision": a.ledger_revision,
+        "lastSeq": a.last_seq,
     });
-    match consistency::assess(rp, lm, ledger_head, landed) {
+    match a.consistency {
         Consistency::Ok => {}
-        Consistency::Recoverable { missing } => report.push(
-            Finding::new(
-                Code::LedgerBehindPlan,
-                Some(&ledger),
-                format!(
-                    "the plan (revision {rp}) carries {missing} ledger entr{} that never reached the ledger (a crash between the plan write and the append); the next mutation or `repair` appends them",
-                    if missing == 1 { "y" } else { "ies" }
-                ),
-            )
-            .with_detail(detail),
-        ),
+        // A torn tail alone is reported by the chain verification.
+        Consistency::Recoverable if a.missing.is_empty() => {}
+        Consistency::Recoverable => {
+            let missing = a.missing.len();
+            report.push(
+                Finding::new(
+                    Code::LedgerBehindPlan,
+                    Some(&ledger),
+                    format!(
+                        "the plan (revision {}) carries {missing} ledger entr{} that never reached the ledger (a crash between the plan write and the append); the next mutation or `repair` appends them",
+                        a.plan_revision,
+                        if missing == 1 { "y" } else { "ies" }
+                    ),
+                )
+                .with_detail(detail),
+            );
+        }
         Consistency::Mismatch => {
             let what = match (plan.is_some(), head.is_some()) {
                 (false, _) => format!(
                     "the ledger's last chained record has revision {} but there is no plan",
-                    ledger_head.last_revision
+                    a.ledger_revision
                 ),
-                (true, false) => format!("the plan is at revision {rp} but there is no ledger"),
+                (true, false) => format!(
+                    "the plan is at revision {} but there is no ledger",
+                    a.plan_revision
+                ),
                 (true, true) => format!(
-                    "the plan is at revision {rp} but the ledger's last chained record has revision {} (seq {})",
-                    ledger_head.last_revision, ledger_head.last_seq
+                    "the plan is at revision {} but the ledger's last chained record has revision {} (seq {})",
+                    a.plan_revision, a.ledger_revision, a.last_seq
                 ),
             };
             report.push(
@@ -277,7 +300,7 @@ fn archives(
                 match scan_ledger(
                     file,
                     &ledger,
-                    layout.foreign_records,
+                    layout.foreign_records(),
                     progress,
                     &mut |_, _| {},
                 ) {

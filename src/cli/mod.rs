@@ -3,6 +3,7 @@
 
 mod doctor;
 mod gate;
+mod goals;
 mod hook;
 mod init;
 mod progress;
@@ -97,6 +98,10 @@ pub fn main(argv: Vec<OsString>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
     }
     if argv.get(1).is_some_and(|a| a == "hook") {
         return hook::run(None, argv.get(2..).unwrap_or(&[]), amb, io);
+    }
+    // Goal-engine commands use their own envelope and exit codes (goal-engine.md §4.1).
+    if let Some((profile, rest)) = goals::route(&argv) {
+        return goals::run(&profile, rest, amb, io);
     }
     if stem == "verify-evidence" {
         return match VerifyCli::try_parse_from(&argv) {

@@ -9,7 +9,15 @@ use super::{EXIT_USAGE, Io};
 pub type SchemaFn = fn() -> Value;
 
 /// Every schema the binary can print: name and generator.
-pub static SCHEMAS: &[(&str, SchemaFn)] = &[("evidence", crate::evidence::payload::schema)];
+pub static SCHEMAS: &[(&str, SchemaFn)] = &[
+    ("evidence", crate::evidence::payload::schema),
+    // Goal engine (goal-engine.md §1.2).
+    ("plan", crate::goals::schema::plan),
+    ("ledger-entry", crate::goals::schema::ledger_entry),
+    ("ledger-index", crate::goals::index::schema),
+    ("profile", crate::goals::profile::profile_schema),
+    ("blocker-rules", crate::goals::profile::blocker_rules_schema),
+];
 
 #[derive(Args, Debug)]
 pub(crate) struct SchemaArgs {

@@ -136,6 +136,32 @@ pub static EMBEDDED: &[Embedded] = &[
         mount: "/directives/subagent-stop",
         content: Content::Text(include_str!("../../rules/directives/subagent-stop.md")),
     },
+    // Goal engine: profiles, their texts, the blocker classifier (goal-engine.md §1).
+    Embedded {
+        file: "rules/profiles/ulw-loop.json",
+        mount: "/profiles/ulw-loop",
+        content: Content::Json(include_str!("../../rules/profiles/ulw-loop.json")),
+    },
+    Embedded {
+        file: "rules/profiles/ultragoal.json",
+        mount: "/profiles/ultragoal",
+        content: Content::Json(include_str!("../../rules/profiles/ultragoal.json")),
+    },
+    Embedded {
+        file: "rules/texts/ulw-loop.json",
+        mount: "/texts/ulw-loop",
+        content: Content::Json(include_str!("../../rules/texts/ulw-loop.json")),
+    },
+    Embedded {
+        file: "rules/texts/ultragoal.json",
+        mount: "/texts/ultragoal",
+        content: Content::Json(include_str!("../../rules/texts/ultragoal.json")),
+    },
+    Embedded {
+        file: "rules/blockers.json",
+        mount: "/blockers",
+        content: Content::Json(include_str!("../../rules/blockers.json")),
+    },
 ];
 
 /// A family validator: parses the family's value into its type and checks it.
@@ -157,6 +183,10 @@ pub static FAMILIES: &[Family] = &[
     family::<hooks::HooksRules>(),
     family::<hooks::SubagentStopRules>(),
     family::<hooks::Directives>(),
+    // Goal engine (goal-engine.md §1).
+    family::<crate::goals::profile::Profiles>(),
+    family::<crate::goals::profile::TextsFamily>(),
+    family::<crate::goals::profile::BlockerRules>(),
 ];
 
 /// The [`Family`] entry of a [`RuleFamily`] type.

@@ -1,0 +1,471 @@
+//! `evidence-gate ulw-loop …` / `evidence-gate ultragoal …` (and the
+//! multi-call names of goal-engine.md §1.2): argument handling, the JSON
+//! envelope, text output and exit codes. The logic is in [`crate::goals`].
+
+mod args;
+mod commands;
+mod render;
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use super::Io;
+use crate::ambient::{self, Ambient};
+use crate::goals::plan::Plan;
+use crate::goals::profile::Profiles;
+use crate::goals::{Engine, EngineOptions, ErrorKind, GoalError, session};
+use crate::rules::{Layer, RuleSet};
+
+/// Subcommands this build implements.
+pub(crate) const SUBCOMMANDS: &[&str] = &[
+    "help",
+    "create-goals",
+    "status",
+    "complete-goals",
+    "criteria",
+    "record-evidence",
+    "checkpoint",
+    "add-goal",
+    "record-review-blockers",
+    "repair",
+];
+
+/// What routing needs from a profile, read from the embedded profile files
+/// alone (every command line passes through routing; loading all rules here
+/// would tax `verify` and `schema` too).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RouteInfo {
+    name: String,
+    display_name: String,
+    invocation_names: Vec<String>,
+    parent_commands: Vec<String>,
+}
+
+fn embedded_profiles() -> Vec<RouteInfo> {
+    crate::rules::EMBEDDED
+        .iter()
+        .filter(|e| e.mount.starts_with("/profiles/"))
+        .filter_map(|e| match e.content {
+            crate::rules::Content::Json(text) => serde_json::from_str(text).ok(),
+            crate::rules::Content::Text(_) => None,
+        })
+        .collect()
+}
+
+/// Decides whether argv addresses the goal engine: returns the profile name
+/// and the arguments after it.
+pub(crate) fn route(argv: &[OsString]) -> Option<(String, Vec<String>)> {
+    let stem = argv
+        .first()
+        .and_then(|a| Path::new(a).file_stem())
+        .and_then(|s| s.to_str())?;
+    let first = argv.get(1).map(|a| a.to_string_lossy());
+    let profiles = embedded_profiles();
+    let rest = || -> Vec<String> {
+        argv.iter()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    };
+    for p in &profiles {
+        if p.invocation_names.iter().any(|n| n == stem) {
+            return Some((p.name.clone(), rest()));
+        }
+    }
+    for p in &profiles {
+        if p.parent_commands.iter().any(|n| n == stem) {
+            if first.as_deref() == Some(p.name.as_str()) {
+                return Some((p.name.clone(), rest()[1..].to_vec()));
+            }
+            if first.as_deref().is_some_and(|s| SUBCOMMANDS.contains(&s)) {
+                return Some((p.name.clone(), rest()));
+            }
+        }
+    }
+    let first = first?;
+    profiles
+        .iter()
+        .find(|p| p.name == *first)
+        .map(|p| (p.name.clone(), rest()[1..].to_vec()))
+}
+
+/// Global flags (every subcommand).
+fn global_flags() -> Vec<args::Flag> {
+    vec![
+        args::Flag::switch("--json"),
+        args::Flag::value("--session-id"),
+        args::Flag::value("--rules"),
+        args::Flag::value("--lock-timeout-ms"),
+    ]
+}
+
+/// Splits the subcommand from the arguments (global flags may precede it).
+fn split_head(tokens: &[String]) -> (Option<String>, Vec<String>) {
+    let globals = global_flags();
+    let mut i = 0;
+    let mut leading = Vec::new();
+    while i < tokens.len() {
+        let t = &tokens[i];
+        let name = t.split_once('=').map_or(t.as_str(), |(n, _)| n);
+        match globals.iter().find(|f| f.name == name) {
+            Some(f) => {
+                leading.push(t.clone());
+                i += 1;
+                if f.value && !t.contains('=') && i < tokens.len() && !tokens[i].starts_with("--") {
+                    leading.push(tokens[i].clone());
+                    i += 1;
+                }
+            }
+            None => break,
+        }
+    }
+    let head = tokens.get(i).cloned();
+    let mut rest = leading;
+    rest.extend(tokens.iter().skip(i + 1).cloned());
+    (head, rest)
+}
+
+/// One member of a JSON body: a value, or the plan (moved, not copied: it
+/// can be megabytes).
+pub(crate) enum Field {
+    Value(Value),
+    Plan(Box<Plan>),
+}
+
+/// An ordered JSON body (without `ok`).
+#[derive(Default)]
+pub(crate) struct Body(Vec<(String, Field)>);
+
+impl Body {
+    pub fn insert(&mut self, key: &str, value: Value) {
+        self.0.push((key.to_owned(), Field::Value(value)));
+    }
+    pub fn extend(&mut self, map: Map<String, Value>) {
+        self.0
+            .extend(map.into_iter().map(|(k, v)| (k, Field::Value(v))));
+    }
+    /// Appends `plan` as `"plan"`.
+    pub fn plan(&mut self, plan: Plan) {
+        self.0
+            .push(("plan".to_owned(), Field::Plan(Box::new(plan))));
+    }
+    /// Puts `plan` first (the anchor's `{ok, plan, …}` order).
+    pub fn plan_first(&mut self, plan: Plan) {
+        self.0
+            .insert(0, ("plan".to_owned(), Field::Plan(Box::new(plan))));
+    }
+}
+
+struct Envelope<'a> {
+    ok: bool,
+    body: &'a Body,
+    warnings: &'a [Value],
+}
+
+impl serde::Serialize for Envelope<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("ok", &self.ok)?;
+        for (k, f) in &self.body.0 {
+            match f {
+                Field::Value(v) => m.serialize_entry(k, v)?,
+                Field::Plan(p) => m.serialize_entry(k, p.doc())?,
+            }
+        }
+        if !self.warnings.is_empty() {
+            m.serialize_entry("warnings", self.warnings)?;
+        }
+        m.end()
+    }
+}
+
+/// Output of one command: the JSON body (without `ok`) or text, and the exit code.
+pub(crate) struct Reply {
+    pub ok: bool,
+    pub body: Body,
+    pub text: String,
+    pub warnings: Vec<Value>,
+}
+
+impl Reply {
+    pub fn new(body: Body, text: String) -> Reply {
+        Reply {
+            ok: true,
+            body,
+            text,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Runs a goal-engine command line for `profile`.
+pub(crate) fn run(profile: &str, tokens: Vec<String>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
+    let (head, rest) = split_head(&tokens);
+    let json_mode = rest.iter().any(|t| t == "--json");
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        dispatch(profile, head.as_deref(), &rest, amb, io)
+    }));
+    std::panic::set_hook(previous);
+    let outcome = outcome.unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        if let Ok(root) = amb.open_dir(Path::new(".")) {
+            crate::goals::diagnostics::panicked(&root, profile, head.as_deref().unwrap_or("help"), &what);
+        }
+        Outcome::Error(
+            GoalError::new(
+                ErrorKind::Unexpected,
+                format!(
+                    "internal error: {what}. This is a defect in evidence-gate; please report it (see .omo/evidence-gate/diagnostics.jsonl)."
+                ),
+            ),
+            display_name(profile),
+        )
+    });
+    emit(outcome, json_mode, io)
+}
+
+fn display_name(profile: &str) -> String {
+    embedded_profiles()
+        .into_iter()
+        .find(|p| p.name == profile)
+        .map_or_else(|| profile.to_owned(), |p| p.display_name)
+}
+
+pub(crate) enum Outcome {
+    Reply(Reply),
+    /// Text printed to stdout with an exit code (help, unknown subcommand).
+    Plain(String, u8),
+    Error(GoalError, String),
+}
+
+fn emit(outcome: Outcome, json_mode: bool, io: &mut Io<'_>) -> u8 {
+    match outcome {
+        Outcome::Plain(text, code) => {
+            let _ = io.stdout.write_all(text.as_bytes());
+            code
+        }
+        Outcome::Reply(r) => {
+            let code = if r.ok { 0 } else { 1 };
+            if json_mode {
+                let env = Envelope {
+                    ok: r.ok,
+                    body: &r.body,
+                    warnings: &r.warnings,
+                };
+                let mut text = serde_json::to_vec_pretty(&env).expect("json");
+                text.push(b'\n');
+                let _ = io.stdout.write_all(&text);
+            } else {
+                let mut text = r.text;
+                if !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                let _ = io.stdout.write_all(text.as_bytes());
+                for w in &r.warnings {
+                    let _ = writeln!(
+                        io.stderr,
+                        "warning: {}: {}",
+                        w["code"].as_str().unwrap_or(""),
+                        w["message"].as_str().unwrap_or("")
+                    );
+                }
+            }
+            code
+        }
+        Outcome::Error(e, display) => {
+            if json_mode {
+                let mut err = Map::new();
+                err.insert("code".into(), json!(e.code()));
+                err.insert("message".into(), json!(e.message));
+                if let Some(d) = e.details() {
+                    err.insert("details".into(), d);
+                }
+                if let Some(l) = e.legacy_code() {
+                    err.insert("legacyCode".into(), json!(l));
+                }
+                let v = json!({"ok": false, "error": Value::Object(err)});
+                let mut text = serde_json::to_string_pretty(&v).expect("json");
+                text.push('\n');
+                let _ = io.stdout.write_all(text.as_bytes());
+            } else {
+                let _ = writeln!(io.stderr, "[{display}] {}", e.message);
+            }
+            1
+        }
+    }
+}
+
+fn dispatch(
+    profile: &str,
+    head: Option<&str>,
+    rest: &[String],
+    amb: &dyn Ambient,
+    io: &mut Io<'_>,
+) -> Outcome {
+    let fallback_display = display_name(profile);
+    let fail = |e: GoalError| Outcome::Error(e, fallback_display.clone());
+    let globals = args::parse(rest, &global_flags());
+    let root = match amb.open_dir(Path::new(".")) {
+        Ok(d) => d,
+        Err(e) => return fail(GoalError::io(".", "open", &e)),
+    };
+    let extra = match globals.text("--rules") {
+        Err(e) => return fail(e),
+        Ok(None) => None,
+        Ok(Some(path)) => match ambient::read_file(amb, Path::new(&path), 4 * 1024 * 1024) {
+            Ok(bytes) => Some((path, bytes)),
+            Err(e) => {
+                return fail(GoalError::from(crate::rules::RulesError {
+                    file: path.clone(),
+                    pointer: String::new(),
+                    problem: format!("cannot read the rules file: {e}"),
+                }));
+            }
+        },
+    };
+    let rules = match crate::rules::load_workspace(
+        &root,
+        extra.as_ref().map(|(n, b)| Layer { name: n, bytes: b }),
+    ) {
+        Ok(r) => r,
+        Err(e) => return fail(e.into()),
+    };
+    let profiles: Profiles = match rules.family() {
+        Ok(p) => p,
+        Err(e) => return fail(e.into()),
+    };
+    let Some(p) = profiles.0.get(profile) else {
+        return fail(GoalError::from(crate::rules::RulesError {
+            file: "rules".into(),
+            pointer: format!("/profiles/{profile}"),
+            problem: "no such profile".into(),
+        }));
+    };
+    let display = p.display_name.clone();
+    let fail = |e: GoalError| Outcome::Error(e, display.clone());
+    let explicit = match globals.one(&p.session.flag) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
+    let lock_timeout_ms = match lock_timeout(&globals, amb) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
+    let engine = match build_engine(profile, explicit, lock_timeout_ms, root, &rules, amb) {
+        Ok(e) => e,
+        Err(e) => return fail(e),
+    };
+    let head = match head {
+        None | Some("help" | "--help" | "-h") => {
+            return Outcome::Plain(crate::goals::handoff::help(&engine), 0);
+        }
+        Some(h) => h,
+    };
+    if !SUBCOMMANDS.contains(&head) {
+        if rest.iter().any(|t| t == "--json") {
+            return fail(GoalError::new(
+                ErrorKind::SubcommandUnknown {
+                    command: head.to_owned(),
+                },
+                format!("Unknown {display} subcommand: {head}."),
+            ));
+        }
+        return Outcome::Plain(crate::goals::handoff::help(&engine), 1);
+    }
+    match commands::run(&engine, head, rest, io) {
+        Ok(r) => Outcome::Reply(r),
+        Err(e) => fail(e),
+    }
+}
+
+/// Builds the engine of `profile` for the scope named by `explicit` (the
+/// profile's session flag: absent, given without a value, or with one) or the environment; shared with `gate check --goal-id`.
+pub(crate) fn build_engine(
+    profile: &str,
+    explicit: Option<Option<&str>>,
+    lock_timeout_ms: Option<u64>,
+    root: cap_std::fs::Dir,
+    rules: &RuleSet,
+    amb: &dyn Ambient,
+) -> Result<Engine, GoalError> {
+    let profiles: Profiles = rules.family()?;
+    let p = profiles.0.get(profile).ok_or_else(|| {
+        GoalError::from(crate::rules::RulesError {
+            file: "rules".into(),
+            pointer: format!("/profiles/{profile}"),
+            problem: "no such profile".into(),
+        })
+    })?;
+    let env = |k: &str| ambient::var(amb, k);
+    let sid = session::resolve(&p.session.flag, explicit, &env, &p.session.env)?;
+    let env_sid = p
+        .session
+        .env
+        .iter()
+        .find_map(|k| env(k).as_deref().and_then(session::normalize));
+    let root_abs = amb
+        .current_dir()
+        .ok()
+        .and_then(|d| d.to_str().map(str::to_owned));
+    Engine::new(
+        root,
+        rules,
+        EngineOptions {
+            profile: profile.to_owned(),
+            session: sid,
+            env_sid,
+            lock_timeout_ms,
+            root_abs,
+            surface: surface_inputs(rules, amb),
+        },
+    )
+}
+
+/// The gate surface inputs only the binary can read (quality-gate.md §2.4).
+fn surface_inputs(rules: &RuleSet, amb: &dyn Ambient) -> crate::goals::SurfaceInputs {
+    let Ok(book) = crate::rules::gates::GateBook::from_rules(rules) else {
+        return crate::goals::SurfaceInputs::default();
+    };
+    let res = &book.common().surface_resolution;
+    crate::goals::SurfaceInputs {
+        env: ambient::var(amb, &res.env),
+        marker: super::gate::read_marker(amb, &res.marker),
+    }
+}
+
+fn lock_timeout(globals: &args::Args, amb: &dyn Ambient) -> Result<Option<u64>, GoalError> {
+    let bad = |flag: &str, v: &str| {
+        GoalError::new(
+            ErrorKind::ArgumentMissing {
+                flag: Some(flag.to_owned()),
+            },
+            format!("Invalid {flag} {v:?}; expected a whole number of milliseconds."),
+        )
+    };
+    if let Some(v) = globals.one("--lock-timeout-ms")? {
+        let v = v.unwrap_or_default();
+        return v
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| bad("--lock-timeout-ms", v));
+    }
+    match ambient::var(amb, "EVIDENCE_GATE_LOCK_TIMEOUT_MS") {
+        Some(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| bad("EVIDENCE_GATE_LOCK_TIMEOUT_MS", &v)),
+        _ => Ok(None),
+    }
+}

@@ -1,0 +1,185 @@
+//! External-authorisation blockers (R§2.6 with goal-engine.md §7.1): the
+//! classifier over `rules/blockers.json` word lists, and escalation to
+//! `needs_user_decision` by occurrences.
+
+use regex::Regex;
+
+use super::plan::Plan;
+use super::profile::BlockerRules;
+
+/// A compiled classifier.
+#[derive(Debug)]
+pub struct Classifier {
+    auth: Vec<Regex>,
+    missing: Vec<Regex>,
+    registry: Vec<Regex>,
+    http401: Vec<Regex>,
+    http403: Vec<Regex>,
+    rules: BlockerRules,
+}
+
+fn word_regex(w: &str) -> Regex {
+    let (stem, prefix) = match w.strip_suffix('*') {
+        Some(s) => (s, true),
+        None => (w, false),
+    };
+    let pattern = format!(
+        r"\b{}{}\b",
+        regex::escape(stem),
+        if prefix { r"\w*" } else { "" }
+    );
+    Regex::new(&pattern).expect("escaped words always compile")
+}
+
+fn any(list: &[Regex], text: &str) -> bool {
+    list.iter().any(|r| r.is_match(text))
+}
+
+/// Lower-cases, blanks out URLs and quoting/punctuation characters, and
+/// collapses whitespace (R§2.6 step 1).
+pub fn normalise(text: &str) -> String {
+    let lower = text.to_lowercase();
+    let mut out = String::with_capacity(lower.len());
+    let mut rest = lower.as_str();
+    while !rest.is_empty() {
+        let at = [rest.find("http://"), rest.find("https://")]
+            .into_iter()
+            .flatten()
+            .min();
+        match at {
+            Some(i) => {
+                out.push_str(&rest[..i]);
+                out.push(' ');
+                let end = rest[i..]
+                    .find(char::is_whitespace)
+                    .map_or(rest.len(), |e| i + e);
+                rest = &rest[end..];
+            }
+            None => {
+                out.push_str(rest);
+                rest = "";
+            }
+        }
+    }
+    let replaced: String = out
+        .chars()
+        .map(|c| if "`\"'()[]{}:,;".contains(c) { ' ' } else { c })
+        .collect();
+    replaced.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl Classifier {
+    /// Compiles the word lists.
+    pub fn new(rules: &BlockerRules) -> Classifier {
+        let c = |l: &[String]| l.iter().map(|w| word_regex(w)).collect();
+        Classifier {
+            auth: c(&rules.auth_words),
+            missing: c(&rules.missing_words),
+            registry: c(&rules.registry_words),
+            http401: c(&rules.http401_words),
+            http403: c(&rules.http403_words),
+            rules: rules.clone(),
+        }
+    }
+
+    /// The signature of an external-authorisation blocker described by
+    /// `evidence`, if it is one.
+    pub fn classify(&self, evidence: &str) -> Option<String> {
+        let t = normalise(evidence);
+        if !(any(&self.auth, &t) && any(&self.missing, &t)) {
+            return None;
+        }
+        let s = &self.rules.signatures;
+        if !any(&self.registry, &t) {
+            return Some(s.generic.clone());
+        }
+        let mut parts = Vec::new();
+        if any(&self.http401, &t) {
+            parts.push(s.http401.as_str());
+        }
+        if any(&self.http403, &t) {
+            parts.push(s.http403.as_str());
+        }
+        if parts.is_empty() {
+            parts.push(s.registry_unknown.as_str());
+        }
+        Some(format!(
+            "{}:{}:{}",
+            s.registry_prefix,
+            parts.join("+"),
+            s.registry_suffix
+        ))
+    }
+
+    /// `requiredExternalDecision` for a signature.
+    pub fn decision(&self, signature: &str) -> String {
+        self.rules
+            .signatures
+            .decision
+            .replace("{signature}", signature)
+    }
+}
+
+/// Escalation counts for a failed or blocked checkpoint of `goal_id` with
+/// signature `sig`: `(occurrences, goal_count)`.
+pub fn counts(plan: &Plan, goal_id: &str, sig: &str) -> (u64, u64) {
+    let others = plan
+        .goals()
+        .filter(|g| g.id() != goal_id && g.blocker_signature() == Some(sig))
+        .count() as u64;
+    let own = plan.goal(goal_id).map_or(0, |g| {
+        if g.blocker_signature() == Some(sig) {
+            g.0.get("blockerOccurrenceCount")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(1)
+        } else {
+            0
+        }
+    });
+    (own + 1, others + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn classifier() -> Classifier {
+        let rules = crate::rules::RuleSet::embedded().unwrap();
+        Classifier::new(&rules.family().unwrap())
+    }
+
+    #[test]
+    fn signatures() {
+        let c = classifier();
+        assert_eq!(
+            normalise(" GHCR.IO\n\tNeeds   TOKEN "),
+            "ghcr.io needs token"
+        );
+        assert_eq!(c.classify("tests failed"), None);
+        assert_eq!(
+            c.classify("the npm token is missing").as_deref(),
+            Some("EXTERNAL_AUTHORIZATION_REQUIRED")
+        );
+        assert_eq!(
+            c.classify("ghcr.io pull: 401 unauthorized, token missing")
+                .as_deref(),
+            Some("GHCR_PULL_ACCESS:HTTP_401_ANONYMOUS:GHCR_VISIBILITY_OR_CREDENTIAL_REQUIRED")
+        );
+        assert_eq!(
+            c.classify("GHCR 403 forbidden: token lacks read packages")
+                .as_deref(),
+            Some(
+                "GHCR_PULL_ACCESS:HTTP_403_NO_READ_PACKAGES:GHCR_VISIBILITY_OR_CREDENTIAL_REQUIRED"
+            )
+        );
+        assert_eq!(
+            c.classify("ghcr image pull: credentials required")
+                .as_deref(),
+            Some("GHCR_PULL_ACCESS:AUTHORIZATION_REQUIRED:GHCR_VISIBILITY_OR_CREDENTIAL_REQUIRED")
+        );
+        assert_eq!(
+            c.classify("see https://auth.example/missing for details"),
+            None
+        );
+    }
+}

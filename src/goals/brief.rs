@@ -1,0 +1,252 @@
+//! Goal derivation from the brief (R§1.3.6 with the goal-engine.md §4.2
+//! changes), identifier generation (R§1.3.5) and seeded criteria (R§1.3.7).
+
+use serde_json::{Map, Value, json};
+
+use super::error::{ErrorKind, GoalError};
+
+/// Longest accepted bullet, in characters.
+pub const MAX_BULLET_CHARS: usize = 1200;
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn bullet_body(line: &str) -> Option<&str> {
+    let t = line.trim_start();
+    let mut chars = t.char_indices();
+    let (_, first) = chars.next()?;
+    let rest_at = if matches!(first, '-' | '*' | '+') {
+        first.len_utf8()
+    } else if first.is_ascii_digit() {
+        let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+        match t.as_bytes().get(digits) {
+            Some(b'.') | Some(b')') => digits + 1,
+            _ => return None,
+        }
+    } else {
+        return None;
+    };
+    let rest = &t[rest_at..];
+    rest.starts_with(char::is_whitespace).then_some(rest)
+}
+
+/// The goal objectives of a brief, in order. Bullets win; otherwise
+/// paragraphs (heading lines removed); otherwise one default objective.
+pub fn objectives(brief: &str) -> Result<Vec<String>, GoalError> {
+    let mut bullets: Vec<String> = Vec::new();
+    for (i, line) in brief.lines().enumerate() {
+        let Some(body) = bullet_body(line) else {
+            continue;
+        };
+        let text = collapse(body);
+        let len = text.chars().count();
+        if len == 0 {
+            continue;
+        }
+        if len > MAX_BULLET_CHARS {
+            return Err(GoalError::new(
+                ErrorKind::BriefItemTooLong {
+                    line: i + 1,
+                    length: len,
+                    max: MAX_BULLET_CHARS,
+                },
+                format!(
+                    "Brief line {} is a bullet of {len} characters; the limit is {MAX_BULLET_CHARS}. Split it into several bullets.",
+                    i + 1
+                ),
+            ));
+        }
+        if !bullets.contains(&text) {
+            bullets.push(text);
+        }
+    }
+    if !bullets.is_empty() {
+        return Ok(bullets);
+    }
+    let mut paragraphs = Vec::new();
+    let mut current: Vec<&str> = Vec::new();
+    let flush = |current: &mut Vec<&str>, out: &mut Vec<String>| {
+        let text = collapse(&current.join("\n"));
+        if !text.is_empty() {
+            out.push(text);
+        }
+        current.clear();
+    };
+    for line in brief.lines() {
+        if line.trim().is_empty() {
+            flush(&mut current, &mut paragraphs);
+        } else if !line.trim_start().starts_with('#') {
+            current.push(line);
+        }
+    }
+    flush(&mut current, &mut paragraphs);
+    if paragraphs.is_empty() {
+        paragraphs.push("Complete the requested project objective.".to_owned());
+    }
+    Ok(paragraphs)
+}
+
+/// `objective` cut to 69 characters plus `...` when longer than 72.
+pub fn title_for(objective: &str) -> String {
+    if objective.chars().count() > 72 {
+        let mut t: String = objective.chars().take(69).collect();
+        t.push_str("...");
+        t
+    } else {
+        objective.to_owned()
+    }
+}
+
+/// The slug of a title: lower-case, runs of non `[a-z0-9]` → `-`, trimmed,
+/// cut to 36 characters.
+pub fn slug(title: &str) -> String {
+    let mut out = String::new();
+    let mut dash = false;
+    for c in title.to_lowercase().chars() {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            out.push(c);
+            dash = false;
+        } else if !dash {
+            out.push('-');
+            dash = true;
+        }
+    }
+    let t: String = out.trim_matches('-').chars().take(36).collect();
+    t.trim_end_matches('-').to_owned()
+}
+
+/// `G<nnn>[-<slug>]` for the goal at 0-based `index`.
+pub fn slugged_id(index: usize, title: &str) -> String {
+    let s = slug(title);
+    if s.is_empty() {
+        format!("G{:03}", index + 1)
+    } else {
+        format!("G{:03}-{s}", index + 1)
+    }
+}
+
+/// The three seeded criteria of goal `index` (R§1.3.7), marked `seeded: true`.
+pub fn seeded_criteria(index: usize, objective: &str) -> Vec<Value> {
+    let mut subject = collapse(objective);
+    if subject.is_empty() {
+        subject = format!("Goal {}", index + 1);
+    }
+    if subject.chars().count() > 80 {
+        subject = subject.chars().take(77).collect::<String>() + "...";
+    }
+    let n = index + 1;
+    let make = |id: &str, model: &str, essential: bool, scenario: String, expected: String| {
+        json!({
+            "id": id,
+            "scenario": scenario,
+            "userModel": model,
+            "expectedEvidence": expected,
+            "essential": essential,
+            "capturedEvidence": null,
+            "status": "pending",
+            "seeded": true,
+        })
+    };
+    vec![
+        make(
+            "C001",
+            "happy",
+            true,
+            format!("happy path for: {subject}"),
+            format!("Replace via revise_criterion with observable happy-path proof for goal {n}."),
+        ),
+        make(
+            "C002",
+            "edge",
+            true,
+            "edge case (boundary/empty/malformed)".into(),
+            format!(
+                "Replace via revise_criterion with boundary or malformed-input proof for: {subject}."
+            ),
+        ),
+        make(
+            "C003",
+            "regression",
+            false,
+            "regression: adjacent surface still works".into(),
+            format!(
+                "Replace via revise_criterion with regression proof for neighboring behavior after: {subject}."
+            ),
+        ),
+    ]
+}
+
+/// A new pending goal (`create-goals`, `add-goal`).
+pub fn new_goal(
+    index: usize,
+    title: &str,
+    objective: &str,
+    seed: bool,
+    now: &str,
+) -> Result<Map<String, Value>, GoalError> {
+    let title = title.trim();
+    let objective = objective.trim();
+    if title.is_empty() {
+        return Err(GoalError::new(
+            ErrorKind::ArgumentMissing { flag: None },
+            "Missing title.",
+        ));
+    }
+    if objective.is_empty() {
+        return Err(GoalError::new(
+            ErrorKind::ArgumentMissing { flag: None },
+            "Missing objective.",
+        ));
+    }
+    let criteria = if seed {
+        seeded_criteria(index, objective)
+    } else {
+        Vec::new()
+    };
+    let v = json!({
+        "id": slugged_id(index, title),
+        "title": title,
+        "objective": objective,
+        "status": "pending",
+        "successCriteria": criteria,
+        "attempt": 0,
+        "createdAt": now,
+        "updatedAt": now,
+    });
+    Ok(v.as_object().cloned().expect("object"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_titles() {
+        assert_eq!(slugged_id(0, "Goal A"), "G001-goal-a");
+        assert_eq!(
+            slugged_id(0, "Build the JWT auth endpoint"),
+            "G001-build-the-jwt-auth-endpoint"
+        );
+        assert_eq!(slugged_id(1, "Add rate limit"), "G002-add-rate-limit");
+        assert_eq!(slugged_id(2, "!!!"), "G003");
+        let long = "x".repeat(80);
+        assert_eq!(title_for(&long).chars().count(), 72);
+        assert!(title_for(&long).ends_with("..."));
+    }
+
+    #[test]
+    fn bullets_paragraphs_and_headings() {
+        let b =
+            objectives("# Plan\n- one\n* two\n1. three\n2) four\n- one\n-notabullet\n").unwrap();
+        assert_eq!(b, vec!["one", "two", "three", "four"]);
+        let p = objectives("# Heading\nText right under it\n\nSecond  para\n").unwrap();
+        assert_eq!(p, vec!["Text right under it", "Second para"]);
+        assert_eq!(
+            objectives("# only\n").unwrap(),
+            vec!["Complete the requested project objective."]
+        );
+        let err = objectives(&format!("- {}\n", "y".repeat(1201))).unwrap_err();
+        assert_eq!(err.code(), "ULW_LOOP_BRIEF_ITEM_TOO_LONG");
+    }
+}

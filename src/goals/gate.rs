@@ -1,0 +1,321 @@
+//! The quality-gate step of the checkpoint pipeline (goal-engine.md §3.4
+//! steps 6–8) on top of [`crate::gate`]: which rules a plan uses, the plain
+//! data context the validator gets, and the mapping of its outcome to the
+//! engine's errors and ledger fields.
+
+use serde_json::{Map, Value, json};
+
+use super::error::{ErrorKind, GoalError};
+use super::input::Loaded;
+use super::plan::Plan;
+use super::{Engine, batches, lifecycle};
+use crate::evidence::Root;
+use crate::gate::surface::{self, SurfaceInputs};
+use crate::gate::{BatchAlternative, GateContext, GateOutcome, GateScope, Scope, ScopeCriterion};
+use crate::rules::RulesError;
+use crate::sandbox::RelPath;
+
+fn rules_error(pointer: String, problem: String) -> GoalError {
+    GoalError::from(RulesError {
+        file: "rules".into(),
+        pointer,
+        problem,
+    })
+}
+
+/// The gate rule name a new plan records as `gateRules` (quality-gate.md
+/// §2.4): the profile's `gate/final`, resolving `surface` from the
+/// environment, the repository setting, the marker file and the default.
+pub fn rules_for_new_plan(engine: &Engine) -> Result<String, GoalError> {
+    let book = engine.gates();
+    let inputs = engine.surface_inputs();
+    let selected = surface::select(
+        &engine.profile.gate.final_rules,
+        &book.common().surface_resolution,
+        &SurfaceInputs {
+            flag: None,
+            env: inputs.env.as_deref(),
+            repo: book.repo_surface(),
+            marker: inputs.marker.as_deref(),
+        },
+    );
+    if book.get(&selected.name).is_none() {
+        return Err(rules_error(
+            format!("/profiles/{}/gate/final", engine.profile.name),
+            format!("names `{}`, which is not a gate rule file", selected.name),
+        ));
+    }
+    Ok(selected.name)
+}
+
+/// The plan's `gateRules`, else (legacy plans) resolved now.
+pub fn rules_of(engine: &Engine, plan: &Plan) -> Result<String, GoalError> {
+    match plan.str("gateRules") {
+        Some(r) => Ok(r.to_owned()),
+        None => rules_for_new_plan(engine),
+    }
+}
+
+fn criteria_of(plan: &Plan, ids: &[&str]) -> Vec<ScopeCriterion> {
+    ids.iter()
+        .filter_map(|id| plan.goal(id))
+        .filter(|g| lifecycle::counted(*g))
+        .flat_map(|g| {
+            g.criteria()
+                .map(|c| ScopeCriterion::new(g.id(), c.id(), c.status().as_str()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The directory gate artifacts must lie below: the goal's attempt directory
+/// for layout-v2 plans, else the profile's evidence root.
+pub fn scope_dir(
+    engine: &Engine,
+    plan: &Plan,
+    goal_id: Option<&str>,
+) -> Result<RelPath, GoalError> {
+    let dir = match goal_id.and_then(|id| plan.goal(id)) {
+        Some(g) if plan.layout_v2() => engine.attempt_dir(plan, g),
+        _ => engine.profile.evidence_root.clone(),
+    };
+    RelPath::parse(&dir, engine.evidence_rules().limits.path_limits()).map_err(|p| {
+        GoalError::new(
+            ErrorKind::PlanCorrupt {
+                goals_path: engine.paths.goals(),
+                pointer: "/goals/attemptDir".into(),
+                problem: format!("attempt directory `{dir}`: {}", p.describe()),
+            },
+            format!("The attempt directory `{dir}` is not a clean repo-relative path."),
+        )
+    })
+}
+
+/// The scope of a gate for goal `id` (quality-gate.md §5).
+pub fn scope_of(is_final: bool, closes: Option<&Map<String, Value>>) -> Scope {
+    if is_final {
+        Scope::Run
+    } else if let Some(b) = closes {
+        Scope::Batch {
+            id: batches::batch_id(b).to_owned(),
+        }
+    } else {
+        Scope::Goal
+    }
+}
+
+/// The scope criteria: run — every counted goal; batch — the batch's
+/// counted members; goal — the goal itself.
+pub fn scope_criteria(
+    plan: &Plan,
+    id: &str,
+    scope: &Scope,
+    closes: Option<&Map<String, Value>>,
+) -> Vec<ScopeCriterion> {
+    match scope {
+        Scope::Run => {
+            let ids: Vec<&str> = plan.goals().map(|g| g.id()).collect();
+            criteria_of(plan, &ids)
+        }
+        Scope::Batch { .. } => {
+            criteria_of(plan, &closes.map(batches::member_ids).unwrap_or_default())
+        }
+        Scope::Goal => criteria_of(plan, &[id]),
+    }
+}
+
+/// The plan-context scope handed to the validator.
+pub fn context(
+    engine: &Engine,
+    plan: &Plan,
+    id: &str,
+    is_final: bool,
+    closes: Option<&Map<String, Value>>,
+) -> Result<GateScope, GoalError> {
+    let scope = scope_of(is_final, closes);
+    let criteria = scope_criteria(plan, id, &scope, closes);
+    let batch_alternative = match (&scope, closes) {
+        (Scope::Run, Some(b)) => Some(BatchAlternative {
+            batch_id: batches::batch_id(b).to_owned(),
+            criteria: criteria_of(plan, &batches::member_ids(b)),
+        }),
+        _ => None,
+    };
+    Ok(GateScope::Plan(GateContext {
+        scope,
+        goal_id: id.to_owned(),
+        scope_dir: scope_dir(engine, plan, Some(id))?,
+        criteria,
+        batch_alternative,
+        checkpoint: true,
+        plan_gate_rules: plan.str("gateRules").map(str::to_owned),
+    }))
+}
+
+/// The plan context of `gate check --goal-id` (quality-gate.md §8): the
+/// plan read without a lock and without writing, the goal's scope, scope
+/// directory and scope criteria, and the plan's gate rule name.
+pub fn check_context(engine: &Engine, goal_id: &str) -> Result<(GateScope, String), GoalError> {
+    let dir = engine.state_dir()?;
+    let plan = super::plan::read(
+        dir.as_ref(),
+        &engine.paths,
+        &engine.profile,
+        &engine.now().1,
+    )?;
+    let g = plan
+        .goal(goal_id)
+        .ok_or_else(|| super::ops::goal_not_found(engine, goal_id, false))?;
+    let is_final = lifecycle::final_candidate(&plan, g);
+    let closes = batches::closes(&plan, g.id());
+    let mut scope = context(engine, &plan, g.id(), is_final, closes)?;
+    if let GateScope::Plan(ctx) = &mut scope {
+        ctx.checkpoint = false;
+    }
+    Ok((scope, rules_of(engine, &plan)?))
+}
+
+/// Runs the gate validator on a supplied gate.
+pub fn validate(
+    engine: &Engine,
+    plan: &Plan,
+    gate: &Loaded,
+    scope: &GateScope,
+) -> Result<GateOutcome, GoalError> {
+    let name = rules_of(engine, plan)?;
+    let book = engine.gates();
+    let rules = book.get(&name).ok_or_else(|| {
+        rules_error(
+            "/gates".into(),
+            format!("the plan's gateRules `{name}` names no gate rule file"),
+        )
+    })?;
+    let dir = engine
+        .root()
+        .try_clone()
+        .map_err(|e| GoalError::io(".", "open", &e))?;
+    let root = Root::new(dir, engine.evidence_rules())?
+        .with_evidence_root(&engine.profile.evidence_root)
+        .map_err(|p| {
+            rules_error(
+                format!("/profiles/{}/evidenceRoot", engine.profile.name),
+                p.describe().into(),
+            )
+        })?;
+    Ok(crate::gate::validate(
+        &root,
+        rules,
+        gate.text.as_bytes(),
+        scope,
+    ))
+}
+
+/// `ULW_LOOP_QUALITY_GATE_INVALID` for a gate that did not pass.
+pub fn error(outcome: &GateOutcome) -> Option<GoalError> {
+    outcome.rejection().map(|r| {
+        GoalError::new(
+            ErrorKind::QualityGateInvalid { details: r.details },
+            r.message,
+        )
+    })
+}
+
+/// `ULW_LOOP_QUALITY_GATE_INVALID` for a required gate that is absent (R§6.1).
+pub fn missing() -> GoalError {
+    GoalError::new(
+        ErrorKind::QualityGateInvalid {
+            details: json!({"field": "qualityGate", "code": "GATE_SECTION_MISSING", "findings": []}),
+        },
+        "Final quality gate requires qualityGate evidence; pass --quality-gate-json with the gate JSON or a path to it.",
+    )
+}
+
+/// The combined snapshot + gate error (goal-engine.md §3.4 step 6).
+pub fn combined(snapshot: &GoalError, gate: &GoalError) -> GoalError {
+    let mut details = gate.details().unwrap_or_else(|| json!({}));
+    details["hostGoal"] = snapshot.details().unwrap_or(Value::Null);
+    GoalError::new(
+        ErrorKind::QualityGateInvalid { details },
+        format!("{}\n{}", snapshot.message, gate.message),
+    )
+}
+
+/// The batch cross-check of R§5.5 step 4 for a batch-scope gate: the gate's
+/// `criteriaCoverage` counts must equal the members' recomputed counts.
+pub fn check_batch_coverage(
+    plan: &Plan,
+    b: &Map<String, Value>,
+    outcome: &GateOutcome,
+) -> Result<(), GoalError> {
+    let Some(cov) = outcome.normalized().get("criteriaCoverage") else {
+        return Ok(());
+    };
+    let criteria = criteria_of(plan, &batches::member_ids(b));
+    let (total, pass) = crate::gate::context::counts(&criteria);
+    let stated = (
+        cov.get("totalCriteria").and_then(Value::as_u64),
+        cov.get("passCount").and_then(Value::as_u64),
+    );
+    if stated == (Some(total), Some(pass)) {
+        return Ok(());
+    }
+    let batch_id = batches::batch_id(b).to_owned();
+    Err(GoalError::new(
+        ErrorKind::ValidationBatchGateMismatch {
+            details: json!({
+                "batchId": batch_id,
+                "expected": {"totalCriteria": total, "passCount": pass},
+                "actual": cov,
+                "scope": format!("batch:{batch_id}"),
+            }),
+        },
+        "Validation batch gate coverage does not match member criteria.",
+    ))
+}
+
+/// The normalised gate as recorded in a ledger entry: verbatim, or a digest
+/// stand-in when larger than `maxEmbeddedGateBytes`.
+pub fn embedded(outcome: &GateOutcome, max: u64) -> Value {
+    let text = serde_json::to_string(outcome.normalized()).expect("json");
+    if text.len() as u64 > max {
+        json!({"omitted": true, "size": text.len(), "sha256": outcome.sha256()})
+    } else {
+        outcome.normalized().clone()
+    }
+}
+
+/// ` | codeQuality=WATCH: <codeReview.evidence>` when the gate's code review
+/// is `WATCH` (R§1.4).
+pub fn watch_suffix(outcome: &GateOutcome) -> Option<String> {
+    let cr = outcome.normalized().get("codeReview")?;
+    (cr.get("codeQualityStatus").and_then(Value::as_str) == Some("WATCH")).then(|| {
+        format!(
+            " | codeQuality=WATCH: {}",
+            cr.get("evidence")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        )
+    })
+}
+
+/// The gate's accepted files as ledger `files` elements (plus the document
+/// itself, role `gate`, when it was read from a path).
+pub fn files(outcome: &GateOutcome, gate: &Loaded) -> Vec<Value> {
+    let mut out: Vec<Value> = outcome
+        .files()
+        .iter()
+        .map(|f| serde_json::to_value(f).expect("json"))
+        .collect();
+    if let Some(f) = &gate.file {
+        out.push(json!({"path": f.path, "size": f.size, "sha256": f.sha256, "role": "gate"}));
+    }
+    out
+}
+
+/// Warnings of a passing gate as `{code, message}`.
+pub fn warnings(outcome: &GateOutcome) -> Vec<Value> {
+    outcome
+        .warnings()
+        .map(|f| json!({"code": f.code.name(), "message": f.message}))
+        .collect()
+}

@@ -1,0 +1,436 @@
+//! `ledger.jsonl` file operations on top of the shared hash chain
+//! ([`crate::ledger`]): the head of the ledger (last record, last chained
+//! `seq`/`revision`, record count), incremental and full scans, chained
+//! appends in one write, and backwards reading of the last records.
+
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+
+use cap_std::fs::{Dir, File};
+use serde_json::{Map, Value};
+
+use super::error::GoalError;
+use crate::ledger::{self, ChainedRecord};
+
+/// What the engine needs to know about the end of a ledger.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Head {
+    /// Bytes up to and including the last `\n` (the complete records).
+    pub len: u64,
+    /// Number of complete records.
+    pub records: u64,
+    /// `seq` of the last chained record (0: none).
+    pub last_seq: u64,
+    /// `revision` of the last chained record (0: none).
+    pub last_revision: u64,
+    /// Offset of the last complete record.
+    pub last_offset: Option<u64>,
+    /// SHA-256 of the last complete record (the next `prev`).
+    pub last_hash: Option<String>,
+}
+
+/// A key line of `.ledger.keys` (goal-engine.md §2.6).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyLine(pub Value);
+
+impl Head {
+    /// Folds one complete record at `offset` into the head.
+    fn absorb(&mut self, offset: u64, line: &[u8], keys: &mut Vec<KeyLine>) {
+        if !ledger::is_record(line) {
+            return;
+        }
+        self.records += 1;
+        self.last_offset = Some(offset);
+        self.last_hash = Some(ledger::record_hash(line));
+        if let Ok(v) = serde_json::from_slice::<Value>(line) {
+            if let Some((seq, _)) = ledger::chain_fields(&v) {
+                self.last_seq = seq;
+                if let Some(r) = v.get("revision").and_then(Value::as_u64) {
+                    self.last_revision = r;
+                }
+            }
+            keys.extend(keys_of(&v));
+        }
+    }
+}
+
+/// The index keys of one ledger entry: accepted steering entries keyed by
+/// idempotency key (`k:`) or prompt signature (`p:`).
+pub fn keys_of(entry: &Value) -> Vec<KeyLine> {
+    // Ultragoal-style ledgers spell `kind` as `event` (goal-engine.md §2.4).
+    let kind = entry
+        .get("kind")
+        .or_else(|| entry.get("event"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !matches!(
+        kind,
+        "steering_accepted" | "criteria_revised" | "batch_updated"
+    ) {
+        return Vec::new();
+    }
+    let steering = entry.get("steering");
+    let accepted = steering
+        .and_then(|s| s.pointer("/invariant/accepted"))
+        .and_then(Value::as_bool)
+        == Some(true);
+    if !accepted {
+        return Vec::new();
+    }
+    let s = steering.expect("accepted implies steering");
+    let digest = entry
+        .get("proposalDigest")
+        .or_else(|| s.get("proposalDigest"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let targets = s
+        .get("targetGoalIds")
+        .cloned()
+        .unwrap_or(Value::Array(Vec::new()));
+    let seq = entry.get("seq").cloned().unwrap_or(Value::Null);
+    let kind_of = entry.get("mutationKind").cloned().unwrap_or(Value::Null);
+    let mut out = Vec::new();
+    let mut push = |key: String| {
+        out.push(KeyLine(serde_json::json!({
+            "k": key, "d": digest, "s": seq, "m": kind_of, "t": targets
+        })));
+    };
+    let idem = entry
+        .get("idempotencyKey")
+        .or_else(|| s.get("idempotencyKey"))
+        .and_then(Value::as_str);
+    if let Some(k) = idem {
+        push(format!("k:{k}"));
+    }
+    if let Some(p) = s.get("promptSignature").and_then(Value::as_str) {
+        push(format!("p:{p}"));
+    }
+    out
+}
+
+/// The result of reading a ledger region.
+#[derive(Debug, Clone, Default)]
+pub struct Scan {
+    /// The head after the region.
+    pub head: Head,
+    /// Bytes after the last `\n` (a torn or unterminated tail).
+    pub trailing: Vec<u8>,
+    /// Key lines of accepted steering entries in the region.
+    pub keys: Vec<KeyLine>,
+}
+
+/// Reads `[from, end)` of the ledger, continuing `start` (the head at `from`).
+pub fn scan_from(file: &mut File, start: Head, end: u64) -> io::Result<Scan> {
+    let from = start.len;
+    file.seek(SeekFrom::Start(from))?;
+    let mut reader = BufReader::with_capacity(256 * 1024, Read::by_ref(file).take(end - from));
+    let mut scan = Scan {
+        head: start,
+        ..Scan::default()
+    };
+    let mut offset = from;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        if buf.last() != Some(&b'\n') {
+            scan.trailing = buf.clone();
+            break;
+        }
+        scan.head.absorb(offset, &buf[..n - 1], &mut scan.keys);
+        offset += n as u64;
+        scan.head.len = offset;
+    }
+    Ok(scan)
+}
+
+/// Bytes of the record at `offset` (up to its `\n`, at most `max` bytes).
+pub fn record_at(file: &mut File, offset: u64, max: u64) -> io::Result<Option<Vec<u8>>> {
+    file.seek(SeekFrom::Start(offset))?;
+    let mut reader = BufReader::new(Read::by_ref(file).take(max + 1));
+    let mut buf = Vec::new();
+    reader.read_until(b'\n', &mut buf)?;
+    if buf.last() != Some(&b'\n') {
+        return Ok(None);
+    }
+    buf.pop();
+    Ok(Some(buf))
+}
+
+/// Records before `end`, newest first, until `keep_going` returns false.
+pub fn read_back(
+    file: &mut File,
+    end: u64,
+    mut keep_going: impl FnMut(u64, &[u8]) -> bool,
+) -> io::Result<()> {
+    const CHUNK: u64 = 64 * 1024;
+    let mut pos = end;
+    let mut carry: Vec<u8> = Vec::new();
+    while pos > 0 {
+        let start = pos.saturating_sub(CHUNK);
+        let mut chunk = vec![0u8; (pos - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut chunk)?;
+        chunk.extend_from_slice(&carry);
+        pos = start;
+        // chunk ends with a complete record's '\n' (or is the whole rest).
+        let mut line_end = chunk.len();
+        loop {
+            if line_end == 0 {
+                carry.clear();
+                break;
+            }
+            let body_end = line_end - 1;
+            match chunk[..body_end].iter().rposition(|&b| b == b'\n') {
+                Some(i) => {
+                    let line = &chunk[i + 1..body_end];
+                    if ledger::is_record(line) && !keep_going(start + i as u64 + 1, line) {
+                        return Ok(());
+                    }
+                    line_end = i + 1;
+                }
+                None if pos == 0 => {
+                    let line = &chunk[..body_end];
+                    if ledger::is_record(line) && !keep_going(0, line) {
+                        return Ok(());
+                    }
+                    carry.clear();
+                    break;
+                }
+                None => {
+                    carry = chunk[..line_end].to_vec();
+                    break;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What [`append`] wrote.
+#[derive(Debug, Clone)]
+pub struct Appended {
+    /// The ledger head after the write.
+    pub head: Head,
+    /// Seqs and hashes of the records written.
+    pub records: Vec<ChainedRecord>,
+    /// The records written (with `seq`/`prev`).
+    pub written: Vec<Value>,
+    /// Index keys of the records written and of foreign records absorbed
+    /// before them.
+    pub keys: Vec<KeyLine>,
+}
+
+/// Serialises entries as chained records after `head` and appends them with
+/// one write and one data sync.
+pub fn append(
+    dir: &Dir,
+    display: &str,
+    head: &Head,
+    entries: &[Map<String, Value>],
+    max_record: u64,
+) -> Result<Appended, GoalError> {
+    if entries.is_empty() {
+        return Ok(Appended {
+            head: head.clone(),
+            records: Vec::new(),
+            written: Vec::new(),
+            keys: Vec::new(),
+        });
+    }
+    let (mut file, created) = crate::store::open_append(dir, super::state::LEDGER)
+        .map_err(|e| append_error(dir, display, &e))?;
+    let (head, mut keys) = resync(&mut file, display, head)?;
+    let (bytes, recs) = ledger::chain_records(head.last_seq, head.last_hash.as_deref(), entries);
+    let mut written = Vec::with_capacity(entries.len());
+    let mut new_head = head.clone();
+    let mut offset = head.len;
+    for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        if line.len() as u64 > max_record {
+            return Err(GoalError::new(
+                super::error::ErrorKind::InputTooLarge {
+                    flag: "ledger entry".into(),
+                    size: line.len() as u64,
+                    max: max_record,
+                },
+                format!(
+                    "A ledger entry of {} bytes exceeds the {max_record}-byte limit.",
+                    line.len()
+                ),
+            ));
+        }
+        let v: Value = serde_json::from_slice(line).expect("we serialised it");
+        new_head.records += 1;
+        new_head.last_offset = Some(offset);
+        new_head.last_hash = Some(ledger::record_hash(line));
+        if let Some(r) = v.get("revision").and_then(Value::as_u64) {
+            new_head.last_revision = r;
+        }
+        offset += line.len() as u64 + 1;
+        written.push(v);
+    }
+    if let Some(last) = recs.last() {
+        new_head.last_seq = last.seq;
+    }
+    new_head.len = offset;
+    crate::store::append_synced(dir, &mut file, created, &bytes)
+        .map_err(|e| GoalError::io(display, "append to", &e))?;
+    keys.extend(written.iter().flat_map(keys_of));
+    Ok(Appended {
+        head: new_head,
+        records: recs,
+        written,
+        keys,
+    })
+}
+
+/// The head of the file as it is now: a Node tool (which takes no OS lock)
+/// may have appended complete records since the head was read; those are
+/// absorbed so the chain links to the true last record. Anything else
+/// (a shorter file, a partial record) refuses the append.
+fn resync(file: &mut File, display: &str, head: &Head) -> Result<(Head, Vec<KeyLine>), GoalError> {
+    let len = file
+        .metadata()
+        .map_err(|e| GoalError::io(display, "stat", &e))?
+        .len();
+    if len == head.len {
+        return Ok((head.clone(), Vec::new()));
+    }
+    let changed = || {
+        GoalError::io(
+            display,
+            "append to",
+            &io::Error::other(
+                "the ledger changed under the mutation lock (another tool wrote to it)",
+            ),
+        )
+    };
+    if len < head.len {
+        return Err(changed());
+    }
+    let scan =
+        scan_from(file, head.clone(), len).map_err(|e| GoalError::io(display, "read", &e))?;
+    if !scan.trailing.is_empty() {
+        return Err(changed());
+    }
+    Ok((scan.head, scan.keys))
+}
+
+fn append_error(dir: &Dir, display: &str, e: &io::Error) -> GoalError {
+    match dir.symlink_metadata(super::state::LEDGER) {
+        Ok(m) if m.file_type().is_symlink() => {
+            GoalError::unsafe_state(display, "PATH_SYMLINK", "it is a symlink")
+        }
+        Ok(m) if !m.is_file() => {
+            GoalError::unsafe_state(display, "NOT_REGULAR_FILE", "it is not a regular file")
+        }
+        _ => GoalError::io(display, "open", e),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+    use crate::ledger::chain_records;
+
+    #[test]
+    fn append_absorbs_a_foreign_append_made_after_the_head_was_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let e: Map<String, Value> = serde_json::from_str(r#"{"kind":"a","revision":1}"#).unwrap();
+        let first = append(
+            &dir,
+            "l",
+            &Head::default(),
+            std::slice::from_ref(&e),
+            1 << 20,
+        )
+        .unwrap();
+        let stale = first.head.clone();
+        let foreign = br#"{"at":"x","kind":"goal_added","goalId":"G9"}"#;
+        let mut bytes = std::fs::read(tmp.path().join("ledger.jsonl")).unwrap();
+        bytes.extend_from_slice(foreign);
+        bytes.push(b'\n');
+        std::fs::write(tmp.path().join("ledger.jsonl"), &bytes).unwrap();
+        let second = append(&dir, "l", &stale, &[e], 1 << 20).unwrap();
+        assert_eq!(
+            second.written[0]["prev"],
+            crate::ledger::record_hash(foreign).as_str()
+        );
+        assert_eq!(second.head.records, 3);
+        let all = std::fs::read(tmp.path().join("ledger.jsonl")).unwrap();
+        let rep = crate::ledger::verify_chain(
+            &mut &all[..],
+            crate::ledger::ForeignSeverity::Warning,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let codes: Vec<_> = rep.findings.iter().map(|f| f.finding.code).collect();
+        assert_eq!(codes, vec![crate::evidence::Code::LedgerForeignRecord]);
+        std::fs::write(tmp.path().join("ledger.jsonl"), b"{}\n").unwrap();
+        assert!(
+            append(&dir, "l", &second.head, &[Map::new()], 1 << 20).is_err(),
+            "a shorter ledger refuses"
+        );
+    }
+
+    #[test]
+    fn keys_of_legacy_and_engine_steering() {
+        let legacy = serde_json::json!({
+            "kind": "steering_accepted", "idempotencyKey": "abc",
+            "steering": {"invariant": {"accepted": true}, "targetGoalIds": ["G001"], "promptSignature": "sig"},
+            "mutationKind": "annotate_ledger"
+        });
+        let keys = keys_of(&legacy);
+        assert_eq!(keys.len(), 2);
+        assert_eq!(keys[0].0["k"], "k:abc");
+        assert_eq!(keys[0].0["d"], Value::Null);
+        assert_eq!(keys[1].0["k"], "p:sig");
+        let rejected = serde_json::json!({
+            "kind": "steering_rejected", "idempotencyKey": "abc",
+            "steering": {"invariant": {"accepted": false}}
+        });
+        assert!(keys_of(&rejected).is_empty());
+    }
+
+    #[test]
+    fn event_is_an_alias_of_kind() {
+        let v = serde_json::json!({
+            "event": "steering_accepted", "ts": "x", "idempotencyKey": "u1",
+            "steering": {"invariant": {"accepted": true}}
+        });
+        assert_eq!(keys_of(&v)[0].0["k"], "k:u1");
+    }
+
+    #[test]
+    fn read_back_visits_records_newest_first_across_chunks() {
+        let e: Map<String, Value> =
+            serde_json::from_str(&format!(r#"{{"kind":"a","pad":"{}"}}"#, "x".repeat(300)))
+                .unwrap();
+        let (bytes, recs) = chain_records(0, None, &vec![e; 700]);
+        let tmp = tempfile::tempfile().unwrap();
+        let mut f = File::from_std(tmp);
+        std::io::Write::write_all(&mut f, &bytes).unwrap();
+        let mut seqs = Vec::new();
+        read_back(&mut f, bytes.len() as u64, |_, line| {
+            let v: Value = serde_json::from_slice(line).unwrap();
+            seqs.push(v["seq"].as_u64().unwrap());
+            true
+        })
+        .unwrap();
+        assert_eq!(seqs.len(), 700);
+        assert_eq!(seqs[0], 700);
+        assert_eq!(seqs[699], 1);
+        assert_eq!(recs.len(), 700);
+        let scan = scan_from(&mut f, Head::default(), bytes.len() as u64).unwrap();
+        assert_eq!(scan.head.records, 700);
+        assert_eq!(scan.head.last_seq, 700);
+        assert_eq!(
+            scan.head.last_hash.as_deref(),
+            Some(recs[699].hash.as_str())
+        );
+    }
+}

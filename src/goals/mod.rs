@@ -1,0 +1,222 @@
+//! The goal engine (goal-engine.md): durable multi-goal state (`brief.md`,
+//! `goals.json`, `ledger.jsonl`) for the `ulw-loop` and `ultragoal` profiles.
+//!
+//! * [`profile`] — the profile, texts and blocker rule families (data, not `if`s);
+//! * [`plan`] — the order-preserving plan codec and its reading rules;
+//! * [`journal`] and [`index`] — the ledger head, appends and the index caches;
+//! * [`txn`] — the mutation transaction: lock, recovery check, write order;
+//! * [`lifecycle`] and [`scheduler`] — predicates, transition table, scheduling;
+//! * [`ops`] — one module per subcommand;
+//! * [`hostgoal`], [`blockers`], [`handoff`], [`evidence_files`], [`input`].
+//!
+//! The engine knows nothing about hosts or hook wire formats; it reads and
+//! writes the workspace only through the `Dir` it is given.
+
+pub mod batches;
+pub mod blockers;
+pub mod brief;
+pub mod diagnostics;
+pub mod error;
+pub mod evidence_files;
+pub mod gate;
+pub mod handoff;
+pub mod hostgoal;
+pub mod index;
+pub mod input;
+pub mod journal;
+pub mod lifecycle;
+pub mod ops;
+pub mod plan;
+pub mod profile;
+pub mod scheduler;
+pub mod schema;
+pub mod session;
+pub mod state;
+pub mod summary;
+pub mod txn;
+
+use std::time::{Duration, SystemTime};
+
+use cap_std::fs::Dir;
+
+pub use error::{ErrorKind, GoalError};
+pub use profile::{BlockerRules, Profile, Texts};
+pub use session::SidSource;
+pub use state::StatePaths;
+
+use crate::rules::RuleSet;
+use crate::rules::evidence::EvidenceRules;
+use crate::rules::gates::GateBook;
+
+/// How a command was invoked (resolved by the front end).
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Profile name (`ulw-loop`, `ultragoal`).
+    pub profile: String,
+    /// The resolved scope.
+    pub session: SidSource,
+    /// The environment's session id (attempt-directory fallback), if any.
+    pub env_sid: Option<String>,
+    /// Lock wait override (`--lock-timeout-ms`, `EVIDENCE_GATE_LOCK_TIMEOUT_MS`).
+    pub lock_timeout_ms: Option<u64>,
+    /// The repository root as an absolute path string, so that absolute input
+    /// paths inside the repository can be accepted.
+    pub root_abs: Option<String>,
+    /// Gate surface inputs read by the front end (quality-gate.md §2.4).
+    pub surface: SurfaceInputs,
+}
+
+/// The surface-resolution inputs only the binary can read: the variable named
+/// by `surfaceResolution.env` and the marker file next to the executable.
+#[derive(Debug, Clone, Default)]
+pub struct SurfaceInputs {
+    /// The environment variable's value.
+    pub env: Option<String>,
+    /// The marker file's content.
+    pub marker: Option<Vec<u8>>,
+}
+
+/// One profile's engine over one workspace root and scope.
+#[derive(Debug)]
+pub struct Engine {
+    root: Dir,
+    /// The profile in effect.
+    pub profile: Profile,
+    /// Its texts.
+    pub texts: Texts,
+    /// Blocker classifier rules.
+    pub blockers: BlockerRules,
+    evidence: EvidenceRules,
+    /// State paths of the scope.
+    pub paths: StatePaths,
+    /// How the scope was chosen.
+    pub session: SidSource,
+    env_sid: Option<String>,
+    lock_timeout: Duration,
+    root_abs: Option<String>,
+    gates: GateBook,
+    surface: SurfaceInputs,
+}
+
+impl Engine {
+    /// Builds the engine from validated rules. A profile or texts entry that
+    /// is missing is `ULW_LOOP_RULES_INVALID`.
+    pub fn new(root: Dir, rules: &RuleSet, opts: EngineOptions) -> Result<Engine, GoalError> {
+        let profiles: profile::Profiles = rules.family()?;
+        let invalid = |pointer: String, problem: String| {
+            GoalError::from(crate::rules::RulesError {
+                file: "rules".into(),
+                pointer,
+                problem,
+            })
+        };
+        let profile = profiles.0.get(&opts.profile).cloned().ok_or_else(|| {
+            invalid(
+                format!("/profiles/{}", opts.profile),
+                "no such profile".into(),
+            )
+        })?;
+        let texts_family: profile::TextsFamily = rules.family()?;
+        let key = profile::texts_key(&profile.texts).unwrap_or_default();
+        let texts = texts_family.0.get(key).cloned().ok_or_else(|| {
+            invalid(
+                format!("/profiles/{}/texts", profile.name),
+                format!("names `{}`, which is not a texts file", profile.texts),
+            )
+        })?;
+        let blockers: BlockerRules = rules.family()?;
+        let evidence: EvidenceRules = rules.family()?;
+        let gates = GateBook::from_rules(rules)?;
+        let paths = StatePaths::new(&profile.state_dir, opts.session.sid());
+        let lock_timeout =
+            Duration::from_millis(opts.lock_timeout_ms.unwrap_or(profile.lock.timeout_ms));
+        Ok(Engine {
+            root,
+            profile,
+            texts,
+            blockers,
+            evidence,
+            paths,
+            session: opts.session,
+            env_sid: opts.env_sid,
+            lock_timeout,
+            root_abs: opts.root_abs,
+            gates,
+            surface: opts.surface,
+        })
+    }
+
+    /// The gate rule files.
+    pub fn gates(&self) -> &GateBook {
+        &self.gates
+    }
+
+    /// The surface-resolution inputs.
+    pub fn surface_inputs(&self) -> &SurfaceInputs {
+        &self.surface
+    }
+
+    /// The workspace root.
+    pub fn root(&self) -> &Dir {
+        &self.root
+    }
+
+    /// The evidence verifier rules.
+    pub fn evidence_rules(&self) -> &EvidenceRules {
+        &self.evidence
+    }
+
+    /// The repository root as an absolute path string, when known.
+    pub fn root_abs(&self) -> Option<&str> {
+        self.root_abs.as_deref()
+    }
+
+    /// The lock wait.
+    pub fn lock_timeout(&self) -> Duration {
+        self.lock_timeout
+    }
+
+    /// The current time and its RFC 3339 form.
+    pub fn now(&self) -> (SystemTime, String) {
+        let t = SystemTime::now();
+        (t, crate::time::rfc3339_ms(t))
+    }
+
+    /// Opens the state directory for reading (`None` when it does not exist).
+    pub fn state_dir(&self) -> Result<Option<Dir>, GoalError> {
+        state::open_chain(&self.root, &self.paths.dir, false)
+    }
+
+    /// `{sid}` of attempt directories for a plan: the plan's session id, else
+    /// the environment's, else the profile fallback (goal-engine.md §3.3).
+    pub fn attempt_sid(&self, plan: &plan::Plan) -> String {
+        plan.session_id(&self.profile)
+            .or_else(|| self.env_sid.clone())
+            .unwrap_or_else(|| self.profile.session.attempt_fallback.clone())
+    }
+
+    /// The attempt directory of a goal: its persisted `attemptDir`, else the
+    /// template (R§1.5).
+    pub fn attempt_dir(&self, plan: &plan::Plan, g: plan::Goal<'_>) -> String {
+        if let Some(d) = g.str("attemptDir") {
+            return d.to_owned();
+        }
+        self.render_attempt_dir(&self.attempt_sid(plan), g.id(), g.attempt())
+    }
+
+    /// Renders the profile's attempt-directory template.
+    pub fn render_attempt_dir(&self, sid: &str, goal_id: &str, attempt: u64) -> String {
+        self.profile
+            .attempt_dir_template
+            .replace("{sid}", sid)
+            .replace("{goalId}", goal_id)
+            .replace("{attempt}", &attempt.to_string())
+    }
+
+    /// ` --session-id <sid>` for rendered commands, from the plan.
+    pub fn session_opt(&self, plan: &plan::Plan) -> String {
+        plan.session_id(&self.profile)
+            .map(|s| format!(" {} {s}", self.profile.session.flag))
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,431 @@
+//! `checkpoint` (goal-engine.md §3.4): the pipeline whose order decides
+//! which error wins, then the mutation, auto-advance (§3.5) and one commit.
+
+use serde_json::{Map, Value, json};
+
+mod criteria;
+mod host;
+
+use criteria::criteria_gate;
+use host::{reconcile_complete, reconcile_failure};
+
+use super::complete::report;
+use super::{entry, goal_not_found, ledger_json, lock_plan, refuse_if_complete};
+use crate::gate::GateScope;
+use crate::goals::blockers::{self, Classifier};
+use crate::goals::error::{ErrorKind, GoalError};
+use crate::goals::evidence_files::{self, Accepted, Parsed};
+use crate::goals::gate;
+use crate::goals::hostgoal;
+use crate::goals::input::Loaded;
+use crate::goals::journal::Head;
+use crate::goals::lifecycle::{self, Permit, Trigger};
+use crate::goals::plan::{Plan, remove_key};
+use crate::goals::scheduler::{self, Outcome};
+use crate::goals::txn::Write;
+use crate::goals::{Engine, batches};
+
+/// The requested checkpoint status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckpointStatus {
+    /// `complete`.
+    Complete,
+    /// `failed`.
+    Failed,
+    /// `blocked`.
+    Blocked,
+}
+
+/// A `checkpoint` request (inputs already loaded by the front end).
+#[derive(Debug, Clone)]
+pub struct CheckpointRequest {
+    /// `--goal-id`.
+    pub goal_id: String,
+    /// `--status`.
+    pub status: CheckpointStatus,
+    /// `--evidence`.
+    pub evidence: Option<String>,
+    /// `--evidence-file` paths.
+    pub evidence_files: Vec<String>,
+    /// The host-goal snapshot.
+    pub host_goal: Option<Loaded>,
+    /// `--quality-gate-json`.
+    pub quality_gate: Option<Loaded>,
+    /// `--accept-task-scoped-snapshot <rationale>`.
+    pub accept_task_scoped: Option<String>,
+    /// `--start-pending`.
+    pub start_pending: bool,
+    /// `--no-advance`.
+    pub no_advance: bool,
+}
+
+/// The result of `checkpoint`.
+#[derive(Debug)]
+pub struct CheckpointOutcome {
+    /// The plan after the write (and auto-advance).
+    pub plan: Plan,
+    /// The checkpointed goal as written.
+    pub goal: Value,
+    /// The main ledger entry.
+    pub ledger_entry: Value,
+    /// Every entry appended, in order.
+    pub ledger_entries: Vec<Value>,
+    /// The completion record, when the run completed.
+    pub aggregate_completion: Option<Value>,
+    /// Auto-advance result.
+    pub next: Option<Value>,
+    /// `files` of the main entry.
+    pub files: Vec<Value>,
+    /// `[{code, message}]`.
+    pub warnings: Vec<Value>,
+    /// Plan revision after the write.
+    pub revision: u64,
+    /// Ledger head.
+    pub head: Head,
+    /// The goal's new status.
+    pub status: String,
+}
+
+impl CheckpointOutcome {
+    /// `{lastSeq, head}`.
+    pub fn ledger(&self) -> Value {
+        ledger_json(&self.head)
+    }
+}
+
+/// Runs the checkpoint pipeline.
+pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome, GoalError> {
+    let (locked, mut plan) = lock_plan(engine, "checkpoint")?;
+    refuse_if_complete(engine, &plan, "checkpoint")?;
+    let id = req.goal_id.clone();
+    let g = plan
+        .goal(&id)
+        .ok_or_else(|| goal_not_found(engine, &id, true))?;
+    let trigger = match req.status {
+        CheckpointStatus::Complete => Trigger::CheckpointComplete {
+            start_pending: req.start_pending,
+        },
+        CheckpointStatus::Failed => Trigger::CheckpointFailed,
+        CheckpointStatus::Blocked => Trigger::CheckpointBlocked,
+    };
+    let permit = lifecycle::check(&plan, g, trigger, &engine.profile)?;
+
+    let parsed: Vec<Parsed> = req
+        .evidence_files
+        .iter()
+        .map(|p| evidence_files::load(engine, p))
+        .collect::<Result<_, _>>()?;
+    for p in &parsed {
+        evidence_files::check_scope(p, &id, None)?;
+    }
+    let evidence = req
+        .evidence
+        .as_deref()
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(str::to_owned)
+        .or_else(|| {
+            parsed
+                .first()
+                .map(|p| p.payload.summary.trim().to_owned())
+                .filter(|s| !s.is_empty())
+        })
+        .ok_or_else(|| {
+            GoalError::new(
+                ErrorKind::EvidenceRequired {
+                    flag: None,
+                    legacy: true,
+                },
+                "Evidence must be a non-empty string.",
+            )
+        })?;
+    let accepted = evidence_files::verify_all(
+        engine,
+        &plan,
+        &id,
+        &parsed,
+        req.status == CheckpointStatus::Complete,
+    )?;
+
+    let now = locked.now.clone();
+    let mut entries = Vec::new();
+    if permit == Permit::StartFirst {
+        scheduler::start(engine, &mut plan, &id, None, &now, &mut entries);
+    }
+    let main_index = entries.len();
+    let mut warnings = Vec::new();
+    let mut completion = None;
+    let mut is_final = false;
+    let new_status;
+    let mut main;
+    match req.status {
+        CheckpointStatus::Complete => {
+            let g = plan.goal(&id).expect("looked up");
+            is_final = lifecycle::final_candidate(&plan, g);
+            let closes = batches::closes(&plan, &id).cloned();
+            criteria_gate(engine, &plan, &id, is_final)?;
+            let host = reconcile_complete(engine, &locked.dir, &plan, &req, &evidence, is_final);
+            let gate_required = is_final || closes.is_some();
+            let gate_scope = gate::context(engine, &plan, &id, is_final, closes.as_ref())?;
+            let host = match host {
+                Ok(h) => h,
+                Err(snapshot_err) => {
+                    if gate_required || req.quality_gate.is_some() {
+                        let gate_err = match &req.quality_gate {
+                            None => Some(gate::missing()),
+                            Some(q) => gate::error(&gate::validate(engine, &plan, q, &gate_scope)?),
+                        };
+                        if let Some(ge) = gate_err {
+                            return Err(gate::combined(&snapshot_err, &ge));
+                        }
+                    }
+                    return Err(snapshot_err);
+                }
+            };
+            if let Some(b) = &closes {
+                batches::check_ready(&plan, b, &id)?;
+                if req.quality_gate.is_none() {
+                    return Err(GoalError::new(
+                        ErrorKind::ValidationBatchGateRequired {
+                            batch_id: batches::batch_id(b).to_owned(),
+                        },
+                        "Validation batch final checkpoint requires --quality-gate-json.",
+                    ));
+                }
+            }
+            if is_final && req.quality_gate.is_none() {
+                return Err(gate::missing());
+            }
+            let mut gate_outcome = None;
+            if let Some(q) = &req.quality_gate {
+                let o = gate::validate(engine, &plan, q, &gate_scope)?;
+                if let Some(e) = gate::error(&o) {
+                    return Err(e);
+                }
+                if let Some(b) = &closes {
+                    batches::check_criteria(&plan, b)?;
+                    if !is_final {
+                        gate::check_batch_coverage(&plan, b, &o)?;
+                    }
+                }
+                gate_outcome = Some((o, q));
+            }
+            let gate_sha = gate_outcome.as_ref().map(|(o, _)| o.sha256().to_owned());
+            let entry_evidence = match gate_outcome
+                .as_ref()
+                .and_then(|(o, _)| gate::watch_suffix(o))
+            {
+                Some(suffix) => format!("{evidence}{suffix}"),
+                None => evidence.clone(),
+            };
+
+            let goal = plan.goal_mut(&id).expect("looked up");
+            goal.insert("status".into(), json!("complete"));
+            goal.insert("completedAt".into(), json!(now));
+            goal.insert("evidence".into(), json!(evidence));
+            for k in [
+                "blockedReason",
+                "blockerSignature",
+                "blockerOccurrenceCount",
+                "requiredExternalDecision",
+                "nonRetriable",
+                "failedAt",
+                "failureReason",
+                "blocker",
+                "blockerEvidence",
+                "blockerOccurrences",
+                "blockedAt",
+            ] {
+                remove_key(goal, k);
+            }
+            goal.insert("updatedAt".into(), json!(now));
+            if plan.active_goal_id() == Some(id.as_str()) {
+                plan.remove("activeGoalId");
+            }
+            plan.set("updatedAt", json!(now));
+            new_status = "complete".to_owned();
+            main = entry(
+                &now,
+                if is_final {
+                    "aggregate_completed"
+                } else {
+                    "goal_completed"
+                },
+                Some(&id),
+            );
+            main.insert("status".into(), json!("complete"));
+            main.insert("evidence".into(), json!(entry_evidence));
+            let max_snap = engine.profile.limits.max_embedded_snapshot_bytes;
+            if let Some(s) = &host.snapshot {
+                main.insert("codexGoal".into(), hostgoal::embed(s, max_snap));
+            }
+            let gate_files = gate_outcome
+                .as_ref()
+                .map(|(o, q)| gate::files(o, q))
+                .unwrap_or_default();
+            add_files(&mut main, &accepted, &gate_files);
+            if let (Some((o, _)), GateScope::Plan(ctx)) = (&gate_outcome, &gate_scope) {
+                main.insert(
+                    "qualityGate".into(),
+                    gate::embedded(o, engine.profile.limits.max_embedded_gate_bytes),
+                );
+                main.insert("gateScope".into(), json!(ctx.scope.ledger_tag()));
+                main.insert("qualityGateSha256".into(), json!(o.sha256()));
+                warnings.extend(gate::warnings(o));
+            }
+            main.insert("hostGoalReconciliation".into(), json!(host.reconciliation));
+            if let Some(t) = host.task_scoped {
+                main.insert("taskScopedAcceptance".into(), t);
+            }
+            warnings.extend(host.warnings);
+            if let Some(b) = &closes {
+                let bid = batches::batch_id(b).to_owned();
+                batches::close(&mut plan, &bid, &id, &now);
+            }
+            if is_final {
+                let record = json!({
+                    "status": "complete",
+                    "completedAt": now,
+                    "evidence": evidence,
+                    "codexGoal": host.snapshot.as_ref().map(|s| hostgoal::embed(s, max_snap)),
+                    "revision": plan.revision() + 1,
+                    "ledgerSeq": locked.seq_of(&plan, main_index),
+                    "qualityGateSha256": gate_sha,
+                });
+                for k in &engine.profile.completion_keys {
+                    plan.set(k, record.clone());
+                }
+                completion = Some(record);
+            }
+            entries.push(std::mem::take(&mut main));
+            if let Some(b) = &closes {
+                let mut bc = entry(&now, "batch_closed", Some(&id));
+                bc.insert("message".into(), json!(batches::batch_id(b)));
+                entries.push(bc);
+            }
+        }
+        CheckpointStatus::Failed | CheckpointStatus::Blocked => {
+            let host = reconcile_failure(engine, &plan, &req, &id);
+            let classifier = Classifier::new(&engine.blockers);
+            let signature = classifier.classify(&evidence);
+            let escalate_after = engine.profile.blockers.escalate_after;
+            let counts = signature
+                .as_deref()
+                .map(|s| blockers::counts(&plan, &id, s));
+            let needs =
+                counts.is_some_and(|(occ, goals)| occ >= escalate_after || goals >= escalate_after);
+            let requested = if req.status == CheckpointStatus::Failed {
+                "failed"
+            } else {
+                "blocked"
+            };
+            let status = if needs {
+                "needs_user_decision"
+            } else {
+                requested
+            };
+            let goal = plan.goal_mut(&id).expect("looked up");
+            goal.insert("status".into(), json!(status));
+            goal.insert("updatedAt".into(), json!(now));
+            if requested == "failed" || needs {
+                goal.insert("failedAt".into(), json!(now));
+                goal.insert("failureReason".into(), json!(evidence));
+            }
+            if requested == "blocked" || needs {
+                goal.insert("blockedReason".into(), json!(evidence));
+            }
+            let decision = signature.as_deref().map(|s| classifier.decision(s));
+            if let (Some(sig), Some((occ, _)), Some(d)) = (&signature, counts, &decision) {
+                goal.insert("blockerSignature".into(), json!(sig));
+                goal.insert("blockerOccurrenceCount".into(), json!(occ));
+                goal.insert("requiredExternalDecision".into(), json!(d));
+            }
+            if needs {
+                goal.insert("nonRetriable".into(), json!(true));
+            }
+            if plan.active_goal_id() == Some(id.as_str()) {
+                plan.remove("activeGoalId");
+            }
+            plan.set("updatedAt", json!(now));
+            new_status = status.to_owned();
+            let kind = match status {
+                "needs_user_decision" => "goal_needs_user_decision",
+                "blocked" => "goal_blocked",
+                _ => "goal_failed",
+            };
+            main = entry(&now, kind, Some(&id));
+            main.insert("status".into(), json!(status));
+            main.insert("evidence".into(), json!(evidence));
+            if let (Some(sig), Some((occ, goals)), Some(d)) = (&signature, counts, &decision) {
+                main.insert("blockerSignature".into(), json!(sig));
+                main.insert("blockerOccurrenceCount".into(), json!(occ));
+                main.insert("blockerGoalCount".into(), json!(goals));
+                main.insert("requiredExternalDecision".into(), json!(d));
+            }
+            if let Some(s) = &host.snapshot {
+                main.insert(
+                    "codexGoal".into(),
+                    hostgoal::embed(s, engine.profile.limits.max_embedded_snapshot_bytes),
+                );
+                main.insert("hostGoalReconciliation".into(), json!(host.reconciliation));
+            }
+            warnings.extend(host.warnings);
+            add_files(&mut main, &accepted, &[]);
+            entries.push(std::mem::take(&mut main));
+        }
+    }
+    if !warnings.is_empty() {
+        let codes: Vec<Value> = warnings.iter().map(|w| w["code"].clone()).collect();
+        entries[main_index].insert("warnings".into(), Value::Array(codes));
+    }
+    let mut outcome = None;
+    if req.status == CheckpointStatus::Complete && !is_final && !req.no_advance {
+        outcome = Some(scheduler::run(engine, &mut plan, false, &now, &mut entries));
+    }
+    let goal = Value::Object(plan.goal(&id).expect("exists").0.clone());
+    let passed = entries.len();
+    let mut committed = locked.commit(Write::Plan(Box::new(plan)), entries)?;
+    let plan = committed.plan.take().expect("plan written");
+    let prefix = committed.entries.len() - passed;
+    let main_written = committed.entries[prefix + main_index].clone();
+    let next = outcome.as_ref().map(|o: &Outcome| report(engine, &plan, o));
+    Ok(CheckpointOutcome {
+        goal,
+        ledger_entry: main_written.clone(),
+        files: main_written
+            .get("files")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+        ledger_entries: committed.entries.clone(),
+        aggregate_completion: completion,
+        next,
+        warnings,
+        revision: committed.revision,
+        head: committed.head,
+        status: new_status,
+        plan,
+    })
+}
+
+fn add_files(main: &mut Map<String, Value>, accepted: &Accepted, gate_files: &[Value]) {
+    let mut files: Vec<Value> = accepted.files.clone();
+    for f in gate_files {
+        if !files.iter().any(|x| x["path"] == f["path"]) {
+            files.push(f.clone());
+        }
+    }
+    files.sort_by(|a, b| {
+        a["path"]
+            .as_str()
+            .unwrap_or_default()
+            .as_bytes()
+            .cmp(b["path"].as_str().unwrap_or_default().as_bytes())
+    });
+    if !files.is_empty() {
+        main.insert("files".into(), Value::Array(files));
+    }
+    if !accepted.payloads.is_empty() {
+        main.insert("evidencePayloads".into(), json!(accepted.payloads));
+    }
+}

@@ -1,0 +1,169 @@
+//! `create-goals` (R§3.4 with goal-engine.md §2.9, §4.2).
+
+use serde_json::{Map, Value, json};
+
+use super::{entry, ledger_json};
+use crate::goals::error::{ErrorKind, GoalError};
+use crate::goals::plan::{self, Mode, Plan};
+use crate::goals::txn::{Committed, OnMismatch, Write};
+use crate::goals::{Engine, batches, brief, lifecycle, state};
+
+/// A `create-goals` request.
+#[derive(Debug, Clone)]
+pub struct CreateRequest {
+    /// The brief text.
+    pub brief: String,
+    /// Host-goal mode.
+    pub mode: Mode,
+    /// `--validation-batch-json`, parsed.
+    pub batches: Option<Value>,
+    /// `--force`.
+    pub force: bool,
+}
+
+/// The result of `create-goals`.
+#[derive(Debug)]
+pub struct CreateOutcome {
+    /// The new plan.
+    pub plan: Plan,
+    /// What was written.
+    pub committed: Committed,
+    /// Repo-relative archive directory of the previous run.
+    pub archived: Option<String>,
+}
+
+impl CreateOutcome {
+    /// `{lastSeq, head}`.
+    pub fn ledger(&self) -> Value {
+        ledger_json(&self.committed.head)
+    }
+}
+
+/// Creates the plan.
+pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalError> {
+    let p = &engine.profile;
+    let (_, now) = engine.now();
+    let objectives = brief::objectives(&req.brief)?;
+    let mut goals = Vec::with_capacity(objectives.len());
+    for (i, o) in objectives.iter().enumerate() {
+        goals.push(Value::Object(brief::new_goal(
+            i,
+            &brief::title_for(o),
+            o,
+            p.criteria.seed,
+            &now,
+        )?));
+    }
+    let ids: Vec<String> = goals
+        .iter()
+        .filter_map(|g| g["id"].as_str().map(str::to_owned))
+        .collect();
+    let gate_rules = crate::goals::gate::rules_for_new_plan(engine)?;
+    let parsed_batches = req
+        .batches
+        .as_ref()
+        .map(|b| batches::parse(b, &ids))
+        .transpose()?;
+
+    let mut locked = engine.lock("create-goals")?;
+    let goals_path = engine.paths.goals();
+    let existing = locked.plan_exists()?;
+    if existing && !req.force {
+        let old = locked.read_plan()?;
+        let complete = lifecycle::run_complete(&old);
+        let (kind, message) = if complete {
+            (
+                ErrorKind::PlanExistsComplete {
+                    goals_path: goals_path.clone(),
+                },
+                format!(
+                    "The existing {} aggregate is already complete at {goals_path}. Start a new run with `{} create-goals --session-id <new-id> ...`. Use --force only when you intend to archive the completed run and start over.",
+                    p.display_name, p.command_prefix
+                ),
+            )
+        } else {
+            (
+                ErrorKind::PlanExists {
+                    goals_path: goals_path.clone(),
+                },
+                format!(
+                    "Refusing to overwrite existing {goals_path}; pass --force to recreate it."
+                ),
+            )
+        };
+        return Err(GoalError::new(kind, message));
+    }
+    let mut replaced = None;
+    let mut archived = None;
+    if existing || locked.ledger_exists() {
+        let old = if existing {
+            locked.read_plan().ok()
+        } else {
+            None
+        };
+        let assessment = locked.reconcile(old.as_ref(), OnMismatch::Ignore)?;
+        let consistency = if existing && old.is_none() {
+            "mismatch"
+        } else {
+            assessment.consistency.as_str()
+        };
+        let old_rev = old.as_ref().map_or(0, Plan::revision);
+        let stamp = crate::time::compact_stamp(std::time::SystemTime::now());
+        let (dir, hash, head) = locked.archive(old_rev, &stamp)?;
+        replaced = Some(json!({
+            "archive": dir,
+            "previousHead": if hash.is_empty() { Value::Null } else { json!(hash) },
+            "previousRevision": old_rev,
+            "previousLastSeq": head.last_seq,
+            "previousConsistency": consistency,
+        }));
+        archived = Some(dir);
+    }
+
+    let mut brief_text = req.brief.clone();
+    if !brief_text.ends_with('\n') {
+        brief_text.push('\n');
+    }
+    locked.write_file(state::BRIEF, brief_text.as_bytes())?;
+
+    let count = goals.len();
+    let mut doc = Map::new();
+    doc.insert("version".into(), json!(1));
+    doc.insert("evidenceLayoutVersion".into(), json!(2));
+    doc.insert("createdAt".into(), json!(now));
+    doc.insert("updatedAt".into(), json!(now));
+    doc.insert("briefPath".into(), json!(engine.paths.brief()));
+    doc.insert("goalsPath".into(), json!(goals_path));
+    doc.insert("ledgerPath".into(), json!(engine.paths.ledger()));
+    doc.insert("codexGoalMode".into(), json!(req.mode.as_str()));
+    doc.insert("goals".into(), Value::Array(goals));
+    if let Some(b) = parsed_batches {
+        doc.insert("validationBatches".into(), Value::Array(b));
+    }
+    if req.mode == Mode::Aggregate {
+        doc.insert(
+            "codexObjective".into(),
+            json!(plan::objective_for(p, &engine.paths)),
+        );
+    }
+    doc.insert("revision".into(), json!(0));
+    doc.insert("profile".into(), json!(p.name));
+    doc.insert("sessionId".into(), json!(engine.paths.sid));
+    doc.insert("gateRules".into(), json!(gate_rules));
+    for (k, v) in &p.plan_markers {
+        doc.insert(k.clone(), v.clone());
+    }
+    let plan = Plan::from_doc(doc);
+    let mut created = entry(&now, "plan_created", None);
+    created.insert("message".into(), json!(format!("{count} goal(s) created")));
+    if let Some(r) = replaced {
+        created.insert("replaced".into(), r);
+    }
+    let mut committed = locked.commit(Write::Plan(Box::new(plan)), vec![created])?;
+    let plan = committed.plan.take().expect("plan written");
+    Ok(CreateOutcome {
+        plan,
+        committed,
+        archived,
+    })
+}

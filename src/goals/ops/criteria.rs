@@ -1,0 +1,39 @@
+//! `criteria --goal-id` (read-only, R§3.4).
+
+use serde_json::Value;
+
+use super::goal_not_found;
+use crate::goals::Engine;
+use crate::goals::error::GoalError;
+use crate::goals::plan::{self, Plan};
+
+/// The result of `criteria`.
+#[derive(Debug)]
+pub struct CriteriaOutcome {
+    /// The plan as read.
+    pub plan: Plan,
+    /// The goal id.
+    pub goal_id: String,
+    /// The criteria objects.
+    pub criteria: Vec<Value>,
+}
+
+/// Lists a goal's criteria. Writes nothing.
+pub fn run(engine: &Engine, goal_id: &str) -> Result<CriteriaOutcome, GoalError> {
+    let dir = engine.state_dir()?;
+    let plan = plan::read(
+        dir.as_ref(),
+        &engine.paths,
+        &engine.profile,
+        &engine.now().1,
+    )?;
+    let g = plan
+        .goal(goal_id)
+        .ok_or_else(|| goal_not_found(engine, goal_id, true))?;
+    let criteria = g.criteria().map(|c| Value::Object(c.0.clone())).collect();
+    Ok(CriteriaOutcome {
+        goal_id: goal_id.to_owned(),
+        criteria,
+        plan,
+    })
+}

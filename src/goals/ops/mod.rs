@@ -1,0 +1,91 @@
+//! One module per subcommand. Each returns a typed outcome; the CLI renders it.
+
+pub mod add;
+pub mod checkpoint;
+pub mod complete;
+pub mod create;
+pub mod criteria;
+pub mod record;
+pub mod repair;
+pub mod review;
+pub mod status;
+pub mod template;
+
+use serde_json::{Map, Value, json};
+
+use super::Engine;
+use super::error::{ErrorKind, GoalError};
+use super::lifecycle;
+use super::plan::Plan;
+use super::txn::{Locked, OnMismatch};
+
+/// `{lastSeq, head}` of a mutation's output.
+pub fn ledger_json(head: &super::journal::Head) -> Value {
+    json!({"lastSeq": head.last_seq, "head": head.last_hash})
+}
+
+/// A ledger entry skeleton `{at, kind, goalId?}`.
+pub fn entry(now: &str, kind: &str, goal_id: Option<&str>) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("at".into(), json!(now));
+    m.insert("kind".into(), json!(kind));
+    if let Some(g) = goal_id {
+        m.insert("goalId".into(), json!(g));
+    }
+    m
+}
+
+/// Locks the scope of a command that needs an existing plan, runs the
+/// recovery check and reads the plan. A scope without a state directory is
+/// `ULW_LOOP_PLAN_MISSING` without creating anything.
+pub fn lock_plan<'e>(engine: &'e Engine, command: &str) -> Result<(Locked<'e>, Plan), GoalError> {
+    if engine.state_dir()?.is_none() {
+        return Err(super::plan::missing(&engine.paths, &engine.profile));
+    }
+    let mut locked = engine.lock(command)?;
+    let plan = locked.read_plan()?;
+    locked.reconcile(Some(&plan), OnMismatch::Refuse)?;
+    Ok((locked, plan))
+}
+
+/// `ULW_LOOP_PLAN_COMPLETE` when the run is complete (goal-engine.md §3.7).
+pub fn refuse_if_complete(engine: &Engine, plan: &Plan, command: &str) -> Result<(), GoalError> {
+    if !lifecycle::run_complete(plan) {
+        return Ok(());
+    }
+    let completed_at = plan
+        .completion()
+        .and_then(|c| c.get("completedAt"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let p = &engine.profile;
+    Err(GoalError::new(
+        ErrorKind::PlanComplete {
+            goals_path: engine.paths.goals(),
+            completed_at,
+            command: command.to_owned(),
+        },
+        format!(
+            "The {} run at {} is complete; {command} would change a finished run. Start new work with `{} create-goals --session-id <new-id> ...` (or `--force`, which archives this run).",
+            p.display_name,
+            engine.paths.goals(),
+            p.command_prefix
+        ),
+    ))
+}
+
+/// `ULW_LOOP_GOAL_NOT_FOUND`.
+pub fn goal_not_found(engine: &Engine, id: &str, legacy: bool) -> GoalError {
+    let message = if legacy {
+        format!("Unknown {} id: {id}.", engine.profile.display_name)
+    } else {
+        format!("{} goal not found: {id}.", engine.profile.handoff_title)
+    };
+    GoalError::new(
+        ErrorKind::GoalNotFound {
+            goal_id: id.to_owned(),
+            legacy,
+        },
+        message,
+    )
+}

@@ -1,0 +1,216 @@
+//! `record-evidence` (R§7.1 with goal-engine.md §3.2, §3.7, §4.2, §4.3).
+
+use serde_json::{Value, json};
+
+use super::{entry, goal_not_found, ledger_json, lock_plan, refuse_if_complete};
+use crate::goals::Engine;
+use crate::goals::error::{ErrorKind, GoalError};
+use crate::goals::evidence_files::{self, Parsed};
+use crate::goals::lifecycle::{self, Trigger};
+use crate::goals::plan::{CriterionStatus, Plan};
+use crate::goals::txn::{Committed, Write};
+
+/// A `record-evidence` request.
+#[derive(Debug, Clone)]
+pub struct RecordRequest {
+    /// `--goal-id`.
+    pub goal_id: String,
+    /// `--criterion-id`.
+    pub criterion_id: String,
+    /// `--status` (defaults from the first payload's verdict).
+    pub status: Option<CriterionStatus>,
+    /// `--evidence` (defaults to the first payload's summary).
+    pub evidence: Option<String>,
+    /// `--notes`.
+    pub notes: Option<String>,
+    /// `--evidence-file` paths.
+    pub evidence_files: Vec<String>,
+    /// `--accept-seeded <rationale>`.
+    pub accept_seeded: Option<String>,
+}
+
+/// The result of `record-evidence`.
+#[derive(Debug)]
+pub struct RecordOutcome {
+    /// The plan after the write.
+    pub plan: Plan,
+    /// The goal object.
+    pub goal: Value,
+    /// The criterion object.
+    pub criterion: Value,
+    /// What was written.
+    pub committed: Committed,
+    /// `files` of the entry.
+    pub files: Vec<Value>,
+}
+
+impl RecordOutcome {
+    /// `{lastSeq, head}`.
+    pub fn ledger(&self) -> Value {
+        ledger_json(&self.committed.head)
+    }
+    /// The entry appended for the evidence.
+    pub fn ledger_entry(&self) -> Value {
+        self.committed
+            .entries
+            .last()
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+}
+
+/// Records a criterion verdict.
+pub fn run(engine: &Engine, req: RecordRequest) -> Result<RecordOutcome, GoalError> {
+    let (locked, mut plan) = lock_plan(engine, "record-evidence")?;
+    refuse_if_complete(engine, &plan, "record-evidence")?;
+    let g = plan
+        .goal(&req.goal_id)
+        .ok_or_else(|| goal_not_found(engine, &req.goal_id, false))?;
+    let parsed: Vec<Parsed> = req
+        .evidence_files
+        .iter()
+        .map(|p| evidence_files::load(engine, p))
+        .collect::<Result<_, _>>()?;
+    let status = match (req.status, parsed.first()) {
+        (Some(s), _) => s,
+        (None, Some(p)) => CriterionStatus::parse(evidence_files::criterion_status(
+            p.payload.verification.verdict,
+        ))
+        .expect("mapped statuses are criterion statuses"),
+        (None, None) => {
+            return Err(GoalError::new(
+                ErrorKind::EvidenceStatusRequired {
+                    flag: "--status".into(),
+                },
+                "Missing --status.",
+            ));
+        }
+    };
+    let existing = g.criterion(&req.criterion_id);
+    let trigger = Trigger::RecordEvidence {
+        pass: status == CriterionStatus::Pass,
+        criterion_passed: existing.is_some_and(|c| c.status() == CriterionStatus::Pass),
+    };
+    lifecycle::check(&plan, g, trigger, &engine.profile)?;
+    let Some(c) = existing else {
+        return Err(GoalError::new(
+            ErrorKind::CriterionNotFound {
+                goal_id: req.goal_id.clone(),
+                criterion_id: req.criterion_id.clone(),
+            },
+            format!("Success criterion not found: {}.", req.criterion_id),
+        ));
+    };
+    for p in &parsed {
+        evidence_files::check_scope(p, &req.goal_id, Some(&req.criterion_id))?;
+        if req.status.is_some() {
+            evidence_files::check_status(p, status.as_str())?;
+        }
+    }
+    let evidence = req
+        .evidence
+        .as_deref()
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(str::to_owned)
+        .or_else(|| {
+            parsed
+                .first()
+                .map(|p| p.payload.summary.trim().to_owned())
+                .filter(|s| !s.is_empty())
+        })
+        .ok_or_else(|| {
+            GoalError::new(
+                ErrorKind::EvidenceRequired {
+                    flag: None,
+                    legacy: false,
+                },
+                "Evidence must be a non-empty string.",
+            )
+        })?;
+    let seeded = c.seeded(&engine.profile.criteria.seeded_markers);
+    let accept_seeded = req
+        .accept_seeded
+        .as_deref()
+        .map(str::trim)
+        .filter(|r| !r.is_empty());
+    if status == CriterionStatus::Pass && seeded && accept_seeded.is_none() {
+        return Err(GoalError::new(
+            ErrorKind::CriterionSeeded {
+                goal_id: req.goal_id.clone(),
+                criterion_id: req.criterion_id.clone(),
+            },
+            format!(
+                "Criterion {}/{} is still the seeded placeholder; revise it first (`{} steer --kind revise_criterion ...`) or pass --accept-seeded \"<rationale>\".",
+                req.goal_id, req.criterion_id, engine.profile.command_prefix
+            ),
+        ));
+    }
+    let accepted = evidence_files::verify_all(
+        engine,
+        &plan,
+        &req.goal_id,
+        &parsed,
+        status == CriterionStatus::Pass,
+    )?;
+    let prev = c.status();
+    let now = locked.now.clone();
+    let kind = match status {
+        CriterionStatus::Pass => "evidence_captured",
+        CriterionStatus::Fail => "criterion_failed",
+        CriterionStatus::Blocked | CriterionStatus::Pending => "criterion_blocked",
+    };
+    let goal = plan.goal_mut(&req.goal_id).expect("looked up");
+    let crit = goal
+        .get_mut("successCriteria")
+        .and_then(Value::as_array_mut)
+        .and_then(|list| {
+            list.iter_mut()
+                .filter_map(Value::as_object_mut)
+                .find(|c| c.get("id").and_then(Value::as_str) == Some(req.criterion_id.as_str()))
+        })
+        .expect("looked up");
+    crit.insert("status".into(), json!(status.as_str()));
+    crit.insert("capturedEvidence".into(), json!(evidence));
+    crit.insert("capturedAt".into(), json!(now));
+    if let Some(n) = req
+        .notes
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+    {
+        crit.insert("notes".into(), json!(n));
+    }
+    let criterion = Value::Object(crit.clone());
+    goal.insert("updatedAt".into(), json!(now));
+    let goal_value = Value::Object(goal.clone());
+    plan.set("updatedAt", json!(now));
+    let mut e = entry(&now, kind, Some(&req.goal_id));
+    e.insert("criterionId".into(), json!(req.criterion_id));
+    e.insert("criterionStatus".into(), json!(status.as_str()));
+    e.insert("evidence".into(), json!(evidence));
+    e.insert("capturedEvidence".into(), json!(evidence));
+    e.insert("before".into(), json!({"status": prev.as_str()}));
+    e.insert(
+        "after".into(),
+        json!({
+            "goalId": req.goal_id, "criterionId": req.criterion_id, "status": status.as_str(),
+            "evidence": evidence, "capturedAt": now, "prevStatus": prev.as_str()
+        }),
+    );
+    if let Some(r) = accept_seeded.filter(|_| seeded && status == CriterionStatus::Pass) {
+        e.insert("acceptedSeeded".into(), json!(r));
+    }
+    if !accepted.files.is_empty() {
+        e.insert("files".into(), json!(accepted.files));
+        e.insert("evidencePayloads".into(), json!(accepted.payloads));
+    }
+    let mut committed = locked.commit(Write::Plan(Box::new(plan)), vec![e])?;
+    Ok(RecordOutcome {
+        plan: committed.plan.take().expect("plan written"),
+        goal: goal_value,
+        criterion,
+        files: accepted.files,
+        committed,
+    })
+}

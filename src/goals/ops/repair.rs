@@ -1,0 +1,312 @@
+//! `repair` (goal-engine.md §4.2): `--check` (read-only chain and plan
+//! verification), the recovery check under the lock, `--accept-plan` and
+//! `--rebuild-index`.
+
+use std::io::BufReader;
+
+use serde_json::{Value, json};
+
+use super::{entry, ledger_json};
+use crate::evidence::{Code, Severity};
+use crate::goals::error::GoalError;
+use crate::goals::journal::Head;
+use crate::goals::plan::{self, Plan};
+use crate::goals::profile::ForeignRecords;
+use crate::goals::txn::{self, Consistency, OnMismatch, Write};
+use crate::goals::{Engine, state};
+use crate::ledger::{ForeignSeverity, verify_chain};
+
+/// What `repair` should do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RepairMode {
+    /// `--check`: read-only verification.
+    Check,
+    /// Default: the recovery check under the lock.
+    Recover,
+    /// `--accept-plan --rationale <text>`.
+    AcceptPlan(String),
+    /// `--rebuild-index`.
+    RebuildIndex,
+}
+
+/// The result of `repair`.
+#[derive(Debug)]
+pub struct RepairOutcome {
+    /// No error finding (check) / consistent afterwards (other modes).
+    pub ok: bool,
+    /// `--check` findings.
+    pub findings: Vec<Value>,
+    /// Actions taken (entries appended, index rebuilt).
+    pub actions: Vec<Value>,
+    /// Plan/ledger agreement afterwards.
+    pub consistency: Consistency,
+    /// Plan revision afterwards.
+    pub revision: u64,
+    /// Ledger head afterwards.
+    pub head: Option<Head>,
+}
+
+impl RepairOutcome {
+    /// `{lastSeq, head}`.
+    pub fn ledger(&self) -> Option<Value> {
+        self.head.as_ref().map(ledger_json)
+    }
+}
+
+/// Runs `repair`.
+pub fn run(engine: &Engine, mode: RepairMode) -> Result<RepairOutcome, GoalError> {
+    match mode {
+        RepairMode::Check => check(engine),
+        RepairMode::Recover => recover(engine, false),
+        RepairMode::RebuildIndex => recover(engine, true),
+        RepairMode::AcceptPlan(rationale) => accept_plan(engine, &rationale),
+    }
+}
+
+fn finding(
+    code: Code,
+    severity: Severity,
+    line: Option<u64>,
+    seq: Option<u64>,
+    message: String,
+) -> Value {
+    let mut v = json!({"code": code.name(), "severity": severity, "message": message});
+    if let Some(l) = line {
+        v["line"] = json!(l);
+    }
+    if let Some(s) = seq {
+        v["seq"] = json!(s);
+    }
+    v
+}
+
+fn check(engine: &Engine) -> Result<RepairOutcome, GoalError> {
+    let dir = engine.state_dir()?;
+    let plan = plan::read(
+        dir.as_ref(),
+        &engine.paths,
+        &engine.profile,
+        &engine.now().1,
+    )?;
+    let dir = dir.expect("a plan was read");
+    let display = engine.paths.ledger();
+    let foreign = match engine.profile.ledger.foreign_records {
+        ForeignRecords::Error => ForeignSeverity::Error,
+        ForeignRecords::Warning => ForeignSeverity::Warning,
+    };
+    let mut findings = Vec::new();
+    let mut first: Option<Value> = None;
+    let mut head = Head::default();
+    let mut torn = false;
+    if let Some((file, _)) = state::open_file(&dir, state::LEDGER, &display)? {
+        let mut reader = BufReader::with_capacity(256 * 1024, file);
+        let rep = verify_chain(&mut reader, foreign, &mut |_, v| {
+            if first.is_none() {
+                first = Some(v.clone());
+            }
+        })
+        .map_err(|e| GoalError::io(&display, "read", &e))?;
+        for f in &rep.findings {
+            torn |= matches!(
+                f.finding.code,
+                Code::LedgerTornTail | Code::LedgerUnterminated
+            );
+            findings.push(finding(
+                f.finding.code,
+                f.finding.severity,
+                f.line,
+                f.seq,
+                f.finding.message.clone(),
+            ));
+        }
+        head.last_seq = rep.last_seq.unwrap_or(0);
+        head.last_revision = rep.last_revision.unwrap_or(0);
+        head.records = rep.records;
+        head.last_hash = rep.head.clone();
+    }
+    let lm_landed = |rev: u64, from: u64| -> usize {
+        let view = crate::goals::index::view(
+            &dir,
+            &engine.paths,
+            engine.profile.limits.max_ledger_record_bytes,
+        );
+        view.map(|v| txn::count_landed(&dir, &v.head, rev, from))
+            .unwrap_or(0)
+    };
+    let a = txn::assess(Some(&plan), &head, torn, &mut |r, f| lm_landed(r, f));
+    let behind = a.consistency == Consistency::Recoverable && !a.missing.is_empty();
+    if behind {
+        findings.push(finding(
+            Code::LedgerBehindPlan,
+            Severity::Warning,
+            None,
+            None,
+            format!(
+                "the plan (revision {}) carries {} ledger entr{} that never reached the ledger; `repair` appends them",
+                a.plan_revision,
+                a.missing.len(),
+                if a.missing.len() == 1 { "y" } else { "ies" }
+            ),
+        ));
+    }
+    if a.consistency == Consistency::Mismatch {
+        findings.push(finding(
+            Code::LedgerPlanMismatch,
+            Severity::Error,
+            None,
+            None,
+            format!(
+                "the plan is at revision {} but the ledger's last chained record has revision {} (seq {})",
+                a.plan_revision, a.ledger_revision, a.last_seq
+            ),
+        ));
+    }
+    if let Some(f) = archive_finding(engine, &dir, first.as_ref()) {
+        findings.push(f);
+    }
+    let ok = !findings.iter().any(|f| f["severity"] == "error");
+    Ok(RepairOutcome {
+        ok,
+        findings,
+        actions: Vec::new(),
+        consistency: a.consistency,
+        revision: plan.revision(),
+        head: Some(head),
+    })
+}
+
+/// `LEDGER_ARCHIVE_MISMATCH`: the first record's `replaced.previousHead`
+/// must be the hash of the archived ledger's last record.
+fn archive_finding(
+    engine: &Engine,
+    dir: &cap_std::fs::Dir,
+    first: Option<&Value>,
+) -> Option<Value> {
+    let first = first?;
+    if first.get("kind").and_then(Value::as_str) != Some("plan_created") {
+        return None;
+    }
+    let replaced = first.get("replaced")?;
+    let archive = replaced.get("archive")?.as_str()?;
+    let expected = replaced.get("previousHead")?.as_str()?;
+    let rel = archive.strip_prefix(&format!("{}/", engine.paths.dir))?;
+    let actual = state::open_chain(dir, rel, false)
+        .ok()
+        .flatten()
+        .and_then(|d| state::open_file(&d, state::LEDGER, archive).ok().flatten())
+        .and_then(|(mut f, _)| crate::ledger::read_tail(&mut f, u64::MAX).ok())
+        .and_then(|t| t.last_record_hash);
+    if actual.as_deref() == Some(expected) {
+        return None;
+    }
+    Some(finding(
+        Code::LedgerArchiveMismatch,
+        Severity::Error,
+        Some(1),
+        None,
+        format!(
+            "plan_created.replaced.previousHead is {expected} but the last record of {archive}/ledger.jsonl hashes to {}",
+            actual
+                .as_deref()
+                .unwrap_or("nothing (the archived ledger is missing)")
+        ),
+    ))
+}
+
+fn action_of(e: &Value) -> Value {
+    json!({
+        "kind": e.get("kind"),
+        "seq": e.get("seq"),
+        "repair": e.get("repair"),
+        "recovered": e.get("recovered"),
+    })
+}
+
+fn recover(engine: &Engine, rebuild: bool) -> Result<RepairOutcome, GoalError> {
+    if engine.state_dir()?.is_none() {
+        return Err(plan::missing(&engine.paths, &engine.profile));
+    }
+    let mut locked = engine.lock_with("repair", rebuild)?;
+    let plan = locked.read_plan()?;
+    let a = locked.reconcile(Some(&plan), OnMismatch::Ignore)?;
+    let mut actions: Vec<Value> = locked.repaired.iter().map(action_of).collect();
+    if locked.rebuilt_index {
+        actions.insert(
+            0,
+            json!({"kind": "index_rebuilt", "records": locked.view.head.records}),
+        );
+    }
+    let consistency = if a.consistency == Consistency::Mismatch {
+        Consistency::Mismatch
+    } else {
+        Consistency::Ok
+    };
+    let head = locked.view.head.clone();
+    locked.finish()?;
+    Ok(RepairOutcome {
+        ok: consistency != Consistency::Mismatch,
+        findings: Vec::new(),
+        actions,
+        consistency,
+        revision: plan.revision(),
+        head: Some(head),
+    })
+}
+
+fn accept_plan(engine: &Engine, rationale: &str) -> Result<RepairOutcome, GoalError> {
+    if engine.state_dir()?.is_none() {
+        return Err(plan::missing(&engine.paths, &engine.profile));
+    }
+    let mut locked = engine.lock("repair")?;
+    let mut plan: Plan = locked.read_plan()?;
+    let a = locked.reconcile(Some(&plan), OnMismatch::Ignore)?;
+    let mut actions: Vec<Value> = locked.repaired.iter().map(action_of).collect();
+    if a.consistency != Consistency::Mismatch {
+        let head = locked.view.head.clone();
+        locked.finish()?;
+        return Ok(RepairOutcome {
+            ok: true,
+            findings: Vec::new(),
+            actions,
+            consistency: Consistency::Ok,
+            revision: plan.revision(),
+            head: Some(head),
+        });
+    }
+    let plan_sha = match state::read_file(
+        &locked.dir,
+        state::GOALS,
+        &engine.paths.goals(),
+        engine.profile.limits.max_plan_bytes,
+    )? {
+        Some(state::ReadOutcome::Bytes(b)) => crate::digest::sha256_hex(&b),
+        _ => String::new(),
+    };
+    let base = a.plan_revision.max(a.ledger_revision);
+    plan.set("revision", json!(base));
+    let mut e = entry(&locked.now, "ledger_repaired", None);
+    e.insert(
+        "message".into(),
+        json!("Plan/ledger mismatch resolved by accepting the plan."),
+    );
+    e.insert(
+        "repair".into(),
+        json!({
+            "reason": "plan_ledger_mismatch",
+            "planRevision": a.plan_revision,
+            "ledgerRevision": a.ledger_revision,
+            "planSha256": plan_sha,
+            "rationale": rationale,
+        }),
+    );
+    let committed = locked.commit(Write::Plan(Box::new(plan)), vec![e])?;
+    actions.extend(committed.entries.iter().map(action_of));
+    Ok(RepairOutcome {
+        ok: true,
+        findings: Vec::new(),
+        actions,
+        consistency: Consistency::Ok,
+        revision: committed.revision,
+        head: Some(committed.head),
+    })
+}

@@ -1,0 +1,228 @@
+//! `record-review-blockers` (R§7.3 with goal-engine.md §3.6): a non-clean
+//! final review turns the final goal `review_blocked` and appends a
+//! resolution goal; the scheduler re-opens the blocked goal once its
+//! resolution goals are resolved (no dead end).
+
+use serde_json::{Value, json};
+
+use super::{entry, goal_not_found, ledger_json, lock_plan, refuse_if_complete};
+use crate::goals::error::{ErrorKind, GoalError};
+use crate::goals::evidence_files::{self, Parsed};
+use crate::goals::hostgoal::{self, Expect, HostStatus};
+use crate::goals::input::Loaded;
+use crate::goals::plan::{GoalStatus, Mode, Plan, remove_key};
+use crate::goals::txn::{Committed, Write};
+use crate::goals::{Engine, brief, handoff, lifecycle};
+
+/// A `record-review-blockers` request.
+#[derive(Debug, Clone)]
+pub struct ReviewRequest {
+    /// `--goal-id` (the final goal whose review was not clean).
+    pub goal_id: String,
+    /// `--title` of the resolution goal.
+    pub title: String,
+    /// `--objective` of the resolution goal.
+    pub objective: String,
+    /// `--evidence`: the review findings.
+    pub evidence: String,
+    /// The host-goal snapshot (an *active* goal is expected).
+    pub host_goal: Option<Loaded>,
+    /// `--evidence-file` paths (reviewer reports).
+    pub evidence_files: Vec<String>,
+}
+
+/// The result of `record-review-blockers`.
+#[derive(Debug)]
+pub struct ReviewOutcome {
+    /// The plan after the write.
+    pub plan: Plan,
+    /// The goal now `review_blocked`.
+    pub blocked_goal: Value,
+    /// The new resolution goal.
+    pub goal: Value,
+    /// What was written.
+    pub committed: Committed,
+}
+
+impl ReviewOutcome {
+    /// `{lastSeq, head}`.
+    pub fn ledger(&self) -> Value {
+        ledger_json(&self.committed.head)
+    }
+}
+
+/// `G<n>-<slug>` with `n` one above the largest `G<digits>` prefix in the plan.
+fn next_id(plan: &Plan, title: &str) -> String {
+    let max = plan
+        .goals()
+        .filter_map(|g| {
+            let digits: String = g
+                .id()
+                .strip_prefix('G')?
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse::<usize>().ok()
+        })
+        .max()
+        .unwrap_or(0);
+    let mut n = max;
+    loop {
+        let id = brief::slugged_id(n, title);
+        if plan.goal(&id).is_none() {
+            return id;
+        }
+        n += 1;
+    }
+}
+
+/// Records the review blockers.
+pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalError> {
+    let (locked, mut plan) = lock_plan(engine, "record-review-blockers")?;
+    refuse_if_complete(engine, &plan, "record-review-blockers")?;
+    let g = plan
+        .goal(&req.goal_id)
+        .ok_or_else(|| goal_not_found(engine, &req.goal_id, true))?;
+    if g.status() != GoalStatus::InProgress || g.overlay().is_some() {
+        return Err(GoalError::new(
+            ErrorKind::TransitionInvalid {
+                goal_id: g.id().to_owned(),
+                from: g.status().as_str().to_owned(),
+                overlay: g.overlay().map(|o| o.as_str().to_owned()),
+                command: "record-review-blockers".into(),
+                allowed_from: vec!["in_progress".into()],
+                suggested_command: None,
+                legacy: true,
+            },
+            format!("{} is {}.", g.id(), g.status().as_str()),
+        ));
+    }
+    if !lifecycle::final_candidate(&plan, g) {
+        return Err(GoalError::new(
+            ErrorKind::NotFinalStory {
+                goal_id: g.id().to_owned(),
+            },
+            format!("{} is not final.", g.id()),
+        ));
+    }
+    let snapshot = match &req.host_goal {
+        Some(loaded) => {
+            let snap = hostgoal::parse(loaded.value.clone());
+            let aggregate = plan.mode() == Mode::Aggregate;
+            let e = Expect {
+                expected: handoff::expected_objective(engine, &plan, g),
+                accepted: if aggregate {
+                    plan.objective_aliases()
+                        .into_iter()
+                        .map(str::to_owned)
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+                allowed: vec![HostStatus::Active],
+                require_snapshot: true,
+                require_complete: false,
+            };
+            let out = hostgoal::reconcile(Some(&snap), &e, &engine.profile);
+            if !out.ok() {
+                let suggested = format!(
+                    "{} status{} --json",
+                    engine.profile.command_prefix,
+                    engine.session_opt(&plan)
+                );
+                return Err(hostgoal::mismatch_error(
+                    &out,
+                    Some(&snap),
+                    &e,
+                    None,
+                    None,
+                    suggested,
+                ));
+            }
+            Some(hostgoal::embed(
+                &snap.raw,
+                engine.profile.limits.max_embedded_snapshot_bytes,
+            ))
+        }
+        None => None,
+    };
+    let parsed: Vec<Parsed> = req
+        .evidence_files
+        .iter()
+        .map(|p| evidence_files::load(engine, p))
+        .collect::<Result<_, _>>()?;
+    for p in &parsed {
+        evidence_files::check_scope(p, &req.goal_id, None)?;
+    }
+    let accepted = evidence_files::verify_all(engine, &plan, &req.goal_id, &parsed, false)?;
+
+    let now = locked.now.clone();
+    let index = plan.goal_count();
+    let new_id = next_id(&plan, &req.title);
+    let mut new_goal = brief::new_goal(
+        index,
+        &req.title,
+        &req.objective,
+        engine.profile.criteria.seed,
+        &now,
+    )?;
+    new_goal.insert("id".into(), json!(new_id));
+    new_goal.insert("resolves".into(), json!([req.goal_id]));
+    let goal = plan.goal_mut(&req.goal_id).expect("looked up");
+    for k in [
+        "blockedReason",
+        "blockerSignature",
+        "blockerOccurrenceCount",
+        "requiredExternalDecision",
+        "nonRetriable",
+        "failedAt",
+        "failureReason",
+        "completedAt",
+        "blocker",
+        "blockerEvidence",
+        "blockerOccurrences",
+        "blockedAt",
+    ] {
+        remove_key(goal, k);
+    }
+    goal.insert("status".into(), json!("review_blocked"));
+    goal.insert("reviewBlockedAt".into(), json!(now));
+    goal.insert("evidence".into(), json!(req.evidence));
+    goal.insert("reviewBlockedBy".into(), json!([new_id]));
+    goal.insert("updatedAt".into(), json!(now));
+    let blocked_goal = Value::Object(goal.clone());
+    if plan.active_goal_id() == Some(req.goal_id.as_str()) {
+        plan.remove("activeGoalId");
+    }
+    plan.push_goal(new_goal.clone());
+    plan.set("updatedAt", json!(now));
+    let snap = snapshot.unwrap_or(Value::Null);
+    let mut blocked = entry(&now, "goal_review_blocked", Some(&req.goal_id));
+    blocked.insert("status".into(), json!("review_blocked"));
+    blocked.insert("evidence".into(), json!(req.evidence));
+    blocked.insert("codexGoal".into(), snap.clone());
+    if !accepted.files.is_empty() {
+        blocked.insert("files".into(), json!(accepted.files));
+        blocked.insert("evidencePayloads".into(), json!(accepted.payloads));
+    }
+    let mut added = entry(&now, "goal_added", Some(&new_id));
+    added.insert("status".into(), json!("pending"));
+    added.insert("evidence".into(), json!(req.evidence));
+    added.insert("message".into(), new_goal["title"].clone());
+    let mut recorded = entry(&now, "blocker_recorded", Some(&req.goal_id));
+    recorded.insert("status".into(), json!("review_blocked"));
+    recorded.insert("evidence".into(), json!(req.evidence));
+    recorded.insert("codexGoal".into(), snap);
+    recorded.insert(
+        "message".into(),
+        json!(format!("Review blockers recorded; appended {new_id}.")),
+    );
+    let mut committed =
+        locked.commit(Write::Plan(Box::new(plan)), vec![blocked, added, recorded])?;
+    Ok(ReviewOutcome {
+        plan: committed.plan.take().expect("plan written"),
+        blocked_goal,
+        goal: Value::Object(new_goal),
+        committed,
+    })
+}

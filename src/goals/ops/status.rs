@@ -1,0 +1,296 @@
+//! `status` (read-only, goal-engine.md §2.10, §4.2) and `criteria`'s sibling
+//! reporting helpers.
+
+use serde_json::{Value, json};
+
+use crate::goals::error::GoalError;
+use crate::goals::hostgoal::{self, Expect, HostStatus};
+use crate::goals::index;
+use crate::goals::input::Loaded;
+use crate::goals::plan::{self, CriterionStatus, Goal, GoalStatus, Mode, Overlay, Plan};
+use crate::goals::txn::{self, Consistency};
+use crate::goals::{Engine, handoff, lifecycle, state, summary};
+
+/// The result of `status`.
+#[derive(Debug)]
+pub struct StatusOutcome {
+    /// The plan as read (with the in-memory legacy migration).
+    pub plan: Plan,
+    /// The summary object.
+    pub summary: Value,
+    /// The active goal's attempt directory.
+    pub current_attempt_dir: Option<String>,
+    /// `{records, lastSeq, head, consistency, mutationInProgress}`.
+    pub ledger: Value,
+    /// Plan/ledger agreement.
+    pub consistency: Consistency,
+    /// `[{command, reason}]`.
+    pub next_actions: Vec<Value>,
+    /// Reconciliation of a supplied snapshot.
+    pub host_goal: Option<Value>,
+    /// Plan markers, for profiles that have them.
+    pub adapter: Option<Value>,
+    /// Completion-blocking goals when nothing can be scheduled.
+    pub stalled: Option<Vec<String>>,
+}
+
+fn mutation_in_progress(dir: &cap_std::fs::Dir) -> bool {
+    match state::open_file(dir, state::LOCK, state::LOCK) {
+        Ok(Some((f, _))) => matches!(
+            f.into_std().try_lock_shared(),
+            Err(std::fs::TryLockError::WouldBlock)
+        ),
+        _ => false,
+    }
+}
+
+/// The first `in_progress` goal without overlay (the one a checkpoint would complete).
+pub fn active_goal(plan: &Plan) -> Option<Goal<'_>> {
+    plan.active_goal_id()
+        .and_then(|id| plan.goal(id))
+        .filter(|g| g.status() == GoalStatus::InProgress && g.overlay().is_none())
+        .or_else(|| {
+            plan.goals()
+                .find(|g| g.status() == GoalStatus::InProgress && g.overlay().is_none())
+        })
+}
+
+/// What a complete checkpoint of `g` expects from a snapshot.
+pub fn complete_expectation(engine: &Engine, plan: &Plan, g: Goal<'_>) -> Expect {
+    let is_final = lifecycle::final_candidate(plan, g);
+    let aggregate = plan.mode() == Mode::Aggregate;
+    let expected = handoff::expected_objective(engine, plan, g);
+    let accepted = if aggregate {
+        let mut a = vec![plan.aggregate_objective(&engine.profile)];
+        a.extend(plan.objective_aliases().into_iter().map(str::to_owned));
+        a
+    } else {
+        Vec::new()
+    };
+    let allowed = if aggregate && !is_final {
+        vec![HostStatus::Active]
+    } else {
+        vec![HostStatus::Complete]
+    };
+    Expect {
+        expected,
+        accepted,
+        allowed,
+        require_snapshot: true,
+        require_complete: !aggregate || is_final,
+    }
+}
+
+/// Runs `status`. Writes nothing.
+pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome, GoalError> {
+    let dir = engine.state_dir()?;
+    let plan = plan::read(
+        dir.as_ref(),
+        &engine.paths,
+        &engine.profile,
+        &engine.now().1,
+    )?;
+    let dir = dir.expect("a plan was read");
+    let max = engine.profile.limits.max_ledger_record_bytes;
+    let view = index::view(&dir, &engine.paths, max)?;
+    let head = view.head.clone();
+    let a = txn::assess(
+        Some(&plan),
+        &head,
+        !view.trailing.is_empty(),
+        &mut |rev, from| txn::count_landed(&dir, &head, rev, from),
+    );
+    let ledger = json!({
+        "records": head.records,
+        "lastSeq": head.last_seq,
+        "head": head.last_hash,
+        "consistency": a.consistency.as_str(),
+        "mutationInProgress": mutation_in_progress(&dir),
+    });
+    let current_attempt_dir = plan
+        .layout_v2()
+        .then(|| plan.active_goal_id().and_then(|id| plan.goal(id)))
+        .flatten()
+        .map(|g| engine.attempt_dir(&plan, g));
+    let host = host_goal.map(|loaded| {
+        let snap = hostgoal::parse(loaded.value.clone());
+        match active_goal(&plan) {
+            Some(g) => {
+                let e = complete_expectation(engine, &plan, g);
+                let out = hostgoal::reconcile(Some(&snap), &e, &engine.profile);
+                json!({
+                    "ok": out.ok(),
+                    "goalId": g.id(),
+                    "errors": out.errors,
+                    "warnings": out.warnings,
+                    "expectedObjective": e.expected,
+                    "actualObjective": snap.objective,
+                    "actualStatus": snap.status.as_str(),
+                })
+            }
+            None => json!({
+                "ok": false,
+                "goalId": null,
+                "errors": ["No goal is in progress; there is nothing to reconcile the snapshot with."],
+                "warnings": [],
+                "actualObjective": snap.objective,
+                "actualStatus": snap.status.as_str(),
+            }),
+        }
+    });
+    let adapter = (!engine.profile.plan_markers.is_empty()).then(|| {
+        let mut m = serde_json::Map::new();
+        for (k, v) in &engine.profile.plan_markers {
+            m.insert(
+                k.clone(),
+                plan.doc().get(k).cloned().unwrap_or_else(|| v.clone()),
+            );
+        }
+        Value::Object(m)
+    });
+    let stalled = stalled_ids(&plan);
+    let next_actions = next_actions(engine, &plan, a.consistency, stalled.as_deref());
+    Ok(StatusOutcome {
+        summary: summary::summary(&plan),
+        plan,
+        current_attempt_dir,
+        ledger,
+        consistency: a.consistency,
+        next_actions,
+        host_goal: host,
+        adapter,
+        stalled,
+    })
+}
+
+/// Completion-blocking goals when the run is not complete and the scheduler
+/// could neither resume nor start anything.
+fn stalled_ids(plan: &Plan) -> Option<Vec<String>> {
+    if lifecycle::run_complete(plan) {
+        return None;
+    }
+    let schedulable = plan.goals().any(|g| {
+        g.overlay().is_none()
+            && match g.status() {
+                GoalStatus::InProgress | GoalStatus::Pending => true,
+                GoalStatus::ReviewBlocked => g.strings("reviewBlockedBy").iter().all(|r| {
+                    plan.goal(r)
+                        .is_some_and(|rg| lifecycle::member_resolved(plan, rg))
+                }),
+                _ => false,
+            }
+    });
+    (!schedulable).then(|| {
+        plan.goals()
+            .filter(|g| lifecycle::completion_blocking(plan, *g))
+            .map(|g| g.id().to_owned())
+            .collect()
+    })
+}
+
+fn action(command: String, reason: &str) -> Value {
+    json!({"command": command, "reason": reason})
+}
+
+fn next_actions(
+    engine: &Engine,
+    plan: &Plan,
+    consistency: Consistency,
+    stalled: Option<&[String]>,
+) -> Vec<Value> {
+    let p = &engine.profile;
+    let cmd = |rest: &str| format!("{}{rest}", p.command_prefix);
+    let sid = engine.session_opt(plan);
+    let mut out = Vec::new();
+    if consistency == Consistency::Mismatch {
+        out.push(action(
+            cmd(&format!(" repair{sid} --check --json")),
+            "goals.json and ledger.jsonl disagree; inspect, then resolve with repair --accept-plan",
+        ));
+        return out;
+    }
+    if consistency == Consistency::Recoverable {
+        out.push(action(
+            cmd(&format!(" repair{sid} --json")),
+            "the ledger is behind the plan or has a torn tail; repair completes it (any mutation also does)",
+        ));
+    }
+    if lifecycle::run_complete(plan) {
+        return out;
+    }
+    if let Some(g) = active_goal(plan) {
+        let open: Vec<_> = g
+            .criteria()
+            .filter(|c| c.status() != CriterionStatus::Pass)
+            .collect();
+        for c in &open {
+            out.push(action(
+                cmd(&format!(
+                    " record-evidence{sid} --goal-id {} --criterion-id {} --status pass --evidence \"...\"",
+                    g.id(),
+                    c.id()
+                )),
+                "record proof for this criterion of the active goal",
+            ));
+        }
+        let host = &p.host_goal.flag;
+        if lifecycle::final_candidate(plan, g) {
+            out.push(action(
+                cmd(&format!(
+                    " checkpoint{sid} --goal-id {} --print-template --json",
+                    g.id()
+                )),
+                "the active goal is the final one: fill in the quality gate template",
+            ));
+            out.push(action(
+                cmd(&format!(
+                    " checkpoint{sid} --goal-id {} --status complete --evidence \"...\" {host} <snapshot> --quality-gate-json <gate>",
+                    g.id()
+                )),
+                "complete the run once every criterion passes and the gate is clean",
+            ));
+        } else if open.is_empty() || plan.mode() == Mode::Aggregate {
+            out.push(action(
+                cmd(&format!(
+                    " checkpoint{sid} --goal-id {} --status complete --evidence \"...\" {host} <snapshot>",
+                    g.id()
+                )),
+                "checkpoint the active goal when its criteria are proven",
+            ));
+        }
+        return out;
+    }
+    match stalled {
+        Some(ids) => {
+            let retriable = plan.goals().any(|g| {
+                g.status() == GoalStatus::Failed && g.overlay().is_none() && !g.non_retriable()
+            });
+            if retriable {
+                out.push(action(
+                    cmd(&format!(" complete-goals{sid} --retry-failed")),
+                    "failed goals can be retried",
+                ));
+            }
+            for id in ids {
+                let Some(g) = plan.goal(id) else { continue };
+                if matches!(
+                    g.status(),
+                    GoalStatus::Blocked | GoalStatus::NeedsUserDecision
+                ) || g.overlay() == Some(Overlay::Blocked)
+                {
+                    out.push(action(
+                        cmd(&format!(
+                            " steer{sid} --kind unblock --goal-id {id} --user-decision \"...\" --evidence \"...\" --rationale \"...\""
+                        )),
+                        "this goal waits for a user decision",
+                    ));
+                }
+            }
+        }
+        None => out.push(action(
+            cmd(&format!(" complete-goals{sid}")),
+            "no goal is active; start the next one",
+        )),
+    }
+    out
+}

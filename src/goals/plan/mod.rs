@@ -1,0 +1,487 @@
+//! The plan codec (`goals.json`, goal-engine.md §2.3, §2.4).
+//!
+//! The document stays an order-preserving JSON object from read to write, so
+//! unknown keys written by the Node tools and their key order survive every
+//! read-modify-write; typed views ([`Goal`], [`Criterion`]) read it, and
+//! setters keep the position of existing keys and append new ones.
+
+pub mod model;
+mod validate;
+
+use std::collections::HashMap;
+
+use cap_std::fs::Dir;
+use serde_json::{Map, Value, json};
+
+pub use model::{
+    Criterion, CriterionStatus, Goal, GoalStatus, Mode, Overlay, UserModel, remove_key,
+};
+pub use validate::Violation;
+
+use super::error::{ErrorKind, GoalError};
+use super::profile::Profile;
+use super::state::{self, ReadOutcome, StatePaths};
+
+/// Every spelling of the aggregate completion record a reader accepts.
+pub const COMPLETION_KEYS: &[&str] = &["aggregate_completion", "aggregateCompletion"];
+
+/// A decoded, validated plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    doc: Map<String, Value>,
+    index: HashMap<String, usize>,
+    /// Ledger entries produced by reading (the legacy objective migration),
+    /// persisted by the next mutation in the same revision.
+    pub pending: Vec<Map<String, Value>>,
+}
+
+/// `ULW_LOOP_PLAN_MISSING` for a scope.
+pub fn missing(paths: &StatePaths, profile: &Profile) -> GoalError {
+    let goals_path = paths.goals();
+    GoalError::new(
+        ErrorKind::PlanMissing {
+            goals_path: goals_path.clone(),
+        },
+        format!(
+            "No {} plan found at {goals_path}. Run `{} create-goals ...` first.",
+            profile.display_name, profile.command_prefix
+        ),
+    )
+}
+
+/// Reads `goals.json` from the state directory (which may not exist).
+pub fn read(
+    dir: Option<&Dir>,
+    paths: &StatePaths,
+    profile: &Profile,
+    now: &str,
+) -> Result<Plan, GoalError> {
+    let goals_path = paths.goals();
+    let Some(dir) = dir else {
+        return Err(missing(paths, profile));
+    };
+    match state::read_file(
+        dir,
+        state::GOALS,
+        &goals_path,
+        profile.limits.max_plan_bytes,
+    )? {
+        None => Err(missing(paths, profile)),
+        Some(ReadOutcome::TooLarge { size }) => Err(corrupt(
+            &goals_path,
+            "",
+            format!(
+                "the plan is {size} bytes; the limit is {}",
+                profile.limits.max_plan_bytes
+            ),
+        )),
+        Some(ReadOutcome::Bytes(bytes)) => Plan::decode(&bytes, paths, profile, now),
+    }
+}
+
+fn corrupt(goals_path: &str, pointer: &str, problem: String) -> GoalError {
+    let message = if pointer.is_empty() {
+        format!("Corrupt plan at {goals_path}: {problem}.")
+    } else {
+        format!("Corrupt plan at {goals_path}: {pointer}: {problem}.")
+    };
+    GoalError::new(
+        ErrorKind::PlanCorrupt {
+            goals_path: goals_path.to_owned(),
+            pointer: pointer.to_owned(),
+            problem,
+        },
+        message,
+    )
+}
+
+fn invalid(
+    goals_path: &str,
+    profile: &Profile,
+    field: Option<(String, Value, Value)>,
+) -> GoalError {
+    let extra = match &field {
+        Some((f, expected, actual)) => format!(" Field {f} must be {expected}, found {actual}."),
+        None => String::new(),
+    };
+    GoalError::new(
+        ErrorKind::PlanInvalid {
+            goals_path: goals_path.to_owned(),
+            field,
+        },
+        format!(
+            "Invalid {} plan at {goals_path}.{extra}",
+            profile.display_name
+        ),
+    )
+}
+
+impl Plan {
+    /// Decodes and validates plan bytes (size already checked).
+    pub fn decode(
+        bytes: &[u8],
+        paths: &StatePaths,
+        profile: &Profile,
+        now: &str,
+    ) -> Result<Plan, GoalError> {
+        let goals_path = paths.goals();
+        let value = crate::json::parse_strict(bytes)
+            .map_err(|e| corrupt(&goals_path, "", format!("not valid JSON: {e}")))?;
+        let Value::Object(doc) = value else {
+            return Err(invalid(&goals_path, profile, None));
+        };
+        if doc.get("version").and_then(Value::as_u64) != Some(1)
+            || !doc.get("goals").is_some_and(Value::is_array)
+        {
+            return Err(invalid(&goals_path, profile, None));
+        }
+        let index =
+            validate::check(&doc).map_err(|v| corrupt(&goals_path, &v.pointer, v.problem))?;
+        if let Some(p) = doc.get("profile")
+            && p.as_str() != Some(profile.name.as_str())
+        {
+            return Err(invalid(
+                &goals_path,
+                profile,
+                Some(("profile".into(), json!(profile.name), p.clone())),
+            ));
+        }
+        for (k, expected) in &profile.plan_markers {
+            if let Some(actual) = doc.get(k)
+                && actual != expected
+            {
+                return Err(invalid(
+                    &goals_path,
+                    profile,
+                    Some((k.clone(), expected.clone(), actual.clone())),
+                ));
+            }
+        }
+        let mut first: Option<(&str, &Value)> = None;
+        for key in COMPLETION_KEYS {
+            if let Some(rec) = doc.get(*key) {
+                if !rec.is_object() {
+                    return Err(corrupt(
+                        &goals_path,
+                        &format!("/{key}"),
+                        "the completion record must be an object".into(),
+                    ));
+                }
+                match first {
+                    Some((_, other)) if other != rec => {
+                        return Err(corrupt(
+                            &goals_path,
+                            "/aggregate_completion",
+                            "aggregate_completion and aggregateCompletion differ".into(),
+                        ));
+                    }
+                    Some(_) => {}
+                    None => first = Some((key, rec)),
+                }
+            }
+        }
+        let mut plan = Plan {
+            doc,
+            index,
+            pending: Vec::new(),
+        };
+        plan.migrate_legacy_objective(profile, paths, now);
+        Ok(plan)
+    }
+
+    /// A new plan from a document built by `create-goals`.
+    pub fn from_doc(doc: Map<String, Value>) -> Plan {
+        let index = doc
+            .get("goals")
+            .and_then(Value::as_array)
+            .map(|g| {
+                g.iter()
+                    .enumerate()
+                    .filter_map(|(i, g)| Some((g.get("id")?.as_str()?.to_owned(), i)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Plan {
+            doc,
+            index,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Two-space pretty JSON plus one `\n`.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = serde_json::to_vec_pretty(&self.doc).expect("JSON values serialise");
+        out.push(b'\n');
+        out
+    }
+
+    /// The whole document.
+    pub fn doc(&self) -> &Map<String, Value> {
+        &self.doc
+    }
+
+    /// Sets a plan-level key (never `goals`), keeping its position if present.
+    pub fn set(&mut self, key: &str, value: Value) {
+        debug_assert_ne!(key, "goals");
+        self.doc.insert(key.to_owned(), value);
+    }
+
+    /// Removes a plan-level key, keeping the order of the others.
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        debug_assert_ne!(key, "goals");
+        self.doc.shift_remove(key)
+    }
+
+    /// `revision` (absent ⇒ 0).
+    pub fn revision(&self) -> u64 {
+        self.doc
+            .get("revision")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    }
+
+    /// `lastMutation`: `(revision, fromSeq, entries)`.
+    pub fn last_mutation(&self) -> Option<(u64, u64, &Vec<Value>)> {
+        let lm = self.doc.get("lastMutation")?.as_object()?;
+        Some((
+            lm.get("revision")?.as_u64()?,
+            lm.get("fromSeq")?.as_u64()?,
+            lm.get("entries")?.as_array()?,
+        ))
+    }
+
+    fn goals_array(&self) -> &Vec<Value> {
+        self.doc["goals"].as_array().expect("validated")
+    }
+
+    /// Every goal in plan order.
+    pub fn goals(&self) -> impl Iterator<Item = Goal<'_>> {
+        self.goals_array()
+            .iter()
+            .map(|g| Goal(g.as_object().expect("validated")))
+    }
+
+    /// Number of goals.
+    pub fn goal_count(&self) -> usize {
+        self.goals_array().len()
+    }
+
+    /// A goal by id.
+    pub fn goal(&self, id: &str) -> Option<Goal<'_>> {
+        let i = *self.index.get(id)?;
+        Some(Goal(self.goals_array()[i].as_object().expect("validated")))
+    }
+
+    /// Position of a goal.
+    pub fn goal_position(&self, id: &str) -> Option<usize> {
+        self.index.get(id).copied()
+    }
+
+    /// Mutable access to a goal object (its `id` must not change).
+    pub fn goal_mut(&mut self, id: &str) -> Option<&mut Map<String, Value>> {
+        let i = *self.index.get(id)?;
+        self.doc
+            .get_mut("goals")
+            .and_then(Value::as_array_mut)
+            .and_then(|a| a.get_mut(i))
+            .and_then(Value::as_object_mut)
+    }
+
+    /// Appends a goal at the end.
+    pub fn push_goal(&mut self, goal: Map<String, Value>) {
+        let id = goal
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let goals = self
+            .doc
+            .get_mut("goals")
+            .and_then(Value::as_array_mut)
+            .expect("validated");
+        self.index.insert(id, goals.len());
+        goals.push(Value::Object(goal));
+    }
+
+    /// `codexGoalMode` (absent ⇒ `per_story`).
+    pub fn mode(&self) -> Mode {
+        self.doc
+            .get("codexGoalMode")
+            .and_then(Value::as_str)
+            .and_then(Mode::parse)
+            .unwrap_or(Mode::PerStory)
+    }
+
+    /// A plan-level string.
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.doc.get(key).and_then(Value::as_str)
+    }
+
+    /// `activeGoalId`.
+    pub fn active_goal_id(&self) -> Option<&str> {
+        self.str("activeGoalId")
+    }
+
+    /// `evidenceLayoutVersion == 2`.
+    pub fn layout_v2(&self) -> bool {
+        self.doc
+            .get("evidenceLayoutVersion")
+            .and_then(Value::as_u64)
+            == Some(2)
+    }
+
+    /// The aggregate completion record under any accepted key.
+    pub fn completion(&self) -> Option<&Map<String, Value>> {
+        COMPLETION_KEYS
+            .iter()
+            .find_map(|k| self.doc.get(*k).and_then(Value::as_object))
+    }
+
+    /// The expected aggregate objective: `codexObjective`, else the unscoped
+    /// template (R§1.3.1).
+    pub fn aggregate_objective(&self, profile: &Profile) -> String {
+        match self.str("codexObjective") {
+            Some(o) => o.to_owned(),
+            None => objective_for(profile, &StatePaths::new(&profile.state_dir, None)),
+        }
+    }
+
+    /// `codexObjectiveAliases`.
+    pub fn objective_aliases(&self) -> Vec<&str> {
+        self.doc
+            .get("codexObjectiveAliases")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    /// Validation batches (raw objects, validated on read).
+    pub fn batches(&self) -> Vec<&Map<String, Value>> {
+        self.doc
+            .get("validationBatches")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_object).collect())
+            .unwrap_or_default()
+    }
+
+    /// Mutable validation batches.
+    pub fn batches_mut(&mut self) -> Option<&mut Vec<Value>> {
+        self.doc
+            .get_mut("validationBatches")
+            .and_then(Value::as_array_mut)
+    }
+
+    /// The session id recorded by `create-goals`, else recovered from
+    /// `goalsPath` (`<stateDir>/<sid>/goals.json`, R§7.5).
+    pub fn session_id(&self, profile: &Profile) -> Option<String> {
+        if let Some(v) = self.doc.get("sessionId") {
+            return v.as_str().map(str::to_owned);
+        }
+        let path = self.str("goalsPath")?;
+        let rest = path
+            .strip_prefix(profile.state_dir.as_str())?
+            .strip_prefix('/')?;
+        let sid = rest.strip_suffix("/goals.json")?;
+        (!sid.is_empty() && !sid.contains('/')).then(|| sid.to_owned())
+    }
+
+    fn migrate_legacy_objective(&mut self, profile: &Profile, paths: &StatePaths, now: &str) {
+        if self.mode() != Mode::Aggregate {
+            return;
+        }
+        let Some(old) = self.str("codexObjective").map(str::to_owned) else {
+            return;
+        };
+        let legacy = &profile.legacy_objectives;
+        let is_legacy = legacy.exact.contains(&old)
+            || legacy.prefixes.iter().any(|p| old.starts_with(p.as_str()));
+        if !is_legacy {
+            return;
+        }
+        let new = objective_for(profile, paths);
+        self.set("codexObjective", Value::String(new.clone()));
+        let mut aliases: Vec<Value> = self
+            .doc
+            .get("codexObjectiveAliases")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if !aliases.iter().any(|a| a.as_str() == Some(old.as_str())) {
+            aliases.push(Value::String(old.clone()));
+        }
+        self.set("codexObjectiveAliases", Value::Array(aliases));
+        self.set("updatedAt", Value::String(now.to_owned()));
+        let entry = json!({
+            "at": now,
+            "kind": "aggregate_objective_migrated",
+            "message": "Legacy aggregate objective migrated to the durable plan objective.",
+            "before": {"codexObjective": old},
+            "after": {"codexObjective": new},
+        });
+        if let Value::Object(m) = entry {
+            self.pending.push(m);
+        }
+    }
+}
+
+/// The aggregate objective for a scope: the profile template with the scope's paths.
+pub fn objective_for(profile: &Profile, paths: &StatePaths) -> String {
+    profile
+        .aggregate_objective
+        .replace("{goals}", &paths.goals())
+        .replace("{ledger}", &paths.ledger())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn profile() -> Profile {
+        let rules = crate::rules::RuleSet::embedded().unwrap();
+        let p: crate::goals::profile::Profiles = rules.family().unwrap();
+        p.0["ulw-loop"].clone()
+    }
+
+    #[test]
+    fn round_trip_keeps_unknown_keys_and_order() {
+        let text = r#"{"zeta":1,"version":1,"goals":[{"b":2,"id":"G1","title":"t","objective":"o","status":"pending","a":[1]}],"alpha":{"y":1,"x":2}}"#;
+        let p = profile();
+        let paths = StatePaths::new(&p.state_dir, None);
+        let mut plan = Plan::decode(text.as_bytes(), &paths, &p, "now").unwrap();
+        plan.goal_mut("G1")
+            .unwrap()
+            .insert("status".into(), json!("in_progress"));
+        plan.set("revision", json!(1));
+        let out: Value = serde_json::from_slice(&plan.encode()).unwrap();
+        let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["zeta", "version", "goals", "alpha", "revision"]);
+        let gkeys: Vec<&String> = out["goals"][0].as_object().unwrap().keys().collect();
+        assert_eq!(gkeys, ["b", "id", "title", "objective", "status", "a"]);
+        assert_eq!(out["alpha"], json!({"y": 1, "x": 2}));
+    }
+
+    proptest! {
+        #[test]
+        fn decoding_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let p = profile();
+            let paths = StatePaths::new(&p.state_dir, None);
+            let _ = Plan::decode(&bytes, &paths, &p, "now");
+        }
+
+        #[test]
+        fn decoding_plan_shaped_json_never_panics(
+            status in "[a-z_]{0,12}",
+            attempt in any::<i64>(),
+            extra in "[ -~]{0,40}",
+        ) {
+            let text = format!(
+                r#"{{"version":1,"goals":[{{"id":"G1","title":"t","objective":"o","status":"{status}","attempt":{attempt},"successCriteria":[{{"id":"C1","status":"{status}"}}],"x":"{}"}}],"lastMutation":{{"revision":{attempt},"fromSeq":1,"entries":[]}}}}"#,
+                extra.replace(['\\', '"'], "")
+            );
+            let p = profile();
+            let paths = StatePaths::new(&p.state_dir, None);
+            let _ = Plan::decode(text.as_bytes(), &paths, &p, "now");
+        }
+    }
+}

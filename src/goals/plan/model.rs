@@ -1,0 +1,223 @@
+//! Enumerations of the plan (R§1.3.4) and typed read access to goals and
+//! criteria stored as order-preserving JSON objects.
+
+use serde_json::{Map, Value};
+
+macro_rules! wire_enum {
+    ($(#[$m:meta])* $name:ident { $($variant:ident = $wire:literal),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $(
+                #[doc = concat!("`", $wire, "`")]
+                $variant,
+            )*
+        }
+
+        impl $name {
+            /// Every value, in wire order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+
+            /// The wire string.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $wire,)* }
+            }
+
+            /// Parses the wire string.
+            pub fn parse(s: &str) -> Option<$name> {
+                match s { $($wire => Some($name::$variant),)* _ => None }
+            }
+
+            /// The wire names, in order.
+            pub fn names() -> Vec<&'static str> {
+                Self::ALL.iter().map(|v| v.as_str()).collect()
+            }
+        }
+    };
+}
+
+wire_enum!(
+    /// A goal's `status`.
+    GoalStatus {
+        Pending = "pending",
+        InProgress = "in_progress",
+        Complete = "complete",
+        Failed = "failed",
+        Blocked = "blocked",
+        ReviewBlocked = "review_blocked",
+        NeedsUserDecision = "needs_user_decision",
+    }
+);
+
+wire_enum!(
+    /// A goal's `steeringStatus` overlay.
+    Overlay {
+        Superseded = "superseded",
+        Blocked = "blocked",
+    }
+);
+
+wire_enum!(
+    /// A criterion's `status`.
+    CriterionStatus {
+        Pending = "pending",
+        Pass = "pass",
+        Fail = "fail",
+        Blocked = "blocked",
+    }
+);
+
+wire_enum!(
+    /// A criterion's `userModel`.
+    UserModel {
+        Happy = "happy",
+        Edge = "edge",
+        Regression = "regression",
+        Adversarial = "adversarial",
+    }
+);
+
+wire_enum!(
+    /// The plan's `codexGoalMode`.
+    Mode {
+        Aggregate = "aggregate",
+        PerStory = "per_story",
+    }
+);
+
+/// Read access to a validated goal object.
+#[derive(Debug, Clone, Copy)]
+pub struct Goal<'a>(pub &'a Map<String, Value>);
+
+impl<'a> Goal<'a> {
+    /// `id`.
+    pub fn id(&self) -> &'a str {
+        str_of(self.0, "id")
+    }
+    /// `title`.
+    pub fn title(&self) -> &'a str {
+        str_of(self.0, "title")
+    }
+    /// `objective`.
+    pub fn objective(&self) -> &'a str {
+        str_of(self.0, "objective")
+    }
+    /// `status` (validated on read).
+    pub fn status(&self) -> GoalStatus {
+        self.0
+            .get("status")
+            .and_then(Value::as_str)
+            .and_then(GoalStatus::parse)
+            .unwrap_or(GoalStatus::Pending)
+    }
+    /// `steeringStatus`, if any.
+    pub fn overlay(&self) -> Option<Overlay> {
+        self.0
+            .get("steeringStatus")
+            .and_then(Value::as_str)
+            .and_then(Overlay::parse)
+    }
+    /// `attempt` (absent ⇒ 0).
+    pub fn attempt(&self) -> u64 {
+        self.0.get("attempt").and_then(Value::as_u64).unwrap_or(0)
+    }
+    /// `successCriteria` (absent ⇒ empty).
+    pub fn criteria(&self) -> impl Iterator<Item = Criterion<'a>> + 'a {
+        self.0
+            .get("successCriteria")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object)
+            .map(Criterion)
+    }
+    /// Number of criteria.
+    pub fn criteria_len(&self) -> usize {
+        self.0
+            .get("successCriteria")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len)
+    }
+    /// A criterion by id.
+    pub fn criterion(&self, id: &str) -> Option<Criterion<'a>> {
+        self.criteria().find(|c| c.id() == id)
+    }
+    /// A string field, when present and a string.
+    pub fn str(&self, key: &str) -> Option<&'a str> {
+        self.0.get(key).and_then(Value::as_str)
+    }
+    /// A string-array field (non-strings skipped).
+    pub fn strings(&self, key: &str) -> Vec<&'a str> {
+        self.0
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+    /// `nonRetriable == true`.
+    pub fn non_retriable(&self) -> bool {
+        self.0.get("nonRetriable").and_then(Value::as_bool) == Some(true)
+    }
+    /// `blockerSignature`, or the legacy `blocker.signature`.
+    pub fn blocker_signature(&self) -> Option<&'a str> {
+        self.str("blockerSignature").or_else(|| {
+            self.0
+                .get("blocker")
+                .and_then(|b| b.get("signature"))
+                .and_then(Value::as_str)
+        })
+    }
+    /// Whether a `waiver` is recorded.
+    pub fn waived(&self) -> bool {
+        self.0.get("waiver").is_some_and(Value::is_object)
+    }
+}
+
+/// Read access to a validated criterion object.
+#[derive(Debug, Clone, Copy)]
+pub struct Criterion<'a>(pub &'a Map<String, Value>);
+
+impl<'a> Criterion<'a> {
+    /// `id`.
+    pub fn id(&self) -> &'a str {
+        str_of(self.0, "id")
+    }
+    /// `status` (absent ⇒ pending).
+    pub fn status(&self) -> CriterionStatus {
+        self.0
+            .get("status")
+            .and_then(Value::as_str)
+            .and_then(CriterionStatus::parse)
+            .unwrap_or(CriterionStatus::Pending)
+    }
+    /// `essential` (absent ⇒ true).
+    pub fn essential(&self) -> bool {
+        self.0.get("essential").and_then(Value::as_bool) != Some(false)
+    }
+    /// `userModel` as written.
+    pub fn user_model(&self) -> &'a str {
+        str_of(self.0, "userModel")
+    }
+    /// A string field.
+    pub fn str(&self, key: &str) -> Option<&'a str> {
+        self.0.get(key).and_then(Value::as_str)
+    }
+    /// Seeded: `seeded: true`, or (legacy) `expectedEvidence` starting with a marker.
+    pub fn seeded(&self, markers: &[String]) -> bool {
+        match self.0.get("seeded") {
+            Some(v) => v.as_bool() == Some(true),
+            None => self
+                .str("expectedEvidence")
+                .is_some_and(|e| markers.iter().any(|m| e.starts_with(m.as_str()))),
+        }
+    }
+}
+
+fn str_of<'a>(m: &'a Map<String, Value>, key: &str) -> &'a str {
+    m.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Removes `key` keeping the order of the remaining keys.
+pub fn remove_key(m: &mut Map<String, Value>, key: &str) -> Option<Value> {
+    m.shift_remove(key)
+}

@@ -1,0 +1,200 @@
+//! Field rules of a plan read (goal-engine.md §2.4): a violation is
+//! `ULW_LOOP_PLAN_CORRUPT` with the JSON pointer of the offending value.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
+
+use super::model::{CriterionStatus, GoalStatus, Mode, Overlay, UserModel};
+
+/// A violated field rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// JSON pointer into the plan.
+    pub pointer: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+fn v(pointer: impl Into<String>, problem: impl Into<String>) -> Violation {
+    Violation {
+        pointer: pointer.into(),
+        problem: problem.into(),
+    }
+}
+
+fn non_negative_int(value: &Value) -> bool {
+    value.as_u64().is_some()
+}
+
+fn enum_field(
+    obj: &Map<String, Value>,
+    key: &str,
+    at: &str,
+    ok: fn(&str) -> bool,
+    names: &[&str],
+    required: bool,
+) -> Result<(), Violation> {
+    match obj.get(key) {
+        None if !required => Ok(()),
+        Some(Value::String(s)) if ok(s) => Ok(()),
+        _ => Err(v(
+            format!("{at}/{key}"),
+            format!("must be one of {}", names.join(", ")),
+        )),
+    }
+}
+
+/// Checks every field rule; returns the goal-id index on success.
+pub fn check(doc: &Map<String, Value>) -> Result<HashMap<String, usize>, Violation> {
+    if let Some(r) = doc.get("revision")
+        && !non_negative_int(r)
+    {
+        return Err(v("/revision", "must be a non-negative integer"));
+    }
+    enum_field(
+        doc,
+        "codexGoalMode",
+        "",
+        |s| Mode::parse(s).is_some(),
+        &Mode::names(),
+        false,
+    )?;
+    if let Some(lm) = doc.get("lastMutation") {
+        check_last_mutation(lm)?;
+    }
+    let goals = doc
+        .get("goals")
+        .and_then(Value::as_array)
+        .expect("caller checked goals is an array");
+    let mut index = HashMap::with_capacity(goals.len());
+    for (i, g) in goals.iter().enumerate() {
+        let at = format!("/goals/{i}");
+        let Some(g) = g.as_object() else {
+            return Err(v(at, "a goal must be an object"));
+        };
+        for key in ["id", "title", "objective"] {
+            if !g.get(key).is_some_and(Value::is_string) {
+                return Err(v(format!("{at}/{key}"), "must be a string"));
+            }
+        }
+        let id = g["id"].as_str().expect("checked");
+        if index.insert(id.to_owned(), i).is_some() {
+            return Err(v(format!("{at}/id"), format!("duplicate goal id `{id}`")));
+        }
+        enum_field(
+            g,
+            "status",
+            &at,
+            |s| GoalStatus::parse(s).is_some(),
+            &GoalStatus::names(),
+            true,
+        )?;
+        enum_field(
+            g,
+            "steeringStatus",
+            &at,
+            |s| Overlay::parse(s).is_some(),
+            &Overlay::names(),
+            false,
+        )?;
+        if let Some(a) = g.get("attempt")
+            && !non_negative_int(a)
+        {
+            return Err(v(format!("{at}/attempt"), "must be a non-negative integer"));
+        }
+        if let Some(c) = g.get("successCriteria") {
+            let Some(list) = c.as_array() else {
+                return Err(v(
+                    format!("{at}/successCriteria"),
+                    "must be an array of objects",
+                ));
+            };
+            let mut ids = HashSet::new();
+            for (j, c) in list.iter().enumerate() {
+                let cat = format!("{at}/successCriteria/{j}");
+                let Some(c) = c.as_object() else {
+                    return Err(v(cat, "a criterion must be an object"));
+                };
+                let Some(cid) = c.get("id").and_then(Value::as_str) else {
+                    return Err(v(format!("{cat}/id"), "must be a string"));
+                };
+                if !ids.insert(cid) {
+                    return Err(v(
+                        format!("{cat}/id"),
+                        format!("duplicate criterion id `{cid}` in goal `{id}`"),
+                    ));
+                }
+                enum_field(
+                    c,
+                    "status",
+                    &cat,
+                    |s| CriterionStatus::parse(s).is_some(),
+                    &CriterionStatus::names(),
+                    false,
+                )?;
+                enum_field(
+                    c,
+                    "userModel",
+                    &cat,
+                    |s| UserModel::parse(s).is_some(),
+                    &UserModel::names(),
+                    false,
+                )?;
+            }
+        }
+    }
+    if let Some(b) = doc.get("validationBatches") {
+        let Some(batches) = b.as_array() else {
+            return Err(v("/validationBatches", "must be an array"));
+        };
+        for (i, b) in batches.iter().enumerate() {
+            let at = format!("/validationBatches/{i}");
+            let Some(b) = b.as_object() else {
+                return Err(v(at, "a validation batch must be an object"));
+            };
+            if !b.get("batchId").is_some_and(Value::is_string) {
+                return Err(v(format!("{at}/batchId"), "must be a string"));
+            }
+            let Some(members) = b.get("memberIds").and_then(Value::as_array) else {
+                return Err(v(format!("{at}/memberIds"), "must be an array of goal ids"));
+            };
+            for (j, m) in members.iter().enumerate() {
+                match m.as_str() {
+                    Some(id) if index.contains_key(id) => {}
+                    _ => {
+                        return Err(v(
+                            format!("{at}/memberIds/{j}"),
+                            "must name an existing goal",
+                        ));
+                    }
+                }
+            }
+            match b.get("finalGoalId").and_then(Value::as_str) {
+                Some(id) if index.contains_key(id) => {}
+                _ => {
+                    return Err(v(format!("{at}/finalGoalId"), "must name an existing goal"));
+                }
+            }
+        }
+    }
+    Ok(index)
+}
+
+fn check_last_mutation(lm: &Value) -> Result<(), Violation> {
+    let Some(o) = lm.as_object() else {
+        return Err(v("/lastMutation", "must be an object"));
+    };
+    for key in ["revision", "fromSeq"] {
+        if !o.get(key).is_some_and(non_negative_int) {
+            return Err(v(
+                format!("/lastMutation/{key}"),
+                "must be a non-negative integer",
+            ));
+        }
+    }
+    match o.get("entries").and_then(Value::as_array) {
+        Some(list) if list.iter().all(Value::is_object) => Ok(()),
+        _ => Err(v("/lastMutation/entries", "must be an array of objects")),
+    }
+}

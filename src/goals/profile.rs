@@ -1,0 +1,506 @@
+//! Profiles as data (goal-engine.md §1): the `profiles`, `texts` and
+//! `blockers` rule families. Every difference between `ulw-loop` and
+//! `ultragoal` is a value read here; no code path branches on a profile name.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::rules::{Problem, RuleFamily};
+use crate::sandbox::{PathLimits, RelPath};
+
+/// Every profile, by name (`rules/profiles/*.json`, mounted at `/profiles/<name>`).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub struct Profiles(pub BTreeMap<String, Profile>);
+
+impl RuleFamily for Profiles {
+    const KEY: &'static str = "profiles";
+    fn check(&self) -> Result<(), Problem> {
+        for (key, p) in &self.0 {
+            let at = |rest: &str, problem: String| {
+                Problem::at(
+                    format!("/{}{rest}", crate::json::pointer_token(key)),
+                    problem,
+                )
+            };
+            if p.schema != 1 {
+                return Err(at(
+                    "/schema",
+                    format!("unsupported profile schema {}", p.schema),
+                ));
+            }
+            if &p.name != key {
+                return Err(at("/name", format!("must equal the profile's key `{key}`")));
+            }
+            for (field, value) in [
+                ("/stateDir", &p.state_dir),
+                ("/evidenceRoot", &p.evidence_root),
+            ] {
+                if RelPath::parse(value, PathLimits::default()).is_err() {
+                    return Err(at(field, "must be a clean repo-relative path".into()));
+                }
+            }
+            if !p.attempt_dir_template.contains("{goalId}")
+                || !p.attempt_dir_template.contains("{attempt}")
+            {
+                return Err(at(
+                    "/attemptDirTemplate",
+                    "must contain {goalId} and {attempt}".into(),
+                ));
+            }
+            if !p.host_goal.flag.starts_with("--") || !p.host_goal.mode_flag.starts_with("--") {
+                return Err(at("/hostGoal", "flags must start with `--`".into()));
+            }
+            if p.completion_keys.is_empty() {
+                return Err(at("/completionKeys", "must name at least one key".into()));
+            }
+            if !p.aggregate_objective.contains("{goals}")
+                || !p.aggregate_objective.contains("{ledger}")
+            {
+                return Err(at(
+                    "/aggregateObjective",
+                    "must contain {goals} and {ledger}".into(),
+                ));
+            }
+            if p.blockers.escalate_after == 0 {
+                return Err(at("/blockers/escalateAfter", "must be at least 1".into()));
+            }
+            for (k, v) in &p.plan_markers {
+                if v.is_null() || v.is_object() || v.is_array() {
+                    return Err(at(
+                        &format!("/planMarkers/{}", crate::json::pointer_token(k)),
+                        "must be a string, number or boolean".into(),
+                    ));
+                }
+            }
+            if texts_key(&p.texts).is_none() {
+                return Err(at(
+                    "/texts",
+                    "must name a texts file as `texts/<name>.json`".into(),
+                ));
+            }
+            let l = &p.limits;
+            if [
+                l.max_plan_bytes,
+                l.max_input_bytes,
+                l.max_brief_bytes,
+                l.max_embedded_snapshot_bytes,
+                l.max_embedded_gate_bytes,
+                l.max_ledger_record_bytes,
+            ]
+            .contains(&0)
+            {
+                return Err(at("/limits", "every limit must be positive".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The key of a texts file in the `texts` family: `texts/ulw-loop.json` → `ulw-loop`.
+pub fn texts_key(file: &str) -> Option<&str> {
+    file.strip_prefix("texts/")?
+        .strip_suffix(".json")
+        .filter(|k| !k.is_empty() && !k.contains('/'))
+}
+
+/// One profile (goal-engine.md §1.1).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Profile {
+    /// File format version (1).
+    pub schema: u32,
+    /// Subcommand name and the plan's `profile` value.
+    pub name: String,
+    /// Word used in messages (`[<displayName>] …`).
+    pub display_name: String,
+    /// Handoff header word (`<handoffTitle> aggregate-goal handoff`).
+    pub handoff_title: String,
+    /// Command rendered in handoffs, hints and `nextActions`.
+    pub command_prefix: String,
+    /// argv[0] names that dispatch straight to this profile.
+    pub invocation_names: Vec<String>,
+    /// argv[0] names under which `<name> <sub>` is accepted.
+    pub parent_commands: Vec<String>,
+    /// Base state directory (repo-relative).
+    pub state_dir: String,
+    /// Sandbox evidence root.
+    pub evidence_root: String,
+    /// Attempt evidence directory template (`{sid}`, `{goalId}`, `{attempt}`).
+    pub attempt_dir_template: String,
+    /// Session scoping.
+    pub session: SessionRules,
+    /// Host-goal snapshot flags and policy.
+    pub host_goal: HostGoalRules,
+    /// Plan-level fields written by `create-goals` and checked on read.
+    pub plan_markers: serde_json::Map<String, Value>,
+    /// Plan keys that receive the aggregate completion record.
+    pub completion_keys: Vec<String>,
+    /// Aggregate host objective template (`{goals}`, `{ledger}`).
+    pub aggregate_objective: String,
+    /// Legacy objectives migrated to the template.
+    pub legacy_objectives: LegacyObjectives,
+    /// Criteria policy.
+    pub criteria: CriteriaRules,
+    /// Steering policy (used by `steer` and the hook channel).
+    pub steering: SteeringRules,
+    /// Gate rule selection.
+    pub gate: GateSelection,
+    /// Mutation lock timing.
+    pub lock: LockRules,
+    /// Ledger verification policy.
+    pub ledger: LedgerRules,
+    /// Byte caps.
+    pub limits: Limits,
+    /// Blocker escalation.
+    pub blockers: BlockerPolicy,
+    /// Team-worker markers.
+    pub team: TeamRules,
+    /// Workflow registry identity.
+    pub workflow: WorkflowIdentity,
+    /// Texts file (`texts/<name>.json`).
+    pub texts: String,
+}
+
+/// `session` keys.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SessionRules {
+    /// Explicit scope flag.
+    pub flag: String,
+    /// Environment fallback, first non-empty normalised value wins.
+    pub env: Vec<String>,
+    /// `{sid}` of attempt directories when no sid is known.
+    pub attempt_fallback: String,
+}
+
+/// `hostGoal` keys.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HostGoalRules {
+    /// Host-goal snapshot flag.
+    pub flag: String,
+    /// Accepted synonyms of the flag.
+    pub aliases: Vec<String>,
+    /// `create-goals` mode flag.
+    pub mode_flag: String,
+    /// Accepted synonyms of the mode flag.
+    pub mode_aliases: Vec<String>,
+    /// Whether a complete checkpoint needs a snapshot.
+    pub required: bool,
+    /// Noun used in reconciliation messages.
+    pub noun: String,
+    /// Host tool names (`get`, `create`, `update`); empty = no native goal API.
+    pub tools: BTreeMap<String, String>,
+}
+
+impl HostGoalRules {
+    /// The flag and its aliases.
+    pub fn all_flags(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.flag.as_str()).chain(self.aliases.iter().map(String::as_str))
+    }
+    /// The mode flag and its aliases.
+    pub fn all_mode_flags(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.mode_flag.as_str()).chain(self.mode_aliases.iter().map(String::as_str))
+    }
+}
+
+/// `legacyObjectives` keys.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LegacyObjectives {
+    /// Objectives equal to one of these are migrated.
+    pub exact: Vec<String>,
+    /// Objectives starting with one of these are migrated.
+    pub prefixes: Vec<String>,
+}
+
+/// `criteria` keys.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CriteriaRules {
+    /// Seed C001–C003 on new goals.
+    pub seed: bool,
+    /// Whether an empty criteria list fails a criteria gate.
+    pub require_non_empty: bool,
+    /// `expectedEvidence` prefixes that mark a legacy criterion as seeded.
+    pub seeded_markers: Vec<String>,
+}
+
+/// `steering` keys.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SteeringRules {
+    /// Enabled kinds, in help order.
+    pub kinds: Vec<String>,
+    /// Prompt markers for hook steering.
+    pub directive_markers: Vec<String>,
+    /// Key names no proposal may carry.
+    pub protected_keys: Vec<String>,
+}
+
+/// `gate` keys.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateSelection {
+    /// Gate rule file for final and batch gates (`surface` = resolve the surface).
+    #[serde(rename = "final")]
+    pub final_rules: String,
+}
+
+/// `lock` keys.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LockRules {
+    /// CLI lock wait.
+    pub timeout_ms: u64,
+    /// Lock wait inside hook handlers.
+    pub hook_timeout_ms: u64,
+    /// Age after which a Node tool's lock file is stale.
+    pub foreign_stale_ms: u64,
+}
+
+/// `ledger` keys.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LedgerRules {
+    /// Severity of unchained records after the chain start.
+    pub foreign_records: ForeignRecords,
+}
+
+/// Severity of foreign ledger records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ForeignRecords {
+    /// An error finding.
+    Error,
+    /// A warning finding.
+    Warning,
+}
+
+/// `limits` keys (bytes).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Limits {
+    /// `goals.json` cap.
+    pub max_plan_bytes: u64,
+    /// Any JSON input (`--…-json`, payload and gate files).
+    pub max_input_bytes: u64,
+    /// `--brief-file` cap.
+    pub max_brief_bytes: u64,
+    /// Raw host snapshots larger than this are stored as a digest.
+    pub max_embedded_snapshot_bytes: u64,
+    /// Normalised gates larger than this are stored as a digest.
+    pub max_embedded_gate_bytes: u64,
+    /// One ledger record.
+    pub max_ledger_record_bytes: u64,
+}
+
+/// `blockers` keys.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BlockerPolicy {
+    /// Occurrences (or goals) that escalate to `needs_user_decision`.
+    pub escalate_after: u64,
+}
+
+/// `team` keys.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TeamRules {
+    /// Environment markers of a team worker.
+    pub worker_env: Vec<WorkerEnv>,
+    /// Hook-payload agent types treated as workers.
+    pub worker_agent_types: Vec<String>,
+}
+
+/// One worker environment marker.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerEnv {
+    /// Variable name.
+    pub name: String,
+    /// Values that mark a worker.
+    pub values: Vec<String>,
+}
+
+/// `workflow` keys.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowIdentity {
+    /// Identity in the workflow registry.
+    pub name: String,
+    /// Role registered by `create-goals`.
+    pub role: String,
+}
+
+/// Every texts file, by key (`rules/texts/*.json`, mounted at `/texts/<name>`).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub struct TextsFamily(pub BTreeMap<String, Texts>);
+
+impl RuleFamily for TextsFamily {
+    const KEY: &'static str = "texts";
+    fn check(&self) -> Result<(), Problem> {
+        for (key, t) in &self.0 {
+            if t.schema != 1 {
+                return Err(Problem::at(
+                    format!("/{}/schema", crate::json::pointer_token(key)),
+                    format!("unsupported texts schema {}", t.schema),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Agent-facing texts of one profile (`{name}` placeholders).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Texts {
+    /// File format version (1).
+    pub schema: u32,
+    /// The usage block, one line per element.
+    pub help: Vec<String>,
+    /// Goal instruction (handoff) fragments.
+    pub instruction: InstructionTexts,
+    /// Blocked-decision handoff lines.
+    pub blocked_handoff: Vec<String>,
+    /// Decision text when a goal records none.
+    pub blocked_decision_fallback: String,
+    /// `complete-goals` text for a complete run.
+    pub all_complete: String,
+    /// `complete-goals` text for a stalled run.
+    pub stalled: String,
+    /// Stop-hook resume directive lines.
+    pub stop_resume: Vec<String>,
+    /// `guidance` of `checkpoint --print-template`, one sentence per element.
+    pub template_guidance: Vec<String>,
+    /// Extra guidance sentence for evidence-layout v1 plans.
+    pub template_guidance_v1: String,
+}
+
+/// Fragments of the goal instruction (R§7.5).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct InstructionTexts {
+    pub header_aggregate: String,
+    pub header_per_story: String,
+    pub meta: Vec<String>,
+    pub active_goal: Vec<String>,
+    pub criteria_header: String,
+    pub criterion_line: String,
+    pub remaining_tag: String,
+    pub no_criteria: String,
+    pub constraints_header: String,
+    pub common: Vec<String>,
+    pub per_story: Vec<String>,
+    pub aggregate: Vec<String>,
+    pub aggregate_final: Vec<String>,
+    pub aggregate_non_final: Vec<String>,
+    pub evidence_layout: Vec<String>,
+    pub non_final: Vec<String>,
+    #[serde(rename = "final")]
+    pub final_block: Vec<String>,
+    pub aggregate_checkpoint: Vec<String>,
+    pub failed: Vec<String>,
+    pub payload_header: String,
+}
+
+/// The shared external-authorisation classifier word lists (`rules/blockers.json`).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BlockerRules {
+    /// File format version (1).
+    pub schema: u32,
+    /// Authorisation words (`word*` matches a word prefix).
+    pub auth_words: Vec<String>,
+    /// Words saying something is missing.
+    pub missing_words: Vec<String>,
+    /// Container-registry words.
+    pub registry_words: Vec<String>,
+    /// Words of an anonymous / HTTP 401 failure.
+    pub http401_words: Vec<String>,
+    /// Words of an HTTP 403 / missing `read:packages` failure.
+    pub http403_words: Vec<String>,
+    /// Signature strings.
+    pub signatures: BlockerSignatures,
+}
+
+/// Signature vocabulary of the classifier.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BlockerSignatures {
+    /// Signature without registry words.
+    pub generic: String,
+    /// Registry signature prefix.
+    pub registry_prefix: String,
+    /// Registry signature suffix.
+    pub registry_suffix: String,
+    /// Part for a 401 / anonymous failure.
+    pub http401: String,
+    /// Part for a 403 / read:packages failure.
+    pub http403: String,
+    /// Part when neither applies.
+    pub registry_unknown: String,
+    /// `requiredExternalDecision` template (`{signature}`).
+    pub decision: String,
+}
+
+impl RuleFamily for BlockerRules {
+    const KEY: &'static str = "blockers";
+    fn check(&self) -> Result<(), Problem> {
+        if self.schema != 1 {
+            return Err(Problem::at("/schema", "unsupported blockers schema"));
+        }
+        for (key, list) in [
+            ("authWords", &self.auth_words),
+            ("missingWords", &self.missing_words),
+            ("registryWords", &self.registry_words),
+            ("http401Words", &self.http401_words),
+            ("http403Words", &self.http403_words),
+        ] {
+            if list.is_empty() {
+                return Err(Problem::at(format!("/{key}"), "must not be empty"));
+            }
+            for (i, w) in list.iter().enumerate() {
+                if w.trim().is_empty() || w.trim() != w || w.to_lowercase() != *w {
+                    return Err(Problem::at(
+                        format!("/{key}/{i}"),
+                        "words are non-blank, trimmed and lower-case",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// JSON Schema of a profile.
+pub fn profile_schema() -> Value {
+    serde_json::to_value(schemars::schema_for!(Profile)).expect("schemas serialise")
+}
+
+/// JSON Schema of `rules/blockers.json`.
+pub fn blocker_rules_schema() -> Value {
+    serde_json::to_value(schemars::schema_for!(BlockerRules)).expect("schemas serialise")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_profiles_validate() {
+        let rules = crate::rules::RuleSet::embedded().unwrap();
+        let p: Profiles = rules.family().unwrap();
+        assert_eq!(p.0.len(), 2);
+        let t: TextsFamily = rules.family().unwrap();
+        for prof in p.0.values() {
+            assert!(t.0.contains_key(texts_key(&prof.texts).unwrap()));
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! The summary object several commands print (R§3.4, plus `runComplete`,
+//! `completionBlocking` and `waived` of goal-engine.md §4.2).
+
+use serde_json::{Value, json};
+
+use super::lifecycle;
+use super::plan::{CriterionStatus, GoalStatus, Overlay, Plan};
+
+/// Counts by raw status, criteria counts and the completion predicates.
+pub fn summary(plan: &Plan) -> Value {
+    let mut by_status = [0u64; 7];
+    let (mut superseded, mut waived, mut blocking) = (0u64, 0u64, 0u64);
+    let mut crit = [0u64; 4];
+    let mut crit_total = 0u64;
+    for g in plan.goals() {
+        let i = GoalStatus::ALL
+            .iter()
+            .position(|s| *s == g.status())
+            .expect("every status is listed");
+        by_status[i] += 1;
+        if g.overlay() == Some(Overlay::Superseded) {
+            superseded += 1;
+            if g.waived() {
+                waived += 1;
+            }
+        }
+        if lifecycle::completion_blocking(plan, g) {
+            blocking += 1;
+        }
+        for c in g.criteria() {
+            crit_total += 1;
+            let j = CriterionStatus::ALL
+                .iter()
+                .position(|s| *s == c.status())
+                .expect("every status is listed");
+            crit[j] += 1;
+        }
+    }
+    let count = |s: GoalStatus| {
+        by_status[GoalStatus::ALL
+            .iter()
+            .position(|x| *x == s)
+            .expect("listed")]
+    };
+    let ccount = |s: CriterionStatus| {
+        crit[CriterionStatus::ALL
+            .iter()
+            .position(|x| *x == s)
+            .expect("listed")]
+    };
+    json!({
+        "total": plan.goal_count(),
+        "pending": count(GoalStatus::Pending),
+        "in_progress": count(GoalStatus::InProgress),
+        "complete": count(GoalStatus::Complete),
+        "failed": count(GoalStatus::Failed),
+        "blocked": count(GoalStatus::Blocked),
+        "review_blocked": count(GoalStatus::ReviewBlocked),
+        "needs_user_decision": count(GoalStatus::NeedsUserDecision),
+        "superseded": superseded,
+        "criteria": {
+            "total": crit_total,
+            "pass": ccount(CriterionStatus::Pass),
+            "pending": ccount(CriterionStatus::Pending),
+            "fail": ccount(CriterionStatus::Fail),
+            "blocked": ccount(CriterionStatus::Blocked),
+        },
+        "runComplete": lifecycle::run_complete(plan),
+        "completionBlocking": blocking,
+        "waived": waived,
+    })
+}

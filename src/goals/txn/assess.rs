@@ -1,0 +1,198 @@
+//! The recovery check's comparison of a plan with its ledger (goal-engine.md
+//! §2.8), shared by mutations, `status` and `repair --check`.
+
+use cap_std::fs::Dir;
+use serde_json::{Map, Value};
+
+use crate::goals::journal::{self, Head};
+use crate::goals::plan::Plan;
+use crate::goals::state;
+
+/// Plan/ledger agreement (goal-engine.md §2.8, reported by `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Consistency {
+    /// Plan revision equals the ledger's and nothing is missing.
+    Ok,
+    /// The ledger can be completed from the plan's `lastMutation` (or has a torn tail).
+    Recoverable,
+    /// Unrecoverable divergence.
+    Mismatch,
+}
+
+impl Consistency {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Consistency::Ok => "ok",
+            Consistency::Recoverable => "recoverable",
+            Consistency::Mismatch => "mismatch",
+        }
+    }
+}
+
+/// The comparison of a plan with its ledger.
+#[derive(Debug, Clone)]
+pub struct Assessment {
+    /// The verdict.
+    pub consistency: Consistency,
+    /// Entries of `lastMutation` that never reached the ledger.
+    pub missing: Vec<Map<String, Value>>,
+    /// Plan revision.
+    pub plan_revision: u64,
+    /// Revision of the last chained ledger record.
+    pub ledger_revision: u64,
+    /// Last chained seq.
+    pub last_seq: u64,
+}
+
+/// Compares plan and ledger. `landed(revision, from_seq)` counts the
+/// `lastMutation` entries present in the ledger (a backwards read of the
+/// records since `from_seq`).
+pub fn assess(
+    plan: Option<&Plan>,
+    head: &Head,
+    torn: bool,
+    landed: &mut dyn FnMut(u64, u64) -> usize,
+) -> Assessment {
+    let rp = plan.map_or(0, Plan::revision);
+    let rl = head.last_revision;
+    let mut out = Assessment {
+        consistency: Consistency::Ok,
+        missing: Vec::new(),
+        plan_revision: rp,
+        ledger_revision: rl,
+        last_seq: head.last_seq,
+    };
+    let lm = plan.and_then(Plan::last_mutation);
+    let missing_of = |entries: &Vec<Value>, k: usize| -> Vec<Map<String, Value>> {
+        entries
+            .iter()
+            .skip(k)
+            .filter_map(|e| e.as_object().cloned())
+            .collect()
+    };
+    if rp == rl {
+        // The seq arithmetic of §2.8 (`Ls < fromSeq + n - 1`) misses a cut
+        // made after a repair entry shifted the seqs, so the landed entries
+        // are counted whenever the plan's last mutation is the current one.
+        if let Some((lrev, from, entries)) = lm
+            && lrev == rp
+            && !entries.is_empty()
+        {
+            let k = landed(rp, from);
+            if k < entries.len() {
+                out.consistency = Consistency::Recoverable;
+                out.missing = missing_of(entries, k);
+            }
+        }
+    } else if let Some((lrev, from, entries)) = lm
+        && rp == rl + 1
+        && lrev == rp
+    {
+        let k = landed(rp, from);
+        out.consistency = Consistency::Recoverable;
+        out.missing = missing_of(entries, k);
+    } else {
+        out.consistency = Consistency::Mismatch;
+    }
+    if torn && out.consistency == Consistency::Ok {
+        out.consistency = Consistency::Recoverable;
+    }
+    out
+}
+
+/// Counts records with `seq ≥ from_seq` and `revision == rev` (excluding
+/// repair entries), reading the ledger backwards.
+pub fn count_landed(dir: &Dir, head: &Head, rev: u64, from_seq: u64) -> usize {
+    let Ok(Some((mut file, _))) = state::open_file(dir, state::LEDGER, state::LEDGER) else {
+        return 0;
+    };
+    let mut n = 0;
+    let _ = journal::read_back(&mut file, head.len, |_, line| {
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
+            return true;
+        };
+        let Some((seq, _)) = crate::ledger::chain_fields(&v) else {
+            return true;
+        };
+        if seq < from_seq {
+            return false;
+        }
+        if v.get("revision").and_then(Value::as_u64) == Some(rev)
+            && v.get("kind").and_then(Value::as_str) != Some("ledger_repaired")
+        {
+            n += 1;
+        }
+        true
+    });
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn plan(rev: u64, lm: Option<(u64, u64, usize)>) -> Plan {
+        let mut doc = json!({"version": 1, "goals": [], "revision": rev});
+        if let Some((r, from, n)) = lm {
+            let entries: Vec<Value> = (0..n).map(|i| json!({"kind": "k", "i": i})).collect();
+            doc["lastMutation"] = json!({"revision": r, "fromSeq": from, "entries": entries});
+        }
+        Plan::from_doc(doc.as_object().unwrap().clone())
+    }
+
+    fn head(seq: u64, rev: u64) -> Head {
+        Head {
+            last_seq: seq,
+            last_revision: rev,
+            ..Head::default()
+        }
+    }
+
+    #[test]
+    fn verdicts() {
+        let none = &mut |_: u64, _: u64| 0;
+        assert_eq!(
+            assess(None, &Head::default(), false, none).consistency,
+            Consistency::Ok
+        );
+        let p = plan(3, Some((3, 5, 2)));
+        let all = &mut |_: u64, _: u64| 2;
+        assert_eq!(
+            assess(Some(&p), &head(6, 3), false, all).consistency,
+            Consistency::Ok
+        );
+        let one = &mut |_: u64, _: u64| 1;
+        let a = assess(Some(&p), &head(5, 3), false, one);
+        assert_eq!(a.consistency, Consistency::Recoverable);
+        assert_eq!(a.missing.len(), 1);
+        assert_eq!(a.missing[0]["i"], 1);
+        let a = assess(Some(&p), &head(4, 2), false, none);
+        assert_eq!(a.consistency, Consistency::Recoverable);
+        assert_eq!(a.missing.len(), 2);
+        assert_eq!(
+            assess(Some(&p), &head(4, 1), false, none).consistency,
+            Consistency::Mismatch
+        );
+        assert_eq!(
+            assess(Some(&plan(2, None)), &head(4, 1), false, none).consistency,
+            Consistency::Mismatch
+        );
+        assert_eq!(
+            assess(
+                Some(&plan(1, Some((1, 1, 1)))),
+                &Head::default(),
+                false,
+                none
+            )
+            .consistency,
+            Consistency::Recoverable
+        );
+        assert_eq!(
+            assess(Some(&plan(0, None)), &Head::default(), true, none).consistency,
+            Consistency::Recoverable,
+            "a torn tail alone is recoverable"
+        );
+    }
+}

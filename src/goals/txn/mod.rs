@@ -1,0 +1,543 @@
+//! The mutation transaction (goal-engine.md §2.7, §2.8): lock → recovery
+//! check → read plan → validate → write plan → append ledger → update index
+//! → release. Every mutating subcommand runs inside one [`Locked`].
+
+use std::time::{Duration, SystemTime};
+
+use cap_std::fs::{Dir, OpenOptions};
+use serde_json::{Map, Value, json};
+
+use super::Engine;
+mod assess;
+
+pub use assess::{Assessment, Consistency, assess, count_landed};
+
+use super::error::{ErrorKind, GoalError};
+use super::index::{self, Source, View};
+use super::journal::{self, Head};
+use super::plan::{self, Plan};
+use super::state;
+use crate::store::{self, Durability, LockError, LockOptions, MutationLock};
+
+/// What to do when plan and ledger disagree beyond recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnMismatch {
+    /// Fail with `ULW_LOOP_PLAN_LEDGER_MISMATCH`.
+    Refuse,
+    /// Continue (archiving and `repair --accept-plan`).
+    Ignore,
+}
+
+/// Whether a commit writes the plan.
+#[derive(Debug)]
+pub enum Write {
+    /// Replace `goals.json` (revision R+1) and append.
+    Plan(Box<Plan>),
+    /// Append only, keeping revision R.
+    AuditOnly {
+        /// The unchanged plan revision.
+        revision: u64,
+    },
+}
+
+/// The result of a commit.
+#[derive(Debug, Clone)]
+pub struct Committed {
+    /// Plan revision after the write.
+    pub revision: u64,
+    /// Every entry appended by the command (with `seq`/`prev`), in order.
+    pub entries: Vec<Value>,
+    /// Entries appended by the recovery check before the command ran.
+    pub repaired: Vec<Value>,
+    /// The ledger head after the write.
+    pub head: Head,
+    /// The plan as written, when one was.
+    pub plan: Option<Plan>,
+}
+
+/// A held mutation lock with the ledger head it saw.
+#[derive(Debug)]
+pub struct Locked<'e> {
+    engine: &'e Engine,
+    /// The state directory.
+    pub dir: Dir,
+    lock: Option<MutationLock>,
+    /// The ledger head (after recovery).
+    pub view: View,
+    torn: Option<Value>,
+    broken: Option<Value>,
+    /// The command's timestamp.
+    pub now: String,
+    /// Entries the recovery check appended.
+    pub repaired: Vec<Value>,
+    /// Whether the index had to be rebuilt.
+    pub rebuilt_index: bool,
+}
+
+impl Engine {
+    /// Acquires the mutation lock of the scope (creating the state directory),
+    /// brings the index up to date and repairs a torn ledger tail.
+    pub fn lock(&self, command: &str) -> Result<Locked<'_>, GoalError> {
+        self.lock_with(command, false)
+    }
+
+    /// [`Engine::lock`], optionally forcing a full index rebuild.
+    pub fn lock_with(&self, command: &str, rebuild_index: bool) -> Result<Locked<'_>, GoalError> {
+        let dir = state::open_chain(self.root(), &self.paths.dir, true)?.expect("created");
+        let lock_path = self.paths.file(state::LOCK);
+        let opts = LockOptions {
+            timeout: self.lock_timeout(),
+            foreign_stale: Duration::from_millis(self.profile.lock.foreign_stale_ms),
+            command: command.to_owned(),
+        };
+        let lock = MutationLock::acquire(&dir, state::LOCK, &opts).map_err(|e| match e {
+            LockError::Timeout { waited_ms, holder } => GoalError::new(
+                ErrorKind::LockTimeout {
+                    lock_path: lock_path.clone(),
+                    waited_ms,
+                    holder,
+                },
+                format!(
+                    "Timed out after {waited_ms} ms waiting for {lock_path}; another {} command holds it. Retry.",
+                    self.profile.display_name
+                ),
+            ),
+            LockError::Unsafe { what } => GoalError::unsafe_state(
+                &lock_path,
+                if what == "a symlink" {
+                    "PATH_SYMLINK"
+                } else {
+                    "NOT_REGULAR_FILE"
+                },
+                &format!("it is {what}"),
+            ),
+            LockError::Io(e) => GoalError::io(&lock_path, "lock", &e),
+        })?;
+        let broken = lock.broken.clone();
+        let (now_t, now) = self.now();
+        remove_stale_temps(&dir, now_t);
+        let max_record = self.profile.limits.max_ledger_record_bytes;
+        let (view, rebuilt) = index::refresh(&dir, &self.paths, max_record, rebuild_index)?;
+        if rebuilt {
+            super::diagnostics::index_rebuilt(self, command, &view);
+        }
+        let mut locked = Locked {
+            engine: self,
+            dir,
+            lock: Some(lock),
+            view,
+            torn: None,
+            broken,
+            now,
+            repaired: Vec::new(),
+            rebuilt_index: rebuilt,
+        };
+        locked.repair_torn_tail(now_t)?;
+        Ok(locked)
+    }
+}
+
+fn remove_stale_temps(dir: &Dir, now: SystemTime) {
+    let Ok(entries) = dir.entries() else {
+        return;
+    };
+    let now_ms = crate::time::epoch_ms(now);
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !(name.starts_with('.') && name.ends_with(".tmp")) {
+            continue;
+        }
+        let parts: Vec<&str> = name.trim_end_matches(".tmp").rsplit('.').collect();
+        let Some(ms) = parts.get(1).and_then(|p| p.parse::<u64>().ok()) else {
+            continue;
+        };
+        if now_ms.saturating_sub(ms) > 3_600_000 {
+            let _ = dir.remove_file(name);
+        }
+    }
+}
+
+impl<'e> Locked<'e> {
+    fn repair_torn_tail(&mut self, now: SystemTime) -> Result<(), GoalError> {
+        if self.view.trailing.is_empty() {
+            return Ok(());
+        }
+        let display = self.engine.paths.ledger();
+        let trailing = std::mem::take(&mut self.view.trailing);
+        let parsed: Option<Value> = serde_json::from_slice(&trailing).ok();
+        if parsed.as_ref().is_some_and(Value::is_object) {
+            let (mut f, created) = store::open_append(&self.dir, state::LEDGER)
+                .map_err(|e| GoalError::io(&display, "open", &e))?;
+            store::append_synced(&self.dir, &mut f, created, b"\n")
+                .map_err(|e| GoalError::io(&display, "append to", &e))?;
+        } else {
+            let name = format!(".ledger-torn-{}", crate::time::epoch_ms(now));
+            store::atomic_replace(&self.dir, &name, &trailing, Durability::Synced)
+                .map_err(|e| GoalError::io(&self.engine.paths.file(&name), "write", &e))?;
+            let mut opts = OpenOptions::new();
+            opts.write(true);
+            let f = self
+                .dir
+                .open_with(state::LEDGER, &opts)
+                .map_err(|e| GoalError::io(&display, "open", &e))?;
+            f.set_len(self.view.head.len)
+                .and_then(|()| f.sync_all())
+                .map_err(|e| GoalError::io(&display, "truncate", &e))?;
+            self.torn = Some(json!({
+                "tornBytes": trailing.len(),
+                "tornSha256": crate::digest::sha256_hex(&trailing),
+                "savedAs": self.engine.paths.file(&name),
+            }));
+        }
+        let max_record = self.engine.profile.limits.max_ledger_record_bytes;
+        let (view, _) = index::refresh(&self.dir, &self.engine.paths, max_record, false)?;
+        self.view = view;
+        Ok(())
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &'e Engine {
+        self.engine
+    }
+
+    /// Whether a ledger file exists.
+    pub fn ledger_exists(&self) -> bool {
+        self.view.source != Source::Missing
+    }
+
+    /// Reads the plan (`ULW_LOOP_PLAN_MISSING` when there is none).
+    pub fn read_plan(&self) -> Result<Plan, GoalError> {
+        plan::read(
+            Some(&self.dir),
+            &self.engine.paths,
+            &self.engine.profile,
+            &self.now,
+        )
+    }
+
+    /// Whether `goals.json` exists.
+    pub fn plan_exists(&self) -> Result<bool, GoalError> {
+        Ok(state::open_file(&self.dir, state::GOALS, &self.engine.paths.goals())?.is_some())
+    }
+
+    /// The recovery check (goal-engine.md §2.8): completes the ledger from
+    /// `lastMutation` when possible and audits a torn-tail repair.
+    pub fn reconcile(
+        &mut self,
+        plan: Option<&Plan>,
+        on_mismatch: OnMismatch,
+    ) -> Result<Assessment, GoalError> {
+        let head = self.view.head.clone();
+        let dir = &self.dir;
+        let a = assess(plan, &head, false, &mut |rev, from| {
+            count_landed(dir, &head, rev, from)
+        });
+        let torn = self.torn.take();
+        let rp = a.plan_revision;
+        match a.consistency {
+            Consistency::Recoverable => {
+                let reason = if a.ledger_revision < rp {
+                    "ledger_behind_plan"
+                } else {
+                    "append_cut_short"
+                };
+                let mut repair = json!({"reason": reason, "recoveredCount": a.missing.len()});
+                if let Some(t) = &torn {
+                    merge(&mut repair, t);
+                }
+                let mut entries = vec![self.repaired_entry(repair, rp)];
+                for mut e in a.missing.iter().cloned() {
+                    e.insert("recovered".into(), Value::Bool(true));
+                    entries.push(e);
+                }
+                self.append_now(&entries)?;
+            }
+            Consistency::Ok | Consistency::Mismatch => {
+                if let Some(t) = torn {
+                    let mut repair = json!({"reason": "torn_tail", "recoveredCount": 0});
+                    merge(&mut repair, &t);
+                    let e = self.repaired_entry(repair, a.ledger_revision);
+                    self.append_now(&[e])?;
+                }
+                if a.consistency == Consistency::Mismatch && on_mismatch == OnMismatch::Refuse {
+                    return Err(self.mismatch_error(&a));
+                }
+            }
+        }
+        Ok(a)
+    }
+
+    /// `ULW_LOOP_PLAN_LEDGER_MISMATCH` for an assessment.
+    pub fn mismatch_error(&self, a: &Assessment) -> GoalError {
+        let p = &self.engine.profile;
+        let remedy = format!(
+            "{} repair{} --accept-plan --rationale \"<why the plan is right>\"",
+            p.command_prefix,
+            self.engine
+                .paths
+                .sid
+                .as_ref()
+                .map(|s| format!(" {} {s}", p.session.flag))
+                .unwrap_or_default()
+        );
+        GoalError::new(
+            ErrorKind::PlanLedgerMismatch {
+                plan_revision: a.plan_revision,
+                ledger_revision: a.ledger_revision,
+                last_seq: a.last_seq,
+                remedy: remedy.clone(),
+            },
+            format!(
+                "{} is at revision {} but {} ends at revision {} (seq {}); the difference cannot be recovered automatically. Inspect both, then run `{remedy}`.",
+                self.engine.paths.goals(),
+                a.plan_revision,
+                self.engine.paths.ledger(),
+                a.ledger_revision,
+                a.last_seq
+            ),
+        )
+    }
+
+    fn repaired_entry(&self, repair: Value, revision: u64) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("at".into(), json!(self.now));
+        m.insert("kind".into(), json!("ledger_repaired"));
+        m.insert(
+            "message".into(),
+            json!("Ledger repaired by the recovery check."),
+        );
+        m.insert("repair".into(), repair);
+        m.insert("revision".into(), json!(revision));
+        m
+    }
+
+    fn append_now(&mut self, entries: &[Map<String, Value>]) -> Result<(), GoalError> {
+        let max = self.engine.profile.limits.max_ledger_record_bytes;
+        let a = journal::append(
+            &self.dir,
+            &self.engine.paths.ledger(),
+            &self.view.head,
+            entries,
+            max,
+        )?;
+        self.view.head = a.head;
+        self.view.source = Source::Index;
+        self.view.keys_bytes =
+            index::append_keys(&self.dir, &self.engine.paths, self.view.keys_bytes, &a.keys)?;
+        index::write(
+            &self.dir,
+            &self.engine.paths,
+            &self.view.head,
+            self.view.keys_bytes,
+        )?;
+        self.repaired.extend(a.written);
+        Ok(())
+    }
+
+    /// The seq the entry at `index` of the command's entries will get, given
+    /// the plan the command will write (prefix entries come first).
+    pub fn seq_of(&self, plan: &Plan, index: usize) -> u64 {
+        let prefix = usize::from(self.broken.is_some()) + plan.pending.len();
+        self.view.head.last_seq + 1 + (prefix + index) as u64
+    }
+
+    /// Moves the current run into `.archive/<stamp>[-n]/` (goal-engine.md
+    /// §2.9 steps 2–3). Returns the repo-relative archive directory and the
+    /// hash of the `plan_archived` record.
+    pub fn archive(
+        &mut self,
+        old_revision: u64,
+        stamp: &str,
+    ) -> Result<(String, String, Head), GoalError> {
+        let paths = &self.engine.paths;
+        let base = state::open_chain(&self.dir, state::ARCHIVE, true)?.expect("created");
+        let mut name = stamp.to_owned();
+        let mut n = 1;
+        loop {
+            match base.create_dir(&name) {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    name = format!("{stamp}-{n}");
+                    n += 1;
+                }
+                Err(e) => return Err(GoalError::io(&paths.file(state::ARCHIVE), "create", &e)),
+            }
+        }
+        let rel = format!("{}/{}/{name}", paths.dir, state::ARCHIVE);
+        let mut previous_head = self.view.head.clone();
+        let mut record_hash = String::new();
+        if self.ledger_exists() {
+            // A broken Node lock belongs to the run it interrupted: audit it
+            // in the ledger being archived, so the new ledger starts with
+            // `plan_created`.
+            let mut entries = Vec::new();
+            if let Some(b) = self.broken.take() {
+                entries.push(self.lock_broken_entry(&b, Some(old_revision)));
+            }
+            let mut e = Map::new();
+            e.insert("at".into(), json!(self.now));
+            e.insert("kind".into(), json!("plan_archived"));
+            e.insert(
+                "message".into(),
+                json!(format!(
+                    "Run archived to {rel} before create-goals --force."
+                )),
+            );
+            e.insert("archive".into(), json!(rel));
+            e.insert("revision".into(), json!(old_revision));
+            entries.push(e);
+            let max = self.engine.profile.limits.max_ledger_record_bytes;
+            let a = journal::append(&self.dir, &paths.ledger(), &self.view.head, &entries, max)?;
+            record_hash = a.records.last().map(|r| r.hash.clone()).unwrap_or_default();
+            previous_head = a.head;
+        }
+        let target = state::open_chain(&self.dir, &format!("{}/{name}", state::ARCHIVE), false)?
+            .ok_or_else(|| {
+                GoalError::io(
+                    &rel,
+                    "open",
+                    &std::io::Error::from(std::io::ErrorKind::NotFound),
+                )
+            })?;
+        for file in [state::GOALS, state::LEDGER, state::BRIEF] {
+            match self.dir.rename(file, &target, file) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(GoalError::io(&paths.file(file), "archive", &e)),
+            }
+        }
+        index::remove_quietly(&self.dir, state::INDEX);
+        index::remove_quietly(&self.dir, state::KEYS);
+        store::sync_dir(&target)
+            .and_then(|()| store::sync_dir(&self.dir))
+            .map_err(|e| GoalError::io(&rel, "sync", &e))?;
+        self.view = View {
+            head: Head::default(),
+            trailing: Vec::new(),
+            file_len: 0,
+            source: Source::Missing,
+            new_keys: Vec::new(),
+            keys_bytes: 0,
+        };
+        Ok((rel, record_hash, previous_head))
+    }
+
+    fn lock_broken_entry(&self, broken: &Value, revision: Option<u64>) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("at".into(), json!(self.now));
+        m.insert("kind".into(), json!("lock_broken"));
+        m.insert(
+            "holder".into(),
+            broken.get("holder").cloned().unwrap_or(Value::Null),
+        );
+        m.insert(
+            "ageMs".into(),
+            broken.get("ageMs").cloned().unwrap_or(Value::Null),
+        );
+        if let Some(r) = revision {
+            m.insert("revision".into(), json!(r));
+        }
+        m
+    }
+
+    /// Writes a file of the state directory atomically with fsync.
+    pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<(), GoalError> {
+        store::atomic_replace(&self.dir, name, bytes, Durability::Synced)
+            .map_err(|e| GoalError::io(&self.engine.paths.file(name), "write", &e))
+    }
+
+    /// Runs steps 4–7 of the write order and releases the lock.
+    pub fn commit(
+        mut self,
+        write: Write,
+        entries: Vec<Map<String, Value>>,
+    ) -> Result<Committed, GoalError> {
+        let mut all = Vec::new();
+        if let Some(b) = self.broken.take() {
+            all.push(self.lock_broken_entry(&b, None));
+        }
+        let (revision, written_plan) = match write {
+            Write::Plan(mut plan) => {
+                all.append(&mut plan.pending);
+                all.extend(entries);
+                let rev = plan.revision() + 1;
+                stamp_revision(&mut all, rev);
+                for (k, v) in &self.engine.profile.plan_markers {
+                    if !plan.doc().contains_key(k) {
+                        plan.set(k, v.clone());
+                    }
+                }
+                plan.set("revision", json!(rev));
+                plan.set(
+                    "lastMutation",
+                    json!({
+                        "revision": rev,
+                        "fromSeq": self.view.head.last_seq + 1,
+                        "entries": all.iter().cloned().map(Value::Object).collect::<Vec<_>>(),
+                    }),
+                );
+                self.write_file(state::GOALS, &plan.encode())?;
+                (rev, Some(*plan))
+            }
+            Write::AuditOnly { revision } => {
+                all.extend(entries);
+                stamp_revision(&mut all, revision);
+                (revision, None)
+            }
+        };
+        let max = self.engine.profile.limits.max_ledger_record_bytes;
+        let a = journal::append(
+            &self.dir,
+            &self.engine.paths.ledger(),
+            &self.view.head,
+            &all,
+            max,
+        )?;
+        let keys_bytes =
+            index::append_keys(&self.dir, &self.engine.paths, self.view.keys_bytes, &a.keys)?;
+        index::write(&self.dir, &self.engine.paths, &a.head, keys_bytes)?;
+        if let Some(lock) = self.lock.take() {
+            lock.release()
+                .map_err(|e| GoalError::io(&self.engine.paths.file(state::LOCK), "release", &e))?;
+        }
+        Ok(Committed {
+            revision,
+            entries: a.written,
+            repaired: std::mem::take(&mut self.repaired),
+            head: a.head,
+            plan: written_plan,
+        })
+    }
+
+    /// Releases the lock without writing (commands whose outcome needs no write).
+    pub fn finish(mut self) -> Result<Vec<Value>, GoalError> {
+        if let Some(lock) = self.lock.take() {
+            lock.release()
+                .map_err(|e| GoalError::io(&self.engine.paths.file(state::LOCK), "release", &e))?;
+        }
+        Ok(std::mem::take(&mut self.repaired))
+    }
+
+    /// Whether a stale Node lock was taken over (its `lock_broken` entry is
+    /// still to be written).
+    pub fn lock_was_broken(&self) -> bool {
+        self.broken.is_some()
+    }
+}
+
+fn stamp_revision(entries: &mut [Map<String, Value>], rev: u64) {
+    for e in entries {
+        if !e.contains_key("revision") {
+            e.insert("revision".into(), json!(rev));
+        }
+    }
+}
+
+fn merge(target: &mut Value, extra: &Value) {
+    if let (Some(t), Some(e)) = (target.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            t.insert(k.clone(), v.clone());
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! A plan and ledger written by the Node tool (fixture built from the
+//! shapes of R§1.3 and R§1.4) are read, continued, and stay readable by it:
+//! unknown keys and key order survive, the chain starts after the legacy
+//! prefix, and every record keeps the Node reader's shape.
+
+use crate::goals_support::*;
+use serde_json::{Map, Value, json};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/plans/node-legacy");
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+fn legacy_repo() -> Repo {
+    let repo = Repo::new();
+    copy_tree(std::path::Path::new(FIXTURE), repo.path());
+    repo
+}
+
+fn original() -> Value {
+    serde_json::from_slice(&std::fs::read(format!("{FIXTURE}/.omo/ulw-loop/goals.json")).unwrap())
+        .unwrap()
+}
+
+/// Every key of `old` is in `new`, in the same relative order, recursively
+/// through objects and arrays of objects.
+fn assert_preserved(old: &Value, new: &Value, at: &str) {
+    match (old, new) {
+        (Value::Object(o), Value::Object(n)) => {
+            let order: Vec<&String> = n.keys().filter(|k| o.contains_key(*k)).collect();
+            let want: Vec<&String> = o.keys().collect();
+            assert_eq!(order, want, "key order at {at}");
+            for (k, v) in o {
+                assert_preserved(v, &n[k], &format!("{at}/{k}"));
+            }
+        }
+        (Value::Array(o), Value::Array(n)) if o.iter().all(Value::is_object) => {
+            assert!(n.len() >= o.len(), "{at}");
+            for (i, v) in o.iter().enumerate() {
+                assert_preserved(v, &n[i], &format!("{at}/{i}"));
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn status_reads_the_node_plan_without_writing() {
+    let repo = legacy_repo();
+    let before = repo.snapshot();
+    let s = expect_ok(&ulw(&repo, &["status"]));
+    assert_eq!(repo.snapshot(), before);
+    assert_eq!(s["revision"], 0);
+    assert_eq!(s["ledger"]["records"], 8);
+    assert_eq!(s["ledger"]["lastSeq"], 0);
+    assert_eq!(s["ledger"]["consistency"], "ok");
+    assert_eq!(s["summary"]["superseded"], 1);
+    assert_eq!(
+        s["currentAttemptDir"],
+        ".omo/evidence/ulw/session/G002-document-the-limits/a1"
+    );
+    assert!(
+        s["plan"]["codexObjective"]
+            .as_str()
+            .unwrap()
+            .starts_with("Complete the durable ulw-loop plan in .omo/ulw-loop/goals.json")
+    );
+    let check = ulw(&repo, &["repair", "--check"]);
+    assert_eq!(check.code, 0);
+    assert_eq!(check.json()["findings"][0]["code"], "LEDGER_NOT_CHAINED");
+}
+
+#[test]
+fn the_node_plan_is_continued_and_keeps_unknown_fields_and_order() {
+    let repo = legacy_repo();
+    let v = expect_ok(&ulw(
+        &repo,
+        &[
+            "record-evidence",
+            "--goal-id",
+            "G002-document-the-limits",
+            "--criterion-id",
+            "C001",
+            "--status",
+            "pass",
+            "--evidence",
+            "docs/limits.md rendered",
+        ],
+    ));
+    assert_eq!(v["revision"], 1);
+    let p = plan(&repo);
+    assert_preserved(&original(), &p, "");
+    assert_eq!(
+        p["x-node-extension"],
+        json!({"owner": "omo", "flags": [1, 2, 3]})
+    );
+    assert_eq!(
+        p["goals"][0]["x-node-review"],
+        json!({"reviewer": "alice", "round": 2})
+    );
+    assert_eq!(p["revision"], 1);
+    assert!(
+        p.get("profile").is_none(),
+        "profile is written by create-goals only"
+    );
+    let keys: Vec<&String> = p.as_object().unwrap().keys().collect();
+    let n = keys.len();
+    assert_eq!(
+        &keys[n - 3..],
+        ["codexObjectiveAliases", "revision", "lastMutation"],
+        "new keys are appended"
+    );
+    assert_eq!(
+        p["codexObjectiveAliases"],
+        json!([
+            "Complete all ulw-loop stories listed in .omo/ulw-loop/goals.json. Use .omo/ulw-loop/ledger.jsonl as the durable audit trail."
+        ])
+    );
+    let l = ledger(&repo);
+    assert_eq!(l.len(), 10);
+    assert_eq!(l[8]["kind"], "aggregate_objective_migrated");
+    assert_eq!(l[9]["kind"], "evidence_captured");
+    assert_eq!(l[8]["seq"], 1, "the chain starts after the legacy prefix");
+    let text = std::fs::read_to_string(state(&repo, "ledger.jsonl")).unwrap();
+    let legacy_last = text.lines().nth(7).unwrap();
+    assert_eq!(l[8]["prev"], sha256(legacy_last.as_bytes()).as_str());
+    let check = expect_ok(&ulw(&repo, &["repair", "--check"]));
+    assert_eq!(check["findings"], json!([]), "{check}");
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    evidence_gate::digest::hex(&Sha256::digest(bytes))
+}
+
+#[test]
+fn what_we_write_stays_readable_by_the_node_reader() {
+    let repo = legacy_repo();
+    expect_ok(&ulw(
+        &repo,
+        &[
+            "record-evidence",
+            "--goal-id",
+            "G002-document-the-limits",
+            "--criterion-id",
+            "C001",
+            "--status",
+            "pass",
+            "--evidence",
+            "x",
+        ],
+    ));
+    expect_ok(&ulw(
+        &repo,
+        &[
+            "add-goal",
+            "--title",
+            "Announce it",
+            "--objective",
+            "Announce it",
+        ],
+    ));
+    let p = plan(&repo);
+    // The Node reader's only checks (R§1.3.8): version 1 and a goals array.
+    assert_eq!(p["version"], 1);
+    assert!(p["goals"].is_array());
+    for g in p["goals"].as_array().unwrap() {
+        for key in ["id", "title", "objective", "status"] {
+            assert!(g[key].is_string(), "{key} of {}", g["id"]);
+        }
+        assert!(g["successCriteria"].is_array());
+        assert!(g["attempt"].is_u64());
+    }
+    let text = std::fs::read_to_string(state(&repo, "goals.json")).unwrap();
+    assert!(
+        text.starts_with("{\n  \"version\": 1,") && text.ends_with("}\n"),
+        "two-space JSON plus one newline"
+    );
+    for (i, line) in std::fs::read_to_string(state(&repo, "ledger.jsonl"))
+        .unwrap()
+        .lines()
+        .enumerate()
+    {
+        let e: Map<String, Value> =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("line {}: {e}", i + 1));
+        assert!(
+            e["at"].is_string() && e["kind"].is_string(),
+            "line {}",
+            i + 1
+        );
+    }
+}
+
+#[test]
+fn legacy_seeded_placeholders_are_detected_by_marker() {
+    let repo = legacy_repo();
+    let e = expect_error(
+        &ulw(
+            &repo,
+            &[
+                "record-evidence",
+                "--goal-id",
+                "G002-document-the-limits",
+                "--criterion-id",
+                "C002",
+                "--status",
+                "pass",
+                "--evidence",
+                "x",
+            ],
+        ),
+        "ULW_LOOP_CRITERION_SEEDED",
+    );
+    assert_eq!(e["details"]["criterionId"], "C002");
+    let c = expect_ok(&ulw(
+        &repo,
+        &["criteria", "--goal-id", "G002-document-the-limits"],
+    ));
+    assert_eq!(c["criteria"].as_array().unwrap().len(), 2);
+    let text = eg(
+        &repo,
+        "ulw-loop",
+        &["criteria", "--goal-id", "G002-document-the-limits"],
+    )
+    .stdout;
+    assert!(text.lines().nth(2).unwrap().ends_with("[seeded]"), "{text}");
+    assert!(!text.lines().nth(1).unwrap().ends_with("[seeded]"));
+}
+
+#[test]
+fn legacy_accepted_steering_keys_are_indexed_on_rebuild() {
+    let repo = legacy_repo();
+    expect_ok(&ulw(&repo, &["repair", "--rebuild-index"]));
+    let keys = std::fs::read_to_string(state(&repo, ".ledger.keys")).unwrap();
+    let line: Value = serde_json::from_str(keys.lines().next().unwrap()).unwrap();
+    assert_eq!(line["k"], "k:split-g003");
+    assert_eq!(line["d"], Value::Null);
+    assert_eq!(line["m"], "split_subgoal");
+    assert_eq!(line["t"], json!(["G003"]));
+}
+
+#[test]
+fn the_superseded_goal_is_skipped_and_its_replacement_scheduled() {
+    let repo = legacy_repo();
+    let snap = active(&repo);
+    edit_goal(&repo, "G002-document-the-limits", |g| {
+        for c in g["successCriteria"].as_array_mut().unwrap() {
+            c["status"] = json!("pass");
+        }
+    });
+    let v = expect_ok(&ulw(
+        &repo,
+        &[
+            "checkpoint",
+            "--goal-id",
+            "G002-document-the-limits",
+            "--status",
+            "complete",
+            "--evidence",
+            "done",
+            "--codex-goal-json",
+            &snap,
+        ],
+    ));
+    assert_eq!(v["next"]["goal"]["id"], "G004");
+    assert_eq!(
+        v["next"]["goal"]["attemptDir"],
+        ".omo/evidence/ulw/session/G004/a1"
+    );
+    assert_eq!(v["next"]["goal"]["supersedes"], json!(["G003"]));
+}
+
+#[test]
+fn a_node_written_lock_file_is_respected_while_fresh() {
+    let repo = legacy_repo();
+    std::fs::write(
+        state(&repo, ".mutation.lock"),
+        r#"{"pid":31337,"createdAt":"2026-03-02T10:42:10.250Z"}"#,
+    )
+    .unwrap();
+    let e = expect_error(
+        &ulw(&repo, &["complete-goals", "--lock-timeout-ms", "100"]),
+        "ULW_LOOP_LOCK_TIMEOUT",
+    );
+    assert_eq!(e["details"]["holder"]["pid"], 31337);
+}
