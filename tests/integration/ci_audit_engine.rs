@@ -2,6 +2,9 @@
 //! (`evidence-gate ulw-loop …` / `ultragoal …`): an untouched run passes, and
 //! each kind of after-the-fact change is caught with its code and exit status.
 
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
 use serde_json::json;
 
 use crate::ci_support::findings;
@@ -219,4 +222,92 @@ fn the_audit_agrees_with_repair_check_and_a_repaired_crash_passes() {
     expect_ok(&ulw(&repo, &["repair"]));
     let out = audit(&repo, &[]);
     assert_eq!(out.code, 0, "{}", out.stdout);
+}
+
+/// Kills `record-evidence --evidence-file` mutations at spread-out moments:
+/// afterwards `verify-evidence --ledger` reports either nothing or only the
+/// documented recoveries, and after `repair` the audit passes.
+fn crash_drill(runs: usize, seed: u64, must_kill: bool) {
+    let repo = repo_with_plan("- a\n- b");
+    start(&repo);
+    let evidence = payload(&repo, "g1", "G001-a", &["C001"], "passed");
+    let mut x = seed;
+    let mut killed = 0;
+    let mut recoveries = 0;
+    for run in 0..runs {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let note = format!("proof {run}");
+        let mut cmd = Command::new(crate::common::bin("evidence-gate"));
+        cmd.args([
+            "ulw-loop",
+            "record-evidence",
+            "--goal-id",
+            "G001-a",
+            "--criterion-id",
+            "C001",
+            "--status",
+            "pass",
+            "--evidence",
+            &note,
+            "--evidence-file",
+            &evidence,
+            "--accept-seeded",
+            "drill",
+            "--json",
+        ])
+        .current_dir(repo.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        for (k, v) in clean_env() {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        std::thread::sleep(Duration::from_micros(x % 30_000));
+        if child.try_wait().unwrap().is_none() {
+            killed += 1;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let out = audit(&repo, &["--ledger"]);
+        assert!(out.code == 0 || out.code == 1, "run {run}: {}", out.stdout);
+        recoveries += usize::from(out.code != 0 || !findings(&out).is_empty());
+        for (code, _, _, _) in findings(&out) {
+            assert!(
+                [
+                    "LEDGER_TORN_TAIL",
+                    "LEDGER_UNTERMINATED",
+                    "LEDGER_BEHIND_PLAN"
+                ]
+                .contains(&code.as_str()),
+                "run {run}: {code} is no documented recovery: {}",
+                out.stdout
+            );
+        }
+        expect_ok(&ulw(&repo, &["repair"]));
+        let after = audit(&repo, &["--ledger"]);
+        assert_eq!(after.code, 0, "run {run}: after repair: {}", after.stdout);
+        assert_eq!(findings(&after), [], "run {run}");
+    }
+    assert!(
+        killed > 0 || !must_kill,
+        "no run was killed mid-command; the drill proved nothing"
+    );
+    eprintln!(
+        "crash drill: {killed} of {runs} runs killed mid-command, {recoveries} left a recovery to report"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn killed_mutations_leave_only_documented_recoveries() {
+    crash_drill(6, 0x9e37_79b9_7f4a_7c15, false);
+}
+
+#[cfg(unix)]
+#[test]
+#[ignore = "long drill, run by .ci/run"]
+fn ci_audit_crash_drill_100_runs() {
+    crash_drill(100, 0x2545_f491_4f6c_dd1d, true);
 }
