@@ -12,6 +12,7 @@ use super::recorded::LedgerFiles;
 use super::scan::{Opened, entry_kind, open_state_file, scan_ledger};
 use crate::evidence::verify::problem_finding;
 use crate::evidence::{Code, Finding, ReportBuilder, ReportKind, Severity};
+use crate::hooks::receipt::reuse::Claimant;
 use crate::ledger::ForeignSeverity;
 use crate::sandbox::open::{self, FileProblem};
 use crate::sandbox::{PathLimits, RelPath};
@@ -25,33 +26,6 @@ pub(crate) struct Audited {
     pub(crate) files: LedgerFiles,
     pub(crate) checked: bool,
     pub(crate) records: u64,
-}
-
-/// Who a receipt was accepted for. Accepting the same digest again for the
-/// same session and agent is a re-fire of the same stop when the turns are
-/// equal or either is unknown (the rule the hook's reuse index applies).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Claimant {
-    session: Option<String>,
-    agent: Option<String>,
-    turn: Option<String>,
-}
-
-impl Claimant {
-    fn of(entry: &Value) -> Claimant {
-        let s = |k: &str| entry.get(k).and_then(Value::as_str).map(str::to_owned);
-        Claimant {
-            session: s("session_id"),
-            agent: s("agent_id"),
-            turn: s("turn_id"),
-        }
-    }
-
-    fn same_stop(&self, other: &Claimant) -> bool {
-        self.session == other.session
-            && self.agent == other.agent
-            && (self.turn.is_none() || other.turn.is_none() || self.turn == other.turn)
-    }
 }
 
 /// Audits `.omo/evidence-gate/ledger.jsonl`; `None` when it does not exist.
