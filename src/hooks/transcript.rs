@@ -43,31 +43,28 @@ pub fn birth_time(amb: &dyn Ambient, path: &Path) -> Option<SystemTime> {
 /// Context-pressure markers, matched on raw bytes ignoring ASCII case.
 #[derive(Debug, Clone)]
 pub struct Markers {
-    matcher: Option<aho_corasick::AhoCorasick>,
+    finders: Vec<memchr::memmem::Finder<'static>>,
 }
 
 impl Markers {
     /// Compiles the marker list.
     pub fn new(markers: &[String]) -> Markers {
-        let patterns: Vec<&[u8]> = markers
+        let finders = markers
             .iter()
-            .map(|m| m.as_bytes())
             .filter(|m| !m.is_empty())
+            .map(|m| memchr::memmem::Finder::new(&m.as_bytes().to_ascii_lowercase()).into_owned())
             .collect();
-        let matcher = (!patterns.is_empty())
-            .then(|| {
-                aho_corasick::AhoCorasick::builder()
-                    .ascii_case_insensitive(true)
-                    .build(patterns)
-                    .ok()
-            })
-            .flatten();
-        Markers { matcher }
+        Markers { finders }
     }
 
-    /// True when `haystack` contains any marker.
+    /// True when `haystack` contains any marker: the haystack is lowered
+    /// once, then each marker is a SIMD substring search.
     pub fn found_in(&self, haystack: &[u8]) -> bool {
-        self.matcher.as_ref().is_some_and(|m| m.is_match(haystack))
+        if self.finders.is_empty() {
+            return false;
+        }
+        let lowered = haystack.to_ascii_lowercase();
+        self.finders.iter().any(|f| f.find(&lowered).is_some())
     }
 }
 

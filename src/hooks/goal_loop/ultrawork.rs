@@ -17,15 +17,13 @@ const SHORTENED: &str = "[ultrawork directive shortened to fit this host's conte
 /// case-insensitive; a boundary is a text edge or any character other than
 /// an ASCII letter, digit or `_`).
 pub fn triggered(prompt: &str, triggers: &[String]) -> bool {
-    let hay = prompt.as_bytes();
+    let hay = prompt.as_bytes().to_ascii_lowercase();
     let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     triggers.iter().any(|t| {
-        let t = t.as_bytes();
+        let t = t.as_bytes().to_ascii_lowercase();
         !t.is_empty()
-            && hay.windows(t.len()).enumerate().any(|(i, w)| {
-                w.eq_ignore_ascii_case(t)
-                    && (i == 0 || !word(hay[i - 1]))
-                    && hay.get(i + t.len()).is_none_or(|b| !word(*b))
+            && memchr::memmem::find_iter(&hay, &t).any(|i| {
+                (i == 0 || !word(hay[i - 1])) && hay.get(i + t.len()).is_none_or(|b| !word(*b))
             })
     })
 }
