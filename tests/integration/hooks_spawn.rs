@@ -323,3 +323,12 @@ fn a_busy_lock_allows_uncounted() {
     assert_eq!(h.diag_codes(), ["HOOK_LOCK_TIMEOUT"]);
     assert!(counter(&h).is_none());
 }
+
+#[test]
+fn an_unusable_counter_allows_with_a_diagnostic() {
+    let h = HookRepo::new();
+    gate_ready_plan(&h, "lazycodex");
+    h.repo.mkdir(&format!("{ULW}/{SID}/spawn-count.json"));
+    assert_allow(&spawn(&h, &worker_spawn(&h)));
+    assert_eq!(h.diag_codes(), ["HOOK_STATE_IO"]);
+}

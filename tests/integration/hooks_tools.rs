@@ -238,3 +238,65 @@ fn other_tools_pass_untouched() {
     assert_allow(&tool(&h, "codex", &p));
     assert!(h.diagnostics().is_empty());
 }
+
+#[test]
+fn goal_loop_events_fail_safe_on_payloads_they_cannot_use() {
+    let cases: &[(&str, &str, Value, &str)] = &[
+        (
+            "pre-tool-use",
+            "codex",
+            json!({"hook_event_name": "PreToolUse", "tool_input": {}}),
+            "HOOK_PAYLOAD_INVALID",
+        ),
+        (
+            "user-prompt-submit",
+            "codex",
+            json!({"hook_event_name": "UserPromptSubmit", "prompt": 5}),
+            "HOOK_PAYLOAD_INVALID",
+        ),
+        (
+            "stop",
+            "codex",
+            json!({"hook_event_name": "UserPromptSubmit", "prompt": "x"}),
+            "HOOK_EVENT_MISMATCH",
+        ),
+        (
+            "pre-tool-use-spawn",
+            "codex",
+            json!({"hook_event_name": "Stop"}),
+            "HOOK_EVENT_MISMATCH",
+        ),
+        (
+            "user-prompt-submit",
+            "agy",
+            json!({"conversationId": "c", "prompt": "ulw"}),
+            "HOOK_EVENT_UNSUPPORTED",
+        ),
+        (
+            "pre-tool-use-spawn",
+            "gemini",
+            json!({"hook_event_name": "BeforeTool", "tool_name": "spawn_agent"}),
+            "HOOK_EVENT_UNSUPPORTED",
+        ),
+        (
+            "stop",
+            "codex",
+            json!({"hook_event_name": "Stop", "cwd": "/no/such/dir"}),
+            "HOOK_CWD_INVALID",
+        ),
+    ];
+    for (event, host, payload, code) in cases {
+        let h = HookRepo::new();
+        let run = h.hook(
+            event,
+            &["--host", host, "--with-ultrawork"],
+            payload,
+            &clean_env(),
+        );
+        assert_allow(&run);
+        let d = h.diagnostics();
+        assert_eq!(d.len(), 1, "{event} {host}: {d:?}");
+        assert_eq!(d[0]["code"], *code, "{event} {host}");
+        assert_eq!(d[0]["event"], *event);
+    }
+}
