@@ -32,6 +32,7 @@ pub mod scheduler;
 pub mod schema;
 pub mod session;
 pub mod state;
+pub mod steer;
 pub mod summary;
 pub mod txn;
 

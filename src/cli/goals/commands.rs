@@ -66,6 +66,12 @@ pub(super) fn run(
         "add-goal" => add_goal(engine, rest),
         "record-review-blockers" => review_blockers(engine, rest),
         "repair" => repair_cmd(engine, rest),
+        "steer" => {
+            let a = with_flags(engine, super::steer::flags(), rest);
+            let mut r = super::steer::run(engine, &a)?;
+            r.warnings.extend(unknown_warnings(&a));
+            Ok(r)
+        }
         other => Err(GoalError::new(
             ErrorKind::SubcommandUnknown {
                 command: other.to_owned(),

@@ -5,6 +5,7 @@
 mod args;
 mod commands;
 mod render;
+mod steer;
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -30,6 +31,7 @@ pub(crate) const SUBCOMMANDS: &[&str] = &[
     "add-goal",
     "record-review-blockers",
     "repair",
+    "steer",
 ];
 
 /// What routing needs from a profile, read from the embedded profile files
