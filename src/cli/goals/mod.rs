@@ -6,6 +6,7 @@ mod args;
 mod commands;
 mod render;
 mod steer;
+mod workflow;
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -32,6 +33,7 @@ pub(crate) const SUBCOMMANDS: &[&str] = &[
     "record-review-blockers",
     "repair",
     "steer",
+    "workflow",
 ];
 
 /// What routing needs from a profile, read from the embedded profile files
@@ -409,7 +411,13 @@ fn dispatch(
         }
         return Outcome::Plain(crate::goals::handoff::help(&engine), 1);
     }
-    match commands::run(&engine, head, rest, io) {
+    let worker = crate::goals::team::env_marker(&engine.profile, &env);
+    if let Some(marker) = &worker
+        && !crate::goals::team::worker_may_run(head, rest)
+    {
+        return fail(crate::goals::team::forbidden(&engine.profile, head, marker));
+    }
+    match commands::run(&engine, head, rest, io, worker.as_deref()) {
         Ok(r) => Outcome::Reply(r),
         Err(e) => fail(e),
     }
