@@ -302,8 +302,10 @@ fn run_single(engine: &Engine, a: &Args) -> Result<Reply, GoalError> {
         text(a, "--rationale", "rationale")?.ok_or_else(|| field_required("--rationale"))?;
     let title = text(a, "--title", "title")?;
     let objective = text(a, "--objective", "objective")?;
+    // `--after-json` may carry the values the anchor's flags would (§5.8).
+    let after = a.has("--after-json");
     match kind {
-        Kind::AddSubgoal => {
+        Kind::AddSubgoal if !after => {
             if title.is_none() {
                 return Err(field_required("--title"));
             }
@@ -313,18 +315,18 @@ fn run_single(engine: &Engine, a: &Args) -> Result<Reply, GoalError> {
         }
         Kind::SplitSubgoal => {
             require_goal(a)?;
-            if !a.has("--children") {
+            if !a.has("--children") && !after {
                 return Err(field_required("--children"));
             }
         }
         Kind::ReorderPending => {
-            if !a.has("--order") {
+            if !a.has("--order") && !after {
                 return Err(field_required("--order"));
             }
         }
         Kind::RevisePendingWording => {
             require_goal(a)?;
-            if title.is_none() && objective.is_none() {
+            if title.is_none() && objective.is_none() && !after {
                 return Err(GoalError::steering(
                     SteeringCode::UpdateRequired,
                     json!({"kind": kind.as_str()}),
@@ -345,7 +347,7 @@ fn run_single(engine: &Engine, a: &Args) -> Result<Reply, GoalError> {
                 ));
             }
         }
-        Kind::AnnotateLedger => {}
+        Kind::AddSubgoal | Kind::AnnotateLedger => {}
         Kind::MarkBlockedSuperseded | Kind::Unblock => require_goal(a)?,
         Kind::ReviseBatch => {
             if text(a, "--batch-id", "batchId")?.is_none() {
