@@ -27,6 +27,7 @@ mod goals_snapshots;
 mod goals_steer;
 mod goals_steer_batch;
 mod goals_steer_codes;
+mod goals_steer_props;
 mod goals_support;
 mod goals_transitions;
 mod hooks_adapters;
