@@ -41,7 +41,10 @@ fn goal_spec() -> impl Strategy<Value = GoalSpec> {
         // Half the goals pending, so that pending-only kinds get accepted.
         prop_oneof![Just(0usize), 0..STATUSES.len()],
         0..4usize,
-        proptest::collection::vec((0..CRITERION.len(), proptest::option::of(any::<bool>())), 0..4),
+        proptest::collection::vec(
+            (0..CRITERION.len(), proptest::option::of(any::<bool>())),
+            0..4,
+        ),
     )
         .prop_map(|(status, overlay, criteria)| GoalSpec {
             status,
@@ -88,7 +91,8 @@ fn plan_of(goals: &[GoalSpec], batch: bool) -> Plan {
             v
         })
         .collect();
-    let mut doc = json!({"version": 1, "codexGoalMode": "aggregate", "goals": list, "updatedAt": "t"});
+    let mut doc =
+        json!({"version": 1, "codexGoalMode": "aggregate", "goals": list, "updatedAt": "t"});
     if batch && goals.len() >= 2 {
         doc["validationBatches"] =
             json!([{"batchId": "VB1", "memberIds": ["G001", "G002"], "finalGoalId": "G002"}]);
@@ -114,7 +118,13 @@ fn fields_of(kind: Kind) -> &'static [&'static str] {
         Kind::SplitSubgoal => &["goalId", "childGoals"],
         Kind::ReorderPending => &["pendingOrder"],
         Kind::RevisePendingWording => &["goalId", "revisedTitle", "objective"],
-        Kind::ReviseCriterion => &["goalId", "criterionId", "scenario", "expectedEvidence", "userModel"],
+        Kind::ReviseCriterion => &[
+            "goalId",
+            "criterionId",
+            "scenario",
+            "expectedEvidence",
+            "userModel",
+        ],
         Kind::AnnotateLedger => &["goalId", "criterionId"],
         Kind::MarkBlockedSuperseded => &["goalId", "childGoals", "blockedReason", "userDecision"],
         Kind::Unblock => &["goalId", "userDecision"],
@@ -167,7 +177,13 @@ fn proposal(n: usize) -> impl Strategy<Value = Value> {
                     m.insert((*f).into(), value(f));
                 }
             }
-            let all = ["title", "childGoals", "userDecision", "memberIds", "scenario"];
+            let all = [
+                "title",
+                "childGoals",
+                "userDecision",
+                "memberIds",
+                "scenario",
+            ];
             if let Some(f) = all.get(foreign) {
                 m.insert((*f).into(), value(f));
             }
@@ -189,7 +205,13 @@ fn seen(plan: &Plan) -> Vec<(String, Seen)> {
                     status: g.status().as_str().to_owned(),
                     criteria: g
                         .criteria()
-                        .map(|c| (c.id().to_owned(), c.0.get("essential").cloned(), c.essential()))
+                        .map(|c| {
+                            (
+                                c.id().to_owned(),
+                                c.0.get("essential").cloned(),
+                                c.essential(),
+                            )
+                        })
                         .collect(),
                 },
             )

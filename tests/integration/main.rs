@@ -14,6 +14,7 @@ mod gate_check;
 mod gate_check_io;
 mod gate_lib;
 mod gate_template;
+mod goals_batches;
 mod goals_checkpoint;
 mod goals_cli;
 mod goals_concurrency;
