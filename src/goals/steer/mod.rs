@@ -38,9 +38,9 @@
 //!     ..Defaults::none()
 //! };
 //! let out = steer::apply_one(engine, directive, Channel::Hook, &defaults)?;
-//! match out.verdict {
+//! match out.verdict() {
 //!     Verdict::Accepted | Verdict::Deduped => { /* "accepted <kind> (source <source>)" */ }
-//!     Verdict::Rejected => { /* out.reasons; the rejection is already audited */ }
+//!     Verdict::Rejected => { /* out.item.reasons; the rejection is already audited */ }
 //! }
 //! # Ok(()) }
 //! ```
