@@ -489,3 +489,85 @@ fn legacy_entries_without_a_digest_match_by_kind_and_targets() {
         "idempotency key conflict",
     );
 }
+
+#[test]
+fn concurrent_steers_lose_nothing_and_replays_dedupe_once() {
+    use std::process::{Command, Stdio};
+    let repo = three();
+    let spawn = |args: Vec<String>| {
+        let mut cmd = Command::new(crate::common::bin("evidence-gate"));
+        cmd.arg("ulw-loop")
+            .arg("steer")
+            .args(&args)
+            .args(WHY)
+            .args(["--lock-timeout-ms", "120000", "--json"])
+            .current_dir(repo.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in clean_env() {
+            cmd.env(k, v);
+        }
+        cmd.spawn().unwrap()
+    };
+    let mut children = Vec::new();
+    for n in 0..8 {
+        let t = format!("added {n}");
+        children.push(spawn(vec![
+            "--kind".into(),
+            "add_subgoal".into(),
+            "--title".into(),
+            t.clone(),
+            "--objective".into(),
+            t,
+        ]));
+        children.push(spawn(vec![
+            "--kind".into(),
+            "annotate_ledger".into(),
+            "--idempotency-key".into(),
+            format!("note-{n}"),
+        ]));
+        children.push(spawn(vec![
+            "--kind".into(),
+            "annotate_ledger".into(),
+            "--idempotency-key".into(),
+            "same".into(),
+        ]));
+    }
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    let p = plan(&repo);
+    assert_eq!(p["goals"].as_array().unwrap().len(), 11);
+    let l = ledger(&repo);
+    let count = |pred: &dyn Fn(&Value) -> bool| l.iter().filter(|e| pred(e)).count();
+    assert_eq!(
+        count(&|e| e["mutationKind"] == "add_subgoal" && e["kind"] == "steering_accepted"),
+        8
+    );
+    assert_eq!(
+        count(&|e| e["idempotencyKey"] == "same" && e["kind"] == "steering_accepted"),
+        1
+    );
+    assert_eq!(
+        count(&|e| e["idempotencyKey"] == "same" && e["kind"] == "steering_deduped"),
+        7
+    );
+    let first = l
+        .iter()
+        .find(|e| e["idempotencyKey"] == "same" && e["kind"] == "steering_accepted")
+        .unwrap()["seq"]
+        .clone();
+    assert!(
+        l.iter()
+            .filter(|e| e["kind"] == "steering_deduped")
+            .all(|e| e["dedupedSeq"] == first)
+    );
+    let v = expect_ok(&ulw(&repo, &["repair", "--check"]));
+    assert_eq!(v["findings"], json!([]));
+}

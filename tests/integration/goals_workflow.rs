@@ -360,3 +360,37 @@ fn schemas() {
         assert!(v["properties"].is_object(), "{name}: {v}");
     }
 }
+
+#[test]
+fn a_registry_failure_after_the_final_commit_is_only_a_warning() {
+    let repo = Repo::new();
+    expect_ok(&create(&repo, "ulw-loop", &[]));
+    start(&repo);
+    pass_all(&repo, "G001-a");
+    let gate = filled_gate(&repo, "ulw-loop", "G001-a", &[]);
+    repo.write(REGISTRY, "{not json");
+    let v = expect_ok(&ulw(
+        &repo,
+        &[
+            "checkpoint",
+            "--goal-id",
+            "G001-a",
+            "--status",
+            "complete",
+            "--evidence",
+            "done",
+            "--codex-goal-json",
+            &complete(&repo),
+            "--quality-gate-json",
+            &gate,
+        ],
+    ));
+    assert_eq!(v["ledgerEntry"]["kind"], "aggregate_completed");
+    let codes: Vec<&str> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"WORKFLOW_REGISTRY_STALE"), "{codes:?}");
+}
