@@ -460,7 +460,7 @@ fn run_single(engine: &Engine, a: &Args) -> Result<Reply, GoalError> {
         put("after", Some(after));
     }
     let out = steer::apply_one(engine, &Value::Object(m), Channel::Cli, &Defaults::none())?;
-    Ok(single_reply(engine, out))
+    Ok(single_reply(engine, out, a.has("--json")))
 }
 
 fn run_directive(engine: &Engine, a: &Args) -> Result<Reply, GoalError> {
@@ -508,7 +508,7 @@ fn run_directive(engine: &Engine, a: &Args) -> Result<Reply, GoalError> {
         lock_timeout: None,
     };
     let out = steer::apply_one(engine, &value, Channel::Directive, &defaults)?;
-    Ok(single_reply(engine, out))
+    Ok(single_reply(engine, out, a.has("--json")))
 }
 
 fn run_batch(engine: &Engine, a: &Args, raw: &str) -> Result<Reply, GoalError> {
@@ -537,8 +537,11 @@ fn run_batch(engine: &Engine, a: &Args, raw: &str) -> Result<Reply, GoalError> {
     if let Some(e) = &out.error {
         text.push_str(&format!("\nrejected: {}", e.message));
     }
-    text.push('\n');
-    text.push_str(&render::status_block(engine, &out.plan));
+    // The status block renders every goal; JSON output never shows it.
+    if !a.has("--json") {
+        text.push('\n');
+        text.push_str(&render::status_block(engine, &out.plan));
+    }
     let mut body = Body::default();
     body.insert("accepted", json!(out.accepted));
     body.insert("rejectedReasons", json!(out.reasons));
@@ -586,7 +589,7 @@ fn error_json(e: &GoalError) -> Value {
     Value::Object(m)
 }
 
-fn single_reply(engine: &Engine, out: steer::SteerOutcome) -> Reply {
+fn single_reply(engine: &Engine, out: steer::SteerOutcome, json_mode: bool) -> Reply {
     let item = &out.item;
     let mut text = format!(
         "{} steer: {} {}",
@@ -600,8 +603,10 @@ fn single_reply(engine: &Engine, out: steer::SteerOutcome) -> Reply {
     if let Some(k) = item.audit.get("idempotencyKey").and_then(Value::as_str) {
         text.push_str(&format!("\nidempotency-key: {k}"));
     }
-    text.push('\n');
-    text.push_str(&render::status_block(engine, &out.plan));
+    if !json_mode {
+        text.push('\n');
+        text.push_str(&render::status_block(engine, &out.plan));
+    }
     let mut body = Body::default();
     body.insert("accepted", json!(item.verdict != Verdict::Rejected));
     body.insert("rejectedReasons", json!(item.reasons));
