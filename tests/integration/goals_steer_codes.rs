@@ -541,3 +541,35 @@ fn key_conflict_is_audited_with_every_other_reason() {
     assert_eq!(l.len(), n + 1);
     assert_eq!(l.last().unwrap()["kind"], "steering_rejected");
 }
+
+#[test]
+fn oversized_and_truncated_inputs() {
+    let repo = three();
+    let big = format!(
+        "[{}]",
+        vec![r#"{"kind":"annotate_ledger","evidence":"e","rationale":"r"}"#; 80_000].join(",")
+    );
+    repo.write("big.json", &big);
+    let e = fails(
+        &repo,
+        &["--proposals-json", "big.json"],
+        "ULW_LOOP_INPUT_TOO_LARGE",
+    );
+    assert_eq!(e["details"]["flag"], "--proposals-json");
+    fails(
+        &repo,
+        &["--proposals-json", r#"[{"kind":"annotate_ledger","#],
+        "ULW_LOOP_JSON_INPUT_INVALID",
+    );
+    fails(
+        &repo,
+        &["--directive-json", r#"{"kind": "#],
+        "ULW_LOOP_JSON_INPUT_INVALID",
+    );
+    let dup = r#"{"kind":"annotate_ledger","kind":"add_subgoal","evidence":"e","rationale":"r"}"#;
+    fails(
+        &repo,
+        &["--directive-json", dup],
+        "ULW_LOOP_JSON_INPUT_INVALID",
+    );
+}

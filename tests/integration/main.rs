@@ -29,6 +29,7 @@ mod goals_steer;
 mod goals_steer_batch;
 mod goals_steer_codes;
 mod goals_steer_props;
+mod goals_steer_regression;
 mod goals_support;
 mod goals_team;
 mod goals_transitions;
