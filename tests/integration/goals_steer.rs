@@ -679,3 +679,41 @@ fn text_output() {
         r.stdout
     );
 }
+
+#[test]
+fn a_kind_the_profile_disables_is_an_audited_rejection() {
+    let repo = three();
+    let kinds: Vec<&str> = vec![
+        "add_subgoal",
+        "split_subgoal",
+        "reorder_pending",
+        "revise_pending_wording",
+        "revise_criterion",
+        "annotate_ledger",
+        "mark_blocked_superseded",
+        "revise_batch",
+    ];
+    repo.write(
+        ".evidence-gate/rules.json",
+        json!({"profiles": {"ulw-loop": {"steering": {"kinds": kinds}}}}).to_string(),
+    );
+    edit_goal(&repo, "G001-a", |g| {
+        g.insert("status".into(), json!("failed"));
+    });
+    rejects(
+        &repo,
+        &["--kind", "unblock", "--goal-id", "G001-a"],
+        "invalid kind: unblock",
+    );
+}
+
+#[test]
+fn source_defaults_follow_the_flag_in_batches() {
+    let repo = three();
+    let items = json!([{"kind": "annotate_ledger", "evidence": "e", "rationale": "r"}]).to_string();
+    let v = expect_ok(&ulw(
+        &repo,
+        &["steer", "--proposals-json", &items, "--source", "finding"],
+    ));
+    assert_eq!(v["results"][0]["audit"]["source"], "finding");
+}
