@@ -24,7 +24,7 @@
 //!
 //! # The hook channel
 //!
-//! The UserPromptSubmit handler builds an [`Engine`] for the payload's
+//! The UserPromptSubmit handler builds an [`Engine`](crate::goals::Engine) for the payload's
 //! `cwd` and session, extracts the directive object after the marker, and
 //! calls:
 //!
