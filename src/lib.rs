@@ -11,6 +11,8 @@
 //!   every referenced artifact checked through the sandbox;
 //! * [`rules`] loads the JSON policies (embedded defaults plus overrides);
 //! * [`ledger`] is the one hash-chain implementation every ledger uses;
+//! * [`audit`] is repository mode of `verify-evidence`: ledgers, recorded
+//!   digests, completion claims and payloads re-verified in CI;
 //! * [`hooks`] decodes host hook payloads, decides and encodes per host;
 //! * [`store`] holds the durable-write primitives (atomic replace, append,
 //!   the mutation lock);
@@ -30,6 +32,7 @@
 )]
 
 pub mod ambient;
+pub mod audit;
 pub mod cli;
 pub mod digest;
 pub mod doctor;

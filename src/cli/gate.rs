@@ -13,6 +13,7 @@ use crate::evidence::verify::{lexical_code, problem_finding};
 use crate::evidence::{Code, Root};
 use crate::gate::surface::{self, RESOLVE_SURFACE, SurfaceInputs};
 use crate::gate::{self, GateOutcome, GateScope};
+use crate::goals::profile::Profiles;
 use crate::rules::evidence::EvidenceRules;
 use crate::rules::gates::GateBook;
 use crate::rules::{Layer, RulesError, load_workspace};
@@ -45,12 +46,11 @@ enum Profile {
 }
 
 impl Profile {
-    /// `(evidenceRoot, gate/final)` of goal-engine.md §1.1. Until the profile
-    /// files (`rules/profiles/*.json`) exist, these two values are kept here.
-    fn gate_keys(self) -> (&'static str, &'static str) {
+    /// The profile file's name (`rules/profiles/<name>.json`).
+    fn name(self) -> &'static str {
         match self {
-            Profile::UlwLoop => (".omo/evidence", RESOLVE_SURFACE),
-            Profile::Ultragoal => (".omagy/evidence", "ultragoal"),
+            Profile::UlwLoop => "ulw-loop",
+            Profile::Ultragoal => "ultragoal",
         }
     }
 }
@@ -136,21 +136,6 @@ fn run_check(
     amb: &dyn Ambient,
     io: &mut Io<'_>,
 ) -> Result<GateOutcome, CannotCheck> {
-    if let Some(goal) = &args.goal_id {
-        let session = args
-            .session_id
-            .as_deref()
-            .map(|s| format!(" of session `{s}`"))
-            .unwrap_or_default();
-        return Err(CannotCheck::new(
-            None,
-            format!(
-                "--goal-id `{goal}`{session} needs the goal engine's plan (scope, attempt directory, \
-                 criteria), which this build cannot load yet; run without --goal-id to check the \
-                 gate against the profile's evidence root without plan context"
-            ),
-        ));
-    }
     let dir = amb.open_dir(Path::new(".")).map_err(|e| {
         CannotCheck::new(
             Some(Code::RootUnavailable),
@@ -179,7 +164,24 @@ fn run_check(
     let evidence: EvidenceRules = rule_set.family().map_err(|e| rules_error(&e))?;
     let root = Root::new(dir, &evidence).map_err(|e| rules_error(&e))?;
 
-    let (evidence_root, gate_final) = args.profile.gate_keys();
+    let profiles: Profiles = rule_set.family().map_err(|e| rules_error(&e))?;
+    let profile = profiles.0.get(args.profile.name()).ok_or_else(|| {
+        CannotCheck::new(
+            Some(Code::RulesInvalid),
+            format!("the rules define no profile `{}`", args.profile.name()),
+        )
+    })?;
+    // Plan context (`--goal-id`): the plan is read without a lock and
+    // without writing; its gate rules apply unless `--surface` names others.
+    let plan_context = match &args.goal_id {
+        Some(goal) => Some(plan_context(args, goal, &root, &rule_set, amb)?),
+        None => None,
+    };
+    let evidence_root = profile.evidence_root.as_str();
+    let gate_final = match &plan_context {
+        Some((_, plan_rules)) => plan_rules.as_str(),
+        None => profile.gate.final_rules.as_str(),
+    };
     let common = book.common();
     let env = ambient::var(amb, &common.surface_resolution.env);
     let marker = if args.surface.is_none() && gate_final == RESOLVE_SURFACE {
@@ -218,12 +220,37 @@ fn run_check(
     } else {
         read_document(amb, &root, &args.file, limits, max)?
     };
-    Ok(gate::validate(
-        &root,
-        rules,
-        &document,
-        &GateScope::Standalone { dir: scope_dir },
-    ))
+    let scope = match plan_context {
+        Some((scope, _)) => scope,
+        None => GateScope::Standalone { dir: scope_dir },
+    };
+    Ok(gate::validate(&root, rules, &document, &scope))
+}
+
+/// Loads the plan context of `--goal-id`; a missing or corrupt plan, or an
+/// unknown goal, cannot be checked (exit 2).
+fn plan_context(
+    args: &CheckArgs,
+    goal: &str,
+    root: &Root,
+    rules: &crate::rules::RuleSet,
+    amb: &dyn Ambient,
+) -> Result<(GateScope, String), CannotCheck> {
+    let dir = root.dir().try_clone().map_err(|e| {
+        CannotCheck::new(
+            Some(Code::IoError),
+            format!("cannot reopen the repository: {e}"),
+        )
+    })?;
+    let explicit = args.session_id.as_deref().map(Some);
+    let goal_error = |e: crate::goals::GoalError| CannotCheck {
+        code: None,
+        message: format!("{}: {}", e.code(), e.message),
+        details: Some(json!({"code": e.code(), "details": e.details()})),
+    };
+    let engine = super::goals::build_engine(args.profile.name(), explicit, None, dir, rules, amb)
+        .map_err(goal_error)?;
+    crate::goals::gate::check_context(&engine, goal).map_err(goal_error)
 }
 
 /// Reads at most `max + 1` bytes, so an oversized document is seen as such

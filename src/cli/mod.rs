@@ -6,6 +6,7 @@ mod gate;
 mod goals;
 mod hook;
 mod init;
+mod progress;
 mod render;
 mod schema;
 mod verify;
@@ -54,7 +55,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Verify evidence payloads (same as the `verify-evidence` binary).
+    /// Verify evidence payloads, or audit the repository when none is given
+    /// (same as the `verify-evidence` binary).
     Verify(verify::VerifyArgs),
     /// Print a JSON Schema generated from the Rust types.
     Schema(schema::SchemaArgs),
@@ -72,7 +74,9 @@ enum Command {
     version,
     about = "Verify evidence payloads: every deliverable exists inside the root, is a non-empty \
              regular file reached through no symlink, hashes to its declared digest, and the \
-             verdict is `passed`.",
+             verdict is `passed`. Without PAYLOAD (or with --ledger), audit the repository: \
+             goal-engine ledgers and their hash chains, every recorded file digest, completion \
+             claims, evidence payloads under the evidence roots and the hook gate ledger.",
     after_help = "Exit status: 0 pass, 1 fail, 2 could not verify or usage error."
 )]
 struct VerifyCli {

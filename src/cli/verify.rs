@@ -1,18 +1,24 @@
-//! `verify-evidence` / `evidence-gate verify`.
+//! `verify-evidence` / `evidence-gate verify`: payload mode, and repository
+//! mode (the audit lives in [`crate::audit`]).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::render::{self, Format, Run};
+use cap_std::fs::Dir;
+
+use super::progress::TerminalProgress;
+use super::render::{self, Format, Run, Scope};
 use super::{EXIT_USAGE, Io};
 use crate::ambient::{self, Ambient, ReadError};
+use crate::audit::{self, Audit, AuditError, AuditOptions, Silent, Summary};
 use crate::evidence::{
     self, Code, Finding, Report, ReportBuilder, ReportKind, Root, VerifyOptions,
 };
 use crate::rules::evidence::EvidenceRules;
-use crate::rules::{Layer, RulesError, load_workspace};
+use crate::rules::{Layer, RuleSet, RulesError, load_workspace};
+use crate::sandbox::{PathLimits, RelPath};
 
 #[derive(Args, Debug)]
 pub(crate) struct VerifyArgs {
@@ -31,14 +37,36 @@ pub(crate) struct VerifyArgs {
     /// Text format: print findings and the summary only when verification does not pass.
     #[arg(long, short)]
     quiet: bool,
+    /// Repository mode even when payloads are given: audit every goal-engine
+    /// ledger, recorded digest, completion claim, evidence payload and the hook
+    /// gate ledger under the root (the default when no PAYLOAD is given).
+    #[arg(long)]
+    ledger: bool,
+    /// Repository mode for this state directory only (repo-relative, e.g.
+    /// `.omo/ulw-loop/s1`); may be repeated.
+    #[arg(long = "plan-dir", value_name = "DIR")]
+    plan_dirs: Vec<String>,
+    /// Repository mode: finding nothing to audit passes instead of failing
+    /// with NOTHING_TO_VERIFY.
+    #[arg(long)]
+    allow_empty: bool,
+    /// Repository mode: gate-ledger waivers and overrides fail instead of
+    /// warning.
+    #[arg(long)]
+    strict: bool,
+}
+
+impl VerifyArgs {
+    fn repository(&self) -> bool {
+        self.payloads.is_empty() || self.ledger || !self.plan_dirs.is_empty()
+    }
 }
 
 pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
-    if args.payloads.is_empty() {
+    if !args.repository() && (args.allow_empty || args.strict) {
         let _ = writeln!(
             io.stderr,
-            "error: no PAYLOAD given; repository mode (auditing goal-engine ledgers) is not part of this build yet. \
-             Pass one or more evidence payload files, or `-` for standard input."
+            "error: --allow-empty and --strict apply to repository mode; give no PAYLOAD, or add --ledger"
         );
         return EXIT_USAGE;
     }
@@ -55,8 +83,53 @@ pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         );
         return EXIT_USAGE;
     }
-    let reports = collect(args, amb, io.stdin);
-    let run = Run::new(reports);
+    let mut plan_dirs = Vec::new();
+    for d in &args.plan_dirs {
+        let trimmed = d.strip_prefix("./").unwrap_or(d).trim_end_matches('/');
+        match RelPath::parse(trimmed, PathLimits::default()) {
+            Ok(p) => plan_dirs.push(p),
+            Err(e) => {
+                let _ = writeln!(
+                    io.stderr,
+                    "error: --plan-dir `{d}` is not a repo-relative directory: {}",
+                    e.describe()
+                );
+                return EXIT_USAGE;
+            }
+        }
+    }
+    let run = match workspace(args, amb) {
+        Err(f) => {
+            let mut reports = error_reports(args, &f);
+            if args.repository() {
+                let mut b = ReportBuilder::new(args.root.display().to_string(), ReportKind::Plan);
+                b.push(*f);
+                reports.push(b.finish(false));
+            }
+            Run::new(reports)
+        }
+        Ok(ws) => {
+            let mut reports = if args.payloads.is_empty() {
+                Vec::new()
+            } else {
+                payload_reports(args, amb, io.stdin, &ws)
+            };
+            if !args.repository() {
+                Run::new(reports)
+            } else {
+                match repository(args, &plan_dirs, &ws, io) {
+                    Ok(audit) => {
+                        reports.extend(audit.reports);
+                        Run::with_scope(reports, Scope::Repository(audit.summary))
+                    }
+                    Err(Usage(message)) => {
+                        let _ = writeln!(io.stderr, "error: {message}");
+                        return EXIT_USAGE;
+                    }
+                }
+            }
+        }
+    };
     let color = io.stdout_is_terminal && ambient::var(amb, "NO_COLOR").is_none_or(|v| v.is_empty());
     match render::render(&run, args.format, args.quiet, color) {
         Ok(bytes) => {
@@ -77,6 +150,61 @@ pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
     }
 }
 
+/// A usage error found after the rules were loaded.
+struct Usage(String);
+
+/// Runs the repository audit; a `--plan-dir` outside every profile's state
+/// directory is a usage error.
+fn repository(
+    args: &VerifyArgs,
+    plan_dirs: &[RelPath],
+    ws: &Workspace,
+    io: &mut Io<'_>,
+) -> Result<Audit, Usage> {
+    let error_audit = |f: Finding| {
+        let mut b = ReportBuilder::new(args.root.display().to_string(), ReportKind::Plan);
+        b.push(f);
+        Audit {
+            reports: vec![b.finish(false)],
+            summary: Summary::default(),
+        }
+    };
+    let layouts = match audit::layout::from_rules(&ws.rules) {
+        Ok(l) => l,
+        Err(e) => return Ok(error_audit(rules_finding(&e))),
+    };
+    for d in plan_dirs {
+        if audit::layout_for(&layouts, d).is_none() {
+            let dirs: Vec<&str> = layouts.iter().map(|l| l.state_dir.as_str()).collect();
+            return Err(Usage(format!(
+                "--plan-dir `{d}` lies under no profile's state directory ({})",
+                dirs.join(", ")
+            )));
+        }
+    }
+    let opts = AuditOptions {
+        layouts: &layouts,
+        plan_dirs,
+        strict: args.strict,
+        allow_empty: args.allow_empty,
+    };
+    let result = if io.stderr_is_terminal {
+        let mut progress = TerminalProgress::new(&mut *io.stderr);
+        audit::audit(&ws.dir, &ws.evidence, &opts, &mut progress)
+    } else {
+        audit::audit(&ws.dir, &ws.evidence, &opts, &mut Silent)
+    };
+    Ok(match result {
+        Ok(a) => a,
+        Err(AuditError::Rules(e)) => error_audit(rules_finding(&e)),
+        Err(AuditError::Io(e)) => error_audit(Finding::new(
+            Code::RootUnavailable,
+            None,
+            format!("cannot use the root directory: {e}"),
+        )),
+    })
+}
+
 fn subject(p: &Path) -> String {
     if p.as_os_str() == "-" {
         "<stdin>".to_owned()
@@ -85,7 +213,7 @@ fn subject(p: &Path) -> String {
     }
 }
 
-fn error_reports(args: &VerifyArgs, finding: Finding) -> Vec<Report> {
+fn error_reports(args: &VerifyArgs, finding: &Finding) -> Vec<Report> {
     args.payloads
         .iter()
         .map(|p| {
@@ -102,51 +230,70 @@ fn rules_finding(e: &RulesError) -> Finding {
     )
 }
 
-fn collect(args: &VerifyArgs, amb: &dyn Ambient, stdin: &mut dyn Read) -> Vec<Report> {
-    let dir = match amb.open_dir(&args.root) {
-        Ok(d) => d,
-        Err(e) => {
-            let root = args.root.display().to_string();
-            return error_reports(
-                args,
-                Finding::new(
-                    Code::RootUnavailable,
-                    Some(&root),
-                    format!("cannot open the root directory `{root}`: {e}"),
-                ),
-            );
-        }
-    };
+/// The opened root and its rules.
+struct Workspace {
+    dir: Dir,
+    rules: RuleSet,
+    evidence: EvidenceRules,
+}
+
+fn workspace(args: &VerifyArgs, amb: &dyn Ambient) -> Result<Workspace, Box<Finding>> {
+    let dir = amb.open_dir(&args.root).map_err(|e| {
+        let root = args.root.display().to_string();
+        Box::new(Finding::new(
+            Code::RootUnavailable,
+            Some(&root),
+            format!("cannot open the root directory `{root}`: {e}"),
+        ))
+    })?;
     let extra = match &args.rules {
         Some(path) => match ambient::read_file(amb, path, 4 * 1024 * 1024) {
             Ok(bytes) => Some((path.display().to_string(), bytes)),
             Err(e) => {
                 let name = path.display().to_string();
-                return error_reports(
-                    args,
-                    Finding::new(
-                        Code::RulesInvalid,
-                        Some(&name),
-                        format!("cannot read the rules file `{name}`: {e}"),
-                    ),
-                );
+                return Err(Box::new(Finding::new(
+                    Code::RulesInvalid,
+                    Some(&name),
+                    format!("cannot read the rules file `{name}`: {e}"),
+                )));
             }
         },
         None => None,
     };
-    let rules = match load_workspace(
+    let rules = load_workspace(
         &dir,
         extra.as_ref().map(|(n, b)| Layer { name: n, bytes: b }),
-    ) {
-        Ok(r) => r,
-        Err(e) => return error_reports(args, rules_finding(&e)),
-    };
-    let root = match rules
+    )
+    .map_err(|e| Box::new(rules_finding(&e)))?;
+    let evidence = rules
         .family::<EvidenceRules>()
-        .and_then(|r| Root::new(dir, &r))
-    {
-        Ok(r) => r,
-        Err(e) => return error_reports(args, rules_finding(&e)),
+        .map_err(|e| Box::new(rules_finding(&e)))?;
+    Ok(Workspace {
+        dir,
+        rules,
+        evidence,
+    })
+}
+
+fn payload_reports(
+    args: &VerifyArgs,
+    amb: &dyn Ambient,
+    stdin: &mut dyn Read,
+    ws: &Workspace,
+) -> Vec<Report> {
+    let root = match ws.dir.try_clone() {
+        Err(e) => {
+            let f = Finding::new(
+                Code::RootUnavailable,
+                None,
+                format!("cannot use the root directory: {e}"),
+            );
+            return error_reports(args, &f);
+        }
+        Ok(d) => match Root::new(d, &ws.evidence) {
+            Ok(r) => r,
+            Err(e) => return error_reports(args, &rules_finding(&e)),
+        },
     };
     let max = root.max_payload_bytes();
     args.payloads

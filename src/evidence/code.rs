@@ -170,6 +170,16 @@ codes! {
     ReceiptVerifyTimeout = "RECEIPT_VERIFY_TIMEOUT", Fail, "Verifying the receipt exceeded `subagent_stop.verify_budget_ms`.";
     ReceiptPayloadInvalid = "RECEIPT_PAYLOAD_INVALID", Fail, "A structured receipt is not valid JSON or not a valid evidence payload v1.";
     ReceiptBindingMismatch = "RECEIPT_BINDING_MISMATCH", Fail, "A structured receipt is bound to another session, agent or turn.";
+    // evidence.md §7: repository mode of `verify-evidence` (the CI audit).
+    LedgerDigestMismatch = "LEDGER_DIGEST_MISMATCH", Fail, "A file recorded in a ledger's `files` (accepted evidence, gate artifacts, receipts) no longer has the recorded size and SHA-256.";
+    LedgerFileMissing = "LEDGER_FILE_MISSING", Fail, "A file recorded in a ledger's `files` no longer exists in the tree.";
+    LedgerFilesInvalid = "LEDGER_FILES_INVALID", Fail, "A ledger entry's `files` (or a gate-ledger `receipt`) is not a list of `{path, size, sha256}` objects with 64-hex digests.";
+    PlanCorrupt = "PLAN_CORRUPT", Fail, "A state directory's `goals.json` is not valid JSON, exceeds the plan size limit, breaks the plan's field rules, or its completion keys disagree.";
+    CompletionUnbacked = "COMPLETION_UNBACKED", Fail, "The plan records aggregate completion without a matching final-gate `aggregate_completed` ledger entry, or while a goal is still in `needs_user_decision`.";
+    LedgerReceiptReused = "LEDGER_RECEIPT_REUSED", Fail, "The hook gate ledger accepts one receipt digest for two different agents or turns.";
+    LedgerReceiptWaived = "LEDGER_RECEIPT_WAIVED", Warning, "The hook gate ledger records a `receipt_waived` entry: a worker stopped without accepted evidence under context pressure (a failure with `--strict`).";
+    LedgerReceiptOverride = "LEDGER_RECEIPT_OVERRIDE", Warning, "The hook gate ledger records a `receipt_override` entry: the attempt cap let a worker stop without accepted evidence (a failure with `--strict`).";
+    NothingToVerify = "NOTHING_TO_VERIFY", Fail, "Repository mode found no goal-engine state directory, hook gate ledger or evidence payload to audit (`--allow-empty` accepts that).";
 }
 
 impl fmt::Display for Code {

@@ -2,7 +2,6 @@
 //! rebuild is worth a line). Written best-effort to the diagnostics file that
 //! `hooks.md` §1.5 defines; a failure never changes a command's outcome.
 
-use std::io::Write;
 use std::time::SystemTime;
 
 use serde_json::json;
@@ -10,11 +9,10 @@ use serde_json::json;
 use super::Engine;
 use super::index::View;
 use crate::sandbox::{PathLimits, RelPath};
+use crate::store::DIAGNOSTICS_DIR;
 
-/// Repo-relative directory of the diagnostics file.
-pub const DIR: &str = ".omo/evidence-gate";
-/// Its name.
-pub const FILE: &str = "diagnostics.jsonl";
+/// Rotation threshold (the hooks' default `hooks.diagnostics_max_bytes`).
+const MAX_BYTES: u64 = 1024 * 1024;
 
 /// Records that `.ledger.idx` / `.ledger.keys` were rebuilt by a full scan.
 pub fn index_rebuilt(engine: &Engine, command: &str, view: &View) {
@@ -37,18 +35,13 @@ pub fn index_rebuilt(engine: &Engine, command: &str, view: &View) {
 }
 
 fn append(root: &cap_std::fs::Dir, line: &str) {
-    let Ok(rel) = RelPath::parse(DIR, PathLimits::default()) else {
+    let Ok(rel) = RelPath::parse(DIAGNOSTICS_DIR, PathLimits::default()) else {
         return;
     };
     let Ok(dir) = crate::store::create_dirs(root, &rel) else {
         return;
     };
-    let Ok((mut f, _)) = crate::store::open_append(&dir, FILE) else {
-        return;
-    };
-    let mut bytes = line.as_bytes().to_vec();
-    bytes.push(b'\n');
-    let _ = f.write_all(&bytes);
+    crate::store::append_diagnostic(&dir, line.as_bytes(), MAX_BYTES);
 }
 
 /// Records a caught panic (reported as `ULW_LOOP_UNEXPECTED`).

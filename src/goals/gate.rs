@@ -152,6 +152,29 @@ pub fn context(
     }))
 }
 
+/// The plan context of `gate check --goal-id` (quality-gate.md §8): the
+/// plan read without a lock and without writing, the goal's scope, scope
+/// directory and scope criteria, and the plan's gate rule name.
+pub fn check_context(engine: &Engine, goal_id: &str) -> Result<(GateScope, String), GoalError> {
+    let dir = engine.state_dir()?;
+    let plan = super::plan::read(
+        dir.as_ref(),
+        &engine.paths,
+        &engine.profile,
+        &engine.now().1,
+    )?;
+    let g = plan
+        .goal(goal_id)
+        .ok_or_else(|| super::ops::goal_not_found(engine, goal_id, false))?;
+    let is_final = lifecycle::final_candidate(&plan, g);
+    let closes = batches::closes(&plan, g.id());
+    let mut scope = context(engine, &plan, g.id(), is_final, closes)?;
+    if let GateScope::Plan(ctx) = &mut scope {
+        ctx.checkpoint = false;
+    }
+    Ok((scope, rules_of(engine, &plan)?))
+}
+
 /// Runs the gate validator on a supplied gate.
 pub fn validate(
     engine: &Engine,

@@ -4,14 +4,12 @@
 //! Best effort: a failure here never changes a decision, and a panic inside
 //! the writer is swallowed.
 
-use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 
-use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::Dir;
 use serde_json::{Map, Value, json};
 
 use super::code::HookCode;
@@ -21,11 +19,11 @@ use crate::ambient::{self, Ambient};
 use crate::sandbox::{PathLimits, RelPath};
 
 /// File name of the diagnostics log.
-pub const FILE: &str = "diagnostics.jsonl";
+pub const FILE: &str = crate::store::DIAGNOSTICS_FILE;
 /// Rotated predecessor.
-pub const ROTATED: &str = "diagnostics.jsonl.1";
+pub const ROTATED: &str = crate::store::DIAGNOSTICS_ROTATED;
 /// The hooks' state directory, relative to the workspace root.
-pub const STATE_DIR: &str = ".omo/evidence-gate";
+pub const STATE_DIR: &str = crate::store::DIAGNOSTICS_DIR;
 
 const MAX_MESSAGE: usize = 500;
 const MAX_DETAIL: usize = 2048;
@@ -165,25 +163,8 @@ impl<'a> Diagnostics<'a> {
         let record = self.record(&s, code, outcome, message, detail);
         let max = s.max_bytes;
         drop(s);
-        let mut line = serde_json::to_vec(&Value::Object(record)).expect("records serialise");
-        line.push(b'\n');
-        if dir
-            .symlink_metadata(FILE)
-            .is_ok_and(|m| m.is_file() && m.len() > max)
-        {
-            let _ = dir.rename(FILE, &dir, ROTATED);
-        }
-        let mut opts = OpenOptions::new();
-        opts.append(true)
-            .create(true)
-            .follow(FollowSymlinks::No)
-            .nonblock(true);
-        let Ok(mut f) = dir.open_with(FILE, &opts) else {
-            return;
-        };
-        if f.metadata().is_ok_and(|m| m.is_file()) {
-            let _ = f.write_all(&line);
-        }
+        let line = serde_json::to_vec(&Value::Object(record)).expect("records serialise");
+        crate::store::append_diagnostic(&dir, &line, max);
     }
 
     fn record(

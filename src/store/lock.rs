@@ -57,6 +57,19 @@ pub struct MutationLock {
 impl MutationLock {
     /// Acquires the lock on `dir/name` (see the module docs for the protocol).
     pub fn acquire(dir: &Dir, name: &str, opts: &LockOptions) -> Result<MutationLock, LockError> {
+        // Reliability-drill build only (`--features drill-unlocked`, never a
+        // default): no exclusion at all, to prove the concurrency drill can fail.
+        #[cfg(feature = "drill-unlocked")]
+        {
+            let _ = opts;
+            return Ok(MutationLock {
+                dir: dir.try_clone().map_err(LockError::Io)?,
+                name: name.to_owned(),
+                file: None,
+                broken: None,
+            });
+        }
+        #[cfg_attr(feature = "drill-unlocked", allow(unreachable_code))]
         let start = Instant::now();
         let mut backoff = Duration::from_millis(2);
         let mut seed =

@@ -2,6 +2,7 @@
 //! single-write appends with data sync, and the cross-process mutation lock
 //! (goal-engine.md §2.7, §2.8). Shared by the goal engine and the hooks.
 
+mod diagnostics;
 mod lock;
 
 use std::io::{self, Write};
@@ -11,6 +12,7 @@ use std::time::SystemTime;
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, File, OpenOptions};
 
+pub use diagnostics::{DIAGNOSTICS_DIR, DIAGNOSTICS_FILE, DIAGNOSTICS_ROTATED, append_diagnostic};
 pub use lock::{LockError, LockOptions, MutationLock};
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);

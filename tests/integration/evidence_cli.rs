@@ -584,10 +584,13 @@ fn bad_input_writes_nothing() {
 fn usage_errors_exit_2() {
     let r = Repo::new();
     for args in [
-        vec![],
         vec!["--format", "yaml", "x.json"],
         vec!["-", "-"],
         vec!["--bogus"],
+        vec!["x.json", "--strict"],
+        vec!["x.json", "--allow-empty"],
+        vec!["--plan-dir", "../elsewhere"],
+        vec!["--plan-dir", "src"],
     ] {
         let run = r.run("verify-evidence", &args, None);
         assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);

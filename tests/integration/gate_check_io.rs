@@ -243,7 +243,7 @@ fn invalid_rules_and_usage_errors_exit_2() {
 }
 
 #[test]
-fn goal_id_needs_the_goal_engine() {
+fn goal_id_without_a_plan_cannot_be_checked() {
     let r = fixture_repo();
     let run = r.run(
         "evidence-gate",
@@ -261,14 +261,17 @@ fn goal_id_needs_the_goal_engine() {
     assert_eq!(run.code, 2);
     assert!(run.stdout.is_empty());
     assert!(
-        run.stderr
-            .contains("--goal-id `G001-rate-limit` of session `demo` needs the goal engine"),
+        run.stderr.contains("ULW_LOOP_PLAN_MISSING"),
         "{}",
         run.stderr
     );
     let run = check(&r, "lazycodex.json", &["--goal-id", "G001-rate-limit"]);
     assert_eq!(run.code, 2);
     assert_eq!(run.json()["verdict"], "unverifiable");
+    assert_eq!(
+        run.json()["error"]["details"]["code"],
+        "ULW_LOOP_PLAN_MISSING"
+    );
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! Gate validation through the library with a hand-built plan context (the
-//! goal engine supplies it; `gate check --goal-id` cannot yet), the template
+//! goal engine supplies it in `checkpoint` and `gate check --goal-id`), the template
 //! builder, the checkpoint error mapping, and "arbitrary input never panics".
 
 use cap_std::fs::Dir;

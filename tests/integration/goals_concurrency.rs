@@ -9,8 +9,18 @@ use std::time::Duration;
 use crate::goals_support::*;
 use serde_json::{Value, json};
 
+/// The binary the drills run: `EVIDENCE_GATE_DRILL_BIN` when set (`.ci/run`
+/// points it at a `drill-unlocked` build to prove the drill can fail), else
+/// this build's `evidence-gate`.
+pub fn drill_bin() -> std::path::PathBuf {
+    match std::env::var_os("EVIDENCE_GATE_DRILL_BIN") {
+        Some(p) if !p.is_empty() => std::path::PathBuf::from(p),
+        _ => crate::common::bin("evidence-gate"),
+    }
+}
+
 fn spawn(repo: &Repo, args: &[&str]) -> Child {
-    let mut cmd = Command::new(crate::common::bin("evidence-gate"));
+    let mut cmd = Command::new(drill_bin());
     cmd.arg("ulw-loop")
         .args(args)
         .arg("--json")

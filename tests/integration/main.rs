@@ -5,7 +5,14 @@
 
 #![allow(clippy::disallowed_methods)]
 
+mod ci_adapters;
+mod ci_audit;
+mod ci_audit_codes;
+mod ci_audit_engine;
+mod ci_audit_gate;
+mod ci_audit_properties;
 mod ci_formats;
+mod ci_support;
 mod common;
 mod evidence_cli;
 mod evidence_fs;
@@ -13,6 +20,7 @@ mod evidence_lib;
 mod gate_check;
 mod gate_check_io;
 mod gate_lib;
+mod gate_plan;
 mod gate_template;
 mod goals_batches;
 mod goals_checkpoint;

@@ -46,3 +46,27 @@ fn github_report_of_a_failing_payload() {
     assert_eq!(run.code, 1);
     insta::assert_snapshot!(run.stdout);
 }
+
+#[test]
+fn text_report_of_a_failing_repository_audit() {
+    let r = crate::ci_support::audited_repo();
+    let run = r.run("verify-evidence", &[], None);
+    assert_eq!(run.code, 1);
+    insta::assert_snapshot!(run.stdout);
+}
+
+#[test]
+fn json_report_of_a_failing_repository_audit() {
+    let r = crate::ci_support::audited_repo();
+    let run = r.run("verify-evidence", &["--format", "json"], None);
+    assert_eq!(run.code, 1);
+    insta::assert_snapshot!(run.stdout);
+}
+
+#[test]
+fn github_report_of_a_failing_repository_audit() {
+    let r = crate::ci_support::audited_repo();
+    let run = r.run("verify-evidence", &["--format", "github", "--strict"], None);
+    assert_eq!(run.code, 1);
+    insta::assert_snapshot!(run.stdout);
+}

@@ -357,40 +357,15 @@ fn dispatch(
     };
     let display = p.display_name.clone();
     let fail = |e: GoalError| Outcome::Error(e, display.clone());
-    let env = |k: &str| ambient::var(amb, k);
     let explicit = match globals.one(&p.session.flag) {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
-    let sid = match session::resolve(&p.session.flag, explicit, &env, &p.session.env) {
-        Ok(s) => s,
-        Err(e) => return fail(e),
-    };
-    let env_sid = p
-        .session
-        .env
-        .iter()
-        .find_map(|k| env(k).as_deref().and_then(session::normalize));
     let lock_timeout_ms = match lock_timeout(&globals, amb) {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
-    let root_abs = amb
-        .current_dir()
-        .ok()
-        .and_then(|d| d.to_str().map(str::to_owned));
-    let engine = match Engine::new(
-        root,
-        &rules,
-        EngineOptions {
-            profile: profile.to_owned(),
-            session: sid,
-            env_sid,
-            lock_timeout_ms,
-            root_abs,
-            surface: surface_inputs(&rules, amb),
-        },
-    ) {
+    let engine = match build_engine(profile, explicit, lock_timeout_ms, root, &rules, amb) {
         Ok(e) => e,
         Err(e) => return fail(e),
     };
@@ -421,6 +396,49 @@ fn dispatch(
         Ok(r) => Outcome::Reply(r),
         Err(e) => fail(e),
     }
+}
+
+/// Builds the engine of `profile` for the scope named by `explicit` (the
+/// profile's session flag: absent, given without a value, or with one) or the environment; shared with `gate check --goal-id`.
+pub(crate) fn build_engine(
+    profile: &str,
+    explicit: Option<Option<&str>>,
+    lock_timeout_ms: Option<u64>,
+    root: cap_std::fs::Dir,
+    rules: &RuleSet,
+    amb: &dyn Ambient,
+) -> Result<Engine, GoalError> {
+    let profiles: Profiles = rules.family()?;
+    let p = profiles.0.get(profile).ok_or_else(|| {
+        GoalError::from(crate::rules::RulesError {
+            file: "rules".into(),
+            pointer: format!("/profiles/{profile}"),
+            problem: "no such profile".into(),
+        })
+    })?;
+    let env = |k: &str| ambient::var(amb, k);
+    let sid = session::resolve(&p.session.flag, explicit, &env, &p.session.env)?;
+    let env_sid = p
+        .session
+        .env
+        .iter()
+        .find_map(|k| env(k).as_deref().and_then(session::normalize));
+    let root_abs = amb
+        .current_dir()
+        .ok()
+        .and_then(|d| d.to_str().map(str::to_owned));
+    Engine::new(
+        root,
+        rules,
+        EngineOptions {
+            profile: profile.to_owned(),
+            session: sid,
+            env_sid,
+            lock_timeout_ms,
+            root_abs,
+            surface: surface_inputs(rules, amb),
+        },
+    )
 }
 
 /// The gate surface inputs only the binary can read (quality-gate.md §2.4).

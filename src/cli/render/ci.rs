@@ -19,9 +19,10 @@ pub fn github(run: &Run) -> String {
                 Severity::Info => "notice",
             };
             let file = f.path.as_deref().unwrap_or(r.subject());
+            let line = line_of(f).map(|l| format!(",line={l}")).unwrap_or_default();
             let _ = writeln!(
                 out,
-                "::{cmd} file={},title={}::{}",
+                "::{cmd} file={}{line},title={}::{}",
                 escape_property(file),
                 escape_property(f.code.name()),
                 escape_data(&f.message)
@@ -31,6 +32,13 @@ pub fn github(run: &Run) -> String {
     out.push_str(&summary_line(run, false));
     out.push('\n');
     out
+}
+
+/// The line of the finding's `path` it is about: by convention `detail.line`
+/// is always a line of `path` (a ledger line for ledger findings); findings
+/// about a recorded file name the ledger line `ledgerLine` instead.
+fn line_of(f: &Finding) -> Option<u64> {
+    f.detail.as_ref()?.get("line")?.as_u64().filter(|l| *l >= 1)
 }
 
 /// Escapes a workflow-command message.
@@ -180,12 +188,16 @@ pub fn sarif(run: &Run) -> Value {
         for f in r.findings() {
             let index = Code::ALL.iter().position(|c| *c == f.code).unwrap_or(0);
             let uri = f.path.as_deref().unwrap_or(r.subject());
+            let mut location = json!({"artifactLocation": {"uri": uri_reference(uri)}});
+            if let Some(l) = line_of(f) {
+                location["region"] = json!({"startLine": l});
+            }
             let mut result = json!({
                 "ruleId": f.code.name(),
                 "ruleIndex": index,
                 "level": level(f.severity),
                 "message": {"text": f.message},
-                "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri_reference(uri)}}}],
+                "locations": [{"physicalLocation": location}],
             });
             if let Some(d) = &f.detail {
                 result["properties"] = json!({"detail": d, "subject": r.subject()});

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::audit::Summary;
 use crate::evidence::{Report, Severity, Verdict};
 
 /// Output format of `verify`.
@@ -23,6 +24,15 @@ pub enum Format {
     Sarif,
 }
 
+/// What a run verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Payload files given on the command line.
+    Payloads,
+    /// Repository mode (payloads given with `--ledger` are included).
+    Repository(Summary),
+}
+
 /// A whole verification run.
 #[derive(Debug, Serialize)]
 pub struct Run {
@@ -30,13 +40,26 @@ pub struct Run {
     pub verdict: Verdict,
     /// One report per payload (or audited state directory).
     pub reports: Vec<Report>,
+    /// What was verified (wording of the summary line).
+    #[serde(skip)]
+    pub scope: Scope,
 }
 
 impl Run {
-    /// Combines reports into a run.
+    /// Combines payload reports into a run.
     pub fn new(reports: Vec<Report>) -> Run {
+        Run::with_scope(reports, Scope::Payloads)
+    }
+
+    /// Combines reports of a run of the given scope. A repository audit
+    /// without reports (nothing found, `--allow-empty`) passes.
+    pub fn with_scope(reports: Vec<Report>, scope: Scope) -> Run {
         let verdict = Verdict::worst(reports.iter().map(Report::verdict));
-        Run { verdict, reports }
+        Run {
+            verdict,
+            reports,
+            scope,
+        }
     }
 }
 
@@ -100,6 +123,9 @@ fn text(run: &Run, quiet: bool, color: bool) -> String {
 /// The one summary line: `PASSED: …`, `FAILED: N findings in M payloads` or
 /// `ERROR: could not verify: …`.
 pub(crate) fn summary_line(run: &Run, color: bool) -> String {
+    if let Scope::Repository(s) = run.scope {
+        return repository_line(run, &s, color);
+    }
     let n = run.reports.len();
     let errors = run
         .reports
@@ -133,5 +159,63 @@ pub(crate) fn summary_line(run: &Run, color: bool) -> String {
                 paint(color, "1;33", "ERROR:")
             )
         }
+    }
+}
+
+fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Summary of a repository audit.
+fn repository_line(run: &Run, s: &Summary, color: bool) -> String {
+    let count = |sev: Severity| {
+        run.reports
+            .iter()
+            .flat_map(|r| r.findings())
+            .filter(|f| f.severity == sev)
+            .count() as u64
+    };
+    let n = run.reports.len() as u64;
+    let bad = run
+        .reports
+        .iter()
+        .filter(|r| r.verdict() != Verdict::Pass)
+        .count() as u64;
+    match run.verdict {
+        Verdict::Pass if run.reports.is_empty() => format!(
+            "{} nothing to audit (no state directory, gate ledger or evidence payload; allowed by --allow-empty)",
+            paint(color, "1;32", "PASSED:")
+        ),
+        Verdict::Pass => {
+            let warnings = count(Severity::Warning);
+            format!(
+                "{} audited {}, {} and {}: {} verified, {} ({}) re-hashed, no failures{}",
+                paint(color, "1;32", "PASSED:"),
+                plural(s.state_dirs as u64, "state directory", "state directories"),
+                plural(s.gate_ledgers as u64, "gate ledger", "gate ledgers"),
+                plural(s.payloads as u64, "payload", "payloads"),
+                plural(s.ledger_records, "ledger record", "ledger records"),
+                plural(s.recorded_files as u64, "recorded file", "recorded files"),
+                plural(s.recorded_bytes, "byte", "bytes"),
+                if warnings > 0 {
+                    format!(", {}", plural(warnings, "warning", "warnings"))
+                } else {
+                    String::new()
+                }
+            )
+        }
+        Verdict::Fail => format!(
+            "{} {} in {bad} of {n} audited {}",
+            paint(color, "1;31", "FAILED:"),
+            plural(count(Severity::Error), "finding", "findings"),
+            if n == 1 { "subject" } else { "subjects" },
+        ),
+        Verdict::Error => format!(
+            "{} could not verify: {} in {bad} of {n} audited {}",
+            paint(color, "1;33", "ERROR:"),
+            plural(count(Severity::Error), "finding", "findings"),
+            if n == 1 { "subject" } else { "subjects" },
+        ),
     }
 }

@@ -28,6 +28,29 @@ pub struct Claimant {
     pub turn_id: Option<String>,
 }
 
+impl Claimant {
+    /// The claimant recorded in a claim file or a gate-ledger entry
+    /// (`session_id`, `agent_id`, `agent_type`, `turn_id`).
+    pub fn of(record: &Value) -> Claimant {
+        let s = |k: &str| record.get(k).and_then(Value::as_str).map(str::to_owned);
+        Claimant {
+            session_id: s("session_id"),
+            agent_id: s("agent_id"),
+            agent_type: s("agent_type"),
+            turn_id: s("turn_id"),
+        }
+    }
+
+    /// Accepting the same digest again is a re-fire of the same stop, not
+    /// reuse, for the same session and agent when the turns are equal or
+    /// either is unknown (hooks.md §3.7). The one statement of that rule.
+    pub fn same_stop(&self, other: &Claimant) -> bool {
+        self.session_id == other.session_id
+            && self.agent_id == other.agent_id
+            && (self.turn_id.is_none() || other.turn_id.is_none() || self.turn_id == other.turn_id)
+    }
+}
+
 fn name(sha256: &str) -> String {
     format!("{sha256}.json")
 }
@@ -51,10 +74,7 @@ pub fn check(state: &Dir, sha256: &str, path: &str, me: &Claimant) -> io::Result
     Read::by_ref(&mut f).take(64 * 1024).read_to_end(&mut buf)?;
     let prior: Value = serde_json::from_slice(&buf).unwrap_or(Value::Null);
     let field = |k: &str| prior.get(k).and_then(Value::as_str).map(str::to_owned);
-    let same_agent = field("session_id") == me.session_id && field("agent_id") == me.agent_id;
-    let their_turn = field("turn_id");
-    let same_turn = their_turn.is_none() || me.turn_id.is_none() || their_turn == me.turn_id;
-    if same_agent && same_turn && prior.is_object() {
+    if prior.is_object() && Claimant::of(&prior).same_stop(me) {
         return Ok(None);
     }
     let who = field("agent_type").unwrap_or_else(|| "another agent".into());

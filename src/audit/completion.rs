@@ -1,0 +1,122 @@
+//! Completion claims (evidence.md §7 step 3): a plan whose aggregate
+//! completion is recorded must have the final-gate ledger entry that wrote
+//! it, and no goal may still wait for a user decision.
+
+use serde_json::{Value, json};
+
+use crate::evidence::{Code, Finding};
+use crate::goals::lifecycle;
+use crate::goals::plan::{GoalStatus, Plan};
+
+/// An `aggregate_completed` ledger entry.
+#[derive(Debug, Clone)]
+pub(crate) struct FinalEntry {
+    pub(crate) seq: Option<u64>,
+    pub(crate) line: u64,
+    pub(crate) revision: Option<u64>,
+    /// Appended by crash recovery with a fresh seq (`recovered: true`).
+    pub(crate) recovered: bool,
+    /// `qualityGateSha256` (written by evidence-gate).
+    pub(crate) gate_sha256: Option<String>,
+    /// Carries a validated final gate: `qualityGateSha256`, or the Node
+    /// tools' normalised `qualityGate` object.
+    pub(crate) has_gate: bool,
+}
+
+impl FinalEntry {
+    /// The final-gate part of an `aggregate_completed` entry at `line`.
+    pub(crate) fn of(line: u64, entry: &Value) -> FinalEntry {
+        let gate_sha256 = entry
+            .get("qualityGateSha256")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        FinalEntry {
+            seq: crate::ledger::chain_fields(entry).map(|(s, _)| s),
+            line,
+            revision: entry.get("revision").and_then(Value::as_u64),
+            recovered: entry.get("recovered").and_then(Value::as_bool) == Some(true),
+            has_gate: gate_sha256.is_some()
+                || entry.get("qualityGate").is_some_and(Value::is_object),
+            gate_sha256,
+        }
+    }
+}
+
+/// `COMPLETION_UNBACKED` findings of a plan, located at `goals` (its path).
+/// `last_seq` is the ledger's last chained seq: a completion whose entry lies
+/// beyond it exists only in the plan's `lastMutation` (a crash before the
+/// append, or a forged plan) and is not backed until the ledger holds it.
+pub(crate) fn check(
+    plan: &Plan,
+    finals: &[FinalEntry],
+    last_seq: u64,
+    goals: &str,
+) -> Vec<Finding> {
+    if !lifecycle::completion_recorded(plan) {
+        return Vec::new();
+    }
+    let Some(rec) = plan.completion() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let unbacked = |message: String, detail: Value| {
+        Finding::new(Code::CompletionUnbacked, Some(goals), message).with_detail(detail)
+    };
+    let recorded_gate = rec.get("qualityGateSha256").and_then(Value::as_str);
+    let revision = rec.get("revision").and_then(Value::as_u64);
+    // Crash recovery re-appends the entries of `lastMutation` with fresh
+    // seqs (goal-engine.md §2.8 step 3), so a recovered final entry of the
+    // completing revision backs the record although `ledgerSeq` moved.
+    let find = |seq: u64| {
+        finals.iter().find(|f| f.seq == Some(seq)).or_else(|| {
+            finals
+                .iter()
+                .find(|f| f.recovered && revision.is_some() && f.revision == revision)
+        })
+    };
+    let pending = |seq: u64| {
+        plan.last_mutation()
+            .is_some_and(|(_, from, entries)| seq >= from && seq < from + entries.len() as u64)
+    };
+    match rec.get("ledgerSeq").and_then(Value::as_u64) {
+        Some(seq) => match find(seq) {
+            None if seq > last_seq && pending(seq) => out.push(unbacked(
+                format!("the completion's `aggregate_completed` entry (seq {seq}) exists only in the plan's lastMutation; the ledger ends at seq {last_seq}. After a crash before the append, `repair` appends it; otherwise the plan was edited"),
+                json!({"ledgerSeq": seq, "lastSeq": last_seq}),
+            )),
+            None => out.push(unbacked(
+                format!("the completion record names ledger seq {seq}, which is no `aggregate_completed` entry"),
+                json!({"ledgerSeq": seq}),
+            )),
+            Some(f) if !f.has_gate => out.push(unbacked(
+                format!("the `aggregate_completed` entry at ledger line {} carries no final quality gate", f.line),
+                json!({"ledgerSeq": seq, "ledgerLine": f.line}),
+            )),
+            Some(f) if recorded_gate.is_some() && f.gate_sha256.as_deref() != recorded_gate => {
+                out.push(unbacked(
+                    format!(
+                        "the completion record's qualityGateSha256 differs from the gate digest of the `aggregate_completed` entry at ledger line {}",
+                        f.line
+                    ),
+                    json!({"ledgerSeq": seq, "ledgerLine": f.line, "recorded": recorded_gate, "ledger": f.gate_sha256}),
+                ));
+            }
+            Some(_) => {}
+        },
+        None if !finals.iter().any(|f| f.has_gate) => out.push(unbacked(
+            "the plan records aggregate completion but the ledger has no `aggregate_completed` entry with a final quality gate".into(),
+            json!({}),
+        )),
+        None => {}
+    }
+    for g in plan.goals() {
+        if g.status() == GoalStatus::NeedsUserDecision && !lifecycle::superseded_resolved(plan, g) {
+            let id = g.id();
+            out.push(unbacked(
+                format!("goal `{id}` is still in `needs_user_decision`; completion needs a user decision (unblock, or supersede/waive it) first"),
+                json!({"goalId": id}),
+            ));
+        }
+    }
+    out
+}

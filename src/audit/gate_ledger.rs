@@ -1,0 +1,184 @@
+//! The hook gate ledger (hooks.md §3.11): chain intact, accepted receipts and
+//! their deliverables recorded for re-hashing, no receipt digest accepted for
+//! two claimants, waivers and overrides reported.
+
+use std::collections::HashMap;
+
+use cap_std::fs::Dir;
+use serde_json::{Value, json};
+
+use super::progress::Progress;
+use super::recorded::LedgerFiles;
+use super::scan::{Opened, entry_kind, open_state_file, scan_ledger};
+use crate::evidence::verify::problem_finding;
+use crate::evidence::{Code, Finding, ReportBuilder, ReportKind, Severity};
+use crate::hooks::receipt::reuse::Claimant;
+use crate::ledger::ForeignSeverity;
+use crate::sandbox::open::{self, FileProblem};
+use crate::sandbox::{PathLimits, RelPath};
+
+pub use crate::hooks::diagnostics::STATE_DIR;
+pub use crate::hooks::gate_ledger::FILE;
+
+/// The audit of the gate ledger, before recorded files are re-hashed.
+pub(crate) struct Audited {
+    pub(crate) report: ReportBuilder,
+    pub(crate) files: LedgerFiles,
+    pub(crate) checked: bool,
+    pub(crate) records: u64,
+}
+
+/// Audits `.omo/evidence-gate/ledger.jsonl`; `None` when it does not exist.
+pub(crate) fn audit(root: &Dir, strict: bool, progress: &mut dyn Progress) -> Option<Audited> {
+    let display = format!("{STATE_DIR}/{FILE}");
+    let rel = RelPath::parse(STATE_DIR, PathLimits::default()).expect("constant");
+    let mut report = ReportBuilder::new(&display, ReportKind::GateLedger);
+    let dir = match open::open_dir(root, &rel) {
+        Ok(d) => d,
+        Err(FileProblem::Missing) => return None,
+        Err(p) => {
+            let (code, why) = problem_finding(&p);
+            report.push(Finding::new(code, Some(STATE_DIR), why));
+            return Some(Audited {
+                report,
+                files: LedgerFiles::new(&display),
+                checked: false,
+                records: 0,
+            });
+        }
+    };
+    let (file, size) = match open_state_file(&dir, FILE, &display) {
+        Opened::Absent => return None,
+        Opened::Problem(f) => {
+            report.push(f);
+            return Some(Audited {
+                report,
+                files: LedgerFiles::new(&display),
+                checked: false,
+                records: 0,
+            });
+        }
+        Opened::File(f, size) => (f, size),
+    };
+    let mut files = LedgerFiles::new(&display);
+    let mut accepted: HashMap<String, (u64, Claimant)> = HashMap::new();
+    let mut findings = Vec::new();
+    let escalate = |f: Finding| {
+        if strict {
+            f.with_severity(Severity::Error)
+        } else {
+            f
+        }
+    };
+    progress.phase(&format!("verifying {display}"), "bytes", size);
+    let mut visit = |line: u64, v: &Value| {
+        files.record_entry(line, v);
+        let who = || {
+            v.get("agent_type")
+                .and_then(Value::as_str)
+                .unwrap_or("a worker")
+                .to_owned()
+        };
+        let codes: Vec<Value> = v
+            .get("findings")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.get("code").cloned())
+            .collect();
+        match entry_kind(v) {
+            Some("receipt_accepted") => {
+                let Some(receipt) = v.get("receipt").filter(|r| r.is_object()) else {
+                    findings.push(
+                        Finding::new(
+                            Code::LedgerFilesInvalid,
+                            Some(&display),
+                            format!("line {line}: a `receipt_accepted` entry has no `receipt` object"),
+                        )
+                        .with_detail(json!({"line": line, "field": "receipt"})),
+                    );
+                    return;
+                };
+                let listed = v
+                    .get("files")
+                    .and_then(Value::as_array)
+                    .is_some_and(|fs| fs.iter().any(|f| f.get("path") == receipt.get("path")));
+                if !listed {
+                    files.record(line, v, receipt, "receipt");
+                }
+                let Some(sha) = receipt.get("sha256").and_then(Value::as_str) else {
+                    return;
+                };
+                let me = Claimant::of(v);
+                match accepted.get(sha) {
+                    Some((first, them)) if !them.same_stop(&me) => findings.push(
+                        Finding::new(
+                            Code::LedgerReceiptReused,
+                            receipt.get("path").and_then(Value::as_str),
+                            format!(
+                                "line {line}: receipt digest {sha} was already accepted at line {first} for another agent or turn"
+                            ),
+                        )
+                        .with_detail(json!({"ledger": display, "ledgerLine": line, "firstLine": first, "sha256": sha})),
+                    ),
+                    Some(_) => {}
+                    None => {
+                        accepted.insert(sha.to_owned(), (line, me));
+                    }
+                }
+            }
+            Some("receipt_waived") => findings.push(escalate(
+                Finding::new(
+                    Code::LedgerReceiptWaived,
+                    Some(&display),
+                    format!(
+                        "line {line}: {} stopped without accepted evidence; the receipt was waived ({})",
+                        who(),
+                        v.get("reason").and_then(Value::as_str).unwrap_or("no reason recorded")
+                    ),
+                )
+                .with_detail(json!({"line": line, "findings": codes})),
+            )),
+            Some("receipt_override") => findings.push(escalate(
+                Finding::new(
+                    Code::LedgerReceiptOverride,
+                    Some(&display),
+                    format!(
+                        "line {line}: {} stopped without accepted evidence after the attempt cap",
+                        who()
+                    ),
+                )
+                .with_detail(json!({"line": line, "count": v.get("count"), "findings": codes})),
+            )),
+            _ => {}
+        }
+    };
+    let records = match scan_ledger(file, &display, ForeignSeverity::Error, progress, &mut visit) {
+        Ok(s) => {
+            for f in s.findings {
+                report.push(f);
+            }
+            s.chain.records
+        }
+        Err(f) => {
+            report.push(*f);
+            0
+        }
+    };
+    for f in files.invalid.drain(..).chain(findings) {
+        report.push(f);
+    }
+    if records == 0 && report.findings().is_empty() {
+        report.push(Finding::new(
+            Code::NothingToVerify,
+            Some(&display),
+            "the gate ledger holds no record",
+        ));
+    }
+    Some(Audited {
+        report,
+        files,
+        checked: records > 0,
+        records,
+    })
+}

@@ -1,0 +1,266 @@
+//! Recorded file digests (goal-engine.md §2.5.1 `files`, hooks.md §3.11
+//! receipts): collected while a ledger is verified, then re-hashed through
+//! the sandbox.
+//!
+//! A path may be recorded many times (a deliverable changed by a later goal
+//! is recorded again). The tree must match the *latest* recording of each
+//! path: within one ledger the last line wins; across ledgers, a recording
+//! is superseded by another ledger's last recording of the same path with a
+//! strictly later timestamp. Every recording that is not superseded must
+//! match the file.
+
+use std::collections::{BTreeMap, HashMap};
+
+use cap_std::fs::Dir;
+use serde_json::{Value, json};
+
+use super::progress::Progress;
+use super::scan::{entry_kind, entry_time_ms};
+use crate::evidence::verify::{lexical_code, problem_finding};
+use crate::evidence::{Code, Finding, VerifiedFile};
+use crate::sandbox::open::{self, FileChecks, FileProblem, HashedFile};
+use crate::sandbox::{PathLimits, RelPath, parallel};
+
+/// One `{path, size, sha256}` recorded by a ledger entry.
+#[derive(Debug, Clone)]
+struct Recording {
+    size: u64,
+    sha256: String,
+    line: u64,
+    seq: Option<u64>,
+    kind: Option<String>,
+    at_ms: Option<u64>,
+    role: Option<String>,
+}
+
+/// The last recording of every path in one ledger, plus malformed `files`.
+#[derive(Debug)]
+pub(crate) struct LedgerFiles {
+    ledger: String,
+    last: HashMap<String, Recording>,
+    pub(crate) invalid: Vec<Finding>,
+}
+
+impl LedgerFiles {
+    /// Recordings of the ledger shown as `ledger`.
+    pub(crate) fn new(ledger: &str) -> LedgerFiles {
+        LedgerFiles {
+            ledger: ledger.to_owned(),
+            last: HashMap::new(),
+            invalid: Vec::new(),
+        }
+    }
+
+    /// Records every element of the entry's `files` array.
+    pub(crate) fn record_entry(&mut self, line: u64, entry: &Value) {
+        match entry.get("files") {
+            None => {}
+            Some(Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.record(line, entry, item, &format!("files[{i}]"));
+                }
+            }
+            Some(_) => self.invalid(line, "files", "is not an array"),
+        }
+    }
+
+    /// Records one `{path, size, sha256}` object found at `field` of the entry.
+    pub(crate) fn record(&mut self, line: u64, entry: &Value, item: &Value, field: &str) {
+        let path = item.get("path").and_then(Value::as_str);
+        let size = item.get("size").and_then(Value::as_u64);
+        let sha = item
+            .get("sha256")
+            .and_then(Value::as_str)
+            .filter(|s| crate::digest::is_sha256_hex(s));
+        let (Some(path), Some(size), Some(sha)) = (path, size, sha) else {
+            self.invalid(
+                line,
+                field,
+                "is not an object with a string `path`, an integer `size` and a 64-hex `sha256`",
+            );
+            return;
+        };
+        self.last.insert(
+            path.to_owned(),
+            Recording {
+                size,
+                sha256: sha.to_owned(),
+                line,
+                seq: entry.get("seq").and_then(Value::as_u64),
+                kind: entry_kind(entry).map(str::to_owned),
+                at_ms: entry_time_ms(entry),
+                role: item.get("role").and_then(Value::as_str).map(str::to_owned),
+            },
+        );
+    }
+
+    fn invalid(&mut self, line: u64, field: &str, why: &str) {
+        self.invalid.push(
+            Finding::new(
+                Code::LedgerFilesInvalid,
+                Some(&self.ledger),
+                format!("line {line}: `{field}` {why}"),
+            )
+            .with_detail(json!({"line": line, "field": field})),
+        );
+    }
+}
+
+/// What the re-hash found for one ledger.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    /// Findings about recorded files (`path` = the file; `detail.ledgerLine`).
+    pub(crate) findings: Vec<Finding>,
+    /// Recorded files that still match.
+    pub(crate) files: Vec<VerifiedFile>,
+    /// Recordings checked (not superseded).
+    pub(crate) checked: usize,
+}
+
+/// Totals of one re-hash run.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Totals {
+    pub(crate) files: usize,
+    pub(crate) bytes: u64,
+}
+
+/// Hashes files in batches so that progress is reported between batches
+/// from the calling thread; each batch still uses every core.
+const BATCH: usize = 64;
+
+/// Re-hashes the live recordings of every ledger; one [`Outcome`] per ledger,
+/// in the same order.
+pub(crate) fn check(
+    root: &Dir,
+    limits: PathLimits,
+    checks: FileChecks,
+    ledgers: &[LedgerFiles],
+    progress: &mut dyn Progress,
+) -> (Vec<Outcome>, Totals) {
+    let mut out: Vec<Outcome> = ledgers.iter().map(|_| Outcome::default()).collect();
+    let mut jobs: BTreeMap<&str, Vec<(usize, &Recording)>> = BTreeMap::new();
+    for (i, l) in ledgers.iter().enumerate() {
+        for (path, rec) in &l.last {
+            let superseded = ledgers.iter().enumerate().any(|(j, other)| {
+                j != i
+                    && other.last.get(path).is_some_and(
+                        |o| matches!((o.at_ms, rec.at_ms), (Some(a), Some(b)) if a > b),
+                    )
+            });
+            if !superseded {
+                jobs.entry(path.as_str()).or_default().push((i, rec));
+            }
+        }
+    }
+    let mut valid: Vec<(&str, RelPath)> = Vec::new();
+    for (path, recs) in &jobs {
+        match RelPath::parse(path, limits) {
+            Ok(p) => valid.push((path, p)),
+            Err(lp) => {
+                for (i, rec) in recs {
+                    out[*i].checked += 1;
+                    out[*i].findings.push(
+                        finding(
+                            lexical_code(lp),
+                            path,
+                            &ledgers[*i].ledger,
+                            rec,
+                            format!("is not an acceptable path: {}", lp.describe()),
+                        )
+                        .0,
+                    );
+                }
+            }
+        }
+    }
+    progress.phase("re-hashing recorded files", "files", valid.len() as u64);
+    let mut totals = Totals::default();
+    for batch in valid.chunks(BATCH) {
+        let results: Vec<Result<HashedFile, FileProblem>> =
+            parallel::map(batch, |(_, p)| open::verify_file(root, p, &checks, None));
+        for ((path, _), result) in batch.iter().zip(results) {
+            if let Ok(h) = &result {
+                totals.files += 1;
+                totals.bytes += h.size;
+            }
+            for (i, rec) in &jobs[path] {
+                let o = &mut out[*i];
+                o.checked += 1;
+                match &result {
+                    Ok(h) if h.sha256 == rec.sha256 && h.size == rec.size => {
+                        o.files.push(VerifiedFile {
+                            path: (*path).to_owned(),
+                            size: h.size,
+                            sha256: h.sha256.clone(),
+                        });
+                    }
+                    Ok(h) => {
+                        let (f, mut detail) = finding(
+                            Code::LedgerDigestMismatch,
+                            path,
+                            &ledgers[*i].ledger,
+                            rec,
+                            format!(
+                                "now has {} bytes and SHA-256 {}; it changed after it was recorded",
+                                h.size, h.sha256
+                            ),
+                        );
+                        detail["actual"] = json!({"size": h.size, "sha256": h.sha256});
+                        o.findings.push(f.with_detail(detail));
+                    }
+                    Err(FileProblem::Missing) => o.findings.push(
+                        finding(
+                            Code::LedgerFileMissing,
+                            path,
+                            &ledgers[*i].ledger,
+                            rec,
+                            "no longer exists".into(),
+                        )
+                        .0,
+                    ),
+                    Err(p) => {
+                        let (code, why) = problem_finding(p);
+                        o.findings
+                            .push(finding(code, path, &ledgers[*i].ledger, rec, why).0);
+                    }
+                }
+            }
+        }
+        progress.advance(batch.len() as u64);
+    }
+    (out, totals)
+}
+
+/// A finding about a recorded file, with the recording in `detail`. Returns
+/// the detail too, for callers that add to it.
+fn finding(
+    code: Code,
+    path: &str,
+    ledger: &str,
+    rec: &Recording,
+    what: String,
+) -> (Finding, Value) {
+    let detail = json!({
+        "ledger": ledger,
+        "ledgerLine": rec.line,
+        "seq": rec.seq,
+        "kind": rec.kind,
+        "role": rec.role,
+        "recorded": {"size": rec.size, "sha256": rec.sha256},
+    });
+    let kind = rec
+        .kind
+        .as_deref()
+        .map(|k| format!(", {k}"))
+        .unwrap_or_default();
+    let f = Finding::new(
+        code,
+        Some(path),
+        format!(
+            "recorded by {ledger} line {}{kind} ({} bytes, SHA-256 {}); {what}",
+            rec.line, rec.size, rec.sha256
+        ),
+    )
+    .with_detail(detail.clone());
+    (f, detail)
+}

@@ -1,0 +1,367 @@
+//! The audit of one goal-engine state directory: the ledger's chain, the
+//! plan, their agreement, completion claims and the archived runs.
+
+use std::collections::BTreeMap;
+
+use cap_fs_ext::DirExt;
+use cap_std::fs::Dir;
+use serde_json::{Value, json};
+
+use super::completion::{self, FinalEntry};
+use super::layout::ProfileLayout;
+use super::plan_file;
+use super::progress::Progress;
+use super::recorded::LedgerFiles;
+use super::scan::{Opened, entry_kind, open_state_file, scan_ledger};
+use crate::evidence::verify::problem_finding;
+use crate::evidence::{Code, Finding, ReportBuilder, ReportKind};
+use crate::goals::journal::Head;
+use crate::goals::plan::Plan;
+use crate::goals::txn::{self, Consistency};
+use crate::ledger::chain_fields;
+use crate::sandbox::open::FileProblem;
+use crate::sandbox::walk::{self, EntryKind};
+
+/// Plan file name inside a state directory.
+pub(crate) const GOALS: &str = "goals.json";
+/// Ledger file name inside a state directory.
+pub(crate) const LEDGER: &str = "ledger.jsonl";
+/// Archive directory inside a state directory (goal-engine.md §2.9).
+const ARCHIVE: &str = ".archive";
+
+/// The audit of one state directory, before recorded files are re-hashed.
+pub(crate) struct Audited {
+    pub(crate) report: ReportBuilder,
+    pub(crate) files: LedgerFiles,
+    /// A plan was read or ledger records were verified.
+    pub(crate) checked: bool,
+    pub(crate) records: u64,
+}
+
+/// What the ledger scan of the current run collected.
+#[derive(Default)]
+struct Collected {
+    finals: Vec<FinalEntry>,
+    first: Option<(u64, Value)>,
+    landed: u64,
+}
+
+/// Audits the state directory `display` (repo-relative) opened as `dir`.
+pub(crate) fn audit(
+    dir: &Dir,
+    display: &str,
+    layout: &ProfileLayout,
+    progress: &mut dyn Progress,
+) -> Audited {
+    let mut report = ReportBuilder::new(display, ReportKind::Plan);
+    let goals_display = format!("{display}/{GOALS}");
+    let ledger_display = format!("{display}/{LEDGER}");
+    let plan = match plan_file::read(dir, display, layout) {
+        Ok(p) => p,
+        Err(f) => {
+            report.push(*f);
+            None
+        }
+    };
+    let plan_unreadable = plan.is_none() && dir.symlink_metadata(GOALS).is_ok();
+    let lm = plan
+        .as_ref()
+        .and_then(Plan::last_mutation)
+        .map(|(revision, from_seq, _)| (revision, from_seq));
+    let mut files = LedgerFiles::new(&ledger_display);
+    let mut got = Collected::default();
+    let mut head: Option<(Head, bool)> = None;
+    match open_state_file(dir, LEDGER, &ledger_display) {
+        Opened::Absent => {}
+        Opened::Problem(f) => report.push(f),
+        Opened::File(file, size) => {
+            progress.phase(&format!("verifying {ledger_display}"), "bytes", size);
+            let mut visit = |line: u64, v: &Value| {
+                files.record_entry(line, v);
+                if got.first.is_none() {
+                    got.first = Some((line, v.clone()));
+                }
+                let kind = entry_kind(v);
+                if kind == Some("aggregate_completed") {
+                    got.finals.push(FinalEntry::of(line, v));
+                }
+                if let (Some((revision, from_seq)), Some((seq, _))) = (lm, chain_fields(v))
+                    && seq >= from_seq
+                    && v.get("revision").and_then(Value::as_u64) == Some(revision)
+                    && kind != Some("ledger_repaired")
+                {
+                    got.landed += 1;
+                }
+            };
+            match scan_ledger(
+                file,
+                &ledger_display,
+                layout.foreign_records(),
+                progress,
+                &mut visit,
+            ) {
+                Ok(s) => {
+                    let torn = s.findings.iter().any(|f| f.code == Code::LedgerTornTail);
+                    for f in s.findings {
+                        report.push(f);
+                    }
+                    head = Some((
+                        Head {
+                            len: s.chain.bytes,
+                            records: s.chain.records,
+                            last_seq: s.chain.last_seq.unwrap_or(0),
+                            last_revision: s.chain.last_revision.unwrap_or(0),
+                            last_offset: None,
+                            last_hash: s.chain.head.clone(),
+                        },
+                        torn,
+                    ));
+                }
+                Err(f) => report.push(*f),
+            }
+        }
+    }
+    for f in files.invalid.drain(..) {
+        report.push(f);
+    }
+    let records = head.as_ref().map_or(0, |(h, _)| h.records);
+    if !plan_unreadable {
+        agreement(
+            &mut report,
+            plan.as_ref(),
+            head.as_ref(),
+            got.landed,
+            display,
+        );
+    }
+    if let Some(p) = &plan {
+        let last_seq = head.as_ref().map_or(0, |(h, _)| h.last_seq);
+        for f in completion::check(p, &got.finals, last_seq, &goals_display) {
+            report.push(f);
+        }
+    }
+    let archives = archives(dir, display, layout, progress, &mut report);
+    if let Some((line, first)) = &got.first {
+        archive_link(
+            &mut report,
+            display,
+            &ledger_display,
+            *line,
+            first,
+            &archives,
+        );
+    }
+    let checked = plan.is_some() || records > 0;
+    if !checked && report.findings().is_empty() {
+        report.push(Finding::new(
+            Code::NothingToVerify,
+            Some(display),
+            "the state directory holds neither a plan nor any ledger record",
+        ));
+    }
+    Audited {
+        report,
+        files,
+        checked,
+        records,
+    }
+}
+
+/// `LEDGER_BEHIND_PLAN` / `LEDGER_PLAN_MISMATCH` (goal-engine.md §2.5.4),
+/// decided by the goal engine's own recovery-check comparison (§2.8).
+fn agreement(
+    report: &mut ReportBuilder,
+    plan: Option<&Plan>,
+    head: Option<&(Head, bool)>,
+    landed: u64,
+    display: &str,
+) {
+    let empty = Head::default();
+    let (ledger_head, torn) = head.map_or((&empty, false), |(h, t)| (h, *t));
+    let a = txn::assess(plan, ledger_head, torn, &mut |_, _| landed as usize);
+    let ledger = format!("{display}/{LEDGER}");
+    let detail = json!({
+        "planRevision": a.plan_revision,
+        "ledgerRevision": a.ledger_revision,
+        "lastSeq": a.last_seq,
+    });
+    match a.consistency {
+        Consistency::Ok => {}
+        // A torn tail alone is reported by the chain verification.
+        Consistency::Recoverable if a.missing.is_empty() => {}
+        Consistency::Recoverable => {
+            let missing = a.missing.len();
+            report.push(
+                Finding::new(
+                    Code::LedgerBehindPlan,
+                    Some(&ledger),
+                    format!(
+                        "the plan (revision {}) carries {missing} ledger entr{} that never reached the ledger (a crash between the plan write and the append); the next mutation or `repair` appends them",
+                        a.plan_revision,
+                        if missing == 1 { "y" } else { "ies" }
+                    ),
+                )
+                .with_detail(detail),
+            );
+        }
+        Consistency::Mismatch => {
+            let what = match (plan.is_some(), head.is_some()) {
+                (false, _) => format!(
+                    "the ledger's last chained record has revision {} but there is no plan",
+                    a.ledger_revision
+                ),
+                (true, false) => format!(
+                    "the plan is at revision {} but there is no ledger",
+                    a.plan_revision
+                ),
+                (true, true) => format!(
+                    "the plan is at revision {} but the ledger's last chained record has revision {} (seq {})",
+                    a.plan_revision, a.ledger_revision, a.last_seq
+                ),
+            };
+            report.push(
+                Finding::new(Code::LedgerPlanMismatch, Some(&ledger), what).with_detail(detail),
+            );
+        }
+    }
+}
+
+/// Verifies the chain of every archived ledger (`.archive/<stamp>/ledger.jsonl`)
+/// and returns the hash of each one's last record, by archive directory.
+/// Files recorded by archived runs are not re-hashed: a newer run replaced them.
+fn archives(
+    dir: &Dir,
+    display: &str,
+    layout: &ProfileLayout,
+    progress: &mut dyn Progress,
+    report: &mut ReportBuilder,
+) -> BTreeMap<String, Option<String>> {
+    let mut heads = BTreeMap::new();
+    let archive_display = format!("{display}/{ARCHIVE}");
+    let adir = match dir.open_dir_nofollow(ARCHIVE) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return heads,
+        Err(e) => {
+            let p = if dir
+                .symlink_metadata(ARCHIVE)
+                .is_ok_and(|m| m.file_type().is_symlink())
+            {
+                FileProblem::Symlink {
+                    component: archive_display.clone(),
+                }
+            } else {
+                FileProblem::Io(e)
+            };
+            let (code, why) = problem_finding(&p);
+            report.push(Finding::new(code, Some(&archive_display), why));
+            return heads;
+        }
+    };
+    let mut entries = Vec::new();
+    if let Err(e) = walk::walk(
+        &adir,
+        &archive_display,
+        &mut |_| false,
+        &mut |e| entries.push(e.clone()),
+        &mut |_| {},
+    ) {
+        report.push(Finding::new(
+            Code::IoError,
+            Some(&e.path),
+            format!("could not list the archive directory: {}", e.error),
+        ));
+    }
+    for e in entries {
+        let name = e.path.rsplit('/').next().unwrap_or_default().to_owned();
+        match e.kind {
+            EntryKind::Dir => {}
+            EntryKind::Symlink => {
+                report.push(Finding::new(
+                    Code::PathSymlink,
+                    Some(&e.path),
+                    "an archived run is a symlink; symlinks are never followed",
+                ));
+                continue;
+            }
+            _ => continue,
+        }
+        let Ok(run) = adir.open_dir_nofollow(&name) else {
+            continue;
+        };
+        let ledger = format!("{}/{LEDGER}", e.path);
+        let head = match open_state_file(&run, LEDGER, &ledger) {
+            Opened::Absent => None,
+            Opened::Problem(f) => {
+                report.push(f);
+                None
+            }
+            Opened::File(file, size) => {
+                progress.phase(&format!("verifying {ledger}"), "bytes", size);
+                match scan_ledger(
+                    file,
+                    &ledger,
+                    layout.foreign_records(),
+                    progress,
+                    &mut |_, _| {},
+                ) {
+                    Ok(s) => {
+                        for f in s.findings {
+                            report.push(f);
+                        }
+                        s.chain.head
+                    }
+                    Err(f) => {
+                        report.push(*f);
+                        None
+                    }
+                }
+            }
+        };
+        heads.insert(e.path, head);
+    }
+    heads
+}
+
+/// `LEDGER_ARCHIVE_MISMATCH`: a first `plan_created` record's
+/// `replaced.previousHead` must be the hash of the archived ledger's last
+/// record (goal-engine.md §2.9 step 4).
+fn archive_link(
+    report: &mut ReportBuilder,
+    display: &str,
+    ledger: &str,
+    line: u64,
+    first: &Value,
+    heads: &BTreeMap<String, Option<String>>,
+) {
+    if entry_kind(first) != Some("plan_created") {
+        return;
+    }
+    let Some(replaced) = first.get("replaced") else {
+        return;
+    };
+    let (Some(archive), Some(expected)) = (
+        replaced.get("archive").and_then(Value::as_str),
+        replaced.get("previousHead").and_then(Value::as_str),
+    ) else {
+        return;
+    };
+    let inside = archive
+        .strip_prefix(display)
+        .and_then(|r| r.strip_prefix('/'))
+        .is_some_and(|r| r.starts_with(&format!("{ARCHIVE}/")));
+    let actual = heads.get(archive).cloned().flatten();
+    if inside && actual.as_deref() == Some(expected) {
+        return;
+    }
+    report.push(
+        Finding::new(
+            Code::LedgerArchiveMismatch,
+            Some(ledger),
+            format!(
+                "line {line}: plan_created.replaced.previousHead is {expected} but the last record of {archive}/{LEDGER} hashes to {}",
+                actual.as_deref().unwrap_or("nothing (the archived ledger is missing)")
+            ),
+        )
+        .with_detail(json!({"line": line, "archive": archive, "expected": expected, "actual": actual})),
+    );
+}
