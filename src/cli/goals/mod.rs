@@ -386,6 +386,7 @@ fn dispatch(
         }
         return Outcome::Plain(crate::goals::handoff::help(&engine), 1);
     }
+    let env = |k: &str| ambient::var(amb, k);
     let worker = crate::goals::team::env_marker(&engine.profile, &env);
     if let Some(marker) = &worker
         && !crate::goals::team::worker_may_run(head, rest)
