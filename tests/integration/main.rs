@@ -14,6 +14,7 @@ mod ci_audit_properties;
 mod ci_formats;
 mod ci_support;
 mod common;
+mod drills;
 mod evidence_cli;
 mod evidence_fs;
 mod evidence_lib;
