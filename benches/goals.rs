@@ -296,6 +296,72 @@ fn main() {
     };
     series(dir, warm, &record);
     report("record-evidence", series(dir, runs, &record), floor, 50.0);
+    // Steering (goal-engine.md §11): a new idempotency key, its replay
+    // (a dedupe hit in `.ledger.keys`), and a batch of 10 proposals.
+    let note = |key: String| {
+        s(&[
+            "ulw-loop",
+            "steer",
+            "--kind",
+            "annotate_ledger",
+            "--goal-id",
+            "G700-implement-part-699-of-the-service",
+            "--idempotency-key",
+            &key,
+            "--evidence",
+            "observed a slow query in staging",
+            "--rationale",
+            "record it for the reviewers",
+            "--json",
+        ])
+    };
+    series(dir, warm, &|i| note(format!("bench-warm-{i}")));
+    report(
+        "steer annotate_ledger (new key)",
+        series(dir, runs, &|i| note(format!("bench-new-{i}"))),
+        floor,
+        50.0,
+    );
+    report(
+        "steer annotate_ledger (replay, dedupe hit)",
+        series(dir, runs, &|_| note("bench-new-0".to_owned())),
+        floor,
+        50.0,
+    );
+    let batch = |i: usize| {
+        let items: Vec<Value> = (0..10)
+            .map(|j| {
+                let n = 600 + (i * 10 + j) % 300;
+                if j % 2 == 0 {
+                    json!({
+                        "kind": "revise_pending_wording",
+                        "goalId": format!("G{:03}-implement-part-{}-of-the-service", n + 1, n),
+                        "revisedTitle": format!("Implement part {n} of the service (run {i})"),
+                        "evidence": "the API changed", "rationale": "keep the titles accurate",
+                    })
+                } else {
+                    json!({
+                        "kind": "annotate_ledger", "idempotencyKey": format!("batch-{i}-{j}"),
+                        "evidence": format!("observation {j}"), "rationale": "for the reviewers",
+                    })
+                }
+            })
+            .collect();
+        s(&[
+            "ulw-loop",
+            "steer",
+            "--proposals-json",
+            &Value::Array(items).to_string(),
+            "--json",
+        ])
+    };
+    let all = series(dir, runs + warm, &batch);
+    report(
+        "steer --proposals-json (10 items)",
+        all[warm..].to_vec(),
+        floor,
+        50.0,
+    );
     let snapshot = json!({"goal": {"objective": objective(), "status": "active"}}).to_string();
     let checkpoint = |i: usize| {
         let id = format!("G{:03}-implement-part-{i}-of-the-service", i + 1);

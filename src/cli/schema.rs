@@ -17,6 +17,12 @@ pub static SCHEMAS: &[(&str, SchemaFn)] = &[
     ("ledger-index", crate::goals::index::schema),
     ("profile", crate::goals::profile::profile_schema),
     ("blocker-rules", crate::goals::profile::blocker_rules_schema),
+    // Workflow overlap (goal-engine.md §9).
+    (
+        "workflow-registry",
+        crate::goals::workflow::registry::schema,
+    ),
+    ("workflow-rules", crate::goals::workflow::rules::schema),
 ];
 
 #[derive(Args, Debug)]

@@ -210,11 +210,13 @@ pub fn check_ready(plan: &Plan, b: &Map<String, Value>, completing: &str) -> Res
     ))
 }
 
-/// Every member criterion is `pass` (R§5.5 step 3).
+/// Every member criterion is `pass` (R§5.5 step 3). Superseded members
+/// are not counted (goal-engine.md §3.1): a waived member's criteria can
+/// never be recorded, and the gate's coverage skips them as well.
 pub fn check_criteria(plan: &Plan, b: &Map<String, Value>) -> Result<(), GoalError> {
     let mut pending = Vec::new();
     for m in member_ids(b) {
-        if let Some(g) = plan.goal(m) {
+        if let Some(g) = plan.goal(m).filter(|g| lifecycle::counted(*g)) {
             for c in g.criteria() {
                 if c.status() != CriterionStatus::Pass {
                     pending.push(format!("{m}:{}", c.id()));

@@ -126,6 +126,34 @@ pub fn slugged_id(index: usize, title: &str) -> String {
     }
 }
 
+/// The largest `N` among goal ids of the form `G<digits>…` (R§1.3.5).
+pub fn max_ordinal<'a>(ids: impl Iterator<Item = &'a str>) -> usize {
+    ids.filter_map(|id| {
+        let digits: String = id
+            .strip_prefix('G')?
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse::<usize>().ok()
+    })
+    .max()
+    .unwrap_or(0)
+}
+
+/// The next free slugged id at or after ordinal `from` (1-based): hand-edited
+/// plans can hold an id the ordinal scheme would produce, so taken ids are
+/// skipped. Returns the id and its ordinal.
+pub fn next_free_id(from: usize, title: &str, taken: &dyn Fn(&str) -> bool) -> (String, usize) {
+    let mut n = from.max(1);
+    loop {
+        let id = slugged_id(n - 1, title);
+        if !taken(&id) {
+            return (id, n);
+        }
+        n += 1;
+    }
+}
+
 /// The three seeded criteria of goal `index` (R§1.3.7), marked `seeded: true`.
 pub fn seeded_criteria(index: usize, objective: &str) -> Vec<Value> {
     let mut subject = collapse(objective);

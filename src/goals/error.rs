@@ -203,7 +203,98 @@ pub enum ErrorKind {
         pointer: String,
         problem: String,
     },
+    /// A parse-level steering problem (R§3.5 `ULW_LOOP_STEERING_*`).
+    Steering {
+        code: SteeringCode,
+        details: Value,
+    },
+    /// The `error` member of a rejected steering proposal (§5.11).
+    SteeringRejected {
+        details: Value,
+    },
+    /// An idempotency key or prompt signature reused for a different proposal (§5.7).
+    SteeringKeyConflict {
+        details: Value,
+    },
+    /// A workflow start denied by the overlap rules (§9).
+    WorkflowOverlapDenied {
+        details: Value,
+    },
+    /// A mutating command run by a team worker (§10).
+    TeamWorkerForbidden {
+        command: String,
+        marker: String,
+    },
     Unexpected,
+}
+
+/// The parse-level steering codes (R§3.5), raised before any state is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SteeringCode {
+    /// `ULW_LOOP_STEERING_KIND_REQUIRED`.
+    KindRequired,
+    /// `ULW_LOOP_STEERING_KIND_INVALID`.
+    KindInvalid,
+    /// `ULW_LOOP_STEERING_SOURCE_INVALID`.
+    SourceInvalid,
+    /// `ULW_LOOP_STEERING_FIELD_REQUIRED`.
+    FieldRequired,
+    /// `ULW_LOOP_STEERING_FIELD_EMPTY`.
+    FieldEmpty,
+    /// `ULW_LOOP_STEERING_JSON_ARRAY_REQUIRED`.
+    JsonArrayRequired,
+    /// `ULW_LOOP_STEERING_STRING_ARRAY_REQUIRED`.
+    StringArrayRequired,
+    /// `ULW_LOOP_STEERING_CHILD_INVALID`.
+    ChildInvalid,
+    /// `ULW_LOOP_STEERING_USER_MODEL_INVALID`.
+    UserModelInvalid,
+    /// `ULW_LOOP_STEERING_UPDATE_REQUIRED`.
+    UpdateRequired,
+    /// `ULW_LOOP_STEERING_BATCH_CONFLICT`.
+    BatchConflict,
+    /// `ULW_LOOP_STEERING_BATCH_ARRAY_REQUIRED`.
+    BatchArrayRequired,
+    /// `ULW_LOOP_STEERING_BATCH_ITEM_INVALID`.
+    BatchItemInvalid,
+}
+
+impl SteeringCode {
+    /// Every code, in catalogue order.
+    pub const ALL: &'static [SteeringCode] = &[
+        SteeringCode::KindRequired,
+        SteeringCode::KindInvalid,
+        SteeringCode::SourceInvalid,
+        SteeringCode::FieldRequired,
+        SteeringCode::FieldEmpty,
+        SteeringCode::JsonArrayRequired,
+        SteeringCode::StringArrayRequired,
+        SteeringCode::ChildInvalid,
+        SteeringCode::UserModelInvalid,
+        SteeringCode::UpdateRequired,
+        SteeringCode::BatchConflict,
+        SteeringCode::BatchArrayRequired,
+        SteeringCode::BatchItemInvalid,
+    ];
+
+    /// The stable code.
+    pub fn code(self) -> &'static str {
+        match self {
+            SteeringCode::KindRequired => "ULW_LOOP_STEERING_KIND_REQUIRED",
+            SteeringCode::KindInvalid => "ULW_LOOP_STEERING_KIND_INVALID",
+            SteeringCode::SourceInvalid => "ULW_LOOP_STEERING_SOURCE_INVALID",
+            SteeringCode::FieldRequired => "ULW_LOOP_STEERING_FIELD_REQUIRED",
+            SteeringCode::FieldEmpty => "ULW_LOOP_STEERING_FIELD_EMPTY",
+            SteeringCode::JsonArrayRequired => "ULW_LOOP_STEERING_JSON_ARRAY_REQUIRED",
+            SteeringCode::StringArrayRequired => "ULW_LOOP_STEERING_STRING_ARRAY_REQUIRED",
+            SteeringCode::ChildInvalid => "ULW_LOOP_STEERING_CHILD_INVALID",
+            SteeringCode::UserModelInvalid => "ULW_LOOP_STEERING_USER_MODEL_INVALID",
+            SteeringCode::UpdateRequired => "ULW_LOOP_STEERING_UPDATE_REQUIRED",
+            SteeringCode::BatchConflict => "ULW_LOOP_STEERING_BATCH_CONFLICT",
+            SteeringCode::BatchArrayRequired => "ULW_LOOP_STEERING_BATCH_ARRAY_REQUIRED",
+            SteeringCode::BatchItemInvalid => "ULW_LOOP_STEERING_BATCH_ITEM_INVALID",
+        }
+    }
 }
 
 impl GoalError {
@@ -268,6 +359,11 @@ impl GoalError {
             EvidenceUnverifiable { .. } => "ULW_LOOP_EVIDENCE_UNVERIFIABLE",
             EvidenceMismatch { .. } => "ULW_LOOP_EVIDENCE_MISMATCH",
             RulesInvalid { .. } => "ULW_LOOP_RULES_INVALID",
+            Steering { code, .. } => code.code(),
+            SteeringRejected { .. } => "ULW_LOOP_STEERING_REJECTED",
+            SteeringKeyConflict { .. } => "ULW_LOOP_STEERING_KEY_CONFLICT",
+            WorkflowOverlapDenied { .. } => "ULW_LOOP_WORKFLOW_OVERLAP_DENIED",
+            TeamWorkerForbidden { .. } => "ULW_LOOP_TEAM_WORKER_FORBIDDEN",
             Unexpected => "ULW_LOOP_UNEXPECTED",
         }
     }
@@ -345,7 +441,14 @@ impl GoalError {
             | CodexSnapshotMismatch { details }
             | QualityGateInvalid { details }
             | ValidationBatchOpen { details }
-            | ValidationBatchGateMismatch { details } => details.clone(),
+            | ValidationBatchGateMismatch { details }
+            | Steering { details, .. }
+            | SteeringRejected { details }
+            | SteeringKeyConflict { details }
+            | WorkflowOverlapDenied { details } => details.clone(),
+            TeamWorkerForbidden { command, marker } => {
+                json!({ "command": command, "marker": marker })
+            }
             ValidationBatchFinalNotMember { batch_id }
             | ValidationBatchGateRequired { batch_id } => json!({ "batchId": batch_id }),
             ValidationBatchMemberUnknown {
@@ -471,6 +574,13 @@ impl fmt::Display for GoalError {
 
 impl std::error::Error for GoalError {}
 
+impl GoalError {
+    /// A parse-level steering error.
+    pub fn steering(code: SteeringCode, details: Value, message: impl Into<String>) -> GoalError {
+        GoalError::new(ErrorKind::Steering { code, details }, message)
+    }
+}
+
 impl From<crate::rules::RulesError> for GoalError {
     fn from(e: crate::rules::RulesError) -> GoalError {
         let message = format!("Invalid rules: {e}");
@@ -536,5 +646,22 @@ pub const ALL_CODES: &[&str] = &[
     "ULW_LOOP_EVIDENCE_UNVERIFIABLE",
     "ULW_LOOP_EVIDENCE_MISMATCH",
     "ULW_LOOP_RULES_INVALID",
+    "ULW_LOOP_STEERING_KIND_REQUIRED",
+    "ULW_LOOP_STEERING_KIND_INVALID",
+    "ULW_LOOP_STEERING_SOURCE_INVALID",
+    "ULW_LOOP_STEERING_FIELD_REQUIRED",
+    "ULW_LOOP_STEERING_FIELD_EMPTY",
+    "ULW_LOOP_STEERING_JSON_ARRAY_REQUIRED",
+    "ULW_LOOP_STEERING_STRING_ARRAY_REQUIRED",
+    "ULW_LOOP_STEERING_CHILD_INVALID",
+    "ULW_LOOP_STEERING_USER_MODEL_INVALID",
+    "ULW_LOOP_STEERING_UPDATE_REQUIRED",
+    "ULW_LOOP_STEERING_BATCH_CONFLICT",
+    "ULW_LOOP_STEERING_BATCH_ARRAY_REQUIRED",
+    "ULW_LOOP_STEERING_BATCH_ITEM_INVALID",
+    "ULW_LOOP_STEERING_REJECTED",
+    "ULW_LOOP_STEERING_KEY_CONFLICT",
+    "ULW_LOOP_WORKFLOW_OVERLAP_DENIED",
+    "ULW_LOOP_TEAM_WORKER_FORBIDDEN",
     "ULW_LOOP_UNEXPECTED",
 ];

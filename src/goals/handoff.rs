@@ -85,6 +85,21 @@ pub fn help(engine: &Engine) -> String {
     out.join("\n")
 }
 
+/// The kind help of `steer` errors (R§4.2).
+pub fn steer_usage(engine: &Engine) -> String {
+    let p = &engine.profile;
+    let mut v: BTreeMap<&str, String> = BTreeMap::new();
+    v.insert("commandPrefix", p.command_prefix.clone());
+    v.insert("kinds", p.steering.kinds.join(", "));
+    engine
+        .texts
+        .steer_usage
+        .iter()
+        .map(|l| render(l, &v))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The host objective a goal is reconciled against: the plan's aggregate
 /// objective, or the goal's own in `per_story` mode.
 pub fn expected_objective(engine: &Engine, plan: &Plan, g: Goal<'_>) -> String {

@@ -48,14 +48,16 @@ impl Head {
                     self.last_revision = r;
                 }
             }
-            keys.extend(keys_of(&v));
+            keys.extend(keys_of(&v, Some(offset)));
         }
     }
 }
 
 /// The index keys of one ledger entry: accepted steering entries keyed by
-/// idempotency key (`k:`) or prompt signature (`p:`).
-pub fn keys_of(entry: &Value) -> Vec<KeyLine> {
+/// idempotency key (`k:`) or prompt signature (`p:`). `offset` (the record's
+/// byte offset in the ledger) is kept as `o`, so a dedupe hit can read the
+/// prior entry with one seek instead of a scan.
+pub fn keys_of(entry: &Value, offset: Option<u64>) -> Vec<KeyLine> {
     // Ultragoal-style ledgers spell `kind` as `event` (goal-engine.md §2.4).
     let kind = entry
         .get("kind")
@@ -90,9 +92,13 @@ pub fn keys_of(entry: &Value) -> Vec<KeyLine> {
     let kind_of = entry.get("mutationKind").cloned().unwrap_or(Value::Null);
     let mut out = Vec::new();
     let mut push = |key: String| {
-        out.push(KeyLine(serde_json::json!({
+        let mut line = serde_json::json!({
             "k": key, "d": digest, "s": seq, "m": kind_of, "t": targets
-        })));
+        });
+        if let Some(o) = offset {
+            line["o"] = serde_json::json!(o);
+        }
+        out.push(KeyLine(line));
     };
     let idem = entry
         .get("idempotencyKey")
@@ -245,6 +251,7 @@ pub fn append(
     let (head, mut keys) = resync(&mut file, display, head)?;
     let (bytes, recs) = ledger::chain_records(head.last_seq, head.last_hash.as_deref(), entries);
     let mut written = Vec::with_capacity(entries.len());
+    let mut offsets = Vec::with_capacity(entries.len());
     let mut new_head = head.clone();
     let mut offset = head.len;
     for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
@@ -268,6 +275,7 @@ pub fn append(
         if let Some(r) = v.get("revision").and_then(Value::as_u64) {
             new_head.last_revision = r;
         }
+        offsets.push(offset);
         offset += line.len() as u64 + 1;
         written.push(v);
     }
@@ -277,7 +285,12 @@ pub fn append(
     new_head.len = offset;
     crate::store::append_synced(dir, &mut file, created, &bytes)
         .map_err(|e| GoalError::io(display, "append to", &e))?;
-    keys.extend(written.iter().flat_map(keys_of));
+    keys.extend(
+        written
+            .iter()
+            .zip(&offsets)
+            .flat_map(|(v, o)| keys_of(v, Some(*o))),
+    );
     Ok(Appended {
         head: new_head,
         records: recs,
@@ -384,7 +397,7 @@ mod tests {
             "steering": {"invariant": {"accepted": true}, "targetGoalIds": ["G001"], "promptSignature": "sig"},
             "mutationKind": "annotate_ledger"
         });
-        let keys = keys_of(&legacy);
+        let keys = keys_of(&legacy, None);
         assert_eq!(keys.len(), 2);
         assert_eq!(keys[0].0["k"], "k:abc");
         assert_eq!(keys[0].0["d"], Value::Null);
@@ -393,7 +406,7 @@ mod tests {
             "kind": "steering_rejected", "idempotencyKey": "abc",
             "steering": {"invariant": {"accepted": false}}
         });
-        assert!(keys_of(&rejected).is_empty());
+        assert!(keys_of(&rejected, None).is_empty());
     }
 
     #[test]
@@ -402,7 +415,8 @@ mod tests {
             "event": "steering_accepted", "ts": "x", "idempotencyKey": "u1",
             "steering": {"invariant": {"accepted": true}}
         });
-        assert_eq!(keys_of(&v)[0].0["k"], "k:u1");
+        assert_eq!(keys_of(&v, Some(7))[0].0["k"], "k:u1");
+        assert_eq!(keys_of(&v, Some(7))[0].0["o"], 7);
     }
 
     #[test]

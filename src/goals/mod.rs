@@ -33,8 +33,11 @@ pub mod scheduler;
 pub mod schema;
 pub mod session;
 pub mod state;
+pub mod steer;
 pub mod summary;
+pub mod team;
 pub mod txn;
+pub mod workflow;
 
 use std::time::{Duration, SystemTime};
 
@@ -97,6 +100,7 @@ pub struct Engine {
     root_abs: Option<String>,
     gates: GateBook,
     surface: SurfaceInputs,
+    workflows: workflow::WorkflowRules,
 }
 
 impl Engine {
@@ -128,6 +132,7 @@ impl Engine {
         let blockers: BlockerRules = rules.family()?;
         let evidence: EvidenceRules = rules.family()?;
         let gates = GateBook::from_rules(rules)?;
+        let workflows: workflow::WorkflowRules = rules.family()?;
         let paths = StatePaths::new(&profile.state_dir, opts.session.sid());
         let lock_timeout =
             Duration::from_millis(opts.lock_timeout_ms.unwrap_or(profile.lock.timeout_ms));
@@ -144,7 +149,13 @@ impl Engine {
             root_abs: opts.root_abs,
             gates,
             surface: opts.surface,
+            workflows,
         })
+    }
+
+    /// The workflow overlap rules (`rules/workflows.json`).
+    pub fn workflows(&self) -> &workflow::WorkflowRules {
+        &self.workflows
     }
 
     /// The gate rule files.

@@ -396,6 +396,8 @@ pub struct Texts {
     pub schema: u32,
     /// The usage block, one line per element.
     pub help: Vec<String>,
+    /// The kind help attached to `steer --kind` errors (`{kinds}`).
+    pub steer_usage: Vec<String>,
     /// Goal instruction (handoff) fragments.
     pub instruction: InstructionTexts,
     /// Blocked-decision handoff lines.

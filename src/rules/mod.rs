@@ -191,6 +191,12 @@ pub static EMBEDDED: &[Embedded] = &[
         mount: "/blockers",
         content: Content::Json(include_str!("../../rules/blockers.json")),
     },
+    // Workflow overlap rules (goal-engine.md §9.2).
+    Embedded {
+        file: "rules/workflows.json",
+        mount: "/workflows",
+        content: Content::Json(include_str!("../../rules/workflows.json")),
+    },
 ];
 
 /// A family validator: parses the family's value into its type and checks it.
@@ -222,6 +228,8 @@ pub static FAMILIES: &[Family] = &[
     family::<crate::goals::profile::Profiles>(),
     family::<crate::goals::profile::TextsFamily>(),
     family::<crate::goals::profile::BlockerRules>(),
+    // Workflow overlap (goal-engine.md §9.2).
+    family::<crate::goals::workflow::WorkflowRules>(),
 ];
 
 /// The [`Family`] entry of a [`RuleFamily`] type.

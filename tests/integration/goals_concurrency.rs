@@ -85,11 +85,11 @@ fn thirty_two_concurrent_mutations_lose_nothing() {
             ));
         }
     }
+    // Goals arrive through both doors: `add-goal` and accepted steering.
     for n in 0..8 {
         let t = format!("added {n}");
-        children.push(spawn(
-            &repo,
-            &[
+        let args: Vec<&str> = if n % 2 == 0 {
+            vec![
                 "add-goal",
                 "--title",
                 &t,
@@ -97,8 +97,25 @@ fn thirty_two_concurrent_mutations_lose_nothing() {
                 &t,
                 "--lock-timeout-ms",
                 "120000",
-            ],
-        ));
+            ]
+        } else {
+            vec![
+                "steer",
+                "--kind",
+                "add_subgoal",
+                "--title",
+                &t,
+                "--objective",
+                &t,
+                "--evidence",
+                "concurrent drill",
+                "--rationale",
+                "steering under contention",
+                "--lock-timeout-ms",
+                "120000",
+            ]
+        };
+        children.push(spawn(&repo, &args));
     }
     assert_eq!(children.len(), 32);
     for c in children {
@@ -132,7 +149,17 @@ fn thirty_two_concurrent_mutations_lose_nothing() {
         })
         .collect();
     assert_eq!(captured, expected_evidence);
-    let added: Vec<&Value> = l.iter().filter(|e| e["kind"] == "goal_added").collect();
+    let added: Vec<&Value> = l
+        .iter()
+        .filter(|e| {
+            e["kind"] == "goal_added"
+                || (e["kind"] == "steering_accepted" && e["mutationKind"] == "add_subgoal")
+        })
+        .collect();
+    assert_eq!(
+        added.iter().filter(|e| e["kind"] == "goal_added").count(),
+        4
+    );
     assert_eq!(added.len(), 8);
     let ids_in_plan: BTreeSet<&str> = p["goals"].as_array().unwrap()[8..]
         .iter()
@@ -140,7 +167,10 @@ fn thirty_two_concurrent_mutations_lose_nothing() {
         .collect();
     let ids_in_ledger: BTreeSet<&str> = added
         .iter()
-        .map(|e| e["goalId"].as_str().unwrap())
+        .map(|e| match e["goalId"].as_str() {
+            Some(id) => id,
+            None => e["steering"]["after"]["goals"][0]["id"].as_str().unwrap(),
+        })
         .collect();
     assert_eq!(ids_in_plan, ids_in_ledger);
     let revisions: Vec<u64> = l.iter().filter_map(|e| e["revision"].as_u64()).collect();

@@ -263,3 +263,42 @@ fn fill(repo: &Repo, v: &mut Value, key: &str) {
         _ => {}
     }
 }
+
+/// Steering evidence and rationale flags.
+pub const WHY: [&str; 4] = [
+    "--evidence",
+    "observed in the staging run",
+    "--rationale",
+    "the plan must follow the observation",
+];
+
+/// Runs `ulw-loop steer <args…> <WHY…> --json`.
+pub fn steer(repo: &Repo, args: &[&str]) -> Run {
+    let mut all = vec!["steer"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&WHY);
+    ulw(repo, &all)
+}
+
+/// Asserts a rejected steer: exit 1, `ok: false`, `accepted: false`, the
+/// error code, and that `reason` is among `rejectedReasons`.
+pub fn expect_rejected(run: &Run, code: &str, reason: &str) -> Value {
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let v = run.json();
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["accepted"], false, "{v}");
+    assert_eq!(v["error"]["code"], code, "{v}");
+    let reasons: Vec<&str> = v["rejectedReasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert!(reasons.contains(&reason), "{reason:?} not in {reasons:?}");
+    v
+}
+
+/// The bytes of `goals.json`.
+pub fn plan_bytes(repo: &Repo) -> Vec<u8> {
+    std::fs::read(state(repo, "goals.json")).unwrap()
+}

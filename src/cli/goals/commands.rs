@@ -55,6 +55,7 @@ pub(super) fn run(
     head: &str,
     rest: &[String],
     io: &mut Io<'_>,
+    worker: Option<&str>,
 ) -> Result<Reply, GoalError> {
     match head {
         "create-goals" => create_goals(engine, rest, io),
@@ -66,6 +67,18 @@ pub(super) fn run(
         "add-goal" => add_goal(engine, rest),
         "record-review-blockers" => review_blockers(engine, rest),
         "repair" => repair_cmd(engine, rest),
+        "steer" => {
+            let a = with_flags(engine, super::steer::flags(), rest);
+            let mut r = super::steer::run(engine, &a)?;
+            r.warnings.extend(unknown_warnings(&a));
+            Ok(r)
+        }
+        "workflow" => {
+            let a = with_flags(engine, super::workflow::flags(), rest);
+            let mut r = super::workflow::run(engine, &a, worker)?;
+            r.warnings.extend(unknown_flag_warnings(&a));
+            Ok(r)
+        }
         other => Err(GoalError::new(
             ErrorKind::SubcommandUnknown {
                 command: other.to_owned(),
@@ -96,6 +109,8 @@ fn create_goals(engine: &Engine, rest: &[String], io: &mut Io<'_>) -> Result<Rep
             mode_flag,
             Flag::value("--validation-batch-json"),
             Flag::switch("--force"),
+            Flag::value("--allow-workflow-overlap"),
+            Flag::value("--handoff-from"),
         ],
         rest,
     );
@@ -172,6 +187,8 @@ fn create_goals(engine: &Engine, rest: &[String], io: &mut Io<'_>) -> Result<Rep
             mode,
             batches,
             force: a.has("--force"),
+            allow_overlap: required_text(&a, "--allow-workflow-overlap")?,
+            handoff_from: required_text(&a, "--handoff-from")?,
         },
     )?;
     let text = render::created(engine, &out.plan, out.archived.as_deref());
@@ -182,10 +199,22 @@ fn create_goals(engine: &Engine, rest: &[String], io: &mut Io<'_>) -> Result<Rep
     if let Some(a) = &out.archived {
         body.insert("archived", json!(a));
     }
+    body.insert("workflow", out.workflow.clone());
     body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
     r.warnings = unknown_flag_warnings(&a);
     Ok(r)
+}
+
+/// A flag that, when given, needs a non-blank value.
+fn required_text(a: &Args, flag: &str) -> Result<Option<String>, GoalError> {
+    match a.one(flag)? {
+        None => Ok(None),
+        Some(_) => a
+            .text(flag)?
+            .map(Some)
+            .ok_or_else(|| GoalError::missing_flag(flag)),
+    }
 }
 
 fn load_host(engine: &Engine, a: &Args) -> Result<Option<Loaded>, GoalError> {

@@ -5,6 +5,8 @@
 mod args;
 mod commands;
 mod render;
+mod steer;
+mod workflow;
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -30,6 +32,8 @@ pub(crate) const SUBCOMMANDS: &[&str] = &[
     "add-goal",
     "record-review-blockers",
     "repair",
+    "steer",
+    "workflow",
 ];
 
 /// What routing needs from a profile, read from the embedded profile files
@@ -382,7 +386,14 @@ fn dispatch(
         }
         return Outcome::Plain(crate::goals::handoff::help(&engine), 1);
     }
-    match commands::run(&engine, head, rest, io) {
+    let env = |k: &str| ambient::var(amb, k);
+    let worker = crate::goals::team::env_marker(&engine.profile, &env);
+    if let Some(marker) = &worker
+        && !crate::goals::team::worker_may_run(head, rest)
+    {
+        return fail(crate::goals::team::forbidden(&engine.profile, head, marker));
+    }
+    match commands::run(&engine, head, rest, io, worker.as_deref()) {
         Ok(r) => Outcome::Reply(r),
         Err(e) => fail(e),
     }

@@ -6,7 +6,7 @@ use super::{entry, ledger_json};
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::plan::{self, Mode, Plan};
 use crate::goals::txn::{Committed, OnMismatch, Write};
-use crate::goals::{Engine, batches, brief, lifecycle, state};
+use crate::goals::{Engine, batches, brief, lifecycle, state, workflow};
 
 /// A `create-goals` request.
 #[derive(Debug, Clone)]
@@ -19,6 +19,10 @@ pub struct CreateRequest {
     pub batches: Option<Value>,
     /// `--force`.
     pub force: bool,
+    /// `--allow-workflow-overlap <rationale>`.
+    pub allow_overlap: Option<String>,
+    /// `--handoff-from <workflow>`.
+    pub handoff_from: Option<String>,
 }
 
 /// The result of `create-goals`.
@@ -30,6 +34,8 @@ pub struct CreateOutcome {
     pub committed: Committed,
     /// Repo-relative archive directory of the previous run.
     pub archived: Option<String>,
+    /// The workflow registration (goal-engine.md §9.3).
+    pub workflow: Value,
 }
 
 impl CreateOutcome {
@@ -64,6 +70,7 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
         .as_ref()
         .map(|b| batches::parse(b, &ids))
         .transpose()?;
+    workflow::check_handoff(engine, req.handoff_from.as_deref(), &p.workflow.name)?;
 
     let mut locked = engine.lock("create-goals")?;
     let goals_path = engine.paths.goals();
@@ -93,9 +100,25 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
         };
         return Err(GoalError::new(kind, message));
     }
+    let archiving = existing || locked.ledger_exists();
+    let registration = workflow::register(
+        engine,
+        &workflow::Start {
+            workflow: &p.workflow.name,
+            role: &p.workflow.role,
+            state_dir: Some(&engine.paths.dir),
+            registered_by: workflow::BY_ENGINE,
+            handoff_from: req.handoff_from.as_deref(),
+            allow_overlap: req.allow_overlap.as_deref(),
+            note: None,
+            own_reason: if archiving { "archived" } else { "released" },
+        },
+        &now,
+    )?;
+    let workflow_json = registration.to_json();
     let mut replaced = None;
     let mut archived = None;
-    if existing || locked.ledger_exists() {
+    if archiving {
         let old = if existing {
             locked.read_plan().ok()
         } else {
@@ -156,6 +179,7 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
     let plan = Plan::from_doc(doc);
     let mut created = entry(&now, "plan_created", None);
     created.insert("message".into(), json!(format!("{count} goal(s) created")));
+    created.insert("workflow".into(), workflow_json.clone());
     if let Some(r) = replaced {
         created.insert("replaced".into(), r);
     }
@@ -165,5 +189,6 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
         plan,
         committed,
         archived,
+        workflow: workflow_json,
     })
 }

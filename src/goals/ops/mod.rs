@@ -39,10 +39,19 @@ pub fn entry(now: &str, kind: &str, goal_id: Option<&str>) -> Map<String, Value>
 /// recovery check and reads the plan. A scope without a state directory is
 /// `ULW_LOOP_PLAN_MISSING` without creating anything.
 pub fn lock_plan<'e>(engine: &'e Engine, command: &str) -> Result<(Locked<'e>, Plan), GoalError> {
+    lock_plan_timed(engine, command, engine.lock_timeout())
+}
+
+/// [`lock_plan`] with an explicit lock wait.
+pub fn lock_plan_timed<'e>(
+    engine: &'e Engine,
+    command: &str,
+    timeout: std::time::Duration,
+) -> Result<(Locked<'e>, Plan), GoalError> {
     if engine.state_dir()?.is_none() {
         return Err(super::plan::missing(&engine.paths, &engine.profile));
     }
-    let mut locked = engine.lock(command)?;
+    let mut locked = engine.lock_timed(command, timeout)?;
     let plan = locked.read_plan()?;
     locked.reconcile(Some(&plan), OnMismatch::Refuse)?;
     Ok((locked, plan))

@@ -53,27 +53,8 @@ impl ReviewOutcome {
 
 /// `G<n>-<slug>` with `n` one above the largest `G<digits>` prefix in the plan.
 fn next_id(plan: &Plan, title: &str) -> String {
-    let max = plan
-        .goals()
-        .filter_map(|g| {
-            let digits: String = g
-                .id()
-                .strip_prefix('G')?
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect();
-            digits.parse::<usize>().ok()
-        })
-        .max()
-        .unwrap_or(0);
-    let mut n = max;
-    loop {
-        let id = brief::slugged_id(n, title);
-        if plan.goal(&id).is_none() {
-            return id;
-        }
-        n += 1;
-    }
+    let max = brief::max_ordinal(plan.goals().map(|g| g.id()));
+    brief::next_free_id(max + 1, title, &|id| plan.goal(id).is_some()).0
 }
 
 /// Records the review blockers.

@@ -303,6 +303,23 @@ impl Plan {
         goals.push(Value::Object(goal));
     }
 
+    /// Mutable access to the goals array (insertion, reordering); the id
+    /// index is rebuilt afterwards, so ids must stay unique.
+    pub fn edit_goals<R>(&mut self, f: impl FnOnce(&mut Vec<Value>) -> R) -> R {
+        let goals = self
+            .doc
+            .get_mut("goals")
+            .and_then(Value::as_array_mut)
+            .expect("validated");
+        let out = f(goals);
+        self.index = goals
+            .iter()
+            .enumerate()
+            .filter_map(|(i, g)| Some((g.get("id")?.as_str()?.to_owned(), i)))
+            .collect();
+        out
+    }
+
     /// `codexGoalMode` (absent ⇒ `per_story`).
     pub fn mode(&self) -> Mode {
         self.doc

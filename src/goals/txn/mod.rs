@@ -83,10 +83,25 @@ impl Engine {
 
     /// [`Engine::lock`], optionally forcing a full index rebuild.
     pub fn lock_with(&self, command: &str, rebuild_index: bool) -> Result<Locked<'_>, GoalError> {
+        self.acquire(command, rebuild_index, self.lock_timeout())
+    }
+
+    /// [`Engine::lock`] with an explicit wait (the hook channel's
+    /// `lock/hookTimeoutMs`).
+    pub fn lock_timed(&self, command: &str, timeout: Duration) -> Result<Locked<'_>, GoalError> {
+        self.acquire(command, false, timeout)
+    }
+
+    fn acquire(
+        &self,
+        command: &str,
+        rebuild_index: bool,
+        timeout: Duration,
+    ) -> Result<Locked<'_>, GoalError> {
         let dir = state::open_chain(self.root(), &self.paths.dir, true)?.expect("created");
         let lock_path = self.paths.file(state::LOCK);
         let opts = LockOptions {
-            timeout: self.lock_timeout(),
+            timeout,
             foreign_stale: Duration::from_millis(self.profile.lock.foreign_stale_ms),
             command: command.to_owned(),
         };

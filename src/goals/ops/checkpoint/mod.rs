@@ -389,6 +389,14 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
     let prefix = committed.entries.len() - passed;
     let main_written = committed.entries[prefix + main_index].clone();
     let next = outcome.as_ref().map(|o: &Outcome| report(engine, &plan, o));
+    if completion.is_some()
+        && let Err(e) = crate::goals::workflow::complete_own(engine, &now)
+    {
+        warnings.push(json!({
+            "code": "WORKFLOW_REGISTRY_STALE",
+            "message": format!("The run is complete, but its workflow registration could not be released: {}", e.message),
+        }));
+    }
     Ok(CheckpointOutcome {
         goal,
         ledger_entry: main_written.clone(),

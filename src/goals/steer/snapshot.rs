@@ -1,0 +1,80 @@
+//! Compact plan snapshots for steering audits (R§4.6): the plan's
+//! `updatedAt`, `activeGoalId`, goal count and ids in order, and only the
+//! goals the mutation changed — never whole plans, and computed only over
+//! the goals the proposal could touch (goal-engine.md §11).
+
+use serde_json::{Map, Value, json};
+
+use crate::goals::plan::Plan;
+
+/// The plan-level part of a snapshot and the candidate goals before a mutation.
+#[derive(Debug, Clone)]
+pub struct Before {
+    header: Map<String, Value>,
+    goals: Vec<(String, Value)>,
+}
+
+fn header(plan: &Plan) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert(
+        "updatedAt".into(),
+        plan.doc().get("updatedAt").cloned().unwrap_or(Value::Null),
+    );
+    if let Some(a) = plan.active_goal_id() {
+        m.insert("activeGoalId".into(), json!(a));
+    }
+    m.insert("goalCount".into(), json!(plan.goal_count()));
+    m.insert(
+        "goalIds".into(),
+        json!(plan.goals().map(|g| g.id()).collect::<Vec<_>>()),
+    );
+    m
+}
+
+/// Captures the plan header and the goals `candidates` names, before a mutation.
+pub fn before(plan: &Plan, candidates: &[String]) -> Before {
+    Before {
+        header: header(plan),
+        goals: candidates
+            .iter()
+            .filter_map(|id| Some((id.clone(), Value::Object(plan.goal(id)?.0.clone()))))
+            .collect(),
+    }
+}
+
+/// The `(before, after)` snapshots once `plan` holds the mutation; `created`
+/// are the ids the mutation added.
+pub fn pair(b: Before, plan: &Plan, created: &[String]) -> (Value, Value) {
+    let mut changed_before = Vec::new();
+    let mut changed_ids: Vec<&str> = Vec::new();
+    for (id, old) in &b.goals {
+        let now = plan.goal(id).map(|g| Value::Object(g.0.clone()));
+        if now.as_ref() != Some(old) {
+            changed_before.push(old.clone());
+            changed_ids.push(id);
+        }
+    }
+    for id in created {
+        if !changed_ids.contains(&id.as_str()) {
+            changed_ids.push(id);
+        }
+    }
+    let mut after_goals: Vec<(usize, Value)> = changed_ids
+        .iter()
+        .filter_map(|id| {
+            Some((
+                plan.goal_position(id)?,
+                Value::Object(plan.goal(id)?.0.clone()),
+            ))
+        })
+        .collect();
+    after_goals.sort_by_key(|(i, _)| *i);
+    let mut before = b.header;
+    before.insert("goals".into(), Value::Array(changed_before));
+    let mut after = header(plan);
+    after.insert(
+        "goals".into(),
+        Value::Array(after_goals.into_iter().map(|(_, g)| g).collect()),
+    );
+    (Value::Object(before), Value::Object(after))
+}

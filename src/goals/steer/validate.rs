@@ -1,0 +1,480 @@
+//! Structural invariants (goal-engine.md §5.4): the audited reasons a
+//! proposal is rejected for, collected in the normative order. Nothing is
+//! thrown here; the text heuristic of R§4.4 item 7 only adds a warning.
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use serde_json::{Map, Value};
+
+use super::proposal::{AFTER_FIELDS, CANONICAL_FIELDS, Channel, Kind, Proposal};
+use super::resolve::Resolved;
+use crate::goals::batches;
+use crate::goals::lifecycle;
+use crate::goals::plan::{CriterionStatus, Goal, GoalStatus, Overlay, Plan, UserModel};
+use crate::goals::profile::Profile;
+
+/// The warning the wording heuristic adds.
+pub const WEAKENED_COMPLETION_WORDING: &str = "WEAKENED_COMPLETION_WORDING";
+
+/// The verdict of the invariants.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Judgement {
+    /// Every reason that applies, in order; empty ⇒ accepted.
+    pub reasons: Vec<String>,
+    /// A reason of item 6, 8 or a weakening reason of item 10 applies.
+    pub weakening: bool,
+    /// Warning codes.
+    pub warnings: Vec<&'static str>,
+}
+
+impl Judgement {
+    /// No reason applies.
+    pub fn accepted(&self) -> bool {
+        self.reasons.is_empty()
+    }
+}
+
+const TARGET_FIELDS: &[&str] = &["targetGoalId", "targetGoalIds", "goalId"];
+const COMMON_FIELDS: &[&str] = &[
+    "kind",
+    "source",
+    "evidence",
+    "rationale",
+    "idempotencyKey",
+    "promptSignature",
+    "directiveText",
+    "now",
+];
+
+/// The kind-field matrix: kind-specific top-level fields, and `after` keys.
+fn accepts(kind: Kind) -> (&'static [&'static str], &'static [&'static str]) {
+    match kind {
+        Kind::AddSubgoal => (&["title", "objective"], &["title", "objective"]),
+        Kind::SplitSubgoal => (&["childGoals"], &["children"]),
+        Kind::ReorderPending => (&["pendingOrder", "pendingGoalIds"], &["pendingGoalIds"]),
+        Kind::RevisePendingWording => (
+            &["revisedTitle", "revisedObjective", "title", "objective"],
+            &["title", "objective"],
+        ),
+        Kind::ReviseCriterion => (
+            &["criterionId", "scenario", "expectedEvidence", "userModel"],
+            &[],
+        ),
+        Kind::AnnotateLedger => (&["criterionId"], &[]),
+        Kind::MarkBlockedSuperseded => (
+            &["childGoals", "blockedReason", "userDecision"],
+            &["children"],
+        ),
+        Kind::Unblock => (&["userDecision"], &[]),
+        Kind::ReviseBatch => (
+            &["batchId", "memberIds", "finalGoalId", "userDecision"],
+            &["memberIds", "finalGoalId"],
+        ),
+    }
+}
+
+fn takes_target(kind: Kind) -> bool {
+    !matches!(
+        kind,
+        Kind::AddSubgoal | Kind::ReorderPending | Kind::ReviseBatch
+    )
+}
+
+fn has_protected(v: &Value, protected: &[String]) -> bool {
+    match v {
+        Value::Object(m) => m
+            .iter()
+            .any(|(k, v)| protected.iter().any(|p| p == k) || has_protected(v, protected)),
+        Value::Array(a) => a.iter().any(|v| has_protected(v, protected)),
+        _ => false,
+    }
+}
+
+static WEAKEN_WORDS: LazyLock<(regex::Regex, regex::Regex)> = LazyLock::new(|| {
+    let words = |list: &[&str]| {
+        let alt: Vec<String> = list.iter().map(|w| regex::escape(w)).collect();
+        regex::Regex::new(&format!(
+            r"(?:^|[^a-z0-9])(?:{})(?:$|[^a-z0-9])",
+            alt.join("|")
+        ))
+        .expect("static pattern")
+    };
+    (
+        words(&[
+            "skip",
+            "bypass",
+            "weaken",
+            "remove",
+            "omit",
+            "auto-complete",
+            "auto complete",
+            "autocomplete",
+            "mark complete",
+            "complete faster",
+        ]),
+        words(&[
+            "test",
+            "tests",
+            "verification",
+            "review",
+            "quality gate",
+            "complete",
+            "completion",
+        ]),
+    )
+});
+
+fn strings_of(v: &Value, out: &mut String) {
+    match v {
+        Value::String(s) => {
+            out.push(' ');
+            out.push_str(&s.to_lowercase());
+        }
+        Value::Array(a) => a.iter().for_each(|v| strings_of(v, out)),
+        Value::Object(m) => m.values().for_each(|v| strings_of(v, out)),
+        _ => {}
+    }
+}
+
+/// The anchor's "weakened completion" bag-of-words test (R§4.4 item 7),
+/// kept only as a warning.
+pub fn weakened_wording(fields: &Map<String, Value>) -> bool {
+    let mut text = String::new();
+    for v in fields.values() {
+        strings_of(v, &mut text);
+    }
+    let (a, b) = &*WEAKEN_WORDS;
+    a.is_match(&text) && b.is_match(&text)
+}
+
+/// Healthy batch member: removing it without a user decision weakens the batch.
+fn healthy(g: Goal<'_>) -> bool {
+    g.overlay() != Some(Overlay::Blocked)
+        && g.status() != GoalStatus::NeedsUserDecision
+        && !g.waived()
+}
+
+struct Out {
+    reasons: Vec<String>,
+    weakening: bool,
+}
+
+impl Out {
+    fn push(&mut self, r: impl Into<String>) {
+        self.reasons.push(r.into());
+    }
+    fn weaken(&mut self, r: impl Into<String>) {
+        self.weakening = true;
+        self.push(r);
+    }
+}
+
+/// Applies the invariants of §5.4 to `p` against `plan`. `key_conflict`:
+/// the idempotency key or prompt signature names a different proposal.
+pub fn judge(
+    plan: &Plan,
+    profile: &Profile,
+    p: &Proposal,
+    r: &Resolved,
+    key_conflict: bool,
+) -> Judgement {
+    let mut out = Out {
+        reasons: Vec::new(),
+        weakening: false,
+    };
+    let kind = p.kind.as_str();
+    let enabled = profile.steering.kinds.iter().any(|k| k == kind);
+    if !enabled {
+        out.push(format!("invalid kind: {kind}"));
+    }
+    if p.text("evidence").is_none() {
+        out.push("missing evidence");
+    }
+    if p.text("rationale").is_none() {
+        out.push("missing rationale");
+    }
+    let protected = &profile.steering.protected_keys;
+    let is_protected = |k: &str| protected.iter().any(|p| p == k);
+    if p.fields.iter().any(|(k, v)| {
+        k != "kind" && k != "source" && (is_protected(k) || has_protected(v, protected))
+    }) {
+        out.weaken("protected payload");
+    }
+    let canonical =
+        |k: &str| CANONICAL_FIELDS.contains(&k) || (k == "now" && p.channel == Channel::Library);
+    for k in p.fields.keys() {
+        if !canonical(k) && !is_protected(k) {
+            out.push(format!("unknown field: {k}"));
+        }
+    }
+    if let Some(after) = p.after() {
+        for k in after.keys() {
+            if !AFTER_FIELDS.contains(&k.as_str()) && !is_protected(k) {
+                out.push(format!("unknown field: after.{k}"));
+            }
+        }
+    }
+    let (own, own_after) = accepts(p.kind);
+    for k in p.fields.keys() {
+        let allowed = COMMON_FIELDS.contains(&k.as_str())
+            || own.contains(&k.as_str())
+            || (takes_target(p.kind) && TARGET_FIELDS.contains(&k.as_str()))
+            || (k == "after" && !own_after.is_empty());
+        if canonical(k) && !allowed {
+            out.weaken(format!("{kind} does not accept {k}"));
+        }
+    }
+    if let Some(after) = p.after()
+        && !own_after.is_empty()
+    {
+        for k in after.keys() {
+            if AFTER_FIELDS.contains(&k.as_str()) && !own_after.contains(&k.as_str()) {
+                out.weaken(format!("{kind} does not accept after.{k}"));
+            }
+        }
+    }
+    if lifecycle::run_complete(plan) {
+        out.push("plan already complete");
+    }
+    if enabled {
+        for c in &r.conflicts {
+            out.push(format!("after conflicts with {c}"));
+        }
+        if takes_target(p.kind) && r.targets.len() > 1 {
+            out.push(format!("{kind} accepts one target"));
+        }
+        kind_specific(plan, p, r, &mut out);
+    }
+    if key_conflict {
+        out.push("idempotency key conflict");
+    }
+    let mut warnings = Vec::new();
+    if weakened_wording(&p.fields) {
+        warnings.push(WEAKENED_COMPLETION_WORDING);
+    }
+    Judgement {
+        reasons: out.reasons,
+        weakening: out.weakening,
+        warnings,
+    }
+}
+
+fn pending_free(g: Goal<'_>) -> bool {
+    g.status() == GoalStatus::Pending && g.overlay().is_none()
+}
+
+fn kind_specific(plan: &Plan, p: &Proposal, r: &Resolved, out: &mut Out) {
+    let kind = p.kind.as_str();
+    let target = r.target().and_then(|id| plan.goal(id));
+    match p.kind {
+        Kind::AddSubgoal => {
+            if r.title.is_none() || r.objective.is_none() {
+                out.push("add_subgoal requires title/objective");
+            }
+        }
+        Kind::SplitSubgoal | Kind::RevisePendingWording => {
+            match target {
+                None => out.push(format!("{kind} requires target")),
+                Some(g) if !pending_free(g) => out.push(format!("{kind} requires pending target")),
+                Some(_) => {}
+            }
+            if p.kind == Kind::SplitSubgoal && r.children.as_ref().is_none_or(Vec::is_empty) {
+                out.push("split_subgoal requires children");
+            }
+            if p.kind == Kind::RevisePendingWording
+                && r.revised_title.is_none()
+                && r.revised_objective.is_none()
+            {
+                out.push("revise_pending_wording requires update");
+            }
+        }
+        Kind::ReorderPending => {
+            let order = r.pending_order.as_deref().unwrap_or_default();
+            if order.is_empty() {
+                out.push("reorder_pending requires ids");
+            }
+            let mut seen = HashSet::new();
+            if order.iter().any(|id| !seen.insert(id)) {
+                out.push("duplicate pending id");
+            }
+            if order
+                .iter()
+                .any(|id| !plan.goal(id).is_some_and(pending_free))
+            {
+                out.push("unknown pending id");
+            }
+        }
+        Kind::ReviseCriterion => revise_criterion(p, target, out),
+        Kind::AnnotateLedger => {}
+        Kind::MarkBlockedSuperseded => match target {
+            None => out.push("mark_blocked_superseded requires target"),
+            Some(g) if g.status() == GoalStatus::Complete => {
+                out.weaken("mark_blocked_superseded requires unresolved target")
+            }
+            Some(g) if g.overlay() == Some(Overlay::Superseded) => {
+                out.push("target already superseded")
+            }
+            Some(_) => {}
+        },
+        Kind::Unblock => match target {
+            None => out.push("unblock requires target"),
+            Some(g) => {
+                let in_row = g.overlay() != Some(Overlay::Superseded)
+                    && (g.overlay() == Some(Overlay::Blocked)
+                        || matches!(
+                            g.status(),
+                            GoalStatus::Blocked
+                                | GoalStatus::NeedsUserDecision
+                                | GoalStatus::Failed
+                        ));
+                if !in_row {
+                    out.push("unblock requires blocked target");
+                } else if (g.status() == GoalStatus::NeedsUserDecision
+                    || g.overlay() == Some(Overlay::Blocked))
+                    && p.text("userDecision").is_none()
+                {
+                    out.weaken("unblock requires userDecision");
+                }
+            }
+        },
+        Kind::ReviseBatch => revise_batch(plan, p, r, out),
+    }
+}
+
+fn revise_criterion(p: &Proposal, target: Option<Goal<'_>>, out: &mut Out) {
+    let Some(g) = target else {
+        out.push("revise_criterion requires goalId");
+        return;
+    };
+    if g.overlay() == Some(Overlay::Superseded) {
+        out.push("target already superseded");
+    }
+    let criterion = p.text("criterionId").and_then(|c| g.criterion(c));
+    let Some(c) = criterion else {
+        out.push("revise_criterion requires criterionId");
+        return;
+    };
+    let model = p.fields.get("userModel");
+    let model_given = match model {
+        None => false,
+        Some(Value::String(s)) => !s.trim().is_empty(),
+        Some(_) => true,
+    };
+    if p.text("scenario").is_none() && p.text("expectedEvidence").is_none() && !model_given {
+        out.push("revise_criterion requires update");
+    }
+    let model_valid = model
+        .and_then(Value::as_str)
+        .is_some_and(|m| UserModel::parse(m.trim()).is_some());
+    if model_given && !model_valid {
+        out.push("invalid userModel");
+    }
+    if g.status() == GoalStatus::Complete && c.status() == CriterionStatus::Pass {
+        out.weaken("revise_criterion would reset a completed verdict");
+    }
+}
+
+fn revise_batch(plan: &Plan, p: &Proposal, r: &Resolved, out: &mut Out) {
+    let Some(bid) = p.text("batchId") else {
+        out.push("revise_batch requires batchId");
+        return;
+    };
+    let decided = p.text("userDecision").is_some();
+    let all = plan.batches();
+    let existing = all.iter().find(|b| batches::batch_id(b) == bid);
+    let deleting = r.member_ids.as_ref().is_some_and(Vec::is_empty);
+    let old: Vec<&str> = existing.map(|b| batches::member_ids(b)).unwrap_or_default();
+    match existing {
+        None if r.member_ids.is_none() || deleting => {
+            out.push("revise_batch unknown batch");
+            return;
+        }
+        Some(b) if b.get("closedAt").is_some_and(Value::is_string) => {
+            out.push("revise_batch batch closed");
+            return;
+        }
+        Some(_) if deleting => {
+            if !decided {
+                out.weaken("revise_batch weakens batch");
+            }
+            return;
+        }
+        _ => {}
+    }
+    let mut members: Vec<&str> = Vec::new();
+    match &r.member_ids {
+        Some(ids) => {
+            for id in ids {
+                if !members.contains(&id.as_str()) {
+                    members.push(id);
+                }
+            }
+        }
+        None => members.clone_from(&old),
+    }
+    if members.len() < 2 {
+        out.push("revise_batch requires two members");
+    }
+    let added: Vec<&str> = members
+        .iter()
+        .copied()
+        .filter(|m| !old.contains(m))
+        .collect();
+    if added.iter().any(|m| {
+        plan.goal(m)
+            .is_none_or(|g| g.overlay() == Some(Overlay::Superseded))
+    }) {
+        out.push("revise_batch unknown member");
+    }
+    if added.iter().any(|m| {
+        all.iter()
+            .any(|b| batches::batch_id(b) != bid && batches::member_ids(b).contains(m))
+    }) {
+        out.push("revise_batch member overlap");
+    }
+    let old_final = existing
+        .and_then(|b| b.get("finalGoalId"))
+        .and_then(Value::as_str);
+    let final_id = r
+        .final_goal_id
+        .as_deref()
+        .or(old_final.filter(|f| members.contains(f)));
+    match final_id {
+        Some(f) if members.contains(&f) => {
+            if plan
+                .goal(f)
+                .is_some_and(|g| g.status() == GoalStatus::Complete)
+            {
+                out.push("revise_batch final already complete");
+            }
+        }
+        _ => out.push("revise_batch requires finalGoalId"),
+    }
+    let removes_healthy = old
+        .iter()
+        .filter(|m| !members.contains(m))
+        .any(|m| plan.goal(m).is_some_and(healthy));
+    if removes_healthy && !decided {
+        out.weaken("revise_batch weakens batch");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn wording_heuristic_is_whole_word() {
+        let m = |s: &str| {
+            let mut f = Map::new();
+            f.insert("evidence".into(), json!(s));
+            weakened_wording(&f)
+        };
+        assert!(m("we must remove a flaky test"));
+        assert!(!m("removed the flaky test"));
+        assert!(m("auto-complete the review"));
+        assert!(!m("skipping tests"));
+    }
+}
