@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::goals_support::clean_env;
+use crate::goals_support::{clean_env, eg};
 use crate::hooks_support::*;
 
 const SID: &str = "019a0000-0000-7000-8000-00000000a001";
@@ -344,4 +344,128 @@ fn a_directive_from_a_team_worker_is_ignored() {
         ["goals.json"],
         "no lock, no ledger"
     );
+}
+
+fn engine_plan(h: &HookRepo) {
+    let run = eg(
+        &h.repo,
+        "ulw-loop",
+        &[
+            "create-goals",
+            "--session-id",
+            SID,
+            "--brief",
+            "- parse the config\n- add tests",
+            "--json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+}
+
+fn ledger(h: &HookRepo) -> Vec<Value> {
+    read_jsonl(&h.join(&format!("{ULW}/{SID}/ledger.jsonl")))
+}
+
+#[test]
+fn an_accepted_directive_is_applied_and_a_resubmission_dedupes() {
+    let h = HookRepo::new();
+    engine_plan(&h);
+    let before = ledger(&h).len();
+    let p = fixture(
+        "codex/user-prompt-submit/synth-steer-directive.json",
+        h.path(),
+    );
+    let text = context_text(&prompt(&h, &["--with-ultrawork"], &p));
+    assert_eq!(
+        text,
+        "evidence-gate steering: accepted annotate_ledger (source user_prompt_submit)"
+    );
+    let l = ledger(&h);
+    assert_eq!(l.len(), before + 1);
+    let e = l.last().unwrap();
+    assert_eq!(e["kind"], "steering_accepted", "{e}");
+    assert_eq!(e["channel"], "hook");
+    assert_eq!(
+        e["steering"]["source"], "user_prompt_submit",
+        "a directive without source is the hook's: {e}"
+    );
+    assert_eq!(
+        e["steering"]["directiveText"],
+        "{\"kind\":\"annotate_ledger\",\"evidence\":\"user asked\",\"rationale\":\"record\"}"
+    );
+    assert_eq!(e["steering"]["promptSignature"].as_str().unwrap().len(), 64);
+    let text = context_text(&prompt(&h, &[], &p));
+    assert_eq!(
+        text,
+        "evidence-gate steering: deduped annotate_ledger (source user_prompt_submit)"
+    );
+    assert_eq!(ledger(&h).last().unwrap()["kind"], "steering_deduped");
+    assert!(h.diagnostics().is_empty(), "{:?}", h.diagnostics());
+    // The engine accepts the state it wrote.
+    let status = eg(
+        &h.repo,
+        "ulw-loop",
+        &["status", "--session-id", SID, "--json"],
+    );
+    assert_eq!(status.code, 0, "{}", status.stdout);
+}
+
+#[test]
+fn a_rejected_directive_is_audited_with_its_reasons() {
+    let h = HookRepo::new();
+    engine_plan(&h);
+    let mut p = fixture(
+        "codex/user-prompt-submit/synth-steer-directive.json",
+        h.path(),
+    );
+    p["prompt"] = json!(
+        "OMO_ULW_LOOP_STEER: {\"kind\":\"revise_pending_wording\",\"targetGoalId\":\"NOPE\",\"revisedTitle\":\"x\",\"evidence\":\"e\",\"rationale\":\"r\"}"
+    );
+    let text = context_text(&prompt(&h, &[], &p));
+    assert!(text.starts_with("evidence-gate steering: rejected revise_pending_wording (source user_prompt_submit); reasons: "), "{text}");
+    assert_eq!(ledger(&h).last().unwrap()["kind"], "steering_rejected");
+    // A parse-level problem writes nothing and names the engine's code.
+    let n = ledger(&h).len();
+    p["prompt"] = json!(
+        "OMO_ULW_LOOP_STEER: {\"kind\":\"annotate_ledger\",\"source\":\"bogus\",\"evidence\":\"e\",\"rationale\":\"r\"}"
+    );
+    let text = context_text(&prompt(&h, &[], &p));
+    assert!(
+        text.starts_with("evidence-gate steering: rejected: "),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("(ULW_LOOP_STEERING_SOURCE_INVALID); plan unchanged"),
+        "{text}"
+    );
+    assert_eq!(ledger(&h).len(), n);
+}
+
+#[test]
+fn a_busy_state_asks_to_resend() {
+    let h = HookRepo::new();
+    engine_plan(&h);
+    h.write(
+        ".evidence-gate/rules.json",
+        r#"{"hooks": {"steering_lock_wait_ms": 50}}"#,
+    );
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(h.join(&format!("{ULW}/{SID}/.mutation.lock")))
+        .unwrap();
+    lock.lock().unwrap();
+    let p = fixture(
+        "codex/user-prompt-submit/synth-steer-directive.json",
+        h.path(),
+    );
+    let text = context_text(&prompt(&h, &[], &p));
+    drop(lock);
+    assert_eq!(
+        text,
+        "evidence-gate steering: state busy, resend; plan unchanged"
+    );
+    assert_eq!(h.diag_codes(), ["HOOK_LOCK_TIMEOUT"]);
 }

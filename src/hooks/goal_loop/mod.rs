@@ -25,10 +25,10 @@ use super::diagnostics::Diagnostics;
 use super::directive::Template;
 use super::event::{Body, Decision, Envelope, HookEvent};
 use crate::ambient::{self, Ambient};
-use crate::goals::Profile;
 use crate::goals::lifecycle;
 use crate::goals::loop_state::{self, Located};
 use crate::goals::profile::Profiles;
+use crate::goals::{Engine, EngineOptions, Profile, SidSource, SurfaceInputs, team};
 use crate::rules::RuleSet;
 use crate::rules::goal_loop::{
     CreateGoalGuardRules, DenyFor, SpawnRules, StopRules, TeamGuardRules, UserPromptSubmitRules,
@@ -330,16 +330,20 @@ impl<'a> Ctx<'a> {
         best
     }
 
-    /// Why the caller is a team worker (goal-engine.md §10, hooks.md §6.4),
+    fn env_worker(&self) -> Option<String> {
+        let var = |k: &str| ambient::var(self.amb, k);
+        self.policy
+            .profiles
+            .iter()
+            .find_map(|p| team::env_marker(&p.profile, &var))
+    }
+
+    /// Why the caller is a team worker for the shell guard (hooks.md §6.4),
     /// or `None` for the leader: a worker environment marker of any profile,
     /// or the payload's agent under `team_guard.deny_for`.
     pub fn worker_marker(&self) -> Option<String> {
-        for p in &self.policy.profiles {
-            for w in &p.profile.team.worker_env {
-                if ambient::var(self.amb, &w.name).is_some_and(|v| w.values.contains(&v)) {
-                    return Some(format!("env:{}", w.name));
-                }
-            }
+        if let Some(m) = self.env_worker() {
+            return Some(m);
         }
         let agent = self.env.agent.as_ref()?;
         match &self.policy.team_agent_type {
@@ -352,6 +356,64 @@ impl<'a> Ctx<'a> {
                 .as_deref()
                 .filter(|k| re.is_match(k))
                 .map(|k| format!("agent_type:{k}")),
+        }
+    }
+
+    /// Why a steering directive comes from a team worker (goal-engine.md
+    /// §10 on the hook channel): a worker environment marker, an agent type
+    /// matching `team/workerAgentTypes`, or a subagent (non-empty agent id).
+    pub fn steering_worker(&self, profile: &Profile) -> Option<String> {
+        if let Some(m) = self.env_worker() {
+            return Some(m);
+        }
+        let agent = self.env.agent.as_ref()?;
+        agent
+            .kind
+            .as_deref()
+            .and_then(|k| team::agent_type_marker(profile, k))
+            .or_else(|| agent.id.as_ref().map(|_| "subagent".to_owned()))
+    }
+
+    /// The goal engine over this payload's root for a located plan's scope
+    /// (the payload's session is the attempt-directory fallback).
+    pub fn engine_for(&self, found: &Found<'_>) -> Result<Engine, String> {
+        let opts = EngineOptions {
+            profile: found.profile.profile.name.clone(),
+            session: found
+                .located
+                .paths
+                .sid
+                .clone()
+                .map_or(SidSource::None, SidSource::Flag),
+            env_sid: self
+                .env
+                .session_id
+                .as_deref()
+                .and_then(crate::goals::session::normalize),
+            lock_timeout_ms: None,
+            root_abs: self.env.cwd.to_str().map(str::to_owned),
+            surface: self.surface_inputs(),
+        };
+        let root = self.root.try_clone().map_err(|e| e.to_string())?;
+        Engine::new(root, self.rules, opts).map_err(|e| e.message)
+    }
+
+    /// The gate surface inputs only the binary can read (quality-gate.md
+    /// §2.4): the environment variable and the marker next to the executable.
+    fn surface_inputs(&self) -> SurfaceInputs {
+        let Ok(book) = crate::rules::gates::GateBook::from_rules(self.rules) else {
+            return SurfaceInputs::default();
+        };
+        let res = &book.common().surface_resolution;
+        let marker = self
+            .amb
+            .current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(|d| d.join(&res.marker)))
+            .and_then(|p| ambient::read_file(self.amb, &p, 64 * 1024).ok());
+        SurfaceInputs {
+            env: ambient::var(self.amb, &res.env),
+            marker,
         }
     }
 

@@ -2,9 +2,13 @@
 //! marker is applied through the engine; a prompt without one may get the
 //! ultrawork injection. A marker never falls through to ultrawork.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use super::{Ctx, LoopProfile, ultrawork};
+use crate::goals::ErrorKind;
+use crate::goals::steer::{self, Channel, Defaults, Verdict};
 use crate::hooks::code::HookCode;
 use crate::hooks::event::{Decision, PromptEvent};
 
@@ -94,7 +98,7 @@ fn steer(c: &Ctx<'_>, m: Marker<'_>) -> Decision {
             ));
         }
     };
-    if let Some(worker) = c.worker_marker() {
+    if let Some(worker) = c.steering_worker(p) {
         c.diag.write(
             HookCode::SteerWorkerIgnored,
             "context",
@@ -112,27 +116,66 @@ fn steer(c: &Ctx<'_>, m: Marker<'_>) -> Decision {
             p.display_name
         ));
     };
-    apply(c, &found, &directive)
+    apply(c, &found, m.rest, directive)
 }
 
-/// The engine's single-proposal steering is not part of this build (it
-/// arrives with the steering engine, goal-engine.md §5); until then a
-/// directive is reported as not applied, with the plan untouched.
+/// Applies the directive through the engine's single-proposal steering on
+/// the hook channel (goal-engine.md §5.10): the canonical parser (with
+/// `source` defaulting to `user_prompt_submit`, `directiveText` the raw
+/// JSON and a `promptSignature` derived from it, so a resubmitted directive
+/// dedupes), then lock, dedupe, judge, apply and audit.
 fn apply(
-    _c: &Ctx<'_>,
+    c: &Ctx<'_>,
     found: &super::Found<'_>,
-    directive: &serde_json::Map<String, Value>,
+    raw: &str,
+    directive: serde_json::Map<String, Value>,
 ) -> Decision {
-    let kind = directive
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("(no kind)");
-    note(format!(
-        "evidence-gate steering: not applied: this build has no steering engine yet, so the {} directive `{}` left the {} plan unchanged",
-        found.profile.profile.display_name,
-        super::clip_chars(kind, 40),
-        found.located.paths.goals()
-    ))
+    let p = &found.profile.profile;
+    let wait = Duration::from_millis(c.hooks.steering_lock_wait_ms);
+    let engine = match c.engine_for(found) {
+        Ok(e) => e,
+        Err(problem) => {
+            return note(format!(
+                "evidence-gate steering: not applied: the {} engine could not start ({problem}); plan unchanged",
+                p.display_name
+            ));
+        }
+    };
+    let defaults = Defaults {
+        directive_text: Some(raw.to_owned()),
+        lock_timeout: Some(wait),
+        ..Defaults::none()
+    };
+    match steer::apply_one(&engine, &Value::Object(directive), Channel::Hook, &defaults) {
+        Ok(out) => {
+            let item = &out.item;
+            let mut text = format!(
+                "evidence-gate steering: {} {} (source {})",
+                item.verdict.as_str(),
+                item.kind.as_str(),
+                item.source.as_str()
+            );
+            if item.verdict == Verdict::Rejected && !item.reasons.is_empty() {
+                text.push_str(&format!("; reasons: {}", item.reasons.join("; ")));
+            }
+            note(text)
+        }
+        Err(e) if matches!(*e.kind, ErrorKind::LockTimeout { .. }) => {
+            let lock = found.located.paths.file(crate::goals::state::LOCK);
+            c.diag.write(
+                HookCode::HookLockTimeout,
+                "context",
+                "the goal state lock was not taken in time; the directive was not applied",
+                Some(json!({"lock": lock, "waited_ms": wait.as_millis() as u64})),
+            );
+            note("evidence-gate steering: state busy, resend; plan unchanged".to_owned())
+        }
+        Err(e) => note(format!(
+            "evidence-gate steering: rejected: {} ({}); plan unchanged",
+            crate::hooks::host::encode::cap_bytes(&e.message, 1500),
+            e.code()
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 use super::{Ctx, Found};
 use crate::ambient;
 use crate::gate::preflight;
+use crate::goals::gate;
 use crate::goals::loop_state;
 use crate::goals::plan::{CriterionStatus, GoalStatus};
-use crate::goals::{Engine, EngineOptions, SidSource, SurfaceInputs, gate, session};
 use crate::hooks::code::HookCode;
 use crate::hooks::event::{Decision, ToolEvent};
 use crate::rules::gates::GateBook;
@@ -117,23 +117,6 @@ pub(super) fn is_gate_review(c: &Ctx<'_>, input: &Value) -> bool {
         })
 }
 
-fn surface_inputs(c: &Ctx<'_>) -> SurfaceInputs {
-    let Ok(book) = GateBook::from_rules(c.rules) else {
-        return SurfaceInputs::default();
-    };
-    let res = &book.common().surface_resolution;
-    let marker = c
-        .amb
-        .current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|d| d.join(&res.marker)))
-        .and_then(|p| ambient::read_file(c.amb, &p, 64 * 1024).ok());
-    SurfaceInputs {
-        env: ambient::var(c.amb, &res.env),
-        marker,
-    }
-}
-
 /// The missing reports of the final candidate's gate (hooks.md §6.3 step
 /// 5), as repo-relative paths; empty when the preflight does not apply (no
 /// final candidate, or its criteria are not all `pass`: the gate judges
@@ -148,21 +131,7 @@ fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Vec<String> {
     {
         return Vec::new();
     }
-    let sid = found.located.paths.sid.clone();
-    let opts = EngineOptions {
-        profile: found.profile.profile.name.clone(),
-        session: sid.clone().map_or(SidSource::None, SidSource::Flag),
-        env_sid: c.env.session_id.as_deref().and_then(session::normalize),
-        lock_timeout_ms: None,
-        root_abs: None,
-        surface: surface_inputs(c),
-    };
-    let engine = match c
-        .root
-        .try_clone()
-        .map_err(|e| e.to_string())
-        .and_then(|root| Engine::new(root, c.rules, opts).map_err(|e| e.message))
-    {
+    let engine = match c.engine_for(found) {
         Ok(e) => e,
         Err(problem) => {
             c.diag.write(
