@@ -106,15 +106,8 @@ pub fn locate(
     let Some((dir, plan, paths)) = read_in(root, profile, paths, now)? else {
         return Ok(None);
     };
-    let owner = plan
-        .doc()
-        .get("sessionId")
-        .and_then(Value::as_str)
-        .and_then(session::normalize);
-    let ownership = match (&owner, &sid) {
-        (Some(o), Some(s)) if o == s => Ownership::OwnedUnscoped,
-        (None, _) if adopt_unowned => Ownership::AdoptedUnscoped,
-        _ => return Ok(None),
+    let Some(ownership) = unscoped_ownership(&plan, sid.as_deref(), adopt_unowned) else {
+        return Ok(None);
     };
     Ok(Some(Located {
         paths,
@@ -122,6 +115,46 @@ pub fn locate(
         plan,
         ownership,
     }))
+}
+
+/// How an unscoped plan belongs to session `sid`, if it does.
+fn unscoped_ownership(plan: &Plan, sid: Option<&str>, adopt_unowned: bool) -> Option<Ownership> {
+    let owner = plan
+        .doc()
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .and_then(session::normalize);
+    match (owner.as_deref(), sid) {
+        (Some(o), Some(s)) if o == s => Some(Ownership::OwnedUnscoped),
+        (None, _) if adopt_unowned => Some(Ownership::AdoptedUnscoped),
+        _ => None,
+    }
+}
+
+/// [`locate`] for a caller that reads the plan itself (steering does, under
+/// the lock): the scope only. A scoped plan is found by its existence; only
+/// an unscoped plan is read, for its recorded owner.
+pub fn locate_scope(
+    root: &Dir,
+    profile: &Profile,
+    raw_sid: Option<&str>,
+    adopt_unowned: bool,
+    now: &str,
+) -> Result<Option<(StatePaths, Ownership)>, GoalError> {
+    let sid = raw_sid.and_then(session::normalize);
+    if let Some(s) = &sid {
+        let paths = StatePaths::new(&profile.state_dir, Some(s));
+        if let Some(dir) = state::open_chain(root, &paths.dir, false)?
+            && state::open_file(&dir, state::GOALS, &paths.goals())?.is_some()
+        {
+            return Ok(Some((paths, Ownership::Scoped)));
+        }
+    }
+    let paths = StatePaths::new(&profile.state_dir, None);
+    let Some((_, plan, paths)) = read_in(root, profile, paths, now)? else {
+        return Ok(None);
+    };
+    Ok(unscoped_ownership(&plan, sid.as_deref(), adopt_unowned).map(|o| (paths, o)))
 }
 
 fn resumable(g: &Goal<'_>) -> bool {

@@ -469,3 +469,29 @@ fn a_busy_state_asks_to_resend() {
     );
     assert_eq!(h.diag_codes(), ["HOOK_LOCK_TIMEOUT"]);
 }
+
+#[test]
+fn a_corrupt_plan_is_reported_and_nothing_is_applied() {
+    let h = HookRepo::new();
+    h.write(&format!("{ULW}/goals.json"), "{ corrupt");
+    let p = fixture(
+        "codex/user-prompt-submit/synth-steer-directive.json",
+        h.path(),
+    );
+    let text = context_text(&prompt(&h, &[], &p));
+    assert!(
+        text.contains("no ulw-loop plan exists for this session"),
+        "{text}"
+    );
+    let d = h.diagnostics();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0]["code"], "HOOK_PLAN_UNREADABLE");
+    assert_eq!(d[0]["profile"], "ulw-loop");
+    // A corrupt scoped plan reaches the engine, which names the problem.
+    h.write(&format!("{ULW}/{SID}/goals.json"), "{ corrupt");
+    let text = context_text(&prompt(&h, &[], &p));
+    assert!(
+        text.ends_with("(ULW_LOOP_PLAN_CORRUPT); plan unchanged"),
+        "{text}"
+    );
+}

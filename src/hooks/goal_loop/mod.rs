@@ -374,17 +374,18 @@ impl<'a> Ctx<'a> {
             .or_else(|| agent.id.as_ref().map(|_| "subagent".to_owned()))
     }
 
-    /// The goal engine over this payload's root for a located plan's scope
-    /// (the payload's session is the attempt-directory fallback).
-    pub fn engine_for(&self, found: &Found<'_>) -> Result<Engine, String> {
+    /// The goal engine of `profile` over this payload's root, scoped to
+    /// `sid` (the payload's session is the attempt-directory fallback). Only
+    /// the gate preflight needs the surface inputs.
+    pub fn engine_for(
+        &self,
+        profile: &LoopProfile,
+        sid: Option<String>,
+        with_surface: bool,
+    ) -> Result<Engine, String> {
         let opts = EngineOptions {
-            profile: found.profile.profile.name.clone(),
-            session: found
-                .located
-                .paths
-                .sid
-                .clone()
-                .map_or(SidSource::None, SidSource::Flag),
+            profile: profile.profile.name.clone(),
+            session: sid.map_or(SidSource::None, SidSource::Flag),
             env_sid: self
                 .env
                 .session_id
@@ -392,10 +393,49 @@ impl<'a> Ctx<'a> {
                 .and_then(crate::goals::session::normalize),
             lock_timeout_ms: None,
             root_abs: self.env.cwd.to_str().map(str::to_owned),
-            surface: self.surface_inputs(),
+            surface: if with_surface {
+                self.surface_inputs()
+            } else {
+                SurfaceInputs::default()
+            },
         };
         let root = self.root.try_clone().map_err(|e| e.to_string())?;
         Engine::new(root, self.rules, opts).map_err(|e| e.message)
+    }
+
+    /// The session's plan scope in one profile without reading a scoped
+    /// plan (steering reads it under the lock); a problem writes
+    /// `HOOK_PLAN_UNREADABLE`.
+    pub fn resolve_scope(
+        &self,
+        p: &LoopProfile,
+    ) -> Option<(crate::goals::StatePaths, loop_state::Ownership)> {
+        let now = crate::time::rfc3339_ms(std::time::SystemTime::now());
+        match loop_state::locate_scope(
+            self.root,
+            &p.profile,
+            self.env.session_id.as_deref(),
+            self.policy.stop.adopt_unowned_unscoped_plan,
+            &now,
+        ) {
+            Ok(found) => found,
+            Err(e) => {
+                self.diag.write(
+                    HookCode::HookPlanUnreadable,
+                    "context",
+                    &format!(
+                        "the {} plan of this session could not be read",
+                        p.profile.display_name
+                    ),
+                    Some(json!({
+                        "profile": p.profile.name,
+                        "error": e.code(),
+                        "message": super::host::encode::cap_bytes(&e.message, 800),
+                    })),
+                );
+                None
+            }
+        }
     }
 
     /// The gate surface inputs only the binary can read (quality-gate.md

@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{Ctx, LoopProfile, ultrawork};
-use crate::goals::ErrorKind;
 use crate::goals::steer::{self, Channel, Defaults, Verdict};
+use crate::goals::{ErrorKind, StatePaths};
 use crate::hooks::code::HookCode;
 use crate::hooks::event::{Decision, PromptEvent};
 
@@ -110,13 +110,13 @@ fn steer(c: &Ctx<'_>, m: Marker<'_>) -> Decision {
             p.display_name
         ));
     }
-    let Some(found) = c.resolve_plan(&[m.profile]) else {
+    let Some((paths, _)) = c.resolve_scope(m.profile) else {
         return note(format!(
             "evidence-gate steering: no {} plan exists for this session; nothing was applied",
             p.display_name
         ));
     };
-    apply(c, &found, m.rest, directive)
+    apply(c, m.profile, &paths, m.rest, directive)
 }
 
 /// Applies the directive through the engine's single-proposal steering on
@@ -126,13 +126,14 @@ fn steer(c: &Ctx<'_>, m: Marker<'_>) -> Decision {
 /// dedupes), then lock, dedupe, judge, apply and audit.
 fn apply(
     c: &Ctx<'_>,
-    found: &super::Found<'_>,
+    profile: &LoopProfile,
+    paths: &StatePaths,
     raw: &str,
     directive: serde_json::Map<String, Value>,
 ) -> Decision {
-    let p = &found.profile.profile;
+    let p = &profile.profile;
     let wait = Duration::from_millis(c.hooks.steering_lock_wait_ms);
-    let engine = match c.engine_for(found) {
+    let engine = match c.engine_for(profile, paths.sid.clone(), false) {
         Ok(e) => e,
         Err(problem) => {
             return note(format!(
@@ -161,7 +162,7 @@ fn apply(
             note(text)
         }
         Err(e) if matches!(*e.kind, ErrorKind::LockTimeout { .. }) => {
-            let lock = found.located.paths.file(crate::goals::state::LOCK);
+            let lock = paths.file(crate::goals::state::LOCK);
             c.diag.write(
                 HookCode::HookLockTimeout,
                 "context",

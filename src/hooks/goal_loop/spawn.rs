@@ -131,7 +131,7 @@ fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Vec<String> {
     {
         return Vec::new();
     }
-    let engine = match c.engine_for(found) {
+    let engine = match c.engine_for(found.profile, found.located.paths.sid.clone(), true) {
         Ok(e) => e,
         Err(problem) => {
             c.diag.write(
