@@ -4,7 +4,8 @@
 //! (`/dev/shm` when present). Prints p50/p95 per command in milliseconds and
 //! the ratio to spawning `true`.
 //!
-//! Run: `cargo bench --bench goals [-- --runs 30]`.
+//! Run: `cargo bench --bench goals [-- --runs 30]`; `-- --prepare-only` keeps the
+//! generated workload for profiling one command by hand.
 
 #![allow(clippy::disallowed_methods)]
 
@@ -211,6 +212,11 @@ fn main() {
         .unwrap_or(30);
     let t = Instant::now();
     let (repo, ledger_bytes, plan_bytes) = prepare();
+    if std::env::args().any(|a| a == "--prepare-only") {
+        // For profiling a single command by hand: keep the workload and exit.
+        println!("workload kept in {}", repo.keep().display());
+        return;
+    }
     let dir = repo.path();
     println!(
         "workload: {GOALS} goals, {} criteria, goals.json {:.1} MB, ledger {RECORDS} records / {:.1} MB ({} keyed steering), tmpfs {} (generated in {:.1} s)",

@@ -44,7 +44,7 @@ pub(super) fn rules_valid(
         None => None,
     };
     let layer = bytes.as_ref().map(|(n, b)| Layer { name: n, bytes: b });
-    let set = match load_workspace(root, layer) {
+    let set = match load_workspace(root, layer).and_then(|s| s.validate().map(|()| s)) {
         Ok(s) => s,
         Err(e) => {
             checks.push(Check::new(id, Status::Fail, e.to_string()).hint(

@@ -288,7 +288,7 @@ pub struct Layer<'a> {
 #[derive(Debug, Clone)]
 pub struct RuleSet {
     merged: Value,
-    digest: String,
+    digest: std::sync::OnceLock<String>,
     sources: Vec<String>,
 }
 
@@ -314,10 +314,10 @@ impl RuleSet {
             };
             mount(&mut merged, e.mount, value);
         }
-        validate_all(&merged, &|_| "embedded rules".to_owned()).map_err(|mut err| {
-            err.file = embedded_file_for(&err.pointer);
-            err
-        })?;
+        // The embedded defaults alone are not re-validated on every start
+        // (`RuleSet::validate`, run by the test suite and `doctor`, does it):
+        // a hook call must stay a process start plus a few reads. Every
+        // override layer is validated together with what it merges into.
         let mut sources = vec!["embedded".to_owned()];
         for layer in layers {
             let overlay = json::parse_strict(layer.bytes).map_err(|err| RulesError {
@@ -346,11 +346,29 @@ impl RuleSet {
             validate_all(&merged, &|_| layer.name.to_owned())?;
             sources.push(layer.name.to_owned());
         }
-        let digest = format!("sha256:{}", sha256_hex(json::canonical(&merged).as_bytes()));
         Ok(RuleSet {
             merged,
-            digest,
+            digest: std::sync::OnceLock::new(),
             sources,
+        })
+    }
+
+    /// Validates every family of the merged document (the embedded defaults
+    /// included), as `load` does for each override layer.
+    pub fn validate(&self) -> Result<(), RulesError> {
+        let blame_embedded = self.sources.len() == 1;
+        validate_all(&self.merged, &|p| {
+            if blame_embedded {
+                embedded_file_for(p)
+            } else {
+                "rules".to_owned()
+            }
+        })
+        .map_err(|mut err| {
+            if blame_embedded {
+                err.file = embedded_file_for(&err.pointer);
+            }
+            err
         })
     }
 
@@ -369,9 +387,14 @@ impl RuleSet {
         self.merged.pointer(pointer)
     }
 
-    /// `sha256:<hex>` of the canonical merged document.
+    /// `sha256:<hex>` of the canonical merged document (computed on first use).
     pub fn digest(&self) -> &str {
-        &self.digest
+        self.digest.get_or_init(|| {
+            format!(
+                "sha256:{}",
+                sha256_hex(json::canonical(&self.merged).as_bytes())
+            )
+        })
     }
 
     /// Names of the layers applied, embedded first.
@@ -495,6 +518,7 @@ mod tests {
     #[test]
     fn embedded_rules_validate() {
         let rules = RuleSet::embedded().unwrap();
+        rules.validate().unwrap();
         let ev: EvidenceRules = rules.family().unwrap();
         assert_eq!(ev.evidence_root, ".omo/evidence");
         assert!(rules.digest().starts_with("sha256:"));
