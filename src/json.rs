@@ -133,14 +133,19 @@ impl<'de> Visitor<'de> for StrictVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
-                return Err(de::Error::custom(format!(
-                    "duplicate key `{}`",
-                    clip(&key, 64)
-                )));
-            }
             let v = map.next_value_seed(StrictSeed)?;
-            out.insert(key, v);
+            // One hash lookup per key: the entry tells whether it was seen.
+            match out.entry(key) {
+                serde_json::map::Entry::Occupied(e) => {
+                    return Err(de::Error::custom(format!(
+                        "duplicate key `{}`",
+                        clip(e.key(), 64)
+                    )));
+                }
+                serde_json::map::Entry::Vacant(e) => {
+                    e.insert(v);
+                }
+            }
         }
         Ok(Value::Object(out))
     }

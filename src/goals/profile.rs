@@ -408,8 +408,6 @@ pub struct Texts {
     pub all_complete: String,
     /// `complete-goals` text for a stalled run.
     pub stalled: String,
-    /// Stop-hook resume directive lines.
-    pub stop_resume: Vec<String>,
     /// `guidance` of `checkpoint --print-template`, one sentence per element.
     pub template_guidance: Vec<String>,
     /// Extra guidance sentence for evidence-layout v1 plans.
