@@ -46,7 +46,12 @@ pub const EXIT_USAGE: u8 = 2;
     version,
     about = "Makes AI coding agents prove their work.",
     long_about = "Makes AI coding agents prove their work: verifies evidence payloads inside a \
-                  capability sandbox, checks quality gates, runs the goal engine and adapts host hooks."
+                  capability sandbox, checks quality gates, runs the goal engine and adapts host hooks.",
+    after_help = "Goal engine and hooks (each with its own argument and exit conventions):\n  \
+                  ulw-loop <sub> ...   the goal engine, ulw-loop profile (`evidence-gate ulw-loop help`)\n  \
+                  ultragoal <sub> ...  the goal engine, Omagy Ultragoal profile (`evidence-gate ultragoal help`)\n  \
+                  hook <event> ...     host hook adapters: subagent-stop, stop, user-prompt-submit, pre-tool-use,\n                       \
+                  pre-tool-use-spawn; always exit 0 (`evidence-gate hook --help`)"
 )]
 struct Cli {
     #[command(subcommand)]
