@@ -36,6 +36,9 @@ macro_rules! wire_enum {
     };
 }
 
+/// Shared by every wire enumeration of the engine (plan and steering).
+pub(crate) use wire_enum;
+
 wire_enum!(
     /// A goal's `status`.
     GoalStatus {

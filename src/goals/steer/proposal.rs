@@ -11,33 +11,7 @@ use serde_json::{Map, Value, json};
 
 use crate::goals::error::{GoalError, SteeringCode};
 
-macro_rules! wire {
-    ($(#[$m:meta])* $name:ident { $($variant:ident = $wire:literal),* $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $(
-                #[doc = concat!("`", $wire, "`")]
-                $variant,
-            )*
-        }
-
-        impl $name {
-            /// Every value, in wire order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),*];
-
-            /// The wire string.
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $wire,)* }
-            }
-
-            /// Parses the wire string.
-            pub fn parse(s: &str) -> Option<$name> {
-                match s { $($wire => Some($name::$variant),)* _ => None }
-            }
-        }
-    };
-}
+use crate::goals::plan::model::wire_enum as wire;
 
 wire!(
     /// A steering mutation kind: the seven of R§1.3.4, then `unblock` and
