@@ -466,3 +466,75 @@ fn revise_batch_refuses_a_complete_final() {
         "revise_batch final already complete",
     );
 }
+
+/// The reference's end-to-end run (R§2.5): three goals of three criteria,
+/// a batch of two members closed by the run-final goal. The final gate may
+/// state the batch's coverage (`6/6`) while the plan holds nine passing
+/// criteria, or the run's (`9/9`); both close batch and run in one checkpoint.
+#[test]
+fn reference_run_batch_of_two_closed_by_the_run_final_goal_with_6_of_6_and_9_of_9() {
+    for (counts, label) in [(6, "batch counts"), (9, "run counts")] {
+        let repo = with_batch(
+            "- a\n- b\n- c",
+            json!([{"batchId": "VB1", "memberIds": ["G002-b", "G003-c"], "finalGoalId": "G003-c"}]),
+        );
+        start(&repo);
+        pass_all(&repo, "G001-a");
+        expect_ok(&checkpoint_complete(&repo, "G001-a", &[]));
+        pass_all(&repo, "G002-b");
+        expect_ok(&checkpoint_complete(&repo, "G002-b", &[]));
+        pass_all(&repo, "G003-c");
+        let path = filled_gate(&repo, "ulw-loop", "G003-c", &[]);
+        let mut gate: Value =
+            serde_json::from_str(&std::fs::read_to_string(repo.join(&path)).unwrap()).unwrap();
+        assert_eq!(
+            gate["criteriaCoverage"]["totalCriteria"], 9,
+            "the template states the run's counts"
+        );
+        if counts == 6 {
+            // Keep only the surface rows of the batch members' criteria.
+            let rows: Vec<Value> = gate["manualQa"]["surfaceEvidence"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| !r["criterionRef"].as_str().unwrap().starts_with("G001-a:"))
+                .cloned()
+                .collect();
+            assert_eq!(rows.len(), 6);
+            gate["manualQa"]["surfaceEvidence"] = Value::Array(rows);
+            for case in gate["manualQa"]["adversarialCases"].as_array_mut().unwrap() {
+                case["criterionRef"] = json!("G002-b:C001");
+            }
+            gate["criteriaCoverage"]["totalCriteria"] = json!(6);
+            gate["criteriaCoverage"]["passCount"] = json!(6);
+        }
+        repo.write(
+            "gates/final.json",
+            serde_json::to_string_pretty(&gate).unwrap(),
+        );
+        let v = expect_ok(&final_checkpoint(&repo, "G003-c", "gates/final.json"));
+        let kinds: Vec<&str> = v["ledgerEntries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["aggregate_completed", "batch_closed"], "{label}");
+        let p = plan(&repo);
+        assert_eq!(p["aggregateCompletion"]["status"], "complete", "{label}");
+        assert_eq!(
+            p["validationBatches"][0]["closedByGoalId"], "G003-c",
+            "{label}"
+        );
+        let passed = p["goals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g["successCriteria"].as_array().unwrap().iter())
+            .filter(|c| c["status"] == "pass")
+            .count();
+        assert_eq!(passed, 9, "{label}: the plan holds 9/9 passing criteria");
+        let status = expect_ok(&ulw(&repo, &["status"]));
+        assert_eq!(status["summary"]["runComplete"], true, "{label}");
+    }
+}

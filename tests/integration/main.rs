@@ -18,6 +18,7 @@ mod drills;
 mod evidence_cli;
 mod evidence_fs;
 mod evidence_lib;
+mod evidence_plan;
 mod gate_check;
 mod gate_check_io;
 mod gate_lib;
