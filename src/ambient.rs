@@ -77,8 +77,7 @@ pub fn split(path: &Path) -> Option<(PathBuf, OsString)> {
 /// non-blocking, the handle must be a regular file, and at most `max` bytes
 /// are accepted.
 pub fn read_file(amb: &dyn Ambient, path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
-    let (parent, name) = split(path).ok_or(ReadError::NotRegular)?;
-    let dir = amb.open_dir(&parent).map_err(map_io)?;
+    let (dir, name) = resolve_leaf(amb, path)?;
     let mut opts = OpenOptions::new();
     opts.read(true).nonblock(true);
     let file = dir.open_with(&name, &opts).map_err(map_io)?;
@@ -87,6 +86,33 @@ pub fn read_file(amb: &dyn Ambient, path: &Path, max: u64) -> Result<Vec<u8>, Re
         return Err(ReadError::NotRegular);
     }
     read_capped(file, max)
+}
+
+/// Symlink hops followed at the leaf before giving up (the kernel's own
+/// `ELOOP` bound).
+const MAX_LEAF_LINKS: usize = 40;
+
+/// Opens the parent directory of `path` and follows a symlinked leaf by
+/// ambient path. Opening the leaf through the parent `Dir` alone would
+/// confine its target to that directory, so a link such as
+/// `rules.json -> ../shared/rules.json` would be refused as an escape.
+fn resolve_leaf(amb: &dyn Ambient, path: &Path) -> Result<(Dir, OsString), ReadError> {
+    let mut path = path.to_path_buf();
+    for _ in 0..=MAX_LEAF_LINKS {
+        let (parent, name) = split(&path).ok_or(ReadError::NotRegular)?;
+        let dir = amb.open_dir(&parent).map_err(map_io)?;
+        let is_link = dir
+            .symlink_metadata(&name)
+            .is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            return Ok((dir, name));
+        }
+        let target = dir.read_link_contents(&name).map_err(map_io)?;
+        path = parent.join(target);
+    }
+    Err(ReadError::Io(io::Error::other(format!(
+        "more than {MAX_LEAF_LINKS} levels of symbolic links"
+    ))))
 }
 
 /// Reads at most `max` bytes; more is [`ReadError::TooLarge`].

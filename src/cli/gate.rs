@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
+use super::render::printable;
 use super::{EXIT_USAGE, Io};
 use crate::ambient::{self, Ambient};
 use crate::evidence::verify::{lexical_code, problem_finding};
@@ -211,8 +212,15 @@ fn run_check(
         ));
     };
     let limits = evidence.limits.path_limits();
-    let scope_dir =
-        RelPath::parse(evidence_root, limits).expect("profile evidence roots are clean");
+    // The profile family validates its paths with default limits; the
+    // evidence limits may be stricter, so this parse can still fail.
+    let scope_dir = RelPath::parse(evidence_root, limits).map_err(|p| {
+        rules_error(&RulesError {
+            file: "rules".into(),
+            pointer: format!("/profiles/{}/evidenceRoot", args.profile.name()),
+            problem: p.describe().into(),
+        })
+    })?;
     let max = common.limits.max_gate_bytes;
     let document = if args.file.as_os_str() == "-" {
         read_prefix(&mut *io.stdin, max)
@@ -362,14 +370,16 @@ fn emit(json_output: bool, outcome: &GateOutcome, io: &mut Io<'_>) -> u8 {
                 "{} {} {}: {}\n",
                 severity.as_str().unwrap_or("error"),
                 f.code,
-                f.field,
-                f.message
+                printable(&f.field),
+                printable(&f.message)
             ));
         }
         for f in outcome.files() {
             out.push_str(&format!(
                 "checked {} ({} bytes, sha256 {})\n",
-                f.path, f.size, f.sha256
+                printable(&f.path),
+                f.size,
+                f.sha256
             ));
         }
         out

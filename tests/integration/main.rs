@@ -58,3 +58,4 @@ mod hooks_tools;
 mod init_doctor;
 mod properties;
 mod snapshots;
+mod verify_hostile;

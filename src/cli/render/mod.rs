@@ -111,13 +111,32 @@ fn text(run: &Run, quiet: bool, color: bool) -> String {
                 },
                 f.code.name(),
             );
-            let path = f.path.as_deref().unwrap_or(r.subject());
-            let _ = writeln!(out, "{sev}{code} {path}: {}", f.message);
+            let path = printable(f.path.as_deref().unwrap_or(r.subject()));
+            let _ = writeln!(out, "{sev}{code} {path}: {}", printable(&f.message));
         }
     }
     out.push_str(&summary_line(run, color));
     out.push('\n');
     out
+}
+
+/// Escapes control characters of text that came from the verified tree or
+/// payload (paths, messages quoting them): a newline would forge a finding,
+/// summary or CI workflow-command line, an escape sequence would drive the
+/// terminal.
+pub(crate) fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The one summary line: `PASSED: …`, `FAILED: N findings in M payloads` or

@@ -1,0 +1,131 @@
+//! Regressions found by an adversarial review of `verify` and `gate check`:
+//! hostile names in the text output, symlinked files named on the command
+//! line, and rules that the gate command must refuse instead of panicking.
+
+use serde_json::json;
+
+use crate::common::Repo;
+use crate::evidence_cli::payload;
+
+#[test]
+fn text_output_escapes_control_characters_of_untrusted_paths() {
+    let r = Repo::new();
+    let forged = "a\n::warning file=x::forged\u{1b}[2J";
+    r.write(
+        "p.json",
+        serde_json::to_vec(&payload(json!([{"path": forged}]))).unwrap(),
+    );
+    let run = r.run("verify-evidence", &["p.json"], None);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(
+        lines.len(),
+        2,
+        "one finding line and the summary: {lines:?}"
+    );
+    assert!(
+        lines[0].starts_with("PATH_CONTROL_CHAR a\\u{a}::warning"),
+        "{lines:?}"
+    );
+    assert!(!run.stdout.contains('\u{1b}'), "{:?}", run.stdout);
+    assert!(lines[1].starts_with("FAILED:"), "{lines:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_payload_or_rules_file_named_on_the_command_line_is_followed() {
+    let r = Repo::new();
+    r.write("src/lib.rs", "pub fn f() {}\n");
+    r.write(
+        "shared/p.json",
+        serde_json::to_vec(&payload(json!([{"path": "src/lib.rs"}]))).unwrap(),
+    );
+    r.write(
+        "shared/rules.json",
+        r#"{"evidence":{"deliverables":{"deny":["src/**"]}}}"#,
+    );
+    r.symlink("../shared/p.json", "links/p.json");
+    r.symlink(r.join("shared/rules.json"), "links/rules.json");
+    let run = r.run(
+        "verify-evidence",
+        &["--format", "json", "links/p.json"],
+        None,
+    );
+    assert_eq!(run.code, 0, "{} {}", run.stdout, run.stderr);
+    let run = r.run(
+        "verify-evidence",
+        &[
+            "--format",
+            "json",
+            "links/p.json",
+            "--rules",
+            "links/rules.json",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 1, "{} {}", run.stdout, run.stderr);
+    assert_eq!(run.codes(), ["PATH_NOT_ALLOWED"]);
+    r.symlink("loop-b", "links/loop-a");
+    r.symlink("loop-a", "links/loop-b");
+    let run = r.run(
+        "verify-evidence",
+        &["--format", "json", "links/loop-a"],
+        None,
+    );
+    assert_eq!(run.code, 2, "{} {}", run.stdout, run.stderr);
+    assert_eq!(run.codes(), ["PAYLOAD_UNREADABLE"]);
+}
+
+#[test]
+fn gate_check_refuses_an_evidence_root_the_path_limits_reject() {
+    let r = Repo::new();
+    r.write("gate.json", "{}");
+    r.write(
+        "rules.json",
+        r#"{"evidence":{"limits":{"maxComponentBytes":13}},
+            "profiles":{"ulw-loop":{"evidenceRoot":"x/aaaaaaaaaaaaaaaaaaaa"}}}"#,
+    );
+    let before = r.snapshot();
+    let run = r.run(
+        "evidence-gate",
+        &[
+            "gate",
+            "check",
+            "gate.json",
+            "--json",
+            "--rules",
+            "rules.json",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 2, "{} {}", run.stdout, run.stderr);
+    let v = run.json();
+    assert_eq!(v["error"]["code"], "RULES_INVALID");
+    assert_eq!(
+        v["error"]["details"]["pointer"],
+        "/profiles/ulw-loop/evidenceRoot"
+    );
+    assert_eq!(r.snapshot(), before);
+}
+
+#[test]
+fn gate_check_text_output_escapes_control_characters() {
+    let r = Repo::new();
+    r.write("gate.json", r#"{"x\n::error::forged": 1}"#);
+    let run = r.run(
+        "evidence-gate",
+        &["gate", "check", "gate.json", "--surface", "lazycodex"],
+        None,
+    );
+    assert_eq!(run.code, 1, "{} {}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("GATE_FIELD_UNKNOWN x\\u{a}::error"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.lines().all(|l| !l.starts_with("::")),
+        "{}",
+        run.stdout
+    );
+}
