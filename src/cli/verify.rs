@@ -87,6 +87,8 @@ pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
     for d in &args.plan_dirs {
         let trimmed = d.strip_prefix("./").unwrap_or(d).trim_end_matches('/');
         match RelPath::parse(trimmed, PathLimits::default()) {
+            // `./x`, `x/` and `x` name one directory: audit it once.
+            Ok(p) if plan_dirs.contains(&p) => {}
             Ok(p) => plan_dirs.push(p),
             Err(e) => {
                 let _ = writeln!(

@@ -129,3 +129,49 @@ fn gate_check_text_output_escapes_control_characters() {
         run.stdout
     );
 }
+
+#[test]
+fn a_state_directory_named_twice_is_audited_once() {
+    let r = Repo::new();
+    let run = r.run(
+        "evidence-gate",
+        &[
+            "ulw-loop",
+            "create-goals",
+            "--brief",
+            "Add a limiter",
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{} {}", run.stdout, run.stderr);
+    let run = r.run(
+        "verify-evidence",
+        &[
+            "--format",
+            "json",
+            "--plan-dir",
+            ".omo/ulw-loop",
+            "--plan-dir",
+            "./.omo/ulw-loop/",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{} {}", run.stdout, run.stderr);
+    assert_eq!(run.json()["reports"].as_array().unwrap().len(), 1);
+    std::fs::write(r.join(".omo/ulw-loop/goals.json"), "{").unwrap();
+    let run = r.run(
+        "verify-evidence",
+        &[
+            "--format",
+            "json",
+            "--plan-dir",
+            ".omo/ulw-loop",
+            "--plan-dir",
+            ".omo/ulw-loop",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 1, "{} {}", run.stdout, run.stderr);
+    assert_eq!(run.codes(), ["PLAN_CORRUPT"]);
+}
