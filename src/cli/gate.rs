@@ -4,6 +4,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use cap_fs_ext::MetadataExt;
+use cap_std::fs::Dir;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
@@ -294,12 +296,9 @@ fn read_document(
         )
     };
     let relative: PathBuf = if file.is_absolute() {
-        let cwd = amb
-            .current_dir()
-            .map_err(|e| cannot(Code::RootUnavailable, e.to_string()))?;
-        match file.strip_prefix(&cwd) {
-            Ok(rest) => rest.to_path_buf(),
-            Err(_) => {
+        match below_root(amb, root.dir(), file) {
+            Some(rest) => rest,
+            None => {
                 return Err(cannot(
                     Code::PathAbsolute,
                     "it lies outside the repository (the current directory); pass `-` to read it from standard input".into(),
@@ -328,6 +327,22 @@ fn read_document(
     };
     open::check_handle(&meta, &checks).map_err(|p| to_cannot(&p))?;
     read_prefix(&mut handle, max).map_err(|e| cannot(Code::IoError, e.to_string()))
+}
+
+/// The part of the absolute `file` below its nearest ancestor that is the
+/// repository directory itself, compared by device and inode: a textual
+/// prefix test against the physical working directory would reject the
+/// logical `$PWD` of a shell that entered the repository through a symlink.
+fn below_root(amb: &dyn Ambient, root: &Dir, file: &Path) -> Option<PathBuf> {
+    let want = root.dir_metadata().ok()?;
+    file.ancestors().skip(1).find_map(|ancestor| {
+        let m = amb.open_dir(ancestor).ok()?.dir_metadata().ok()?;
+        if m.dev() == want.dev() && m.ino() == want.ino() {
+            file.strip_prefix(ancestor).ok().map(Path::to_path_buf)
+        } else {
+            None
+        }
+    })
 }
 
 fn pretty(v: &Value) -> String {

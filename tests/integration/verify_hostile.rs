@@ -175,3 +175,32 @@ fn a_state_directory_named_twice_is_audited_once() {
     assert_eq!(run.code, 1, "{} {}", run.stdout, run.stderr);
     assert_eq!(run.codes(), ["PLAN_CORRUPT"]);
 }
+
+#[cfg(unix)]
+#[test]
+fn gate_check_accepts_an_absolute_path_through_a_symlink_to_the_repository() {
+    let outer = Repo::new();
+    let repo = outer.mkdir("repo");
+    std::fs::write(repo.join("gate.json"), "{}").unwrap();
+    outer.symlink("repo", "logical");
+    let logical = outer.join("logical/gate.json");
+    let run = crate::common::run_in(
+        &repo,
+        "evidence-gate",
+        &["gate", "check", logical.to_str().unwrap(), "--json"],
+        None,
+        &[],
+    );
+    assert_eq!(run.code, 1, "{} {}", run.stdout, run.stderr);
+    assert_eq!(run.json()["verdict"], "fail");
+    let elsewhere = outer.write("other/gate.json", "{}");
+    let run = crate::common::run_in(
+        &repo,
+        "evidence-gate",
+        &["gate", "check", elsewhere.to_str().unwrap(), "--json"],
+        None,
+        &[],
+    );
+    assert_eq!(run.code, 2, "{} {}", run.stdout, run.stderr);
+    assert_eq!(run.json()["error"]["code"], "PATH_ABSOLUTE");
+}
