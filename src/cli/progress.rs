@@ -81,7 +81,8 @@ impl<'w> TerminalProgress<'w> {
 
 impl Progress for TerminalProgress<'_> {
     fn phase(&mut self, name: &str, unit: &'static str, total: u64) {
-        self.phase = name.to_owned();
+        // Phase names carry session directory names, which anyone can choose.
+        self.phase = super::render::printable(name).into_owned();
         self.unit = unit;
         self.total = total;
         self.done = 0;
@@ -130,6 +131,30 @@ mod tests {
             "{text:?}"
         );
         assert!(text.ends_with("\r\x1b[2K"), "{text:?}");
+    }
+
+    #[test]
+    fn phase_names_cannot_drive_the_terminal() {
+        let mut buf = Vec::new();
+        {
+            let mut p = TerminalProgress::with_delay(&mut buf, Duration::ZERO);
+            p.phase(
+                "verifying .omo/ulw-loop/\x1b]0;pwned\x07/ledger.jsonl",
+                "bytes",
+                1,
+            );
+            p.finish();
+        }
+        let text = String::from_utf8(buf).unwrap();
+        assert!(
+            text.contains("verifying .omo/ulw-loop/\\u{1b}]0;pwned\\u{7}/ledger.jsonl"),
+            "{text:?}"
+        );
+        assert_eq!(
+            text.matches('\x1b').count(),
+            2,
+            "only the redraw codes: {text:?}"
+        );
     }
 
     #[test]
