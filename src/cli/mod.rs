@@ -97,6 +97,14 @@ pub fn main(argv: Vec<OsString>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         .and_then(|s| s.to_str())
         .unwrap_or("evidence-gate")
         .to_owned();
+    // `verify-evidence` only verifies: `verify-evidence hook` names a payload
+    // file called `hook`, never the hook runner or the goal engine.
+    if stem == "verify-evidence" {
+        return match VerifyCli::try_parse_from(&argv) {
+            Ok(cli) => verify::run(&cli.args, amb, io),
+            Err(e) => clap_error(e, io),
+        };
+    }
     // Hooks are dispatched before clap: they exit 0 even on usage errors.
     if let Some(event) = stem.strip_prefix(hook::MULTI_CALL_PREFIX) {
         return hook::run(Some(event), argv.get(1..).unwrap_or(&[]), amb, io);
@@ -107,12 +115,6 @@ pub fn main(argv: Vec<OsString>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
     // Goal-engine commands use their own envelope and exit codes (goal-engine.md §4.1).
     if let Some((profile, rest)) = goals::route(&argv) {
         return goals::run(&profile, rest, amb, io);
-    }
-    if stem == "verify-evidence" {
-        return match VerifyCli::try_parse_from(&argv) {
-            Ok(cli) => verify::run(&cli.args, amb, io),
-            Err(e) => clap_error(e, io),
-        };
     }
     match Cli::try_parse_from(&argv) {
         Ok(cli) => match cli.command {

@@ -204,3 +204,30 @@ fn gate_check_accepts_an_absolute_path_through_a_symlink_to_the_repository() {
     assert_eq!(run.code, 2, "{} {}", run.stdout, run.stderr);
     assert_eq!(run.json()["error"]["code"], "PATH_ABSOLUTE");
 }
+
+#[test]
+fn verify_evidence_treats_hook_and_goal_engine_names_as_payload_files() {
+    let r = Repo::new();
+    for name in ["hook", "ulw-loop", "ultragoal"] {
+        r.write(
+            name,
+            serde_json::to_vec(&payload(json!([{"path": "missing.rs"}]))).unwrap(),
+        );
+        let before = r.snapshot();
+        let run = r.run("verify-evidence", &[name, "--format", "json"], None);
+        assert_eq!(run.code, 1, "{name}: {} {}", run.stdout, run.stderr);
+        assert_eq!(run.codes(), ["FILE_MISSING"], "{name}");
+        assert_eq!(run.json()["reports"][0]["subject"], name);
+        assert_eq!(r.snapshot(), before, "{name}: the verifier wrote nothing");
+    }
+    let run = r.run(
+        "verify-evidence",
+        &["ulw-loop", "create-goals", "--brief", "x"],
+        None,
+    );
+    assert_eq!(run.code, 2, "{} {}", run.stdout, run.stderr);
+    assert!(
+        !r.join(".omo").exists(),
+        "verify-evidence never runs the goal engine"
+    );
+}
