@@ -72,15 +72,29 @@ pub fn split(path: &Path) -> Option<(PathBuf, OsString)> {
     Some((parent, name))
 }
 
-/// Reads a file named on the command line (`--rules FILE`, a payload path):
-/// the user chose it, so a symlink at the leaf is followed, but the open is
-/// non-blocking, the handle must be a regular file, and at most `max` bytes
-/// are accepted.
+/// Reads a file by ambient path: the open is non-blocking, the handle must
+/// be a regular file, and at most `max` bytes are accepted. The leaf is
+/// opened through its parent directory, so a symlink at the leaf is followed
+/// only while its target stays inside that directory (callers that later
+/// replace the file rely on this: they never read through a link they would
+/// then overwrite with a regular file).
 pub fn read_file(amb: &dyn Ambient, path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
+    let (parent, name) = split(path).ok_or(ReadError::NotRegular)?;
+    read_in(&amb.open_dir(&parent).map_err(map_io)?, &name, max)
+}
+
+/// Reads a file the user named on the command line only to read it
+/// (`verify` payloads, `--rules FILE`): like [`read_file`], but a symlinked
+/// leaf is followed wherever it points, as the user chose it.
+pub fn read_named_file(amb: &dyn Ambient, path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
     let (dir, name) = resolve_leaf(amb, path)?;
+    read_in(&dir, &name, max)
+}
+
+fn read_in(dir: &Dir, name: &OsString, max: u64) -> Result<Vec<u8>, ReadError> {
     let mut opts = OpenOptions::new();
     opts.read(true).nonblock(true);
-    let file = dir.open_with(&name, &opts).map_err(map_io)?;
+    let file = dir.open_with(name, &opts).map_err(map_io)?;
     let meta = file.metadata().map_err(ReadError::Io)?;
     if !meta.is_file() {
         return Err(ReadError::NotRegular);

@@ -65,6 +65,23 @@ fn a_symlinked_payload_or_rules_file_named_on_the_command_line_is_followed() {
     );
     assert_eq!(run.code, 1, "{} {}", run.stdout, run.stderr);
     assert_eq!(run.codes(), ["PATH_NOT_ALLOWED"]);
+    r.write("gate.json", "{}");
+    r.write("shared/gate-rules.json", r#"{"evidence":{"bogus":1}}"#);
+    r.symlink("../shared/gate-rules.json", "links/gate-rules.json");
+    let run = r.run(
+        "evidence-gate",
+        &[
+            "gate",
+            "check",
+            "gate.json",
+            "--json",
+            "--rules",
+            "links/gate-rules.json",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 2, "{} {}", run.stdout, run.stderr);
+    assert_eq!(run.json()["error"]["details"]["pointer"], "/evidence/bogus");
     r.symlink("loop-b", "links/loop-a");
     r.symlink("loop-a", "links/loop-b");
     let run = r.run(
@@ -229,5 +246,28 @@ fn verify_evidence_treats_hook_and_goal_engine_names_as_payload_files() {
     assert!(
         !r.join(".omo").exists(),
         "verify-evidence never runs the goal engine"
+    );
+}
+
+/// The symlink following of `verify` and `gate check` is for files they only
+/// read: `init --write`, which replaces what it read, still refuses a target
+/// whose link leaves its directory instead of replacing the link with a file.
+#[cfg(unix)]
+#[test]
+fn init_never_replaces_a_symlinked_host_file_with_a_regular_file() {
+    let r = Repo::new();
+    r.write("dotfiles/settings.json", r#"{"hooks":{}}"#);
+    r.symlink("../dotfiles/settings.json", ".claude/settings.json");
+    let run = r.run(
+        "evidence-gate",
+        &["init", "--host", "claude-code", "--write"],
+        None,
+    );
+    assert_eq!(run.code, 2, "{} {}", run.stdout, run.stderr);
+    let meta = std::fs::symlink_metadata(r.join(".claude/settings.json")).unwrap();
+    assert!(meta.file_type().is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(r.join("dotfiles/settings.json")).unwrap(),
+        r#"{"hooks":{}}"#
     );
 }
