@@ -271,3 +271,44 @@ fn init_never_replaces_a_symlinked_host_file_with_a_regular_file() {
         r#"{"hooks":{}}"#
     );
 }
+
+#[test]
+fn allow_empty_accepts_an_empty_named_state_directory_and_an_empty_ledger() {
+    let r = Repo::new();
+    r.mkdir(".omo/ulw-loop/s1");
+    let named = ["--format", "json", "--plan-dir", ".omo/ulw-loop/s1"];
+    let run = r.run("verify-evidence", &named, None);
+    assert_eq!(run.code, 1, "{} {}", run.stdout, run.stderr);
+    assert_eq!(run.codes(), ["NOTHING_TO_VERIFY"]);
+    let run = r.run(
+        "verify-evidence",
+        &[&named[..], &["--allow-empty"]].concat(),
+        None,
+    );
+    assert_eq!(run.code, 0, "{} {}", run.stdout, run.stderr);
+    assert_eq!(run.json(), json!({"verdict": "pass", "reports": []}));
+
+    r.write(".omo/evidence-gate/ledger.jsonl", "");
+    let run = r.run("verify-evidence", &["--format", "json"], None);
+    assert_eq!(run.code, 1, "{} {}", run.stdout, run.stderr);
+    assert_eq!(run.codes(), ["NOTHING_TO_VERIFY"]);
+    let run = r.run(
+        "verify-evidence",
+        &["--format", "json", "--allow-empty"],
+        None,
+    );
+    assert_eq!(run.code, 0, "{} {}", run.stdout, run.stderr);
+    // Anything else in the subject still fails.
+    r.write(".omo/evidence-gate/ledger.jsonl", "{\"seq\":");
+    let run = r.run(
+        "verify-evidence",
+        &["--format", "json", "--allow-empty"],
+        None,
+    );
+    assert_eq!(run.code, 1, "{} {}", run.stdout, run.stderr);
+    assert!(
+        run.codes().contains(&"LEDGER_TORN_TAIL".to_owned()),
+        "{:?}",
+        run.codes()
+    );
+}
