@@ -77,7 +77,9 @@ pub(crate) fn all(root: &Dir, layouts: &[ProfileLayout]) -> (Vec<Target>, Vec<Re
         }
         for e in entries {
             let name = e.path.rsplit('/').next().unwrap_or_default();
-            if name.starts_with('.') {
+            // The unscoped plan and ledger are state files, never sessions;
+            // the state-directory audit reports them when they are symlinks.
+            if name.starts_with('.') || name == GOALS || name == LEDGER {
                 continue;
             }
             match e.kind {

@@ -312,3 +312,37 @@ fn allow_empty_accepts_an_empty_named_state_directory_and_an_empty_ledger() {
         run.codes()
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_unscoped_ledger_is_reported_once_as_a_state_file() {
+    let r = Repo::new();
+    let run = r.run(
+        "evidence-gate",
+        &[
+            "ulw-loop",
+            "create-goals",
+            "--brief",
+            "Add a limiter",
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{} {}", run.stdout, run.stderr);
+    let outside = tempfile::tempdir().unwrap();
+    let moved = outside.path().join("ledger.jsonl");
+    std::fs::rename(r.join(".omo/ulw-loop/ledger.jsonl"), &moved).unwrap();
+    r.symlink(&moved, ".omo/ulw-loop/ledger.jsonl");
+    let run = r.run("verify-evidence", &["--format", "json"], None);
+    assert_eq!(run.code, 1, "{} {}", run.stdout, run.stderr);
+    let v = run.json();
+    let subjects: Vec<&str> = v["reports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(subjects, [".omo/ulw-loop"], "{v}");
+    let symlinks = run.codes().iter().filter(|c| *c == "PATH_SYMLINK").count();
+    assert_eq!(symlinks, 1, "{:?}", run.codes());
+}
