@@ -372,12 +372,12 @@ fn emit(json_output: bool, outcome: &GateOutcome, io: &mut Io<'_>) -> u8 {
         let kind = scope["kind"].as_str().unwrap_or("none");
         let id = scope["batchId"]
             .as_str()
-            .map(|b| format!(" {b}"))
+            .map(|b| format!(" {}", printable(b)))
             .unwrap_or_default();
         let mut out = format!(
             "gate check: {} ({}, scope {kind}{id})\n",
             verdict.label(),
-            outcome.rules()
+            printable(outcome.rules())
         );
         for f in outcome.findings() {
             let severity = serde_json::to_value(f.severity).unwrap_or_default();
