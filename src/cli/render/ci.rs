@@ -41,11 +41,15 @@ fn line_of(f: &Finding) -> Option<u64> {
     f.detail.as_ref()?.get("line")?.as_u64().filter(|l| *l >= 1)
 }
 
-/// Escapes a workflow-command message.
+/// Escapes a workflow-command message: `%`, CR and LF as the runner decodes
+/// them, every other control character (an ESC would drive the log viewer) as
+/// `\u{..}`, the way the text format prints it.
 fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
+    let s = s
+        .replace('%', "%25")
         .replace('\r', "%0D")
-        .replace('\n', "%0A")
+        .replace('\n', "%0A");
+    super::printable(&s).into_owned()
 }
 
 /// Escapes a workflow-command property value.
@@ -268,6 +272,7 @@ mod tests {
     #[test]
     fn escaping() {
         assert_eq!(escape_property("a,b:c%\n"), "a%2Cb%3Ac%25%0A");
+        assert_eq!(escape_data("x\u{1b}[2J\ty"), "x\\u{1b}[2J\\u{9}y");
         assert_eq!(
             xml("<a & \"b\">\u{1}"),
             "&lt;a &amp; &quot;b&quot;&gt;\u{FFFD}"
