@@ -1,0 +1,49 @@
+//! Regressions found by an adversarial review of the goal-engine CLI: each
+//! test drives the real binary and asserts the code and the exit status.
+
+use crate::goals_support::*;
+use serde_json::json;
+
+/// `repair --accept-plan` commits a `ledger_repaired` entry as the plan's
+/// `lastMutation`; the recovery check must count it as landed, or every
+/// later command re-appends it and `status` reports `recoverable` forever.
+#[test]
+fn accept_plan_entry_is_not_replayed_by_later_mutations() {
+    let repo = repo_with_plan("- a");
+    let mut p = plan(&repo);
+    p["revision"] = json!(5);
+    write_plan(&repo, &p);
+    let v = expect_ok(&ulw(
+        &repo,
+        &[
+            "repair",
+            "--accept-plan",
+            "--rationale",
+            "hand edit was intended",
+        ],
+    ));
+    assert_eq!(v["revision"], 6);
+    let records = ledger(&repo).len();
+
+    let check = ulw(&repo, &["repair", "--check"]);
+    assert_eq!(check.code, 0, "{}", check.stdout);
+    let v = check.json();
+    assert_eq!(v["consistency"], "ok", "{v}");
+    assert_eq!(v["findings"], json!([]), "{v}");
+    assert_eq!(
+        expect_ok(&ulw(&repo, &["status"]))["ledger"]["consistency"],
+        "ok"
+    );
+
+    let v = expect_ok(&ulw(&repo, &["repair"]));
+    assert_eq!(v["actions"], json!([]), "{v}");
+    assert_eq!(ledger(&repo).len(), records, "repair appended nothing");
+
+    expect_ok(&ulw(
+        &repo,
+        &["add-goal", "--title", "b", "--objective", "b"],
+    ));
+    let kinds = kinds(&repo);
+    assert_eq!(kinds.len(), records + 1, "{kinds:?}");
+    assert_eq!(kinds.last().unwrap(), "goal_added");
+}
