@@ -47,3 +47,42 @@ fn accept_plan_entry_is_not_replayed_by_later_mutations() {
     assert_eq!(kinds.len(), records + 1, "{kinds:?}");
     assert_eq!(kinds.last().unwrap(), "goal_added");
 }
+
+/// A ledger entry over `limits/maxLedgerRecordBytes` is refused before the
+/// plan is replaced; otherwise the plan's `lastMutation` could never reach
+/// the ledger and every later mutation failed in the recovery check.
+#[test]
+fn oversized_ledger_entry_leaves_the_plan_untouched() {
+    let repo = repo_with_plan("- a");
+    let evidence = "e".repeat(1_500_000);
+    let batch = json!([{
+        "kind": "add_subgoal", "title": "t", "objective": "o",
+        "evidence": evidence, "rationale": "r"
+    }]);
+    repo.write("big.json", batch.to_string());
+    let before_plan = std::fs::read(state(&repo, "goals.json")).unwrap();
+    let before_ledger = std::fs::read(state(&repo, "ledger.jsonl")).unwrap();
+
+    let e = expect_error(
+        &ulw(&repo, &["steer", "--proposals-json", "big.json"]),
+        "ULW_LOOP_INPUT_TOO_LARGE",
+    );
+    assert_eq!(e["details"]["flag"], "ledger entry", "{e}");
+    assert_eq!(
+        std::fs::read(state(&repo, "goals.json")).unwrap(),
+        before_plan
+    );
+    assert_eq!(
+        std::fs::read(state(&repo, "ledger.jsonl")).unwrap(),
+        before_ledger
+    );
+
+    assert_eq!(
+        expect_ok(&ulw(&repo, &["status"]))["ledger"]["consistency"],
+        "ok"
+    );
+    expect_ok(&ulw(
+        &repo,
+        &["add-goal", "--title", "b", "--objective", "b"],
+    ));
+}

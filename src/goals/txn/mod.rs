@@ -492,6 +492,11 @@ impl<'e> Locked<'e> {
                         "entries": all.iter().cloned().map(Value::Object).collect::<Vec<_>>(),
                     }),
                 );
+                journal::check_record_sizes(
+                    &self.view.head,
+                    &all,
+                    self.engine.profile.limits.max_ledger_record_bytes,
+                )?;
                 self.write_file(state::GOALS, &plan.encode())?;
                 (rev, Some(*plan))
             }
