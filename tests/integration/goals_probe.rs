@@ -86,3 +86,23 @@ fn oversized_ledger_entry_leaves_the_plan_untouched() {
         &["add-goal", "--title", "b", "--objective", "b"],
     ));
 }
+
+/// A profile override naming a steering kind the engine does not have is
+/// a rules error, not a silently ignored entry.
+#[test]
+fn unknown_steering_kind_in_profile_is_rules_invalid() {
+    let repo = Repo::new();
+    repo.write(
+        ".evidence-gate/rules.json",
+        r#"{"profiles":{"ulw-loop":{"steering":{"kinds":["add_subgoal","add_sub_goal"]}}}}"#,
+    );
+    let e = expect_error(
+        &ulw(&repo, &["create-goals", "--brief", "- a"]),
+        "ULW_LOOP_RULES_INVALID",
+    );
+    assert_eq!(
+        e["details"]["pointer"], "/profiles/ulw-loop/steering/kinds/1",
+        "{e}"
+    );
+    assert!(!repo.join(STATE).exists(), "nothing was written");
+}
