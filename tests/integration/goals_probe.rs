@@ -106,3 +106,24 @@ fn unknown_steering_kind_in_profile_is_rules_invalid() {
     );
     assert!(!repo.join(STATE).exists(), "nothing was written");
 }
+
+/// `add-goal --json` answers `{ok, plan, goal, summary}` like the Node tool
+/// (R§3.4); the plan was missing.
+#[test]
+fn add_goal_json_carries_the_plan() {
+    let repo = repo_with_plan("- a");
+    let v = expect_ok(&ulw(
+        &repo,
+        &["add-goal", "--title", "b", "--objective", "b"],
+    ));
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(&keys[..4], ["ok", "plan", "goal", "summary"], "{keys:?}");
+    assert_eq!(v["plan"], plan(&repo));
+    assert_eq!(v["plan"]["goals"][1]["id"], v["goal"]["id"]);
+
+    let e = expect_error(
+        &ulw(&repo, &["add-goal", "--title", "c"]),
+        "ULW_LOOP_ARGUMENT_MISSING",
+    );
+    assert_eq!(e["details"]["flag"], "--objective");
+}
