@@ -127,3 +127,72 @@ fn add_goal_json_carries_the_plan() {
     );
     assert_eq!(e["details"]["flag"], "--objective");
 }
+
+/// `checkpoint --print-template` for a pending goal names the attempt
+/// directory that `checkpoint --start-pending` will start and check the
+/// gate against (attempt 1), not the never-used attempt 0, so the printed
+/// template, filled in, completes the goal.
+#[test]
+fn template_of_a_pending_goal_matches_start_pending() {
+    let repo = Repo::new();
+    expect_ok(&eg(
+        &repo,
+        "ultragoal",
+        &["create-goals", "--brief", "- a", "--json"],
+    ));
+    let t = expect_ok(&eg(
+        &repo,
+        "ultragoal",
+        &[
+            "checkpoint",
+            "--print-template",
+            "--goal-id",
+            "G001-a",
+            "--json",
+        ],
+    ));
+    assert_eq!(
+        t["attemptDir"], ".omagy/evidence/ultragoal/session/G001-a/a1",
+        "{t}"
+    );
+    let gate = filled_gate(&repo, "ultragoal", "G001-a", &[]);
+    let r = eg(
+        &repo,
+        "ultragoal",
+        &[
+            "checkpoint",
+            "--goal-id",
+            "G001-a",
+            "--status",
+            "complete",
+            "--start-pending",
+            "--evidence",
+            "done and reviewed",
+            "--quality-gate-json",
+            &gate,
+            "--json",
+        ],
+    );
+    let v = expect_ok(&r);
+    assert_eq!(v["goal"]["status"], "complete", "{v}");
+    assert_eq!(
+        v["goal"]["attemptDir"],
+        ".omagy/evidence/ultragoal/session/G001-a/a1"
+    );
+
+    let e = expect_error(
+        &eg(
+            &repo,
+            "ultragoal",
+            &[
+                "checkpoint",
+                "--print-template",
+                "--goal-id",
+                "G009",
+                "--json",
+            ],
+        ),
+        "ULW_LOOP_GOAL_NOT_FOUND",
+    );
+    assert_eq!(e["details"]["goalId"], "G009");
+}
