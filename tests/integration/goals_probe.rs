@@ -196,3 +196,40 @@ fn template_of_a_pending_goal_matches_start_pending() {
     );
     assert_eq!(e["details"]["goalId"], "G009");
 }
+
+/// `legacyCode: "ulw_loop_goal_not_found"` only where the Node tool emitted
+/// the lower-case code (checkpoint, record-review-blockers); the template
+/// printer used `ULW_LOOP_GOAL_NOT_FOUND` (goal-engine.md §4.4).
+#[test]
+fn template_goal_not_found_has_no_legacy_code() {
+    let repo = repo_with_plan("- a");
+    let e = expect_error(
+        &ulw(
+            &repo,
+            &["checkpoint", "--print-template", "--goal-id", "G9"],
+        ),
+        "ULW_LOOP_GOAL_NOT_FOUND",
+    );
+    assert!(e.get("legacyCode").is_none(), "{e}");
+    assert_eq!(e["message"], "Unknown ulw-loop id: G9.");
+    let e = expect_error(
+        &ulw(
+            &repo,
+            &[
+                "record-review-blockers",
+                "--goal-id",
+                "G9",
+                "--title",
+                "t",
+                "--objective",
+                "o",
+                "--evidence",
+                "e",
+                "--codex-goal-json",
+                "{}",
+            ],
+        ),
+        "ULW_LOOP_GOAL_NOT_FOUND",
+    );
+    assert_eq!(e["legacyCode"], "ulw_loop_goal_not_found");
+}

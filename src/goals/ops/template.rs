@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::goal_not_found;
+use super::unknown_goal_id;
 use crate::gate::context::counts;
 use crate::gate::template::{HostGoalInput, TemplateInput, build_template};
 use crate::goals::error::{ErrorKind, GoalError};
@@ -21,10 +21,7 @@ pub fn run(engine: &Engine, goal_id: Option<&str>) -> Result<Value, GoalError> {
         &engine.now().1,
     )?;
     let target = match goal_id {
-        Some(id) => Some(
-            plan.goal(id)
-                .ok_or_else(|| goal_not_found(engine, id, true))?,
-        ),
+        Some(id) => Some(plan.goal(id).ok_or_else(|| unknown_goal_id(engine, id))?),
         None => plan.active_goal_id().and_then(|id| plan.goal(id)),
     };
     let is_final = target.is_some_and(|g| lifecycle::final_candidate(&plan, g));
