@@ -233,3 +233,30 @@ fn template_goal_not_found_has_no_legacy_code() {
     );
     assert_eq!(e["legacyCode"], "ulw_loop_goal_not_found");
 }
+
+/// The CI audit counts the accept-plan entry as landed too: after a
+/// deliberate `repair --accept-plan`, `verify-evidence` reports no
+/// `LEDGER_BEHIND_PLAN` (a warning that `--strict` would turn into a failure).
+#[test]
+fn audit_after_accept_plan_has_no_behind_plan_warning() {
+    let repo = repo_with_plan("- a");
+    let mut p = plan(&repo);
+    p["revision"] = json!(4);
+    write_plan(&repo, &p);
+    expect_ok(&ulw(
+        &repo,
+        &[
+            "repair",
+            "--accept-plan",
+            "--rationale",
+            "hand edit was intended",
+        ],
+    ));
+    let r = repo.run("verify-evidence", &["--format", "json"], None);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        !r.stdout.contains("LEDGER_BEHIND_PLAN"),
+        "spurious warning: {}",
+        r.stdout
+    );
+}

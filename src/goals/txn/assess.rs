@@ -129,7 +129,10 @@ pub fn count_landed(dir: &Dir, head: &Head, rev: u64, from_seq: u64) -> usize {
     n
 }
 
-fn is_recovery_marker(v: &Value) -> bool {
+/// Whether a ledger record is a marker the recovery check appended itself
+/// (`ledger_repaired` with `repair.recoveredCount`), as opposed to an entry
+/// of a plan's `lastMutation` such as the one `repair --accept-plan` writes.
+pub fn is_recovery_marker(v: &Value) -> bool {
     v.get("kind").and_then(Value::as_str) == Some("ledger_repaired")
         && v.pointer("/repair/recoveredCount").is_some()
 }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use super::Engine;
 mod assess;
 
-pub use assess::{Assessment, Consistency, assess, count_landed};
+pub use assess::{Assessment, Consistency, assess, count_landed, is_recovery_marker};
 
 use super::error::{ErrorKind, GoalError};
 use super::index::{self, Source, View};
