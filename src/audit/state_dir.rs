@@ -88,7 +88,7 @@ pub(crate) fn audit(
                 if let (Some((revision, from_seq)), Some((seq, _))) = (lm, chain_fields(v))
                     && seq >= from_seq
                     && v.get("revision").and_then(Value::as_u64) == Some(revision)
-                    && kind != Some("ledger_repaired")
+                    && !txn::is_recovery_marker(v)
                 {
                     got.landed += 1;
                 }

@@ -79,6 +79,11 @@ pub fn scope_dir(
         Some(g) if plan.layout_v2() => engine.attempt_dir(plan, g),
         _ => engine.profile.evidence_root.clone(),
     };
+    scope_path(engine, dir)
+}
+
+/// [`scope_dir`] for a directory already chosen.
+pub fn scope_path(engine: &Engine, dir: String) -> Result<RelPath, GoalError> {
     RelPath::parse(&dir, engine.evidence_rules().limits.path_limits()).map_err(|p| {
         GoalError::new(
             ErrorKind::PlanCorrupt {

@@ -229,6 +229,36 @@ pub struct Appended {
     pub keys: Vec<KeyLine>,
 }
 
+fn record_too_large(size: u64, max: u64) -> GoalError {
+    GoalError::new(
+        super::error::ErrorKind::InputTooLarge {
+            flag: "ledger entry".into(),
+            size,
+            max,
+        },
+        format!("A ledger entry of {size} bytes exceeds the {max}-byte limit."),
+    )
+}
+
+/// Refuses entries whose chained records would exceed `max_record`, so a
+/// mutation can fail before it replaces the plan: a plan whose
+/// `lastMutation` can never reach the ledger would wedge every later
+/// command in the recovery check.
+pub fn check_record_sizes(
+    head: &Head,
+    entries: &[Map<String, Value>],
+    max_record: u64,
+) -> Result<(), GoalError> {
+    // `prev` always has 64 hex digits, so a placeholder gives exact sizes.
+    let (bytes, _) = ledger::chain_records(head.last_seq, Some(ledger::ZERO_HASH), entries);
+    for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        if line.len() as u64 > max_record {
+            return Err(record_too_large(line.len() as u64, max_record));
+        }
+    }
+    Ok(())
+}
+
 /// Serialises entries as chained records after `head` and appends them with
 /// one write and one data sync.
 pub fn append(
@@ -256,17 +286,7 @@ pub fn append(
     let mut offset = head.len;
     for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
         if line.len() as u64 > max_record {
-            return Err(GoalError::new(
-                super::error::ErrorKind::InputTooLarge {
-                    flag: "ledger entry".into(),
-                    size: line.len() as u64,
-                    max: max_record,
-                },
-                format!(
-                    "A ledger entry of {} bytes exceeds the {max_record}-byte limit.",
-                    line.len()
-                ),
-            ));
+            return Err(record_too_large(line.len() as u64, max_record));
         }
         let v: Value = serde_json::from_slice(line).expect("we serialised it");
         new_head.records += 1;

@@ -216,6 +216,12 @@ impl Engine {
         self.render_attempt_dir(&self.attempt_sid(plan), g.id(), g.attempt())
     }
 
+    /// The attempt directory the next start of a goal will persist (the
+    /// scheduler's start, or `checkpoint --start-pending`).
+    pub fn next_attempt_dir(&self, plan: &plan::Plan, g: plan::Goal<'_>) -> String {
+        self.render_attempt_dir(&self.attempt_sid(plan), g.id(), g.attempt() + 1)
+    }
+
     /// Renders the profile's attempt-directory template.
     pub fn render_attempt_dir(&self, sid: &str, goal_id: &str, attempt: u64) -> String {
         self.profile

@@ -95,6 +95,18 @@ impl RuleFamily for Profiles {
                     "must name a texts file as `texts/<name>.json`".into(),
                 ));
             }
+            if let Some((i, k)) = p
+                .steering
+                .kinds
+                .iter()
+                .enumerate()
+                .find(|(_, k)| crate::goals::steer::Kind::parse(k).is_none())
+            {
+                return Err(at(
+                    &format!("/steering/kinds/{i}"),
+                    format!("unknown steering kind `{k}`"),
+                ));
+            }
             let l = &p.limits;
             if [
                 l.max_plan_bytes,

@@ -122,9 +122,11 @@ pub fn start(
     now: &str,
     entries: &mut Vec<Map<String, Value>>,
 ) {
-    let sid = engine.attempt_sid(plan);
     let attempt = plan.goal(id).map_or(0, |g| g.attempt()) + 1;
-    let dir = engine.render_attempt_dir(&sid, id, attempt);
+    let dir = match plan.goal(id) {
+        Some(g) => engine.next_attempt_dir(plan, g),
+        None => engine.render_attempt_dir(&engine.attempt_sid(plan), id, attempt),
+    };
     let g = plan.goal_mut(id).expect("scheduled goals exist");
     g.insert("status".into(), json!("in_progress"));
     g.insert("attempt".into(), json!(attempt));

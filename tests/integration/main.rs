@@ -32,6 +32,7 @@ mod goals_durability;
 mod goals_errors;
 mod goals_hostile;
 mod goals_legacy;
+mod goals_probe;
 mod goals_regression;
 mod goals_review;
 mod goals_snapshots;

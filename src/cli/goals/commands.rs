@@ -572,6 +572,7 @@ fn add_goal(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
         out.goal["id"].as_str().unwrap_or_default(),
         render::status_block(engine, &out.plan)
     );
+    body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
     r.warnings = unknown_warnings(&a);
     Ok(r)

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::goal_not_found;
+use super::unknown_goal_id;
 use crate::goals::Engine;
 use crate::goals::error::GoalError;
 use crate::goals::plan::{self, Plan};
@@ -29,7 +29,7 @@ pub fn run(engine: &Engine, goal_id: &str) -> Result<CriteriaOutcome, GoalError>
     )?;
     let g = plan
         .goal(goal_id)
-        .ok_or_else(|| goal_not_found(engine, goal_id, true))?;
+        .ok_or_else(|| unknown_goal_id(engine, goal_id))?;
     let criteria = g.criteria().map(|c| Value::Object(c.0.clone())).collect();
     Ok(CriteriaOutcome {
         goal_id: goal_id.to_owned(),

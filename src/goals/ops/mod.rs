@@ -83,6 +83,19 @@ pub fn refuse_if_complete(engine: &Engine, plan: &Plan, command: &str) -> Result
     ))
 }
 
+/// `ULW_LOOP_GOAL_NOT_FOUND` with the anchor's `Unknown <name> id` message
+/// but no `legacyCode`: `criteria` and the template printer already used the
+/// upper-case code (goal-engine.md §4.4).
+pub fn unknown_goal_id(engine: &Engine, id: &str) -> GoalError {
+    GoalError::new(
+        ErrorKind::GoalNotFound {
+            goal_id: id.to_owned(),
+            legacy: false,
+        },
+        format!("Unknown {} id: {id}.", engine.profile.display_name),
+    )
+}
+
 /// `ULW_LOOP_GOAL_NOT_FOUND`.
 pub fn goal_not_found(engine: &Engine, id: &str, legacy: bool) -> GoalError {
     let message = if legacy {

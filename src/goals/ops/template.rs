@@ -4,11 +4,11 @@
 
 use serde_json::{Value, json};
 
-use super::goal_not_found;
+use super::unknown_goal_id;
 use crate::gate::context::counts;
 use crate::gate::template::{HostGoalInput, TemplateInput, build_template};
 use crate::goals::error::{ErrorKind, GoalError};
-use crate::goals::plan::{self, Mode};
+use crate::goals::plan::{self, GoalStatus, Mode};
 use crate::goals::{Engine, batches, gate, handoff, lifecycle};
 
 /// Prints the template. Writes nothing.
@@ -21,10 +21,7 @@ pub fn run(engine: &Engine, goal_id: Option<&str>) -> Result<Value, GoalError> {
         &engine.now().1,
     )?;
     let target = match goal_id {
-        Some(id) => Some(
-            plan.goal(id)
-                .ok_or_else(|| goal_not_found(engine, id, true))?,
-        ),
+        Some(id) => Some(plan.goal(id).ok_or_else(|| unknown_goal_id(engine, id))?),
         None => plan.active_goal_id().and_then(|id| plan.goal(id)),
     };
     let is_final = target.is_some_and(|g| lifecycle::final_candidate(&plan, g));
@@ -34,7 +31,16 @@ pub fn run(engine: &Engine, goal_id: Option<&str>) -> Result<Value, GoalError> {
         Some(g) => gate::scope_criteria(&plan, g.id(), &scope, closes),
         None => Vec::new(),
     };
-    let base_dir = gate::scope_dir(engine, &plan, target.map(|g| g.id()))?;
+    // A pending goal can only be completed through `checkpoint
+    // --start-pending`, which starts a new attempt before the gate is
+    // checked: the template names that attempt's directory.
+    let next_attempt = target
+        .filter(|g| plan.layout_v2() && g.status() == GoalStatus::Pending && g.overlay().is_none())
+        .map(|g| engine.next_attempt_dir(&plan, g));
+    let base_dir = match &next_attempt {
+        Some(dir) => gate::scope_path(engine, dir.clone())?,
+        None => gate::scope_dir(engine, &plan, target.map(|g| g.id()))?,
+    };
     let rules_name = gate::rules_of(engine, &plan)?;
     let rules = engine.gates().get(&rules_name).ok_or_else(|| {
         GoalError::new(
@@ -97,7 +103,11 @@ pub fn run(engine: &Engine, goal_id: Option<&str>) -> Result<Value, GoalError> {
     if plan.layout_v2()
         && let Some(g) = target
     {
-        out["attemptDir"] = json!(engine.attempt_dir(&plan, g));
+        out["attemptDir"] = json!(
+            next_attempt
+                .clone()
+                .unwrap_or_else(|| engine.attempt_dir(&plan, g))
+        );
     }
     Ok(out)
 }

@@ -101,8 +101,11 @@ pub fn assess(
     out
 }
 
-/// Counts records with `seq ≥ from_seq` and `revision == rev` (excluding
-/// repair entries), reading the ledger backwards.
+/// Counts records with `seq ≥ from_seq` and `revision == rev`, reading the
+/// ledger backwards. The recovery check's own `ledger_repaired` markers
+/// (they carry `repair.recoveredCount`) share the revision but are not
+/// entries of `lastMutation`; the entry `repair --accept-plan` commits is,
+/// so it counts.
 pub fn count_landed(dir: &Dir, head: &Head, rev: u64, from_seq: u64) -> usize {
     let Ok(Some((mut file, _))) = state::open_file(dir, state::LEDGER, state::LEDGER) else {
         return 0;
@@ -118,14 +121,20 @@ pub fn count_landed(dir: &Dir, head: &Head, rev: u64, from_seq: u64) -> usize {
         if seq < from_seq {
             return false;
         }
-        if v.get("revision").and_then(Value::as_u64) == Some(rev)
-            && v.get("kind").and_then(Value::as_str) != Some("ledger_repaired")
-        {
+        if v.get("revision").and_then(Value::as_u64) == Some(rev) && !is_recovery_marker(&v) {
             n += 1;
         }
         true
     });
     n
+}
+
+/// Whether a ledger record is a marker the recovery check appended itself
+/// (`ledger_repaired` with `repair.recoveredCount`), as opposed to an entry
+/// of a plan's `lastMutation` such as the one `repair --accept-plan` writes.
+pub fn is_recovery_marker(v: &Value) -> bool {
+    v.get("kind").and_then(Value::as_str) == Some("ledger_repaired")
+        && v.pointer("/repair/recoveredCount").is_some()
 }
 
 #[cfg(test)]

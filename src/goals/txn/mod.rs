@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use super::Engine;
 mod assess;
 
-pub use assess::{Assessment, Consistency, assess, count_landed};
+pub use assess::{Assessment, Consistency, assess, count_landed, is_recovery_marker};
 
 use super::error::{ErrorKind, GoalError};
 use super::index::{self, Source, View};
@@ -492,6 +492,11 @@ impl<'e> Locked<'e> {
                         "entries": all.iter().cloned().map(Value::Object).collect::<Vec<_>>(),
                     }),
                 );
+                journal::check_record_sizes(
+                    &self.view.head,
+                    &all,
+                    self.engine.profile.limits.max_ledger_record_bytes,
+                )?;
                 self.write_file(state::GOALS, &plan.encode())?;
                 (rev, Some(*plan))
             }
