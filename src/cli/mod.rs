@@ -116,6 +116,23 @@ pub fn main(argv: Vec<OsString>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
     if let Some((profile, rest)) = goals::route(&argv) {
         return goals::run(&profile, rest, amb, io);
     }
+    // Under a parent command's name (`omo`, `omagy`) the anchor's top-level
+    // rules apply: no argument prints the help and succeeds, an unknown word
+    // is `[omo] unknown command: <x>` and exit 1 (goal-engine.md §1.2, R§3.1).
+    if goals::is_parent_command(&stem) {
+        match argv.get(1).map(|a| a.to_string_lossy()) {
+            None => {
+                let _ = write!(io.stdout, "{}", top_level_help(&stem));
+                return 0;
+            }
+            Some(word) if !word.starts_with('-') && !is_top_level_command(&word) => {
+                let help = top_level_help(&stem);
+                let _ = write!(io.stderr, "[{stem}] unknown command: {word}\n{help}");
+                return 1;
+            }
+            Some(_) => {}
+        }
+    }
     match Cli::try_parse_from(&argv) {
         Ok(cli) => match cli.command {
             Command::Verify(args) => verify::run(&args, amb, io),
@@ -126,6 +143,22 @@ pub fn main(argv: Vec<OsString>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         },
         Err(e) => clap_error(e, io),
     }
+}
+
+/// The top-level help under the name the binary was called by.
+fn top_level_help(stem: &str) -> String {
+    <Cli as clap::CommandFactory>::command()
+        .bin_name(stem.to_owned())
+        .render_help()
+        .to_string()
+}
+
+/// Whether `word` names a top-level command (or `help`).
+fn is_top_level_command(word: &str) -> bool {
+    word == "help"
+        || <Cli as clap::CommandFactory>::command()
+            .get_subcommands()
+            .any(|c| c.get_name() == word || c.get_all_aliases().any(|a| a == word))
 }
 
 fn clap_error(e: clap::Error, io: &mut Io<'_>) -> u8 {

@@ -97,6 +97,26 @@ fn multi_call_names_dispatch_to_their_profile() {
     assert!(repo.join(".omagy/ultragoal/goals.json").exists());
     let r = run("omagy", &["ultragoal", "status", "--json"]);
     assert_eq!(r.json()["profile"], "ultragoal");
+    // The parent command's own top level (R§3.1): alone it prints the help
+    // and succeeds; an unknown word is named on stderr with exit 1.
+    let r = run("omo", &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("Usage: omo"), "{}", r.stdout);
+    let r = run("omo", &["frobnicate"]);
+    assert_eq!(r.code, 1);
+    assert!(r.stdout.is_empty());
+    assert!(
+        r.stderr.starts_with("[omo] unknown command: frobnicate\n"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("Usage: omo"));
+    let r = run("omagy", &["frobnicate"]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.starts_with("[omagy] unknown command: frobnicate"));
+    // The product's own commands still work under the parent name.
+    let r = run("omo", &["schema", "evidence"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
 }
 
 #[test]

@@ -59,6 +59,14 @@ fn embedded_profiles() -> Vec<RouteInfo> {
         .collect()
 }
 
+/// Whether `stem` (argv[0]'s file stem) is a profile's parent command
+/// (`omo`, `omagy`, …).
+pub(crate) fn is_parent_command(stem: &str) -> bool {
+    embedded_profiles()
+        .iter()
+        .any(|p| p.parent_commands.iter().any(|n| n == stem))
+}
+
 /// Decides whether argv addresses the goal engine: returns the profile name
 /// and the arguments after it.
 pub(crate) fn route(argv: &[OsString]) -> Option<(String, Vec<String>)> {
