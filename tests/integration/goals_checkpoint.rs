@@ -614,6 +614,17 @@ fn status_next_actions_guide_the_active_goal() {
         first.contains("record-evidence --goal-id G001-a --criterion-id C001"),
         "{first}"
     );
+    // The seeded criterion's suggestion is runnable as printed (without
+    // `--accept-seeded` it would be ULW_LOOP_CRITERION_SEEDED).
+    assert!(first.ends_with("--accept-seeded \"...\""), "{first}");
+    let words: Vec<String> = first
+        .trim_start_matches("omo ulw-loop ")
+        .split(' ')
+        .map(|w| w.trim_matches('"').to_owned())
+        .collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let r = expect_ok(&ulw(&repo, &words));
+    assert_eq!(r["criterion"]["status"], "pass", "{r}");
     let snap = active(&repo);
     let s = expect_ok(&ulw(&repo, &["status", "--codex-goal-json", &snap]));
     assert_eq!(s["hostGoal"]["ok"], true);

@@ -223,14 +223,25 @@ fn next_actions(
             .criteria()
             .filter(|c| c.status() != CriterionStatus::Pass)
             .collect();
+        let markers = &p.criteria.seeded_markers;
         for c in &open {
+            // A seeded criterion refuses `pass` without `--accept-seeded`
+            // (ULW_LOOP_CRITERION_SEEDED): the suggestion must be runnable.
+            let (accept, reason) = if c.seeded(markers) {
+                (
+                    " --accept-seeded \"...\"",
+                    "record proof for this seeded criterion of the active goal (or first replace it: steer --kind revise_criterion)",
+                )
+            } else {
+                ("", "record proof for this criterion of the active goal")
+            };
             out.push(action(
                 cmd(&format!(
-                    " record-evidence{sid} --goal-id {} --criterion-id {} --status pass --evidence \"...\"",
+                    " record-evidence{sid} --goal-id {} --criterion-id {} --status pass --evidence \"...\"{accept}",
                     g.id(),
                     c.id()
                 )),
-                "record proof for this criterion of the active goal",
+                reason,
             ));
         }
         let host = &p.host_goal.flag;
