@@ -56,5 +56,6 @@ mod hooks_subagent_stop;
 mod hooks_support;
 mod hooks_tools;
 mod init_doctor;
+mod init_doctor_configs;
 mod properties;
 mod snapshots;
