@@ -77,7 +77,8 @@ pub fn split(path: &Path) -> Option<(PathBuf, OsString)> {
 /// non-blocking, the handle must be a regular file, and at most `max` bytes
 /// are accepted.
 pub fn read_file(amb: &dyn Ambient, path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
-    let (parent, name) = split(path).ok_or(ReadError::NotRegular)?;
+    let path = resolve_leaf_links(amb, path).map_err(map_io)?;
+    let (parent, name) = split(&path).ok_or(ReadError::NotRegular)?;
     let dir = amb.open_dir(&parent).map_err(map_io)?;
     let mut opts = OpenOptions::new();
     opts.read(true).nonblock(true);
@@ -87,6 +88,46 @@ pub fn read_file(amb: &dyn Ambient, path: &Path, max: u64) -> Result<Vec<u8>, Re
         return Err(ReadError::NotRegular);
     }
     read_capped(file, max)
+}
+
+/// Most leaf symlinks followed in a chain (the kernel's own limit is 40).
+const MAX_LEAF_LINKS: usize = 16;
+
+/// `path` with symlinks at its leaf followed (a dotfile manager's
+/// `~/.claude/settings.json -> ~/dotfiles/claude.json`): a directory handle
+/// does not follow a link that leaves it, so the target is read and resolved
+/// against the link's own directory. A missing leaf (or directory) is
+/// returned as it is;
+/// more than [`MAX_LEAF_LINKS`] links in a chain is an error.
+pub fn resolve_leaf_links(amb: &dyn Ambient, path: &Path) -> io::Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_LEAF_LINKS {
+        let Some((parent, name)) = split(&current) else {
+            return Ok(current);
+        };
+        let dir = match amb.open_dir(&parent) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(current),
+            Err(e) => return Err(e),
+        };
+        match dir.symlink_metadata(&name) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = dir.read_link_contents(&name)?;
+                current = if target.is_absolute() {
+                    target
+                } else {
+                    parent.join(target)
+                };
+            }
+            Ok(_) => return Ok(current),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(current),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(format!(
+        "{}: more than {MAX_LEAF_LINKS} symbolic links in a chain",
+        path.display()
+    )))
 }
 
 /// Reads at most `max` bytes; more is [`ReadError::TooLarge`].

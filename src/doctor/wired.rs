@@ -433,13 +433,17 @@ fn check_binary(amb: &dyn Ambient, cmd: &str, checks: &mut Vec<Check>) {
 
 fn identity(amb: &dyn Ambient, p: &Path) -> Option<(u64, u64)> {
     use cap_fs_ext::MetadataExt;
-    let (parent, name) = ambient::split(p)?;
+    let p = ambient::resolve_leaf_links(amb, p).ok()?;
+    let (parent, name) = ambient::split(&p)?;
     let m = amb.open_dir(&parent).ok()?.metadata(&name).ok()?;
     Some((m.dev(), m.ino()))
 }
 
 fn executable(amb: &dyn Ambient, p: &Path) -> bool {
-    let Some((parent, name)) = ambient::split(p) else {
+    let Ok(p) = ambient::resolve_leaf_links(amb, p) else {
+        return false;
+    };
+    let Some((parent, name)) = ambient::split(&p) else {
         return false;
     };
     let Ok(meta) = amb.open_dir(&parent).and_then(|d| d.metadata(&name)) else {

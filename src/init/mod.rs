@@ -225,7 +225,11 @@ fn resolve_binary(
 }
 
 fn is_executable(amb: &dyn Ambient, path: &Path) -> bool {
-    let Some((parent, name)) = ambient::split(path) else {
+    // Installs often link the binary (`~/.local/bin/evidence-gate -> …`).
+    let Ok(path) = ambient::resolve_leaf_links(amb, path) else {
+        return false;
+    };
+    let Some((parent, name)) = ambient::split(&path) else {
         return false;
     };
     let Ok(dir) = amb.open_dir(&parent) else {
@@ -502,7 +506,10 @@ fn write_file(
         return Ok("unchanged");
     }
     let io = |e: std::io::Error| Error::Io(format!("{}: {e}", abs.display()));
-    let (parent, name) = ambient::split(abs).ok_or_else(|| Error::Io("no file name".into()))?;
+    // A symlinked configuration (dotfile managers) is written through, so
+    // the link stays a link.
+    let target = ambient::resolve_leaf_links(amb, abs).map_err(io)?;
+    let (parent, name) = ambient::split(&target).ok_or_else(|| Error::Io("no file name".into()))?;
     amb.create_dir_all(&parent).map_err(io)?;
     let dir = amb.open_dir(&parent).map_err(io)?;
     let name = name

@@ -173,3 +173,66 @@ fn doctor_fails_config_files_the_host_ignores() {
     assert_eq!(code, 1, "{checks:?}");
     check(&checks, "gemini.enabled", "fail");
 }
+
+/// Dotfile managers link the real file from elsewhere; the link leaves its
+/// own directory, which a directory handle does not follow.
+#[test]
+fn init_write_writes_through_a_symlinked_settings_file() {
+    let h = HookRepo::new();
+    let mine = json!({"permissions": {"allow": ["Bash(ls)"]}});
+    h.write("dotfiles/claude.json", mine.to_string());
+    std::fs::create_dir_all(h.join(".claude")).unwrap();
+    std::os::unix::fs::symlink("../dotfiles/claude.json", h.join(".claude/settings.json")).unwrap();
+    let (code, v) = init_json(&h, &["--host", "claude-code"]);
+    assert_eq!(code, 0, "{v}");
+    let link = std::fs::symlink_metadata(h.join(".claude/settings.json")).unwrap();
+    assert!(link.file_type().is_symlink(), "the link stays a link");
+    let doc: Value = serde_json::from_str(&read(&h, "dotfiles/claude.json")).unwrap();
+    assert_eq!(doc["permissions"], mine["permissions"]);
+    assert!(doc["hooks"]["SubagentStop"].is_array(), "{doc}");
+    let (code, checks) = doctor(&h, "claude-code");
+    assert_eq!(code, 0, "{checks:?}");
+    check(&checks, "hooks.wired.claude-code", "ok");
+}
+
+#[test]
+fn a_symlinked_binary_and_rules_file_are_followed() {
+    let h = HookRepo::new();
+    std::fs::create_dir_all(h.join("bin")).unwrap();
+    std::os::unix::fs::symlink(bin("evidence-gate"), h.join("bin/evidence-gate")).unwrap();
+    let link = h.join("bin/evidence-gate");
+    let run = h.run(
+        &[
+            "init",
+            "--json",
+            "--write",
+            "--host",
+            "claude-code",
+            "--binary",
+            link.to_str().unwrap(),
+        ],
+        b"",
+        &[home(&h)],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let (code, checks) = doctor(&h, "claude-code");
+    assert_eq!(code, 0, "{checks:?}");
+    check(&checks, "binary.reachable", "ok");
+
+    h.write(
+        "shared/rules.json",
+        r#"{"subagent_stop": {"max_attempts": 1}}"#,
+    );
+    std::fs::create_dir_all(h.join("conf")).unwrap();
+    std::os::unix::fs::symlink("../shared/rules.json", h.join("conf/rules.json")).unwrap();
+    let payload = h.codex(Some("no receipt"));
+    let rules = h.join("conf/rules.json");
+    let args = ["--host", "codex", "--rules", rules.to_str().unwrap()];
+    let first = h.hook("subagent-stop", &args, &payload, &[]);
+    assert!(
+        block_reason(&first).contains("attempt 1 of 1"),
+        "{}",
+        first.stdout
+    );
+    assert!(!h.diag_codes().contains(&"HOOK_RULES_INVALID".to_owned()));
+}
