@@ -48,6 +48,7 @@ mod hooks_adapters;
 mod hooks_docs;
 mod hooks_prompt;
 mod hooks_properties;
+mod hooks_receipt_budget;
 mod hooks_receipt_codes;
 mod hooks_runner;
 mod hooks_spawn;
