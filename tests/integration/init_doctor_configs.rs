@@ -236,3 +236,39 @@ fn a_symlinked_binary_and_rules_file_are_followed() {
     );
     assert!(!h.diag_codes().contains(&"HOOK_RULES_INVALID".to_owned()));
 }
+
+#[test]
+fn agy_links_the_binary_behind_a_symlink() {
+    let h = HookRepo::new();
+    std::fs::create_dir_all(h.join("opt/eg")).unwrap();
+    std::fs::create_dir_all(h.join("bin")).unwrap();
+    std::fs::copy(bin("evidence-gate"), h.join("opt/eg/evidence-gate")).unwrap();
+    std::os::unix::fs::symlink("../opt/eg/evidence-gate", h.join("bin/evidence-gate")).unwrap();
+    let link = h.join("bin/evidence-gate");
+    let run = h.run(
+        &[
+            "init",
+            "--json",
+            "--write",
+            "--host",
+            "agy",
+            "--binary",
+            link.to_str().unwrap(),
+        ],
+        b"",
+        &[home(&h)],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let multi = h.join(".agents/bin/evidence-gate-hook-stop");
+    let meta = std::fs::symlink_metadata(&multi).unwrap();
+    assert!(meta.is_file(), "a link to the binary, not to the symlink");
+    let (code, checks) = doctor(&h, "agy");
+    assert_eq!(code, 0, "{checks:?}");
+    check(&checks, "shell.roundtrip.agy", "ok");
+    check(&checks, "binary.reachable", "ok");
+    assert!(
+        !h.diag_codes().contains(&"HOOK_USAGE".to_owned()),
+        "doctor's version probe is no hook call: {:?}",
+        h.diag_codes()
+    );
+}
