@@ -242,7 +242,7 @@ pub(super) fn check_hosts(
                     .unwrap_or(&t)
                     .starts_with("evidence-gate-hook-")
             });
-            if !multi_call && !cmd.contains(&want_host) {
+            if !multi_call && !passes_host(&cmd, host.name()) {
                 problems.push(format!(
                     "{}: the `hook {}` command must pass `{want_host}`",
                     r.host_event,
@@ -312,6 +312,21 @@ pub(super) fn check_hosts(
         Check::new("hooks.node_predecessors", Status::Warn, format!("Node predecessors wired: {}", node.join(", ")))
             .hint("two gates double every block; `evidence-gate init --write --replace-node-hooks` removes them")
     });
+}
+
+/// True when `cmd` passes `--host <name>` or `--host=<name>` (the hook's
+/// argument parser takes both; the last one given wins).
+fn passes_host(cmd: &str, name: &str) -> bool {
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let mut last = None;
+    for (i, w) in words.iter().enumerate() {
+        if *w == "--host" {
+            last = words.get(i + 1).copied();
+        } else if let Some(v) = w.strip_prefix("--host=") {
+            last = Some(v);
+        }
+    }
+    last == Some(name)
 }
 
 fn timeout_problem(host: Host, t: Option<&Value>) -> Option<String> {

@@ -272,3 +272,33 @@ fn agy_links_the_binary_behind_a_symlink() {
         h.diag_codes()
     );
 }
+
+/// The hook parser takes `--host=<h>` and lets the last `--host` win; the
+/// wiring check reads the command the same way.
+#[test]
+fn doctor_reads_the_host_flag_as_the_hook_parses_it() {
+    let h = HookRepo::new();
+    init_json(&h, &["--host", "codex"]);
+    let text = read(&h, ".codex/hooks.json");
+    h.write(
+        ".codex/hooks.json",
+        text.replace("--host codex", "--host=codex"),
+    );
+    let (code, checks) = doctor(&h, "codex");
+    assert_eq!(code, 0, "{checks:?}");
+    check(&checks, "hooks.wired.codex", "ok");
+    h.write(
+        ".codex/hooks.json",
+        text.replace("--host codex", "--host codex --host claude-code"),
+    );
+    let (code, checks) = doctor(&h, "codex");
+    assert_eq!(code, 1, "{checks:?}");
+    let c = check(&checks, "hooks.wired.codex", "fail");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("must pass `--host codex`"),
+        "{c}"
+    );
+}
