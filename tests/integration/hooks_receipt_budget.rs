@@ -84,3 +84,57 @@ fn within_budget_globs_still_verify() {
         .collect();
     assert_eq!(files, [PAYLOAD, "src/a/one.rs"]);
 }
+
+/// A verification budget that ends after the watchdog would turn
+/// `RECEIPT_VERIFY_TIMEOUT` (a counted block) into the watchdog's allow: such
+/// rules are invalid, and the hook runs on the embedded defaults.
+#[test]
+fn a_budget_past_the_watchdog_is_invalid_rules() {
+    for (rules, valid) in [
+        (r#"{"subagent_stop": {"verify_budget_ms": 10000}}"#, false),
+        (r#"{"hooks": {"deadline_ms": 2800}}"#, false),
+        (
+            r#"{"hooks": {"deadline_ms": 2800}, "subagent_stop": {"verify_budget_ms": 1500, "max_attempts": 5}}"#,
+            true,
+        ),
+    ] {
+        let h = HookRepo::new();
+        h.write(".evidence-gate/rules.json", rules);
+        let run = h.stop(&h.codex(Some("no receipt")));
+        let reason = block_reason(&run);
+        let codes = h.diag_codes();
+        if valid {
+            assert!(codes.is_empty(), "{rules}: {codes:?}");
+            assert!(reason.contains("attempt 1 of 5"), "{reason}");
+        } else {
+            assert_eq!(codes, ["HOOK_RULES_INVALID"], "{rules}");
+            let problem = h.diagnostics()[0]["detail"]["problem"].to_string();
+            assert!(
+                problem.contains("/subagent_stop/verify_budget_ms"),
+                "{problem}"
+            );
+            assert!(
+                reason.contains("attempt 1 of 3"),
+                "embedded defaults: {reason}"
+            );
+        }
+        let doctor = h.run(
+            &["doctor", "--json", "--host", "codex"],
+            b"",
+            &[("HOME", h.state_home.path().to_str().unwrap())],
+        );
+        let v: serde_json::Value = serde_json::from_str(&doctor.stdout).unwrap();
+        let check = v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == "rules.valid")
+            .unwrap()
+            .clone();
+        assert_eq!(
+            check["status"],
+            if valid { "ok" } else { "fail" },
+            "{check}"
+        );
+    }
+}
