@@ -72,29 +72,17 @@ pub fn split(path: &Path) -> Option<(PathBuf, OsString)> {
     Some((parent, name))
 }
 
-/// Reads a file by ambient path: the open is non-blocking, the handle must
-/// be a regular file, and at most `max` bytes are accepted. The leaf is
-/// opened through its parent directory, so a symlink at the leaf is followed
-/// only while its target stays inside that directory (callers that later
-/// replace the file rely on this: they never read through a link they would
-/// then overwrite with a regular file).
+/// Reads a file named on the command line (`--rules FILE`, a payload path):
+/// the user chose it, so a symlink at the leaf is followed, but the open is
+/// non-blocking, the handle must be a regular file, and at most `max` bytes
+/// are accepted.
 pub fn read_file(amb: &dyn Ambient, path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
-    let (parent, name) = split(path).ok_or(ReadError::NotRegular)?;
-    read_in(&amb.open_dir(&parent).map_err(map_io)?, &name, max)
-}
-
-/// Reads a file the user named on the command line only to read it
-/// (`verify` payloads, `--rules FILE`): like [`read_file`], but a symlinked
-/// leaf is followed wherever it points, as the user chose it.
-pub fn read_named_file(amb: &dyn Ambient, path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
-    let (dir, name) = resolve_leaf(amb, path)?;
-    read_in(&dir, &name, max)
-}
-
-fn read_in(dir: &Dir, name: &OsString, max: u64) -> Result<Vec<u8>, ReadError> {
+    let path = resolve_leaf_links(amb, path).map_err(map_io)?;
+    let (parent, name) = split(&path).ok_or(ReadError::NotRegular)?;
+    let dir = amb.open_dir(&parent).map_err(map_io)?;
     let mut opts = OpenOptions::new();
     opts.read(true).nonblock(true);
-    let file = dir.open_with(name, &opts).map_err(map_io)?;
+    let file = dir.open_with(&name, &opts).map_err(map_io)?;
     let meta = file.metadata().map_err(ReadError::Io)?;
     if !meta.is_file() {
         return Err(ReadError::NotRegular);
@@ -102,31 +90,44 @@ fn read_in(dir: &Dir, name: &OsString, max: u64) -> Result<Vec<u8>, ReadError> {
     read_capped(file, max)
 }
 
-/// Symlink hops followed at the leaf before giving up (the kernel's own
-/// `ELOOP` bound).
-const MAX_LEAF_LINKS: usize = 40;
+/// Most leaf symlinks followed in a chain (the kernel's own limit is 40).
+const MAX_LEAF_LINKS: usize = 16;
 
-/// Opens the parent directory of `path` and follows a symlinked leaf by
-/// ambient path. Opening the leaf through the parent `Dir` alone would
-/// confine its target to that directory, so a link such as
-/// `rules.json -> ../shared/rules.json` would be refused as an escape.
-fn resolve_leaf(amb: &dyn Ambient, path: &Path) -> Result<(Dir, OsString), ReadError> {
-    let mut path = path.to_path_buf();
-    for _ in 0..=MAX_LEAF_LINKS {
-        let (parent, name) = split(&path).ok_or(ReadError::NotRegular)?;
-        let dir = amb.open_dir(&parent).map_err(map_io)?;
-        let is_link = dir
-            .symlink_metadata(&name)
-            .is_ok_and(|m| m.file_type().is_symlink());
-        if !is_link {
-            return Ok((dir, name));
+/// `path` with symlinks at its leaf followed (a dotfile manager's
+/// `~/.claude/settings.json -> ~/dotfiles/claude.json`): a directory handle
+/// does not follow a link that leaves it, so the target is read and resolved
+/// against the link's own directory. A missing leaf (or directory) is
+/// returned as it is;
+/// more than [`MAX_LEAF_LINKS`] links in a chain is an error.
+pub fn resolve_leaf_links(amb: &dyn Ambient, path: &Path) -> io::Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_LEAF_LINKS {
+        let Some((parent, name)) = split(&current) else {
+            return Ok(current);
+        };
+        let dir = match amb.open_dir(&parent) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(current),
+            Err(e) => return Err(e),
+        };
+        match dir.symlink_metadata(&name) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = dir.read_link_contents(&name)?;
+                current = if target.is_absolute() {
+                    target
+                } else {
+                    parent.join(target)
+                };
+            }
+            Ok(_) => return Ok(current),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(current),
+            Err(e) => return Err(e),
         }
-        let target = dir.read_link_contents(&name).map_err(map_io)?;
-        path = parent.join(target);
     }
-    Err(ReadError::Io(io::Error::other(format!(
-        "more than {MAX_LEAF_LINKS} levels of symbolic links"
-    ))))
+    Err(io::Error::other(format!(
+        "{}: more than {MAX_LEAF_LINKS} symbolic links in a chain",
+        path.display()
+    )))
 }
 
 /// Reads at most `max` bytes; more is [`ReadError::TooLarge`].

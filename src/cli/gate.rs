@@ -147,7 +147,7 @@ fn run_check(
     })?;
     let extra = match &args.rules {
         Some(path) => Some(
-            ambient::read_named_file(amb, path, 4 * 1024 * 1024)
+            ambient::read_file(amb, path, 4 * 1024 * 1024)
                 .map(|bytes| (path.display().to_string(), bytes))
                 .map_err(|e| {
                     CannotCheck::new(

@@ -249,7 +249,7 @@ fn workspace(args: &VerifyArgs, amb: &dyn Ambient) -> Result<Workspace, Box<Find
         ))
     })?;
     let extra = match &args.rules {
-        Some(path) => match ambient::read_named_file(amb, path, 4 * 1024 * 1024) {
+        Some(path) => match ambient::read_file(amb, path, 4 * 1024 * 1024) {
             Ok(bytes) => Some((path.display().to_string(), bytes)),
             Err(e) => {
                 let name = path.display().to_string();
@@ -305,7 +305,7 @@ fn payload_reports(
             let bytes = if p.as_os_str() == "-" {
                 ambient::read_capped(&mut *stdin, max)
             } else {
-                ambient::read_named_file(amb, p, max)
+                ambient::read_file(amb, p, max)
             };
             let mut b = ReportBuilder::new(name.clone(), ReportKind::Payload);
             match bytes {

@@ -145,9 +145,15 @@ pub(super) fn check(
     (c, ms)
 }
 
-/// The version a binary reports (`<bin> --version`).
+/// The version a binary reports (`<bin> --version`). It runs under the
+/// name `evidence-gate`: a multi-call link (`evidence-gate-hook-stop`) would
+/// otherwise read `--version` as a hook flag, answer nothing and log
+/// `HOOK_USAGE`.
 pub(super) fn version_of(path: &Path) -> Option<String> {
-    let out = Command::new(path)
+    let mut cmd = Command::new(path);
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::arg0(&mut cmd, "evidence-gate");
+    let out = cmd
         .arg("--version")
         .stdin(Stdio::null())
         .stderr(Stdio::null())

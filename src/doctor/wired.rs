@@ -9,6 +9,7 @@ use super::{Check, Places, Status};
 use crate::ambient::{self, Ambient};
 use crate::hooks::event::HookEvent;
 use crate::hooks::host::Host;
+use crate::init::codex_toml;
 use crate::init::wiring::{self, Row, Shape, first_token};
 
 /// One configuration file that exists.
@@ -53,7 +54,17 @@ fn load(amb: &dyn Ambient, places: &Places, host: Host, checks: &mut Vec<Check>)
         let display = format!("{prefix}{rel}");
         match ambient::read_file(amb, &base.join(rel), 16 * 1024 * 1024) {
             Ok(bytes) => match crate::json::parse_strict(&bytes) {
-                Ok(doc) => out.push(Config { display, doc }),
+                Ok(doc) => match ignored_by_host(host, &doc) {
+                    Some(why) => checks.push(
+                        Check::new(
+                            format!("hooks.wired.{}", host.name()),
+                            Status::Fail,
+                            format!("{display}: {why}, so none of its hooks run"),
+                        )
+                        .hint(format!("edit {display}; then rerun `evidence-gate doctor`")),
+                    ),
+                    None => out.push(Config { display, doc }),
+                },
                 Err(e) => checks.push(Check::new(
                     format!("hooks.wired.{}", host.name()),
                     Status::Fail,
@@ -69,6 +80,31 @@ fn load(amb: &dyn Ambient, places: &Places, host: Host, checks: &mut Vec<Check>)
         }
     }
     out
+}
+
+/// Why the host runs no hook of a configuration file at all: Codex refuses
+/// a hooks file with root keys other than `hooks` and `description`, and
+/// Claude Code's `disableAllHooks` turns every hook off.
+fn ignored_by_host(host: Host, doc: &Value) -> Option<String> {
+    let obj = doc.as_object()?;
+    match host {
+        Host::Codex => {
+            let extra: Vec<&str> = obj
+                .keys()
+                .map(String::as_str)
+                .filter(|k| !matches!(*k, "hooks" | "description"))
+                .collect();
+            (!extra.is_empty()).then(|| {
+                format!(
+                    "Codex refuses a hooks file with root keys other than `hooks` and `description` ({})",
+                    extra.join(", ")
+                )
+            })
+        }
+        Host::ClaudeCode => (obj.get("disableAllHooks") == Some(&Value::Bool(true)))
+            .then(|| "`disableAllHooks` is true".to_owned()),
+        _ => None,
+    }
 }
 
 /// `(event, matcher, handler)` for every handler in a configuration.
@@ -206,7 +242,7 @@ pub(super) fn check_hosts(
                     .unwrap_or(&t)
                     .starts_with("evidence-gate-hook-")
             });
-            if !multi_call && !cmd.contains(&want_host) {
+            if !multi_call && !passes_host(&cmd, host.name()) {
                 problems.push(format!(
                     "{}: the `hook {}` command must pass `{want_host}`",
                     r.host_event,
@@ -276,6 +312,21 @@ pub(super) fn check_hosts(
         Check::new("hooks.node_predecessors", Status::Warn, format!("Node predecessors wired: {}", node.join(", ")))
             .hint("two gates double every block; `evidence-gate init --write --replace-node-hooks` removes them")
     });
+}
+
+/// True when `cmd` passes `--host <name>` or `--host=<name>` (the hook's
+/// argument parser takes both; the last one given wins).
+fn passes_host(cmd: &str, name: &str) -> bool {
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let mut last = None;
+    for (i, w) in words.iter().enumerate() {
+        if *w == "--host" {
+            last = words.get(i + 1).copied();
+        } else if let Some(v) = w.strip_prefix("--host=") {
+            last = Some(v);
+        }
+    }
+    last == Some(name)
 }
 
 fn timeout_problem(host: Host, t: Option<&Value>) -> Option<String> {
@@ -397,13 +448,17 @@ fn check_binary(amb: &dyn Ambient, cmd: &str, checks: &mut Vec<Check>) {
 
 fn identity(amb: &dyn Ambient, p: &Path) -> Option<(u64, u64)> {
     use cap_fs_ext::MetadataExt;
-    let (parent, name) = ambient::split(p)?;
+    let p = ambient::resolve_leaf_links(amb, p).ok()?;
+    let (parent, name) = ambient::split(&p)?;
     let m = amb.open_dir(&parent).ok()?.metadata(&name).ok()?;
     Some((m.dev(), m.ino()))
 }
 
 fn executable(amb: &dyn Ambient, p: &Path) -> bool {
-    let Some((parent, name)) = ambient::split(p) else {
+    let Ok(p) = ambient::resolve_leaf_links(amb, p) else {
+        return false;
+    };
+    let Some((parent, name)) = ambient::split(&p) else {
         return false;
     };
     let Ok(meta) = amb.open_dir(&parent).and_then(|d| d.metadata(&name)) else {
@@ -426,26 +481,6 @@ fn read_text(amb: &dyn Ambient, p: &Path) -> Option<String> {
         .and_then(|b| String::from_utf8(b).ok())
 }
 
-/// The value of `key` in TOML table `table` (a line-based read of the simple
-/// `key = value` form `init` writes).
-fn toml_value(text: &str, table: &str, key: &str) -> Option<String> {
-    let mut inside = false;
-    for line in text.lines() {
-        let l = line.trim();
-        if l.starts_with('[') {
-            inside = l == format!("[{table}]");
-            continue;
-        }
-        if inside
-            && let Some((k, v)) = l.split_once('=')
-            && k.trim() == key
-        {
-            return Some(v.split('#').next().unwrap_or_default().trim().to_owned());
-        }
-    }
-    None
-}
-
 fn codex_checks(amb: &dyn Ambient, places: &Places, checks: &mut Vec<Check>) {
     let mut files = vec![places.workspace.join(".codex/config.toml")];
     if let Some(h) = &places.home {
@@ -453,8 +488,8 @@ fn codex_checks(amb: &dyn Ambient, places: &Places, checks: &mut Vec<Check>) {
     }
     let texts: Vec<String> = files.iter().filter_map(|f| read_text(amb, f)).collect();
     let disabled = texts.iter().any(|t| {
-        toml_value(t, "features", "hooks").as_deref() == Some("false")
-            || toml_value(t, "features", "codex_hooks").as_deref() == Some("false")
+        codex_toml::feature_value(t, "hooks").as_deref() == Some("false")
+            || codex_toml::feature_value(t, "codex_hooks").as_deref() == Some("false")
     });
     let managed_only = places
         .home
@@ -500,6 +535,24 @@ fn gemini_enabled(configs: &[Config], checks: &mut Vec<Check>) {
         c.doc.pointer("/tools/enableHooks") == Some(&Value::Bool(true))
             || c.doc.pointer("/hooks/enabled") == Some(&Value::Bool(true))
     });
+    // The hook system's own master switch turns every hook off, whatever
+    // `tools.enableHooks` says.
+    let off = configs.iter().find(|c| {
+        ["/hooks/enabled", "/hooksConfig/enabled"]
+            .iter()
+            .any(|p| c.doc.pointer(p) == Some(&Value::Bool(false)))
+    });
+    if let Some(c) = off {
+        checks.push(
+            Check::new(
+                "gemini.enabled",
+                Status::Fail,
+                format!("{} turns the hook system off (`enabled: false`)", c.display),
+            )
+            .hint("set `hooksConfig.enabled` (or `hooks.enabled`) to true, or remove it"),
+        );
+        return;
+    }
     checks.push(if on {
         Check::new(
             "gemini.enabled",

@@ -248,6 +248,9 @@ pub fn verify_payload(
     payload_checks(root, payload, opts, &mut report);
 
     let mut jobs: BTreeMap<RelPath, Job> = BTreeMap::new();
+    // Glob expansion walks directories: it honours the budget too, or many
+    // globs over a large tree could outlast any caller's own deadline.
+    let mut walk_timed_out = false;
     for (i, d) in payload.deliverables.iter().enumerate() {
         report.stats.items_checked += 1;
         match d {
@@ -262,7 +265,15 @@ pub fn verify_payload(
             }
             Deliverable::Glob(g) => {
                 let field = format!("deliverables[{i}]");
-                for path in expand_glob(root, &g.glob, g.min, g.max, &field, &mut report) {
+                let glob = GlobClaim {
+                    pattern: &g.glob,
+                    min: g.min,
+                    max: g.max,
+                    field: &field,
+                };
+                let found =
+                    expand_glob(root, &glob, opts.deadline, &mut walk_timed_out, &mut report);
+                for path in found {
                     jobs.entry(path.clone())
                         .or_insert_with(|| Job {
                             path,
@@ -312,7 +323,15 @@ pub fn verify_payload(
         };
         add_claim(root, &claim, &mut jobs, &mut report);
     }
-    run_jobs(root, jobs, opts.deadline, &mut report);
+    if walk_timed_out {
+        report.push(Finding::new(
+            Code::VerifyTimeout,
+            None,
+            "verification did not finish within its time budget: a glob's directory walk ran out of time",
+        ));
+    } else {
+        run_jobs(root, jobs, opts.deadline, &mut report);
+    }
     let checked = !payload.deliverables.is_empty();
     report.finish(checked)
 }
@@ -668,14 +687,31 @@ fn could_match_below(comps: &[Comp], dir: &[&str]) -> bool {
     go(comps, dir)
 }
 
-fn expand_glob(
-    root: &Root,
-    pattern: &str,
+/// One glob deliverable.
+struct GlobClaim<'a> {
+    pattern: &'a str,
     min: Option<u64>,
     max: Option<u64>,
-    field: &str,
+    field: &'a str,
+}
+
+/// The regular files a glob matches. Past `deadline` (or once an earlier
+/// walk ran out of time) nothing is walked: `timed_out` is set and no
+/// match-count finding is made, since the count would be a guess.
+fn expand_glob(
+    root: &Root,
+    glob: &GlobClaim<'_>,
+    deadline: Option<Instant>,
+    timed_out: &mut bool,
     report: &mut ReportBuilder,
 ) -> Vec<RelPath> {
+    let (pattern, min, max, field) = (glob.pattern, glob.min, glob.max, glob.field);
+    let past = || deadline.is_some_and(|d| Instant::now() > d);
+    if *timed_out || past() {
+        *timed_out = true;
+        return Vec::new();
+    }
+    let walk_expired = std::cell::Cell::new(false);
     let glob_finding = |code: Code, msg: String| {
         Finding::new(code, None, format!("{field}: {msg}"))
             .with_detail(json!({"field": field, "glob": pattern}))
@@ -726,6 +762,10 @@ fn expand_glob(
         Ok(start) => {
             let comps = plan.comps.as_deref();
             let mut descend = |dir: &str| {
+                if past() {
+                    walk_expired.set(true);
+                    return false;
+                }
                 let parts: Vec<&str> = dir.split('/').collect();
                 let forbidden = RelPath::parse(dir, root.limits)
                     .map(|p| root.is_forbidden(&p))
@@ -804,6 +844,10 @@ fn expand_glob(
     report.stats.non_utf8_skipped += non_utf8;
     for f in findings {
         report.push(f);
+    }
+    if walk_expired.get() {
+        *timed_out = true;
+        return Vec::new();
     }
     let n = matches.len() as u64;
     if n < min {

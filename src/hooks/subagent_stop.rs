@@ -38,6 +38,9 @@ pub const PLACEHOLDERS: &[&str] = &[
 const MAX_STATIC_TEMPLATE: usize = 1024;
 const MAX_FINDINGS_BYTES: usize = 512;
 const MAX_FINDING_LINES: usize = 5;
+/// Time kept after the verification budget for the gate lock, the state
+/// writes and the output, before `hooks.deadline_ms` (as for steering).
+const WATCHDOG_MARGIN_MS: u64 = 500;
 
 /// The compiled `subagent_stop` policy.
 #[derive(Debug, Clone)]
@@ -57,6 +60,17 @@ impl Policy {
         let rules: SubagentStopRules = set.family().map_err(|e| e.to_string())?;
         let directives: Directives = set.family().map_err(|e| e.to_string())?;
         let evidence: EvidenceRules = set.family().map_err(|e| e.to_string())?;
+        let hooks: HooksRules = set.family().map_err(|e| e.to_string())?;
+        // A verification that runs out of budget must end in a counted block
+        // (RECEIPT_VERIFY_TIMEOUT): the budget has to end before the
+        // watchdog allows, with time left for the writes and the output.
+        let room = hooks.deadline_ms.saturating_sub(WATCHDOG_MARGIN_MS);
+        if rules.verify_budget_ms > room {
+            return Err(format!(
+                "/subagent_stop/verify_budget_ms: {} leaves no time to block before the watchdog allows; at most hooks.deadline_ms ({}) − {WATCHDOG_MARGIN_MS} = {room}",
+                rules.verify_budget_ms, hooks.deadline_ms
+            ));
+        }
         let gated = Regex::new(&rules.gated_agents)
             .map_err(|e| format!("/subagent_stop/gated_agents: {e}"))?;
         let evidence_root = RelPath::parse(&rules.evidence_root, PathLimits::default())

@@ -74,8 +74,11 @@ pub(super) fn links(
         return Ok(Commands::Shared(binary.clone()));
     };
     let io = |e: std::io::Error| Error::Io(e.to_string());
+    // Link the binary itself: a hard link to a relative symlink would
+    // dangle in the link directory.
+    let exe = ambient::resolve_leaf_links(amb, Path::new(exe)).map_err(io)?;
     let (src_parent, src_name) =
-        ambient::split(Path::new(exe)).ok_or_else(|| Error::Io("no binary file name".into()))?;
+        ambient::split(&exe).ok_or_else(|| Error::Io("no binary file name".into()))?;
     let src_dir = amb.open_dir(&src_parent).map_err(io)?;
     let dir = link_dir(o, amb)?;
     amb.create_dir_all(&dir).map_err(io)?;

@@ -2,6 +2,7 @@
 //! merges, the host wiring for the hooks of this build.
 
 mod agy;
+pub mod codex_toml;
 pub mod wiring;
 
 use std::path::{Path, PathBuf};
@@ -224,7 +225,11 @@ fn resolve_binary(
 }
 
 fn is_executable(amb: &dyn Ambient, path: &Path) -> bool {
-    let Some((parent, name)) = ambient::split(path) else {
+    // Installs often link the binary (`~/.local/bin/evidence-gate -> …`).
+    let Ok(path) = ambient::resolve_leaf_links(amb, path) else {
+        return false;
+    };
+    let Some((parent, name)) = ambient::split(&path) else {
         return false;
     };
     let Ok(dir) = amb.open_dir(&parent) else {
@@ -271,6 +276,12 @@ fn shape(o: &Options, amb: &dyn Ambient) -> Result<wiring::Shape, Error> {
         .map_err(|e| Error::Usage(e.to_string()))
 }
 
+/// Event keys start with an upper-case letter (`AfterAgent`, `Stop`);
+/// Gemini's switches beside them (`enabled`, `disabled`) do not.
+fn is_event_name(key: &str) -> bool {
+    key.starts_with(|c: char| c.is_ascii_uppercase())
+}
+
 /// The rendered document for a JSON target, merged into `existing` when given.
 fn render_json(
     host: Host,
@@ -308,10 +319,16 @@ fn render_json(
     let Value::Object(events) = slot else {
         return Err(invalid("`hooks` is not an object"));
     };
+    let mut emptied = Vec::new();
     for (event, groups) in events.iter_mut() {
-        let Value::Array(groups) = groups else {
-            return Err(invalid(&format!("`hooks.{event}` is not an array")));
+        let groups = match groups {
+            Value::Array(groups) => groups,
+            // Gemini keeps hook-system switches beside the events
+            // (`hooks.enabled`, `hooks.notifications`): settings, not events.
+            _ if host == Host::Gemini && !is_event_name(event) => continue,
+            _ => return Err(invalid(&format!("`hooks.{event}` is not an array"))),
         };
+        let had = groups.len();
         for g in groups.iter_mut() {
             let Some(handlers) = g.get_mut("hooks").and_then(Value::as_array_mut) else {
                 continue;
@@ -336,8 +353,11 @@ fn render_json(
             }
         }
         groups.retain(|g| !g.is_null());
+        if had > 0 && groups.is_empty() {
+            emptied.push(event.clone());
+        }
     }
-    events.retain(|_, g| g.as_array().is_none_or(|a| !a.is_empty()));
+    events.retain(|event, _| !emptied.contains(event));
     for (event, groups) in hooks {
         let list = events
             .entry(event.clone())
@@ -358,62 +378,6 @@ fn render_json(
         }
     }
     Ok(doc)
-}
-
-/// `[features] hooks = true`, plus the plugin switches for plugin scope.
-fn codex_toml_lines(plugin: bool) -> Vec<&'static str> {
-    let mut v = vec!["hooks = true"];
-    if plugin {
-        v.extend(["plugin_hooks = true", "plugins = true"]);
-    }
-    v
-}
-
-/// Adds the missing `[features]` keys to a config.toml without touching
-/// anything else (a line-based, format-preserving edit).
-pub fn edit_codex_toml(existing: &str, plugin: bool) -> String {
-    let lines: Vec<&str> = existing.lines().collect();
-    let header = lines.iter().position(|l| l.trim() == "[features]");
-    let wanted = codex_toml_lines(plugin);
-    match header {
-        Some(h) => {
-            let end = lines[h + 1..]
-                .iter()
-                .position(|l| l.trim_start().starts_with('['))
-                .map_or(lines.len(), |i| h + 1 + i);
-            let present = |key: &str| {
-                lines[h + 1..end]
-                    .iter()
-                    .any(|l| l.split('=').next().is_some_and(|k| k.trim() == key))
-            };
-            let add: Vec<&str> = wanted
-                .iter()
-                .filter(|w| !present(w.split('=').next().unwrap_or_default().trim()))
-                .copied()
-                .collect();
-            let mut out: Vec<&str> = lines[..=h].to_vec();
-            out.extend(add);
-            out.extend(&lines[h + 1..]);
-            let mut s = out.join("\n");
-            s.push('\n');
-            s
-        }
-        None => {
-            let mut s = existing.to_owned();
-            if !s.is_empty() && !s.ends_with('\n') {
-                s.push('\n');
-            }
-            if !s.is_empty() {
-                s.push('\n');
-            }
-            s.push_str("[features]\n");
-            for w in wanted {
-                s.push_str(w);
-                s.push('\n');
-            }
-            s
-        }
-    }
 }
 
 /// Runs `init`.
@@ -470,7 +434,12 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Report, Error> {
                     })?,
                     None => String::new(),
                 };
-                edit_codex_toml(&text, o.scope == Scope::Plugin)
+                if codex_toml::features_outside_table(&text) {
+                    notes.push(format!(
+                        "warning: {display} defines `features` with a dotted key or an inline table, so no `[features]` table was added; set `features.hooks = true` there yourself"
+                    ));
+                }
+                codex_toml::edit(&text, o.scope == Scope::Plugin)
             }
             Kind::HooksJson => {
                 let parsed = match &existing {
@@ -537,7 +506,10 @@ fn write_file(
         return Ok("unchanged");
     }
     let io = |e: std::io::Error| Error::Io(format!("{}: {e}", abs.display()));
-    let (parent, name) = ambient::split(abs).ok_or_else(|| Error::Io("no file name".into()))?;
+    // A symlinked configuration (dotfile managers) is written through, so
+    // the link stays a link.
+    let target = ambient::resolve_leaf_links(amb, abs).map_err(io)?;
+    let (parent, name) = ambient::split(&target).ok_or_else(|| Error::Io("no file name".into()))?;
     amb.create_dir_all(&parent).map_err(io)?;
     let dir = amb.open_dir(&parent).map_err(io)?;
     let name = name
@@ -555,25 +527,4 @@ fn write_file(
     } else {
         "create"
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn toml_edit_preserves_the_rest() {
-        assert_eq!(edit_codex_toml("", false), "[features]\nhooks = true\n");
-        let s = "model = \"x\" # keep\n\n[features]\nweb = true\n\n[other]\na = 1\n";
-        assert_eq!(
-            edit_codex_toml(s, true),
-            "model = \"x\" # keep\n\n[features]\nhooks = true\nplugin_hooks = true\nplugins = true\nweb = true\n\n[other]\na = 1\n"
-        );
-        let has = "[features]\nhooks = false\n";
-        assert_eq!(
-            edit_codex_toml(has, false),
-            has,
-            "an explicit choice is kept"
-        );
-    }
 }

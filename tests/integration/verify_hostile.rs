@@ -264,29 +264,6 @@ fn verify_evidence_treats_hook_and_goal_engine_names_as_payload_files() {
     );
 }
 
-/// The symlink following of `verify` and `gate check` is for files they only
-/// read: `init --write`, which replaces what it read, still refuses a target
-/// whose link leaves its directory instead of replacing the link with a file.
-#[cfg(unix)]
-#[test]
-fn init_never_replaces_a_symlinked_host_file_with_a_regular_file() {
-    let r = Repo::new();
-    r.write("dotfiles/settings.json", r#"{"hooks":{}}"#);
-    r.symlink("../dotfiles/settings.json", ".claude/settings.json");
-    let run = r.run(
-        "evidence-gate",
-        &["init", "--host", "claude-code", "--write"],
-        None,
-    );
-    assert_eq!(run.code, 2, "{} {}", run.stdout, run.stderr);
-    let meta = std::fs::symlink_metadata(r.join(".claude/settings.json")).unwrap();
-    assert!(meta.file_type().is_symlink());
-    assert_eq!(
-        std::fs::read_to_string(r.join("dotfiles/settings.json")).unwrap(),
-        r#"{"hooks":{}}"#
-    );
-}
-
 #[test]
 fn allow_empty_accepts_an_empty_named_state_directory_and_an_empty_ledger() {
     let r = Repo::new();
