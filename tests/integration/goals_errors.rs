@@ -19,19 +19,56 @@ fn argument_missing_in_the_anchor_order() {
     let e = expect_error(
         &ulw(
             &repo,
+            &["checkpoint", "--goal-id", "G001-a", "--status", "complete"],
+        ),
+        "ULW_LOOP_ARGUMENT_MISSING",
+    );
+    assert_eq!(e["details"]["flag"], "--evidence");
+    // Present but blank, without an evidence file: the pipeline's evidence
+    // step answers (goal-engine.md §3.4 step 4, §4.4), after the arguments
+    // and the goal lookup.
+    // Files, not directory mtimes: the refused command took and released the lock.
+    let files = || -> Vec<(String, Vec<u8>)> {
+        repo.snapshot()
+            .into_iter()
+            .filter(|(p, ..)| repo.join(p).is_file())
+            .map(|(p, c, _)| (p, c))
+            .collect()
+    };
+    let before = files();
+    for status in ["failed", "blocked"] {
+        let r = ulw(
+            &repo,
             &[
                 "checkpoint",
                 "--goal-id",
                 "G001-a",
                 "--status",
-                "complete",
+                status,
+                "--evidence",
+                " \t ",
+            ],
+        );
+        assert_eq!(r.code, 1);
+        let e = expect_error(&r, "ULW_LOOP_EVIDENCE_REQUIRED");
+        assert_eq!(e["legacyCode"], "ulw_loop_evidence_required");
+    }
+    assert_eq!(files(), before, "a refused checkpoint writes nothing");
+    expect_error(
+        &ulw(
+            &repo,
+            &[
+                "checkpoint",
+                "--goal-id",
+                "G009-nope",
+                "--status",
+                "failed",
                 "--evidence",
                 " ",
             ],
         ),
-        "ULW_LOOP_ARGUMENT_MISSING",
+        "ULW_LOOP_GOAL_NOT_FOUND",
     );
-    assert_eq!(e["details"]["flag"], "--evidence");
     let e = expect_error(
         &ulw(
             &repo,

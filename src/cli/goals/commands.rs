@@ -424,7 +424,10 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
         },
     };
     let files = a.all("--evidence-file");
-    let evidence = a.text("--evidence")?;
+    // A present but blank `--evidence` reaches the pipeline, whose evidence
+    // step answers ULW_LOOP_EVIDENCE_REQUIRED (goal-engine.md §3.4 step 4,
+    // §4.4); only an absent one is a missing argument.
+    let evidence = a.raw("--evidence")?;
     if evidence.is_none() && files.is_empty() {
         return Err(GoalError::missing_flag("--evidence"));
     }
