@@ -88,7 +88,7 @@ codes! {
     // §2 globs.
     GlobTooFewMatches = "GLOB_TOO_FEW_MATCHES", Fail, "A glob deliverable matched fewer files than its `min`.";
     GlobTooManyMatches = "GLOB_TOO_MANY_MATCHES", Fail, "A glob deliverable matched more files than its `max`.";
-    GlobInvalid = "GLOB_INVALID", Fail, "A glob is unparsable, contains `..`, starts with `/`, or has `min` < 1 or `max` < `min`.";
+    GlobInvalid = "GLOB_INVALID", Fail, "A glob is unparsable, contains `..`, starts with `/`, or has `min` < 1 or `max` < `min`, or the payload declares more globs than `limits.maxGlobDeliverables`.";
     // §3 payload-level.
     EvidenceParseError = "EVIDENCE_PARSE_ERROR", Fail, "The payload is not JSON, is over the size limit, is not UTF-8 or has duplicate keys.";
     EvidenceSchemaInvalid = "EVIDENCE_SCHEMA_INVALID", Fail, "The payload has wrong types, unknown or missing fields, or `evidence` is not 1.";

@@ -1,7 +1,7 @@
 //! The verifier: payload-level checks and the per-file pipeline over the
 //! sandbox (evidence.md §2–§5).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
 use cap_std::fs::Dir;
@@ -34,6 +34,7 @@ pub struct Root {
     checks: FileChecks,
     limits: PathLimits,
     max_payload_bytes: u64,
+    max_glob_deliverables: usize,
 }
 
 impl Root {
@@ -73,6 +74,7 @@ impl Root {
             },
             limits,
             max_payload_bytes: rules.limits.max_payload_bytes,
+            max_glob_deliverables: rules.limits.max_glob_deliverables,
         })
     }
 
@@ -251,6 +253,28 @@ pub fn verify_payload(
     // Glob expansion walks directories: it honours the budget too, or many
     // globs over a large tree could outlast any caller's own deadline.
     let mut walk_timed_out = false;
+    // Every glob walks the tree: their number is capped by the rules, and a
+    // pattern declared again reuses its walk.
+    let mut walked: HashMap<String, Vec<RelPath>> = HashMap::new();
+    let globs = payload
+        .deliverables
+        .iter()
+        .filter(|d| matches!(d, Deliverable::Glob(_)))
+        .count();
+    let max_globs = root.max_glob_deliverables;
+    if globs > max_globs {
+        report.push(
+            Finding::new(
+                Code::GlobInvalid,
+                None,
+                format!(
+                    "deliverables: {globs} glob entries; `limits.maxGlobDeliverables` allows at most {max_globs} (each glob walks the tree); the rest are not expanded"
+                ),
+            )
+            .with_detail(json!({"globs": globs, "max": max_globs})),
+        );
+    }
+    let mut glob_index = 0usize;
     for (i, d) in payload.deliverables.iter().enumerate() {
         report.stats.items_checked += 1;
         match d {
@@ -264,6 +288,10 @@ pub fn verify_payload(
                 add_claim(root, &claim, &mut jobs, &mut report);
             }
             Deliverable::Glob(g) => {
+                glob_index += 1;
+                if glob_index > max_globs {
+                    continue;
+                }
                 let field = format!("deliverables[{i}]");
                 let glob = GlobClaim {
                     pattern: &g.glob,
@@ -271,16 +299,24 @@ pub fn verify_payload(
                     max: g.max,
                     field: &field,
                 };
-                let found =
-                    expand_glob(root, &glob, opts.deadline, &mut walk_timed_out, &mut report);
+                let found = expand_glob(
+                    root,
+                    &glob,
+                    opts.deadline,
+                    &mut walk_timed_out,
+                    &mut walked,
+                    &mut report,
+                );
                 for path in found {
-                    jobs.entry(path.clone())
-                        .or_insert_with(|| Job {
-                            path,
-                            expected: Vec::new(),
-                        })
-                        .expected
-                        .push((field.clone(), None));
+                    let job = jobs.entry(path.clone()).or_insert_with(|| Job {
+                        path,
+                        expected: Vec::new(),
+                    });
+                    // A file matched by several globs expects nothing more of
+                    // it: the first glob names it in findings.
+                    if !job.expected.iter().any(|(_, want)| want.is_none()) {
+                        job.expected.push((field.clone(), None));
+                    }
                 }
             }
         }
@@ -703,6 +739,7 @@ fn expand_glob(
     glob: &GlobClaim<'_>,
     deadline: Option<Instant>,
     timed_out: &mut bool,
+    cache: &mut HashMap<String, Vec<RelPath>>,
     report: &mut ReportBuilder,
 ) -> Vec<RelPath> {
     let (pattern, min, max, field) = (glob.pattern, glob.min, glob.max, glob.field);
@@ -711,7 +748,6 @@ fn expand_glob(
         *timed_out = true;
         return Vec::new();
     }
-    let walk_expired = std::cell::Cell::new(false);
     let glob_finding = |code: Code, msg: String| {
         Finding::new(code, None, format!("{field}: {msg}"))
             .with_detail(json!({"field": field, "glob": pattern}))
@@ -733,6 +769,71 @@ fn expand_glob(
         ));
         return Vec::new();
     }
+    let matches = match cache.get(pattern) {
+        // The same pattern declared again: the tree was walked once and its
+        // walk findings reported once; only the counts are per declaration.
+        Some(hit) => hit.clone(),
+        None => match walk_glob(root, pattern, field, &past, report) {
+            GlobWalk::Matches(m) => {
+                cache.insert(pattern.to_owned(), m.clone());
+                m
+            }
+            GlobWalk::Refused => return Vec::new(),
+            GlobWalk::Expired => {
+                *timed_out = true;
+                return Vec::new();
+            }
+        },
+    };
+    let n = matches.len() as u64;
+    if n < min {
+        report.push(
+            glob_finding(
+                Code::GlobTooFewMatches,
+                format!("glob `{pattern}` matched {n} regular files; at least {min} required"),
+            )
+            .with_detail(json!({"field": field, "glob": pattern, "matched": n, "min": min})),
+        );
+    }
+    if let Some(max) = max
+        && n > max
+    {
+        report.push(
+            glob_finding(
+                Code::GlobTooManyMatches,
+                format!("glob `{pattern}` matched {n} files; at most {max} allowed"),
+            )
+            .with_detail(json!({"field": field, "glob": pattern, "matched": n, "max": max})),
+        );
+        return Vec::new();
+    }
+    matches
+}
+
+/// What walking the tree for one glob pattern found.
+enum GlobWalk {
+    /// The allowed regular files it matches (walk findings already reported).
+    Matches(Vec<RelPath>),
+    /// The pattern or its base was refused (reported).
+    Refused,
+    /// The deadline passed during the walk: a count would be a guess.
+    Expired,
+}
+
+/// Walks the root for `pattern` through the confined handles, reporting
+/// symlinks, non-regular matches and unreadable directories under `field`.
+fn walk_glob(
+    root: &Root,
+    pattern: &str,
+    field: &str,
+    past: &dyn Fn() -> bool,
+    report: &mut ReportBuilder,
+) -> GlobWalk {
+    let walk_expired = std::cell::Cell::new(false);
+    let glob_finding = |code: Code, msg: String| {
+        Finding::new(code, None, format!("{field}: {msg}"))
+            .with_detail(json!({"field": field, "glob": pattern}))
+    };
     let plan = match plan_glob(pattern) {
         Ok(p) => p,
         Err(e) => {
@@ -740,7 +841,7 @@ fn expand_glob(
                 Code::GlobInvalid,
                 format!("invalid glob `{pattern}`: {e}"),
             ));
-            return Vec::new();
+            return GlobWalk::Refused;
         }
     };
     let mut matches: Vec<RelPath> = Vec::new();
@@ -753,7 +854,7 @@ fn expand_glob(
             Ok(b) => open::open_dir(&root.dir, &b),
             Err((code, why)) => {
                 report.push(glob_finding(code, format!("glob base `{base_str}`: {why}")));
-                return Vec::new();
+                return GlobWalk::Refused;
             }
         }
     };
@@ -846,32 +947,9 @@ fn expand_glob(
         report.push(f);
     }
     if walk_expired.get() {
-        *timed_out = true;
-        return Vec::new();
+        return GlobWalk::Expired;
     }
-    let n = matches.len() as u64;
-    if n < min {
-        report.push(
-            glob_finding(
-                Code::GlobTooFewMatches,
-                format!("glob `{pattern}` matched {n} regular files; at least {min} required"),
-            )
-            .with_detail(json!({"field": field, "glob": pattern, "matched": n, "min": min})),
-        );
-    }
-    if let Some(max) = max
-        && n > max
-    {
-        report.push(
-            glob_finding(
-                Code::GlobTooManyMatches,
-                format!("glob `{pattern}` matched {n} files; at most {max} allowed"),
-            )
-            .with_detail(json!({"field": field, "glob": pattern, "matched": n, "max": max})),
-        );
-        return Vec::new();
-    }
-    matches
+    GlobWalk::Matches(matches)
 }
 
 fn join_quoted(items: &[&String]) -> String {

@@ -70,6 +70,13 @@ pub struct Limits {
     pub max_path_bytes: usize,
     /// Maximum bytes of a path component.
     pub max_component_bytes: usize,
+    /// Maximum glob deliverables in one payload (each walks the tree).
+    #[serde(default = "default_max_glob_deliverables")]
+    pub max_glob_deliverables: usize,
+}
+
+fn default_max_glob_deliverables() -> usize {
+    64
 }
 
 impl Limits {
@@ -121,6 +128,12 @@ impl RuleFamily for EvidenceRules {
         if !(1..=4096).contains(&limits.max_component_bytes) {
             return Err(Problem::at(
                 "/limits/maxComponentBytes",
+                "must be between 1 and 4096",
+            ));
+        }
+        if !(1..=4096).contains(&limits.max_glob_deliverables) {
+            return Err(Problem::at(
+                "/limits/maxGlobDeliverables",
                 "must be between 1 and 4096",
             ));
         }

@@ -350,6 +350,49 @@ fn globs_count_regular_files_and_enforce_min_and_max() {
     }
 }
 
+/// Each glob walks the tree: their number is capped by the rules, and a
+/// pattern declared again is walked once and each file hashed once, so a
+/// payload of repeated `**` globs cannot turn the audit quadratic.
+#[test]
+fn glob_fan_out_is_capped_and_repeated_patterns_walk_once() {
+    let r = Repo::new();
+    for i in 0..20 {
+        r.write(&format!("d/f{i}.txt"), "x\n");
+    }
+    let same = vec![json!({"glob": "**/*.txt"}); 64];
+    let run = verify(&r, &payload(json!(same)), &[]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let v = run.json();
+    let files = v["reports"][0]["files"].as_array().unwrap();
+    assert_eq!(files.len(), 20, "each matched file is listed once");
+
+    let over = vec![json!({"glob": "**/*.txt"}); 65];
+    let run = verify(&r, &payload(json!(over)), &[]);
+    assert_code(&run, "GLOB_INVALID", 1);
+    assert_eq!(run.codes(), ["GLOB_INVALID"]);
+    let f = &run.json()["reports"][0]["findings"][0];
+    assert_eq!(f["detail"], json!({"globs": 65, "max": 64}), "{f}");
+
+    r.write(
+        "rules.json",
+        r#"{"evidence": {"limits": {"maxGlobDeliverables": 2}}}"#,
+    );
+    let three: Vec<_> = (0..3)
+        .map(|i| json!({"glob": format!("d/f{i}.txt")}))
+        .collect();
+    let run = verify(&r, &payload(json!(three)), &["--rules", "rules.json"]);
+    assert_code(&run, "GLOB_INVALID", 1);
+    let run = verify(&r, &payload(json!(three[..2])), &["--rules", "rules.json"]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+
+    r.write(
+        "rules.json",
+        r#"{"evidence": {"limits": {"maxGlobDeliverables": 0}}}"#,
+    );
+    let run = verify(&r, &payload(json!(three)), &["--rules", "rules.json"]);
+    assert_code(&run, "RULES_INVALID", 2);
+}
+
 #[test]
 fn globs_never_enter_repository_metadata_or_engine_state() {
     let r = Repo::new();
