@@ -150,6 +150,30 @@ fn no_plan_subagents_and_a_running_continuation_allow() {
     assert!(h.diagnostics().is_empty());
 }
 
+/// A main-thread payload whose serializer writes the absent agent fields as
+/// `null` is the main thread: it resumes, while a subagent's (string agent
+/// id) is left alone.
+#[test]
+fn null_agent_fields_are_the_main_thread_and_resume() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    let mut main = h.codex_stop(SID);
+    main["agent_id"] = Value::Null;
+    main["agent_type"] = Value::Null;
+    let reason = block_reason(&stop(&h, &main));
+    assert!(reason.contains("G001"), "{reason}");
+    assert_eq!(counter(&h, "G001").unwrap()["count"], 1);
+    let mut child = h.codex_stop(SID);
+    child["agent_id"] = json!("019a-child");
+    child["agent_type"] = Value::Null;
+    assert_allow(&stop(&h, &child));
+    assert_eq!(
+        counter(&h, "G001").unwrap()["count"],
+        1,
+        "a subagent stop counts nothing"
+    );
+}
+
 #[test]
 fn context_pressure_only_counts_in_the_transcript_tail() {
     let h = HookRepo::new();

@@ -287,7 +287,11 @@ fn envelope(
     let transcript = opt_string(obj, sp.transcript).map(|t| resolve(&cwd, &t));
     let agent_id = opt_string(obj, sp.agent_id);
     let agent_kind = opt_string(obj, sp.agent_type);
-    let agent = if present(obj, sp.agent_id) || present(obj, sp.agent_type) {
+    // Inside a subagent the host adds the agent fields; a `null` one is an
+    // absent one (a serializer's `None`), so a main-thread payload carrying
+    // `"agent_id": null` is never taken for a subagent (which would silence
+    // the Stop resume and treat the leader as a team worker).
+    let agent = if raw(obj, sp.agent_id).is_some() || raw(obj, sp.agent_type).is_some() {
         Some(AgentRef {
             id: agent_id,
             kind: agent_kind,
