@@ -493,6 +493,7 @@ fn main_path(
             policy: &policy,
             rules_digest: rules.digest(),
             budget_spent: fault == Fault::BudgetSpent,
+            started: start,
         }),
         (event, body) => goal_loop::decide(
             &goal_loop::Ctx {

@@ -147,6 +147,8 @@ pub struct Ctx<'a> {
     pub rules_digest: &'a str,
     /// Test fault: the verification budget is already spent.
     pub budget_spent: bool,
+    /// When the hook process started (the watchdog counts from here).
+    pub started: Instant,
 }
 
 /// Evaluates a stop in the normative order of hooks.md §3.1.
@@ -222,7 +224,7 @@ fn check_receipt(c: &Ctx<'_>, earlier: &mut usize) -> Result<Verified, Vec<Findi
     let deadline = if c.budget_spent {
         now.checked_sub(Duration::from_millis(1)).unwrap_or(now)
     } else {
-        now + Duration::from_millis(rules.verify_budget_ms)
+        verify_deadline(now, c.started, rules.verify_budget_ms, c.hooks.deadline_ms)
     };
     let birth = || {
         c.stop
@@ -239,6 +241,15 @@ fn check_receipt(c: &Ctx<'_>, earlier: &mut usize) -> Result<Verified, Vec<Findi
         deadline,
         transcript_birth: &birth,
     })
+}
+
+/// The verification deadline: the budget starts `now` but never ends later
+/// than the watchdog's deadline less the margin for the block's writes, so
+/// time spent before verification (a large stdin or transcript) cannot turn
+/// a budget overrun into the watchdog's allow.
+fn verify_deadline(now: Instant, started: Instant, budget_ms: u64, deadline_ms: u64) -> Instant {
+    let latest = started + Duration::from_millis(deadline_ms.saturating_sub(WATCHDOG_MARGIN_MS));
+    (now + Duration::from_millis(budget_ms)).min(latest)
 }
 
 fn decide_locked(
@@ -475,4 +486,27 @@ pub fn render_reason(
         }
     }
     cap_bytes(&render(0, 1), max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_verification_deadline_never_passes_the_watchdog_margin() {
+        let started = Instant::now();
+        // Early in the run the budget decides.
+        let now = started + Duration::from_millis(10);
+        assert_eq!(
+            verify_deadline(now, started, 2500, 4000),
+            now + Duration::from_millis(2500)
+        );
+        // After 3 s spent reading input, the watchdog's deadline less the
+        // margin decides: 4000 − 500 ms after the start.
+        let now = started + Duration::from_millis(3000);
+        assert_eq!(
+            verify_deadline(now, started, 2500, 4000),
+            started + Duration::from_millis(3500)
+        );
+    }
 }
