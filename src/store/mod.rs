@@ -67,6 +67,43 @@ pub fn atomic_replace(
     result
 }
 
+/// Creates `name` in `dir` with `bytes` only if it does not exist, never
+/// leaving it torn: the content is written and synced under a temp name and
+/// published with a hard link, which fails if `name` exists. Returns whether
+/// this call created it.
+pub fn create_exclusive(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<bool> {
+    let tmp = temp_name(name);
+    let result = (|| {
+        let mut opts = OpenOptions::new();
+        opts.write(true).create_new(true).follow(FollowSymlinks::No);
+        let mut f = dir.open_with(&tmp, &opts)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        match dir.hard_link(&tmp, dir, name) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            // A filesystem without hard links: create-new and write in place
+            // (a crash may then leave it torn, which readers treat as absent).
+            Err(_) => {
+                let mut f = match dir.open_with(name, &opts) {
+                    Ok(f) => f,
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+                    Err(e) => return Err(e),
+                };
+                f.write_all(bytes)?;
+                f.sync_all()?;
+                Ok(true)
+            }
+        }
+    })();
+    let _ = dir.remove_file(&tmp);
+    if result.as_ref().is_ok_and(|created| *created) {
+        sync_dir(dir)?;
+    }
+    result
+}
+
 /// fsyncs a directory (so a rename or create inside it is durable).
 pub fn sync_dir(dir: &Dir) -> io::Result<()> {
     // Directory handles may be `O_PATH`, which cannot be synced: open the

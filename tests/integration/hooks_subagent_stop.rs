@@ -232,6 +232,32 @@ fn second_agents_identical_receipt_is_reused() {
     blocked_with(&h, &later, "RECEIPT_REUSED");
 }
 
+/// A claim torn by a crash between create and write (an empty file under
+/// the receipt's digest) claims nothing: the stop it belonged to is not
+/// locked out as "reused", and the next accept writes a whole claim.
+#[test]
+fn a_torn_reuse_claim_claims_nothing_and_is_replaced() {
+    let h = with_receipt();
+    let digest = evidence_gate::digest::sha256_hex(RECEIPT_TEXT.as_bytes());
+    let claim = format!(".omo/evidence-gate/receipts/{digest}.json");
+    h.write(&claim, "");
+    assert_allow(&h.stop(&h.codex_receipt(R)));
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(h.join(&claim)).unwrap())
+            .expect("a whole claim replaced the torn one");
+    assert_eq!(rec["path"], R, "{rec}");
+    // And it protects again: another agent's copy is reuse.
+    h.write(".omo/evidence/copy.md", RECEIPT_TEXT);
+    let mut other = h.codex_receipt(".omo/evidence/copy.md");
+    other["agent_id"] = json!("agent-2");
+    blocked_with(&h, &other, "RECEIPT_REUSED");
+    let names: Vec<_> = std::fs::read_dir(h.join(".omo/evidence-gate/receipts"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, [format!("{digest}.json")], "no temp file is left");
+}
+
 #[test]
 fn receipt_older_than_the_child_transcript_is_stale() {
     let h = with_receipt();

@@ -3,7 +3,7 @@
 //! again only for the same session and agent with the same turn (or a turn
 //! id absent on either side: a re-fire of the same stop).
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::time::SystemTime;
 
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
@@ -11,6 +11,7 @@ use cap_std::fs::{Dir, OpenOptions};
 use serde_json::{Value, json};
 
 use crate::evidence::{Code, Finding};
+use crate::store::Durability;
 
 /// Directory of claims inside the hooks' state directory.
 pub const DIR: &str = "receipts";
@@ -63,18 +64,11 @@ pub fn check(state: &Dir, sha256: &str, path: &str, me: &Claimant) -> io::Result
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    let mut opts = OpenOptions::new();
-    opts.read(true).follow(FollowSymlinks::No).nonblock(true);
-    let mut f = match dir.open_with(name(sha256), &opts) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+    let Some(prior) = read_claim(&dir, sha256)? else {
+        return Ok(None);
     };
-    let mut buf = Vec::new();
-    Read::by_ref(&mut f).take(64 * 1024).read_to_end(&mut buf)?;
-    let prior: Value = serde_json::from_slice(&buf).unwrap_or(Value::Null);
     let field = |k: &str| prior.get(k).and_then(Value::as_str).map(str::to_owned);
-    if prior.is_object() && Claimant::of(&prior).same_stop(me) {
+    if Claimant::of(&prior).same_stop(me) {
         return Ok(None);
     }
     let who = field("agent_type").unwrap_or_else(|| "another agent".into());
@@ -91,19 +85,31 @@ pub fn check(state: &Dir, sha256: &str, path: &str, me: &Claimant) -> io::Result
     ))
 }
 
-/// Claims the digest (exclusive create, synced). An existing claim (a
-/// re-fire of the same stop) is left as it is.
+/// The claim recorded for `sha256`, if one exists and is a JSON object. A
+/// claim that is not (torn by a crash of an older build, or emptied) claims
+/// nothing: reuse protection then rests on the next claim, which replaces it.
+fn read_claim(dir: &Dir, sha256: &str) -> io::Result<Option<Value>> {
+    let mut opts = OpenOptions::new();
+    opts.read(true).follow(FollowSymlinks::No).nonblock(true);
+    let mut f = match dir.open_with(name(sha256), &opts) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut buf = Vec::new();
+    Read::by_ref(&mut f).take(64 * 1024).read_to_end(&mut buf)?;
+    Ok(serde_json::from_slice::<Value>(&buf)
+        .ok()
+        .filter(Value::is_object))
+}
+
+/// Claims the digest: published whole (never torn) and synced. An existing
+/// claim (a re-fire of the same stop) is left as it is; one that claims
+/// nothing is replaced.
 pub fn claim(state: &Dir, sha256: &str, path: &str, me: &Claimant) -> io::Result<()> {
     let rel = crate::sandbox::RelPath::parse(DIR, crate::sandbox::PathLimits::default())
         .expect("constant");
     let dir = crate::store::create_dirs(state, &rel)?;
-    let mut opts = OpenOptions::new();
-    opts.write(true).create_new(true).follow(FollowSymlinks::No);
-    let mut f = match dir.open_with(name(sha256), &opts) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
-        Err(e) => return Err(e),
-    };
     let record = json!({
         "session_id": me.session_id,
         "agent_id": me.agent_id,
@@ -112,9 +118,13 @@ pub fn claim(state: &Dir, sha256: &str, path: &str, me: &Claimant) -> io::Result
         "path": path,
         "accepted_at": crate::time::rfc3339_ms(SystemTime::now()),
     });
-    f.write_all(record.to_string().as_bytes())?;
-    f.sync_all()?;
-    crate::store::sync_dir(&dir)
+    let bytes = record.to_string();
+    if crate::store::create_exclusive(&dir, &name(sha256), bytes.as_bytes())?
+        || read_claim(&dir, sha256)?.is_some()
+    {
+        return Ok(());
+    }
+    crate::store::atomic_replace(&dir, &name(sha256), bytes.as_bytes(), Durability::Synced)
 }
 
 #[cfg(test)]
