@@ -47,14 +47,7 @@ pub fn atomic_replace(
 ) -> io::Result<()> {
     let tmp = temp_name(name);
     let result = (|| {
-        let mut opts = OpenOptions::new();
-        opts.write(true).create_new(true).follow(FollowSymlinks::No);
-        let mut f = dir.open_with(&tmp, &opts)?;
-        f.write_all(bytes)?;
-        if durability == Durability::Synced {
-            f.sync_all()?;
-        }
-        drop(f);
+        write_new(dir, &tmp, bytes, durability)?;
         dir.rename(&tmp, dir, name)?;
         if durability == Durability::Synced {
             sync_dir(dir)?;
@@ -74,27 +67,17 @@ pub fn atomic_replace(
 pub fn create_exclusive(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<bool> {
     let tmp = temp_name(name);
     let result = (|| {
-        let mut opts = OpenOptions::new();
-        opts.write(true).create_new(true).follow(FollowSymlinks::No);
-        let mut f = dir.open_with(&tmp, &opts)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
+        write_new(dir, &tmp, bytes, Durability::Synced)?;
         match dir.hard_link(&tmp, dir, name) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
             // A filesystem without hard links: create-new and write in place
             // (a crash may then leave it torn, which readers treat as absent).
-            Err(_) => {
-                let mut f = match dir.open_with(name, &opts) {
-                    Ok(f) => f,
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
-                    Err(e) => return Err(e),
-                };
-                f.write_all(bytes)?;
-                f.sync_all()?;
-                Ok(true)
-            }
+            Err(_) => match write_new(dir, name, bytes, Durability::Synced) {
+                Ok(()) => Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+                Err(e) => Err(e),
+            },
         }
     })();
     let _ = dir.remove_file(&tmp);
@@ -102,6 +85,19 @@ pub fn create_exclusive(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<bool>
         sync_dir(dir)?;
     }
     result
+}
+
+/// Creates `name` (which must not exist; never through a symlink) holding
+/// `bytes`, synced when `durability` asks for it.
+fn write_new(dir: &Dir, name: &str, bytes: &[u8], durability: Durability) -> io::Result<()> {
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true).follow(FollowSymlinks::No);
+    let mut f = dir.open_with(name, &opts)?;
+    f.write_all(bytes)?;
+    if durability == Durability::Synced {
+        f.sync_all()?;
+    }
+    Ok(())
 }
 
 /// fsyncs a directory (so a rename or create inside it is durable).

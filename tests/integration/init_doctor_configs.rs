@@ -195,26 +195,31 @@ fn init_write_writes_through_a_symlinked_settings_file() {
     check(&checks, "hooks.wired.claude-code", "ok");
 }
 
-#[test]
-fn a_symlinked_binary_and_rules_file_are_followed() {
-    let h = HookRepo::new();
-    std::fs::create_dir_all(h.join("bin")).unwrap();
-    std::os::unix::fs::symlink(bin("evidence-gate"), h.join("bin/evidence-gate")).unwrap();
-    let link = h.join("bin/evidence-gate");
+/// `init --write --host <host> --binary <link>`, which must succeed.
+fn init_with_binary(h: &HookRepo, host: &str, link: &std::path::Path) {
     let run = h.run(
         &[
             "init",
             "--json",
             "--write",
             "--host",
-            "claude-code",
+            host,
             "--binary",
             link.to_str().unwrap(),
         ],
         b"",
-        &[home(&h)],
+        &[home(h)],
     );
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+}
+
+#[test]
+fn a_symlinked_binary_and_rules_file_are_followed() {
+    let h = HookRepo::new();
+    std::fs::create_dir_all(h.join("bin")).unwrap();
+    std::os::unix::fs::symlink(bin("evidence-gate"), h.join("bin/evidence-gate")).unwrap();
+    let link = h.join("bin/evidence-gate");
+    init_with_binary(&h, "claude-code", &link);
     let (code, checks) = doctor(&h, "claude-code");
     assert_eq!(code, 0, "{checks:?}");
     check(&checks, "binary.reachable", "ok");
@@ -245,20 +250,7 @@ fn agy_links_the_binary_behind_a_symlink() {
     std::fs::copy(bin("evidence-gate"), h.join("opt/eg/evidence-gate")).unwrap();
     std::os::unix::fs::symlink("../opt/eg/evidence-gate", h.join("bin/evidence-gate")).unwrap();
     let link = h.join("bin/evidence-gate");
-    let run = h.run(
-        &[
-            "init",
-            "--json",
-            "--write",
-            "--host",
-            "agy",
-            "--binary",
-            link.to_str().unwrap(),
-        ],
-        b"",
-        &[home(&h)],
-    );
-    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    init_with_binary(&h, "agy", &link);
     let multi = h.join(".agents/bin/evidence-gate-hook-stop");
     let meta = std::fs::symlink_metadata(&multi).unwrap();
     assert!(meta.is_file(), "a link to the binary, not to the symlink");

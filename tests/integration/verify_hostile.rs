@@ -7,6 +7,24 @@ use serde_json::json;
 use crate::common::Repo;
 use crate::evidence_cli::payload;
 
+/// A repository with a plan written by the real goal engine.
+fn repo_with_plan() -> Repo {
+    let r = Repo::new();
+    let run = r.run(
+        "evidence-gate",
+        &[
+            "ulw-loop",
+            "create-goals",
+            "--brief",
+            "Add a limiter",
+            "--json",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{} {}", run.stdout, run.stderr);
+    r
+}
+
 #[test]
 fn text_output_escapes_control_characters_of_untrusted_paths() {
     let r = Repo::new();
@@ -164,19 +182,7 @@ fn gate_check_text_output_escapes_control_characters() {
 
 #[test]
 fn a_state_directory_named_twice_is_audited_once() {
-    let r = Repo::new();
-    let run = r.run(
-        "evidence-gate",
-        &[
-            "ulw-loop",
-            "create-goals",
-            "--brief",
-            "Add a limiter",
-            "--json",
-        ],
-        None,
-    );
-    assert_eq!(run.code, 0, "{} {}", run.stdout, run.stderr);
+    let r = repo_with_plan();
     let run = r.run(
         "verify-evidence",
         &[
@@ -308,19 +314,7 @@ fn allow_empty_accepts_an_empty_named_state_directory_and_an_empty_ledger() {
 #[cfg(unix)]
 #[test]
 fn a_symlinked_unscoped_ledger_is_reported_once_as_a_state_file() {
-    let r = Repo::new();
-    let run = r.run(
-        "evidence-gate",
-        &[
-            "ulw-loop",
-            "create-goals",
-            "--brief",
-            "Add a limiter",
-            "--json",
-        ],
-        None,
-    );
-    assert_eq!(run.code, 0, "{} {}", run.stdout, run.stderr);
+    let r = repo_with_plan();
     let outside = tempfile::tempdir().unwrap();
     let moved = outside.path().join("ledger.jsonl");
     std::fs::rename(r.join(".omo/ulw-loop/ledger.jsonl"), &moved).unwrap();
