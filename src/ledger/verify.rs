@@ -59,6 +59,7 @@ pub fn verify_chain(
     let mut chain_started = false;
     let mut last_chained_seq: Option<u64> = None;
     let mut max_revision: Option<u64> = None;
+    let mut legacy_before = 0u64;
     let mut buf = Vec::new();
     loop {
         buf.clear();
@@ -117,6 +118,18 @@ pub fn verify_chain(
             Some(v) => {
                 if let Some((seq, prev)) = chain_fields(v) {
                     rep.chained += 1;
+                    if !chain_started && legacy_before > 0 {
+                        rep.findings.push(ChainFinding {
+                            finding: Finding::new(
+                                Code::LedgerLegacyPrefix,
+                                None,
+                                format!("lines before {line_no}: {legacy_before} unchained legacy record(s) precede the chain start; the chain does not cover them"),
+                            )
+                            .with_detail(json!({"records": legacy_before, "firstChainedLine": line_no})),
+                            line: None,
+                            seq: None,
+                        });
+                    }
                     let expected_prev = prev_hash.as_deref().unwrap_or(ZERO_HASH);
                     if prev != expected_prev {
                         rep.findings.push(ChainFinding {
@@ -166,7 +179,9 @@ pub fn verify_chain(
                     chain_started = true;
                     last_chained_seq = Some(seq);
                     rep.last_seq = Some(seq);
-                } else if chain_started {
+                } else if !chain_started {
+                    legacy_before += 1;
+                } else {
                     let sev = match foreign {
                         ForeignSeverity::Error => Severity::Error,
                         ForeignSeverity::Warning => Severity::Warning,
@@ -246,9 +261,22 @@ mod tests {
         let h = record_hash(b"{\"legacy\":1}");
         let (chain, _) = chain_records(0, Some(&h), &entries(2));
         bytes.extend_from_slice(&chain);
-        assert!(codes(&bytes).is_empty());
+        // The legacy prefix is reported as information, not a failure.
+        assert_eq!(codes(&bytes), vec![(Code::LedgerLegacyPrefix, None)]);
+        let rep = verify_chain(&mut &bytes[..], ForeignSeverity::Error, &mut |_, _| {}).unwrap();
+        assert_eq!(rep.findings[0].finding.severity, Severity::Info);
+        assert_eq!(
+            rep.findings[0].finding.detail,
+            Some(json!({"records": 1, "firstChainedLine": 2}))
+        );
         bytes.extend_from_slice(b"{\"node\":true}\n");
-        assert_eq!(codes(&bytes), vec![(Code::LedgerForeignRecord, Some(4))]);
+        assert_eq!(
+            codes(&bytes),
+            vec![
+                (Code::LedgerLegacyPrefix, None),
+                (Code::LedgerForeignRecord, Some(4))
+            ]
+        );
         assert_eq!(codes(b"{\"a\":1}\n"), vec![(Code::LedgerNotChained, None)]);
         assert_eq!(
             codes(b"{\"a\":1}\n[1]\n{\"x"),
