@@ -80,9 +80,28 @@ struct CheckArgs {
     /// Extra rules file, applied after the repository's `.evidence-gate/rules.json`.
     #[arg(long, value_name = "FILE")]
     rules: Option<PathBuf>,
-    /// Print one JSON object instead of text.
+    /// Print one JSON object instead of text (the same as `--format json`).
     #[arg(long)]
     json: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = GateFormat::Text)]
+    format: GateFormat,
+}
+
+/// `gate check --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum GateFormat {
+    /// Lines for people.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+impl CheckArgs {
+    /// Whether the answer is JSON (`--json` or `--format json`).
+    fn wants_json(&self) -> bool {
+        self.json || self.format == GateFormat::Json
+    }
 }
 
 /// Why the gate could not be checked (exit 2).
@@ -113,9 +132,9 @@ fn rules_error(e: &RulesError) -> CannotCheck {
 pub(crate) fn run(args: &GateArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
     let GateCommand::Check(check) = &args.command;
     match run_check(check, amb, io) {
-        Ok(outcome) => emit(check.json, &outcome, io),
+        Ok(outcome) => emit(check.wants_json(), &outcome, io),
         Err(e) => {
-            if check.json {
+            if check.wants_json() {
                 let mut error = json!({"message": e.message});
                 if let Some(code) = e.code {
                     error["code"] = json!(code.name());

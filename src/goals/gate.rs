@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::error::{ErrorKind, GoalError};
 use super::input::Loaded;
-use super::plan::Plan;
+use super::plan::{Goal, GoalStatus, Plan};
 use super::{Engine, batches, lifecycle};
 use crate::evidence::Root;
 use crate::gate::surface::{self, SurfaceInputs};
@@ -80,6 +80,15 @@ pub fn scope_dir(
         _ => engine.profile.evidence_root.clone(),
     };
     scope_path(engine, dir)
+}
+
+/// The attempt directory a gate for `g` is written for, when that is not
+/// the current one: a pending goal is completed only through `checkpoint
+/// --start-pending`, which starts the next attempt before the gate is
+/// checked. `None` for every other goal (and for legacy layouts).
+pub fn next_attempt_scope(engine: &Engine, plan: &Plan, g: Goal<'_>) -> Option<String> {
+    (plan.layout_v2() && g.status() == GoalStatus::Pending && g.overlay().is_none())
+        .then(|| engine.next_attempt_dir(plan, g))
 }
 
 /// [`scope_dir`] for a directory already chosen.
@@ -176,6 +185,10 @@ pub fn check_context(engine: &Engine, goal_id: &str) -> Result<(GateScope, Strin
     let mut scope = context(engine, &plan, g.id(), is_final, closes)?;
     if let GateScope::Plan(ctx) = &mut scope {
         ctx.checkpoint = false;
+        // Checked as `checkpoint --start-pending` will check it.
+        if let Some(dir) = next_attempt_scope(engine, &plan, g) {
+            ctx.scope_dir = scope_path(engine, dir)?;
+        }
     }
     Ok((scope, rules_of(engine, &plan)?))
 }

@@ -181,6 +181,29 @@ fn valid_fixtures_pass_with_their_files_recorded() {
     assert_eq!(v["rules"], "ultragoal");
     assert_eq!(v["family"], "ultragoal");
     assert_eq!(v["scope"]["dir"], ".omagy/evidence");
+    // `--format json` is `--json`; `--format text` the default text.
+    let json = check(&r, "lazycodex.json", &[]);
+    let run = r.run(
+        "evidence-gate",
+        &["gate", "check", "lazycodex.json", "--format", "json"],
+        None,
+    );
+    assert_eq!(run.code, 0);
+    assert_eq!(run.stdout, json.stdout);
+    let text = r.run("evidence-gate", &["gate", "check", "lazycodex.json"], None);
+    let run = r.run(
+        "evidence-gate",
+        &["gate", "check", "lazycodex.json", "--format", "text"],
+        None,
+    );
+    assert_eq!(run.stdout, text.stdout);
+    assert!(run.stdout.starts_with("gate check: PASS"), "{}", run.stdout);
+    let bad = r.run(
+        "evidence-gate",
+        &["gate", "check", "lazycodex.json", "--format", "xml"],
+        None,
+    );
+    assert_eq!(bad.code, 2, "an unknown format is a usage error");
 }
 
 #[cfg(unix)]

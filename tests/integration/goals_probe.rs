@@ -156,6 +156,24 @@ fn template_of_a_pending_goal_matches_start_pending() {
         "{t}"
     );
     let gate = filled_gate(&repo, "ultragoal", "G001-a", &[]);
+    // `gate check --goal-id` checks the pending goal's gate as
+    // `checkpoint --start-pending` will: against the next attempt.
+    let check = repo.run(
+        "evidence-gate",
+        &[
+            "gate",
+            "check",
+            &gate,
+            "--profile",
+            "ultragoal",
+            "--goal-id",
+            "G001-a",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
     let r = eg(
         &repo,
         "ultragoal",

@@ -8,7 +8,7 @@ use super::unknown_goal_id;
 use crate::gate::context::counts;
 use crate::gate::template::{HostGoalInput, TemplateInput, build_template};
 use crate::goals::error::{ErrorKind, GoalError};
-use crate::goals::plan::{self, GoalStatus, Mode};
+use crate::goals::plan::{self, Mode};
 use crate::goals::{Engine, batches, gate, handoff, lifecycle};
 
 /// Prints the template. Writes nothing.
@@ -34,9 +34,7 @@ pub fn run(engine: &Engine, goal_id: Option<&str>) -> Result<Value, GoalError> {
     // A pending goal can only be completed through `checkpoint
     // --start-pending`, which starts a new attempt before the gate is
     // checked: the template names that attempt's directory.
-    let next_attempt = target
-        .filter(|g| plan.layout_v2() && g.status() == GoalStatus::Pending && g.overlay().is_none())
-        .map(|g| engine.next_attempt_dir(&plan, g));
+    let next_attempt = target.and_then(|g| gate::next_attempt_scope(engine, &plan, g));
     let base_dir = match &next_attempt {
         Some(dir) => gate::scope_path(engine, dir.clone())?,
         None => gate::scope_dir(engine, &plan, target.map(|g| g.id()))?,
