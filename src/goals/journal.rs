@@ -410,7 +410,7 @@ mod tests {
             for seq in [1, 9, 10, 99_999, 100_000] {
                 // `prev` in real chains is always 64 hex digits.
                 let h = "f".repeat(64);
-                let (exact, _) = chain_records(seq - 1, Some(&h), &[e.clone()]);
+                let (exact, _) = chain_records(seq - 1, Some(&h), std::slice::from_ref(&e));
                 assert_eq!(
                     chained_size(&e, seq),
                     exact.len() as u64 - 1,
