@@ -178,7 +178,7 @@ fn agreement(
 ) {
     let empty = Head::default();
     let (ledger_head, torn) = head.map_or((&empty, false), |(h, t)| (h, *t));
-    let a = txn::assess(plan, ledger_head, torn, &mut |_, _| landed as usize);
+    let a = txn::assess(plan, ledger_head, torn, &mut |_, _, _| landed as usize);
     let ledger = format!("{display}/{LEDGER}");
     let detail = json!({
         "planRevision": a.plan_revision,

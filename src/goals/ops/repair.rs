@@ -124,16 +124,16 @@ fn check(engine: &Engine) -> Result<RepairOutcome, GoalError> {
         head.records = rep.records;
         head.last_hash = rep.head.clone();
     }
-    let lm_landed = |rev: u64, from: u64| -> usize {
+    let lm_landed = |rev: u64, from: u64, want: usize| -> usize {
         let view = crate::goals::index::view(
             &dir,
             &engine.paths,
             engine.profile.limits.max_ledger_record_bytes,
         );
-        view.map(|v| txn::count_landed(&dir, &v.head, rev, from))
+        view.map(|v| txn::count_landed(&dir, &v.head, rev, from, want))
             .unwrap_or(0)
     };
-    let a = txn::assess(Some(&plan), &head, torn, &mut |r, f| lm_landed(r, f));
+    let a = txn::assess(Some(&plan), &head, torn, &mut |r, f, w| lm_landed(r, f, w));
     let behind = a.consistency == Consistency::Recoverable && !a.missing.is_empty();
     if behind {
         findings.push(finding(

@@ -98,7 +98,7 @@ pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome,
         Some(&plan),
         &head,
         !view.trailing.is_empty(),
-        &mut |rev, from| txn::count_landed(&dir, &head, rev, from),
+        &mut |rev, from, want| txn::count_landed(&dir, &head, rev, from, want),
     );
     let ledger = json!({
         "records": head.records,

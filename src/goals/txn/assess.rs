@@ -45,14 +45,14 @@ pub struct Assessment {
     pub last_seq: u64,
 }
 
-/// Compares plan and ledger. `landed(revision, from_seq)` counts the
+/// Compares plan and ledger. `landed(revision, from_seq, want)` counts the
 /// `lastMutation` entries present in the ledger (a backwards read of the
-/// records since `from_seq`).
+/// records since `from_seq`, which may stop once `want` are found).
 pub fn assess(
     plan: Option<&Plan>,
     head: &Head,
     torn: bool,
-    landed: &mut dyn FnMut(u64, u64) -> usize,
+    landed: &mut dyn FnMut(u64, u64, usize) -> usize,
 ) -> Assessment {
     let rp = plan.map_or(0, Plan::revision);
     let rl = head.last_revision;
@@ -79,7 +79,7 @@ pub fn assess(
             && lrev == rp
             && !entries.is_empty()
         {
-            let k = landed(rp, from);
+            let k = landed(rp, from, entries.len());
             if k < entries.len() {
                 out.consistency = Consistency::Recoverable;
                 out.missing = missing_of(entries, k);
@@ -89,7 +89,7 @@ pub fn assess(
         && rp == rl + 1
         && lrev == rp
     {
-        let k = landed(rp, from);
+        let k = landed(rp, from, entries.len());
         out.consistency = Consistency::Recoverable;
         out.missing = missing_of(entries, k);
     } else {
@@ -102,11 +102,16 @@ pub fn assess(
 }
 
 /// Counts records with `seq ≥ from_seq` and `revision == rev`, reading the
-/// ledger backwards. The recovery check's own `ledger_repaired` markers
-/// (they carry `repair.recoveredCount`) share the revision but are not
-/// entries of `lastMutation`; the entry `repair --accept-plan` commits is,
-/// so it counts.
-pub fn count_landed(dir: &Dir, head: &Head, rev: u64, from_seq: u64) -> usize {
+/// ledger backwards, and stops once `want` are found: ledger-only appends
+/// (steering annotations, hook records) share the plan's revision, so
+/// without the stop every command after many annotations would read all of
+/// them. Records of that revision after the mutation's entries are only
+/// written once those entries landed (the recovery check completes them
+/// first), so the early count answers as the full one would. The recovery
+/// check's own `ledger_repaired` markers (they carry
+/// `repair.recoveredCount`) share the revision but are not entries of
+/// `lastMutation`; the entry `repair --accept-plan` commits is, so it counts.
+pub fn count_landed(dir: &Dir, head: &Head, rev: u64, from_seq: u64, want: usize) -> usize {
     let Ok(Some((mut file, _))) = state::open_file(dir, state::LEDGER, state::LEDGER) else {
         return 0;
     };
@@ -124,7 +129,7 @@ pub fn count_landed(dir: &Dir, head: &Head, rev: u64, from_seq: u64) -> usize {
         if v.get("revision").and_then(Value::as_u64) == Some(rev) && !is_recovery_marker(&v) {
             n += 1;
         }
-        true
+        n < want
     });
     n
 }
@@ -161,18 +166,18 @@ mod tests {
 
     #[test]
     fn verdicts() {
-        let none = &mut |_: u64, _: u64| 0;
+        let none = &mut |_: u64, _: u64, _: usize| 0;
         assert_eq!(
             assess(None, &Head::default(), false, none).consistency,
             Consistency::Ok
         );
         let p = plan(3, Some((3, 5, 2)));
-        let all = &mut |_: u64, _: u64| 2;
+        let all = &mut |_: u64, _: u64, _: usize| 2;
         assert_eq!(
             assess(Some(&p), &head(6, 3), false, all).consistency,
             Consistency::Ok
         );
-        let one = &mut |_: u64, _: u64| 1;
+        let one = &mut |_: u64, _: u64, _: usize| 1;
         let a = assess(Some(&p), &head(5, 3), false, one);
         assert_eq!(a.consistency, Consistency::Recoverable);
         assert_eq!(a.missing.len(), 1);
@@ -203,5 +208,42 @@ mod tests {
             Consistency::Recoverable,
             "a torn tail alone is recoverable"
         );
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod landed_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(kind: &str, rev: u64) -> Map<String, Value> {
+        json!({"kind": kind, "revision": rev})
+            .as_object()
+            .unwrap()
+            .clone()
+    }
+
+    /// Annotations after a mutation share its revision: the count stops at
+    /// the number wanted instead of reading every one of them, and still
+    /// tells a missing mutation from a landed one.
+    #[test]
+    fn count_stops_once_the_wanted_entries_are_found() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let mut entries = vec![entry("plan_created", 1), entry("a", 2), entry("b", 2)];
+        entries.extend((0..1000).map(|_| entry("steering_annotated", 2)));
+        let (bytes, _) = crate::ledger::chain_records(0, None, &entries);
+        dir.write(state::LEDGER, &bytes).unwrap();
+        let head = Head {
+            len: bytes.len() as u64,
+            last_seq: entries.len() as u64,
+            last_revision: 2,
+            ..Head::default()
+        };
+        assert_eq!(count_landed(&dir, &head, 2, 2, 2), 2);
+        assert_eq!(count_landed(&dir, &head, 2, 2, usize::MAX), 1002);
+        // A mutation whose entries never landed (revision 3 from seq 1004).
+        assert_eq!(count_landed(&dir, &head, 3, 1004, 2), 0);
     }
 }

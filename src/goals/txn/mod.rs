@@ -245,8 +245,8 @@ impl<'e> Locked<'e> {
     ) -> Result<Assessment, GoalError> {
         let head = self.view.head.clone();
         let dir = &self.dir;
-        let a = assess(plan, &head, false, &mut |rev, from| {
-            count_landed(dir, &head, rev, from)
+        let a = assess(plan, &head, false, &mut |rev, from, want| {
+            count_landed(dir, &head, rev, from, want)
         });
         let torn = self.torn.take();
         let rp = a.plan_revision;
