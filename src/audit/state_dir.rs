@@ -105,6 +105,9 @@ pub(crate) fn audit(
                     for f in s.findings {
                         report.push(f);
                     }
+                    if let Some(f) = index_mismatch(dir, display, &ledger_display) {
+                        report.push(f);
+                    }
                     head = Some((
                         Head {
                             len: s.chain.bytes,
@@ -165,6 +168,26 @@ pub(crate) fn audit(
         checked,
         records,
     }
+}
+
+/// `LEDGER_INDEX_MISMATCH`: the chain verifies from its first record, but
+/// the last record can be edited in place without breaking it (nothing
+/// follows it); the engine's `.ledger.idx` remembers that record's offset and
+/// digest. A missing or unreadable index (a cache) proves nothing either way.
+fn index_mismatch(dir: &Dir, display: &str, ledger_display: &str) -> Option<Finding> {
+    let Opened::File(mut file, len) = open_state_file(dir, LEDGER, ledger_display) else {
+        return None;
+    };
+    if crate::goals::index::describes_prefix(dir, &mut file, len, u64::from(u32::MAX))? {
+        return None;
+    }
+    Some(Finding::new(
+        Code::LedgerIndexMismatch,
+        Some(ledger_display),
+        format!(
+            "{display}/.ledger.idx names a last record that {ledger_display} no longer holds: the ledger was rewritten after the goal engine last wrote it (review it, then `repair --rebuild-index`)"
+        ),
+    ))
 }
 
 /// `LEDGER_BEHIND_PLAN` / `LEDGER_PLAN_MISMATCH` (goal-engine.md §2.5.4),

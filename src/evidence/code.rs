@@ -182,6 +182,8 @@ codes! {
     NothingToVerify = "NOTHING_TO_VERIFY", Fail, "Repository mode found no goal-engine state directory, hook gate ledger or evidence payload to audit (`--allow-empty` accepts that).";
     // evidence.md §7 step 1: legacy lines before the chain start.
     LedgerLegacyPrefix = "LEDGER_LEGACY_PREFIX", Info, "Unchained records written before hash chaining precede the first chained record; the chain does not cover them (the last one is anchored by the first chained record's `prev`).";
+    // Tamper evidence beyond the chain: the engine's own index of the last record.
+    LedgerIndexMismatch = "LEDGER_INDEX_MISMATCH", Fail, "`.ledger.idx` names a last record the ledger no longer holds at that offset (or a longer ledger): the ledger was rewritten after the engine last wrote it, e.g. its last record edited in place.";
 }
 
 impl fmt::Display for Code {

@@ -92,6 +92,24 @@ fn read_index(dir: &Dir, paths: &state::StatePaths) -> Option<IndexDoc> {
     }
 }
 
+/// Whether `.ledger.idx` still describes a prefix of the ledger `file` of
+/// `len` bytes: `None` without a readable version-1 index (a cache may be
+/// missing or torn), `Some(false)` when the index names a last record that
+/// is no longer at its offset or a ledger longer than the file — the
+/// ledger was rewritten after the engine last indexed it (the audit's
+/// `LEDGER_INDEX_MISMATCH`).
+pub fn describes_prefix(dir: &Dir, file: &mut File, len: u64, max_record: u64) -> Option<bool> {
+    let bytes = match state::read_file(dir, state::INDEX, state::INDEX, 64 * 1024) {
+        Ok(Some(state::ReadOutcome::Bytes(b))) => b,
+        _ => return None,
+    };
+    let idx: IndexDoc = serde_json::from_slice(&bytes).ok()?;
+    if idx.version != 1 {
+        return None;
+    }
+    prefix_matches(file, &idx, len, max_record).ok()
+}
+
 fn keys_len(dir: &Dir) -> Option<u64> {
     match state::open_file(dir, state::KEYS, state::KEYS) {
         Ok(Some((_, m))) => Some(m.len()),

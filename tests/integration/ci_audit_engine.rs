@@ -181,6 +181,36 @@ fn one_changed_byte_in_a_middle_ledger_line_is_a_broken_chain_with_its_line() {
     assert_eq!(broken[0].3["line"], middle as u64 + 2);
 }
 
+/// Nothing follows the last record, so an in-place edit of it leaves the
+/// chain intact; the engine's index of that record catches it.
+#[test]
+fn the_last_ledger_record_edited_in_place_is_an_index_mismatch() {
+    let repo = finished_run("ulw-loop", STATE);
+    let path = state(&repo, "ledger.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let last_start = text.trim_end_matches('\n').rfind('\n').map_or(0, |i| i + 1);
+    let at = last_start + text[last_start..].find("\"kind\":\"").unwrap() + 8;
+    let mut bytes = text.into_bytes();
+    bytes[at] = if bytes[at] == b'x' { b'y' } else { b'x' };
+    std::fs::write(&path, &bytes).unwrap();
+    let out = audit(&repo, &[]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.codes().contains(&"LEDGER_INDEX_MISMATCH".to_owned()),
+        "{:?}",
+        out.codes()
+    );
+    assert!(!out.codes().contains(&"LEDGER_CHAIN_BROKEN".to_owned()));
+    // After review, rebuilding the index accepts the ledger as it is.
+    expect_ok(&ulw(&repo, &["repair", "--rebuild-index"]));
+    let out = audit(&repo, &[]);
+    assert!(
+        !out.codes().contains(&"LEDGER_INDEX_MISMATCH".to_owned()),
+        "{}",
+        out.stdout
+    );
+}
+
 #[test]
 fn a_completion_recorded_without_a_final_gate_entry_is_unbacked() {
     // A run in progress whose plan is edited to claim completion.
