@@ -350,6 +350,24 @@ fn a_symlinked_registry_is_unsafe() {
     assert!(!state(&repo, "goals.json").exists());
 }
 
+/// A corrupt registry stops `create-goals` before anything is written, and
+/// the error says what the file is and how to get past it.
+#[test]
+fn a_corrupt_registry_names_its_remedy() {
+    for bad in ["{\"version\":1,", r#"{"version":"one"}"#] {
+        let repo = Repo::new();
+        repo.write(REGISTRY, bad);
+        let r = create(&repo, "ulw-loop", &[]);
+        assert_eq!(r.code, 1);
+        let e = expect_error(&r, "ULW_LOOP_IO_ERROR");
+        assert_eq!(e["details"]["op"], "parse", "{e}");
+        let msg = e["message"].as_str().unwrap();
+        assert!(msg.contains("move it aside"), "{msg}");
+        assert!(!state(&repo, "goals.json").exists());
+        assert_eq!(std::fs::read_to_string(repo.join(REGISTRY)).unwrap(), bad);
+    }
+}
+
 #[test]
 fn schemas() {
     let repo = Repo::new();

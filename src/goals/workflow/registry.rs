@@ -210,12 +210,18 @@ impl Location {
                 Err(crate::goals::input::too_large(&display, size, max))
             }
             Some(ReadOutcome::Bytes(b)) => {
-                let v = crate::json::parse_strict(&b).map_err(|e| {
-                    GoalError::io(&display, "parse", &std::io::Error::other(e.to_string()))
-                })?;
-                serde_json::from_value(v).map_err(|e| {
-                    GoalError::io(&display, "parse", &std::io::Error::other(e.to_string()))
-                })
+                // The registry only records which workflow owns which state
+                // directory: say so, and how to get past a corrupt one.
+                let corrupt = |e: String| {
+                    let mut err = GoalError::io(&display, "parse", &std::io::Error::other(e));
+                    err.message = format!(
+                        "{} The workflow registry is corrupt: restore it from version control, or move it aside to start an empty one (it only records which workflow owns each session's state; the plans and ledgers are untouched).",
+                        err.message
+                    );
+                    err
+                };
+                let v = crate::json::parse_strict(&b).map_err(|e| corrupt(e.to_string()))?;
+                serde_json::from_value(v).map_err(|e| corrupt(e.to_string()))
             }
         }
     }
