@@ -6,25 +6,6 @@
 use crate::goals_support::*;
 use serde_json::{Value, json};
 
-fn with_batch(brief: &str, batches: Value) -> Repo {
-    let repo = Repo::new();
-    expect_ok(&ulw(
-        &repo,
-        &[
-            "create-goals",
-            "--brief",
-            brief,
-            "--validation-batch-json",
-            &batches.to_string(),
-        ],
-    ));
-    repo
-}
-
-fn vb1() -> Value {
-    json!([{"batchId": "VB1", "memberIds": ["G001-a", "G002-b"], "finalGoalId": "G002-b"}])
-}
-
 fn batches_of(repo: &Repo) -> Value {
     plan(repo)["validationBatches"].clone()
 }

@@ -632,20 +632,7 @@ fn status_next_actions_guide_the_active_goal() {
 }
 
 fn batch_plan() -> Repo {
-    let repo = Repo::new();
-    let batches =
-        json!([{"batchId": "VB1", "memberIds": ["G001-a", "G002-b"], "finalGoalId": "G002-b"}])
-            .to_string();
-    expect_ok(&ulw(
-        &repo,
-        &[
-            "create-goals",
-            "--brief",
-            "- a\n- b\n- c",
-            "--validation-batch-json",
-            &batches,
-        ],
-    ));
+    let repo = with_batch("- a\n- b\n- c", vb1());
     start(&repo);
     pass_all(&repo, "G001-a");
     expect_ok(&checkpoint_complete(&repo, "G001-a", &[]));

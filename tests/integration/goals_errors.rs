@@ -780,21 +780,7 @@ fn validation_batch_declaration_codes() {
 }
 
 fn batch_repo() -> Repo {
-    let repo = Repo::new();
-    let batches =
-        json!([{"batchId": "VB1", "memberIds": ["G001-a", "G002-b"], "finalGoalId": "G002-b"}])
-            .to_string();
-    expect_ok(&ulw(
-        &repo,
-        &[
-            "create-goals",
-            "--brief",
-            "- a\n- b\n- c",
-            "--validation-batch-json",
-            &batches,
-        ],
-    ));
-    repo
+    with_batch("- a\n- b\n- c", vb1())
 }
 
 #[test]

@@ -233,19 +233,7 @@ fn replaying_a_committed_batch_writes_only_deduped_entries() {
 
 #[test]
 fn a_split_in_a_batch_updates_batch_membership_in_the_same_append() {
-    let repo = Repo::new();
-    let b = json!([{"batchId": "VB1", "memberIds": ["G001-a", "G002-b"], "finalGoalId": "G002-b"}])
-        .to_string();
-    expect_ok(&ulw(
-        &repo,
-        &[
-            "create-goals",
-            "--brief",
-            "- a\n- b\n- c",
-            "--validation-batch-json",
-            &b,
-        ],
-    ));
+    let repo = with_batch("- a\n- b\n- c", vb1());
     let items = json!([item(
         "split_subgoal",
         json!({"goalId": "G002-b", "childGoals": [{"title": "b1", "objective": "x"}, {"title": "b2", "objective": "y"}]})

@@ -166,19 +166,7 @@ fn r10_26_reorder_keeps_completed_goals_in_place() {
 
 #[test]
 fn r10_27_batches_evolve_and_blocked_members_ask_for_a_decision() {
-    let repo = Repo::new();
-    let b = json!([{"batchId": "VB1", "memberIds": ["G001-a", "G002-b"], "finalGoalId": "G002-b"}])
-        .to_string();
-    expect_ok(&ulw(
-        &repo,
-        &[
-            "create-goals",
-            "--brief",
-            "- a\n- b\n- c",
-            "--validation-batch-json",
-            &b,
-        ],
-    ));
+    let repo = with_batch("- a\n- b\n- c", vb1());
     expect_ok(&steer(
         &repo,
         &[

@@ -302,3 +302,25 @@ pub fn expect_rejected(run: &Run, code: &str, reason: &str) -> Value {
 pub fn plan_bytes(repo: &Repo) -> Vec<u8> {
     std::fs::read(state(repo, "goals.json")).unwrap()
 }
+
+/// A repository whose plan was created from `brief` with the validation
+/// batches `batches` (`create-goals --validation-batch-json`).
+pub fn with_batch(brief: &str, batches: Value) -> Repo {
+    let repo = Repo::new();
+    expect_ok(&ulw(
+        &repo,
+        &[
+            "create-goals",
+            "--brief",
+            brief,
+            "--validation-batch-json",
+            &batches.to_string(),
+        ],
+    ));
+    repo
+}
+
+/// The usual batch: G001-a and G002-b, closed by G002-b.
+pub fn vb1() -> Value {
+    serde_json::json!([{"batchId": "VB1", "memberIds": ["G001-a", "G002-b"], "finalGoalId": "G002-b"}])
+}
