@@ -250,41 +250,12 @@ pub fn check_record_sizes(
     max_record: u64,
 ) -> Result<(), GoalError> {
     for (i, e) in entries.iter().enumerate() {
-        let size = chained_size(e, head.last_seq + 1 + i as u64);
+        let size = ledger::chained_len(e, head.last_seq + 1 + i as u64);
         if size > max_record {
             return Err(record_too_large(size, max_record));
         }
     }
     Ok(())
-}
-
-/// The exact length of the line [`ledger::chain_records`] writes for `entry`
-/// at `seq`, counted without building it: the entry serialised compactly
-/// with `"seq"` and `"prev"` (always 64 hex digits) appended last.
-fn chained_size(entry: &Map<String, Value>, seq: u64) -> u64 {
-    struct Count(u64);
-    impl io::Write for Count {
-        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-            self.0 += b.len() as u64;
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    if entry.contains_key("seq") || entry.contains_key("prev") {
-        let (bytes, _) = ledger::chain_records(
-            seq - 1,
-            Some(ledger::ZERO_HASH),
-            std::slice::from_ref(entry),
-        );
-        return bytes.len() as u64 - 1;
-    }
-    let mut n = Count(0);
-    serde_json::to_writer(&mut n, entry).expect("JSON values serialise");
-    // `{…}` + `,"seq":N,"prev":"<64>"`, without the comma for `{}`.
-    let tail = format!(r#""seq":{seq},"prev":"{}""#, ledger::ZERO_HASH).len() as u64;
-    n.0 + tail + u64::from(!entry.is_empty())
 }
 
 /// Serialises entries as chained records after `head` and appends them with
@@ -396,29 +367,6 @@ fn append_error(dir: &Dir, display: &str, e: &io::Error) -> GoalError {
 mod tests {
     use super::*;
     use crate::ledger::chain_records;
-
-    #[test]
-    fn chained_size_is_the_length_chain_records_writes() {
-        let cases = [
-            r#"{}"#,
-            r#"{"kind":"a"}"#,
-            r#"{"kind":"é ☃ \u0001","n":[1,2.5,null],"o":{"x":"\""}}"#,
-            r#"{"seq":4,"kind":"a","prev":"zz"}"#,
-        ];
-        for text in cases {
-            let e: Map<String, Value> = serde_json::from_str(text).unwrap();
-            for seq in [1, 9, 10, 99_999, 100_000] {
-                // `prev` in real chains is always 64 hex digits.
-                let h = "f".repeat(64);
-                let (exact, _) = chain_records(seq - 1, Some(&h), std::slice::from_ref(&e));
-                assert_eq!(
-                    chained_size(&e, seq),
-                    exact.len() as u64 - 1,
-                    "{text} @ {seq}"
-                );
-            }
-        }
-    }
 
     #[test]
     fn append_absorbs_a_foreign_append_made_after_the_head_was_read() {

@@ -84,9 +84,57 @@ pub fn chain_records(
     (out, recs)
 }
 
+/// The exact length of the line [`chain_records`] writes for `entry`
+/// at `seq`, counted without building it: the entry serialised compactly
+/// with `"seq"` and `"prev"` (always 64 hex digits) appended last.
+pub fn chained_len(entry: &Map<String, Value>, seq: u64) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len() as u64;
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    if entry.contains_key("seq") || entry.contains_key("prev") {
+        let (bytes, _) = chain_records(seq - 1, Some(ZERO_HASH), std::slice::from_ref(entry));
+        return bytes.len() as u64 - 1;
+    }
+    let mut n = Count(0);
+    serde_json::to_writer(&mut n, entry).expect("JSON values serialise");
+    // `{…}` + `,"seq":N,"prev":"<64>"`, without the comma for `{}`.
+    let tail = format!(r#""seq":{seq},"prev":"{}""#, ZERO_HASH).len() as u64;
+    n.0 + tail + u64::from(!entry.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chained_len_is_the_length_chain_records_writes() {
+        let cases = [
+            r#"{}"#,
+            r#"{"kind":"a"}"#,
+            r#"{"kind":"é ☃ \u0001","n":[1,2.5,null],"o":{"x":"\""}}"#,
+            r#"{"seq":4,"kind":"a","prev":"zz"}"#,
+        ];
+        for text in cases {
+            let e: Map<String, Value> = serde_json::from_str(text).unwrap();
+            for seq in [1, 9, 10, 99_999, 100_000] {
+                // `prev` in real chains is always 64 hex digits.
+                let h = "f".repeat(64);
+                let (exact, _) = chain_records(seq - 1, Some(&h), std::slice::from_ref(&e));
+                assert_eq!(
+                    chained_len(&e, seq),
+                    exact.len() as u64 - 1,
+                    "{text} @ {seq}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn chain_links_records() {
