@@ -35,6 +35,7 @@ mod goals_legacy;
 mod goals_probe;
 mod goals_regression;
 mod goals_review;
+mod goals_sabotage;
 mod goals_snapshots;
 mod goals_steer;
 mod goals_steer_batch;

@@ -65,7 +65,6 @@ pub struct Locked<'e> {
     /// The ledger head (after recovery).
     pub view: View,
     torn: Option<Value>,
-    broken: Option<Value>,
     /// The command's timestamp.
     pub now: String,
     /// Entries the recovery check appended.
@@ -102,7 +101,6 @@ impl Engine {
         let lock_path = self.paths.file(state::LOCK);
         let opts = LockOptions {
             timeout,
-            foreign_stale: Duration::from_millis(self.profile.lock.foreign_stale_ms),
             command: command.to_owned(),
         };
         let lock = MutationLock::acquire(&dir, state::LOCK, &opts).map_err(|e| match e {
@@ -117,18 +115,9 @@ impl Engine {
                     self.profile.display_name
                 ),
             ),
-            LockError::Unsafe { what } => GoalError::unsafe_state(
-                &lock_path,
-                if what == "a symlink" {
-                    "PATH_SYMLINK"
-                } else {
-                    "NOT_REGULAR_FILE"
-                },
-                &format!("it is {what}"),
-            ),
+            LockError::Unsafe { what } => GoalError::unsafe_lock(&lock_path, what),
             LockError::Io(e) => GoalError::io(&lock_path, "lock", &e),
         })?;
-        let broken = lock.broken.clone();
         let (now_t, now) = self.now();
         remove_stale_temps(&dir, now_t);
         let max_record = self.profile.limits.max_ledger_record_bytes;
@@ -142,7 +131,6 @@ impl Engine {
             lock: Some(lock),
             view,
             torn: None,
-            broken,
             now,
             repaired: Vec::new(),
             rebuilt_index: rebuilt,
@@ -353,7 +341,7 @@ impl<'e> Locked<'e> {
     /// The seq the entry at `index` of the command's entries will get, given
     /// the plan the command will write (prefix entries come first).
     pub fn seq_of(&self, plan: &Plan, index: usize) -> u64 {
-        let prefix = usize::from(self.broken.is_some()) + plan.pending.len();
+        let prefix = plan.pending.len();
         self.view.head.last_seq + 1 + (prefix + index) as u64
     }
 
@@ -383,13 +371,7 @@ impl<'e> Locked<'e> {
         let mut previous_head = self.view.head.clone();
         let mut record_hash = String::new();
         if self.ledger_exists() {
-            // A broken Node lock belongs to the run it interrupted: audit it
-            // in the ledger being archived, so the new ledger starts with
-            // `plan_created`.
             let mut entries = Vec::new();
-            if let Some(b) = self.broken.take() {
-                entries.push(self.lock_broken_entry(&b, Some(old_revision)));
-            }
             let mut e = Map::new();
             e.insert("at".into(), json!(self.now));
             e.insert("kind".into(), json!("plan_archived"));
@@ -438,24 +420,6 @@ impl<'e> Locked<'e> {
         Ok((rel, record_hash, previous_head))
     }
 
-    fn lock_broken_entry(&self, broken: &Value, revision: Option<u64>) -> Map<String, Value> {
-        let mut m = Map::new();
-        m.insert("at".into(), json!(self.now));
-        m.insert("kind".into(), json!("lock_broken"));
-        m.insert(
-            "holder".into(),
-            broken.get("holder").cloned().unwrap_or(Value::Null),
-        );
-        m.insert(
-            "ageMs".into(),
-            broken.get("ageMs").cloned().unwrap_or(Value::Null),
-        );
-        if let Some(r) = revision {
-            m.insert("revision".into(), json!(r));
-        }
-        m
-    }
-
     /// Writes a file of the state directory atomically with fsync.
     pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<(), GoalError> {
         store::atomic_replace(&self.dir, name, bytes, Durability::Synced)
@@ -469,9 +433,6 @@ impl<'e> Locked<'e> {
         entries: Vec<Map<String, Value>>,
     ) -> Result<Committed, GoalError> {
         let mut all = Vec::new();
-        if let Some(b) = self.broken.take() {
-            all.push(self.lock_broken_entry(&b, None));
-        }
         let (revision, written_plan) = match write {
             Write::Plan(mut plan) => {
                 all.append(&mut plan.pending);
@@ -537,12 +498,6 @@ impl<'e> Locked<'e> {
                 .map_err(|e| GoalError::io(&self.engine.paths.file(state::LOCK), "release", &e))?;
         }
         Ok(std::mem::take(&mut self.repaired))
-    }
-
-    /// Whether a stale Node lock was taken over (its `lock_broken` entry is
-    /// still to be written).
-    pub fn lock_was_broken(&self) -> bool {
-        self.broken.is_some()
     }
 }
 

@@ -90,7 +90,6 @@ fn resume(c: &Ctx<'_>, found: &Found<'_>, goal: Goal<'_>) -> Decision {
     let wait = std::time::Duration::from_millis(c.hooks.lock_wait_ms);
     let lock = match loop_state::lock_side_files(
         &found.located.dir,
-        &found.profile.profile,
         wait,
         "hook stop",
     ) {
