@@ -362,12 +362,20 @@ fn archive_link(
     let Some(replaced) = first.get("replaced") else {
         return;
     };
-    let (Some(archive), Some(expected)) = (
+    let (Some(named), Some(expected)) = (
         replaced.get("archive").and_then(Value::as_str),
-        replaced.get("previousHead").and_then(Value::as_str),
+        crate::ledger::previous_head_sha256(replaced),
     ) else {
         return;
     };
+    // State-relative (`.archive/<name>`), or repo-relative as earlier
+    // versions wrote it.
+    let archive = if named.starts_with(&format!("{ARCHIVE}/")) {
+        format!("{display}/{named}")
+    } else {
+        named.to_owned()
+    };
+    let archive = archive.as_str();
     let inside = archive
         .strip_prefix(display)
         .and_then(|r| r.strip_prefix('/'))

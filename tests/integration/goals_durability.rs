@@ -363,7 +363,21 @@ fn force_archives_the_previous_run_and_chains_to_it() {
         std::fs::read_to_string(repo.join(&format!("{archive}/ledger.jsonl"))).unwrap();
     let last_line = archived_text.lines().last().unwrap();
     let hash = sha256(last_line.as_bytes());
-    assert_eq!(l[0]["replaced"]["previousHead"], hash.as_str());
+    // `previousHead` is `{seq, sha256}` of the archived ledger's last record
+    // and `archive` is state-relative (threat-model.md §6, I8 reading).
+    assert_eq!(
+        l[0]["replaced"]["previousHead"],
+        json!({"seq": 3, "sha256": hash})
+    );
+    assert_eq!(
+        format!("{STATE}/{}", l[0]["replaced"]["archive"].as_str().unwrap()),
+        archive
+    );
+    assert!(
+        !state(&repo, ".force-switch.json").exists()
+            && !state(&repo, ".force-switch.ledger.jsonl").exists(),
+        "the switch is finished"
+    );
     assert_eq!(plan(&repo)["revision"], 1);
     check_clean(&repo);
     std::fs::write(
