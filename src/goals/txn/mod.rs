@@ -127,8 +127,7 @@ impl Engine {
         })?;
         let (now_t, now) = self.now();
         remove_stale_temps(&dir, now_t);
-        let switch_recovered =
-            switch::recover(&dir, &self.paths, self.profile.limits.max_plan_bytes)?;
+        let switch_recovered = switch::recover(&dir, &self.paths, &self.profile.limits, &now)?;
         let max_record = self.profile.limits.max_ledger_record_bytes;
         let (view, rebuilt) = index::refresh(&dir, &self.paths, max_record, rebuild_index)?;
         if rebuilt {

@@ -18,9 +18,11 @@
 //! undoes (restores the old ledger and brief, removes the half-made archive).
 
 use cap_std::fs::Dir;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::super::error::GoalError;
+use super::super::journal::Head;
+use super::super::profile::Limits;
 use super::super::state::{self, StatePaths};
 use crate::store::{self, Durability};
 
@@ -108,12 +110,76 @@ pub fn is_successor(plan: &Value, archive: &str) -> bool {
         })
 }
 
-fn live_plan_is_successor(dir: &Dir, paths: &StatePaths, p: &Pending, max: u64) -> bool {
+fn live_successor(dir: &Dir, paths: &StatePaths, p: &Pending, max: u64) -> Option<Value> {
     match state::read_file(dir, state::GOALS, &paths.goals(), max) {
         Ok(Some(state::ReadOutcome::Bytes(b))) => serde_json::from_slice::<Value>(&b)
-            .is_ok_and(|v| is_successor(&v, &p.archive)),
-        _ => false,
+            .ok()
+            .filter(|v| is_successor(v, &p.archive)),
+        _ => None,
     }
+}
+
+fn live_plan_is_successor(dir: &Dir, paths: &StatePaths, p: &Pending, max: u64) -> bool {
+    live_successor(dir, paths, p, max).is_some()
+}
+
+/// The kill came after the new plan and before (or during) the first append:
+/// the new ledger is started from the plan's `lastMutation` (entries marked
+/// `recovered: true`, then the `ledger_repaired` marker), so that its first
+/// record is still the `plan_created` that names the archive. A torn first
+/// append is saved as `.ledger-torn-<ms>` first.
+fn start_new_ledger(
+    dir: &Dir,
+    paths: &StatePaths,
+    plan: &Value,
+    p: &Pending,
+    max_record: u64,
+    now: &str,
+) -> Result<(), GoalError> {
+    let view = super::super::index::view(dir, paths, max_record)?;
+    if view.head.records > 0 {
+        return Ok(());
+    }
+    if view.file_len > 0 {
+        let bytes = state::read_file(dir, state::LEDGER, &paths.ledger(), max_record + 1)?;
+        if let Some(state::ReadOutcome::Bytes(b)) = bytes {
+            let name = format!(".ledger-torn-{}", crate::time::epoch_ms(std::time::SystemTime::now()));
+            store::atomic_replace(dir, &name, &b, Durability::Synced)
+                .map_err(|e| GoalError::io(&paths.file(&name), "write", &e))?;
+        }
+        remove_if_present(dir, state::LEDGER, paths)?;
+    }
+    let lm = plan.get("lastMutation");
+    let revision = lm.and_then(|m| m.get("revision")).and_then(Value::as_u64).unwrap_or(0);
+    let mut entries: Vec<Map<String, Value>> = lm
+        .and_then(|m| m.get("entries"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|e| e.as_object().cloned()).collect())
+        .unwrap_or_default();
+    for e in &mut entries {
+        e.insert("recovered".into(), Value::Bool(true));
+    }
+    let mut marker = Map::new();
+    marker.insert("at".into(), json!(now));
+    marker.insert("kind".into(), json!("ledger_repaired"));
+    marker.insert(
+        "message".into(),
+        json!("Ledger repaired by the recovery check."),
+    );
+    marker.insert(
+        "repair".into(),
+        json!({
+            "reason": "force_switch_finished",
+            "recoveredCount": entries.len(),
+            "archive": paths.file(&p.archive),
+        }),
+    );
+    marker.insert("revision".into(), json!(revision));
+    entries.push(marker);
+    super::super::journal::append(dir, &paths.ledger(), &Head::default(), &entries, max_record)?;
+    super::super::index::remove_quietly(dir, state::INDEX);
+    super::super::index::remove_quietly(dir, state::KEYS);
+    Ok(())
 }
 
 /// The ledger file that belongs with the live plan: while an interrupted
@@ -150,13 +216,18 @@ fn remove_if_present(dir: &Dir, name: &str, paths: &StatePaths) -> Result<(), Go
 /// Under the lock: finishes or undoes a switch a kill interrupted. Returns
 /// the action taken (`force_switch_finished` / `force_switch_undone`), for
 /// `repair` to report.
-pub fn recover(dir: &Dir, paths: &StatePaths, max_plan: u64) -> Result<Option<Value>, GoalError> {
+pub fn recover(
+    dir: &Dir,
+    paths: &StatePaths,
+    limits: &Limits,
+    now: &str,
+) -> Result<Option<Value>, GoalError> {
     let Some(p) = pending(dir, paths)? else {
         return Ok(None);
     };
-    if live_plan_is_successor(dir, paths, &p, max_plan) {
-        // Steps 4–5 were under way: the new run stands; the ordinary
-        // recovery check appends its `plan_created` if it is missing.
+    if let Some(plan) = live_successor(dir, paths, &p, limits.max_plan_bytes) {
+        // Steps 4–5 were under way: the new run stands.
+        start_new_ledger(dir, paths, &plan, &p, limits.max_ledger_record_bytes, now)?;
         finish(dir, paths)?;
         return Ok(Some(
             json!({"kind": "force_switch_finished", "archive": paths.file(&p.archive)}),
@@ -186,6 +257,23 @@ pub fn recover(dir: &Dir, paths: &StatePaths, max_plan: u64) -> Result<Option<Va
     }
     let archive = state::open_chain(dir, &p.archive, false)?;
     if let Some(a) = &archive {
+        // Only the copy this switch was making is removed: a marker the
+        // agent wrote cannot make the engine delete an archived run.
+        if !holds_copy_of(a, dir).unwrap_or(false) {
+            let path = paths.file(&p.archive);
+            let mut err = GoalError::io(
+                &path,
+                "remove",
+                &std::io::Error::other("it is not the partial copy of the live run"),
+            );
+            err.message = format!(
+                "{} {} names it as the archive of an interrupted create-goals --force, but it holds something else; nothing was removed. Inspect both, then remove {} (keeping the archive) and retry.",
+                err.message,
+                paths.file(state::SWITCH),
+                paths.file(state::SWITCH)
+            );
+            return Err(err);
+        }
         if p.had_brief {
             // The archived copy is complete whenever it exists (written
             // under a temp name and renamed).
@@ -208,4 +296,58 @@ pub fn recover(dir: &Dir, paths: &StatePaths, max_plan: u64) -> Result<Option<Va
     Ok(Some(
         json!({"kind": "force_switch_undone", "archive": paths.file(&p.archive)}),
     ))
+}
+
+/// Whether the archive directory `a` holds nothing but (possibly partial)
+/// copies of the live run in `dir`: `goals.json` equal to the live plan, a
+/// ledger that extends the live ledger, a brief, temp files.
+fn holds_copy_of(a: &Dir, dir: &Dir) -> std::io::Result<bool> {
+    for e in a.entries()? {
+        let name = e?.file_name();
+        let name = name.to_string_lossy();
+        let known = [state::GOALS, state::BRIEF, state::LEDGER].contains(&name.as_ref());
+        if !(known || (name.starts_with('.') && name.ends_with(".tmp"))) {
+            return Ok(false);
+        }
+    }
+    if a.exists(state::GOALS) && !starts_with(dir, state::GOALS, a, state::GOALS, true)? {
+        return Ok(false);
+    }
+    if a.exists(state::LEDGER) && !starts_with(dir, state::LEDGER, a, state::LEDGER, false)? {
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// Whether `long_dir/long` starts with the bytes of `short_dir/short`
+/// (`exact`: and has no more). No-follow, non-blocking opens.
+fn starts_with(
+    short_dir: &Dir,
+    short: &str,
+    long_dir: &Dir,
+    long: &str,
+    exact: bool,
+) -> std::io::Result<bool> {
+    use std::io::Read;
+    let (Ok(Some((mut s, sm))), Ok(Some((mut l, lm)))) = (
+        state::open_file(short_dir, short, short),
+        state::open_file(long_dir, long, long),
+    ) else {
+        return Ok(false);
+    };
+    if lm.len() < sm.len() || (exact && lm.len() != sm.len()) {
+        return Ok(false);
+    }
+    let mut left = sm.len();
+    let (mut a, mut b) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    while left > 0 {
+        let n = left.min(a.len() as u64) as usize;
+        s.read_exact(&mut a[..n])?;
+        l.read_exact(&mut b[..n])?;
+        if a[..n] != b[..n] {
+            return Ok(false);
+        }
+        left -= n as u64;
+    }
+    Ok(true)
 }
