@@ -191,10 +191,10 @@ fn try_once(dir: &Dir, name: &str) -> Result<Attempt, LockError> {
     let file = match dir.open_with(name, &o) {
         Ok(f) => f,
         Err(e) => {
-            if let Ok(m) = dir.symlink_metadata(name) {
-                if !m.is_file() {
-                    return Err(LockError::Unsafe { what: describe(&m) });
-                }
+            if let Ok(m) = dir.symlink_metadata(name)
+                && !m.is_file()
+            {
+                return Err(LockError::Unsafe { what: describe(&m) });
             }
             // A releasing holder may be deleting the file right now (on
             // Windows a file pending deletion refuses opens).

@@ -105,7 +105,10 @@ fn a_held_os_lock_still_excludes_a_mutation_for_its_bounded_wait() {
         &ulw_bounded(&repo, &["add-goal", "--title", "b", "--objective", "b"]),
         "ULW_LOOP_LOCK_TIMEOUT",
     );
-    assert_eq!(e["details"]["lockPath"], ".omo/ulw-loop/.mutation.lock", "{e}");
+    assert_eq!(
+        e["details"]["lockPath"], ".omo/ulw-loop/.mutation.lock",
+        "{e}"
+    );
     held.unlock().unwrap();
     drop(held);
     expect_ok(&ulw_bounded(
@@ -172,8 +175,8 @@ fn a_fifo_directory_or_symlink_lock_path_fails_fast_with_its_code_and_fix() {
         &repo,
         &["add-goal", "--title", "b", "--objective", "b"],
     ));
-    let _: Value = serde_json::from_slice(&std::fs::read(state(&repo, "goals.json")).unwrap())
-        .unwrap();
+    let _: Value =
+        serde_json::from_slice(&std::fs::read(state(&repo, "goals.json")).unwrap()).unwrap();
 }
 
 fn spawn_ulw(repo: &Repo, args: &[&str]) -> std::process::Child {
@@ -271,7 +274,11 @@ fn force_crash_drill(runs: usize, seed: u64, require_mid_switch: bool) {
         }
 
         let status = ulw_bounded(&repo, &["status"]);
-        assert_eq!(status.code, 0, "run {run}: status must read: {}", status.stdout);
+        assert_eq!(
+            status.code, 0,
+            "run {run}: status must read: {}",
+            status.stdout
+        );
         assert_ne!(
             status.json()["ledger"]["consistency"],
             "mismatch",
@@ -282,7 +289,12 @@ fn force_crash_drill(runs: usize, seed: u64, require_mid_switch: bool) {
         for f in check.json()["findings"].as_array().unwrap() {
             let code = f["code"].as_str().unwrap();
             assert!(
-                ["LEDGER_TORN_TAIL", "LEDGER_UNTERMINATED", "LEDGER_BEHIND_PLAN"].contains(&code),
+                [
+                    "LEDGER_TORN_TAIL",
+                    "LEDGER_UNTERMINATED",
+                    "LEDGER_BEHIND_PLAN"
+                ]
+                .contains(&code),
                 "run {run}: unexplained finding {f}"
             );
         }
@@ -294,7 +306,11 @@ fn force_crash_drill(runs: usize, seed: u64, require_mid_switch: bool) {
             "run {run}: repair ends the switch"
         );
         let clean = expect_ok(&ulw_bounded(&repo, &["repair", "--check"]));
-        assert_eq!(clean["findings"], serde_json::json!([]), "run {run}: {clean}");
+        assert_eq!(
+            clean["findings"],
+            serde_json::json!([]),
+            "run {run}: {clean}"
+        );
 
         let after = run_files(&repo);
         let added: Vec<String> = archives(&repo)

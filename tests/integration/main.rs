@@ -63,3 +63,4 @@ mod init_doctor_configs;
 mod properties;
 mod snapshots;
 mod verify_hostile;
+mod walk_depth;

@@ -135,9 +135,10 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
         let (rel, head) = locked.archive(old_rev, &stamp)?;
         // `archive` is state-relative; `previousHead` is the archived
         // ledger's last record (`plan_archived`), which the CI audit checks.
-        let previous_head = head.as_ref().map_or(Value::Null, |h| {
-            json!({"seq": h.last_seq, "sha256": h.last_hash})
-        });
+        let previous_head = head.as_ref().map_or(
+            Value::Null,
+            |h| json!({"seq": h.last_seq, "sha256": h.last_hash}),
+        );
         replaced = Some(json!({
             "archive": rel,
             "previousHead": previous_head,

@@ -415,7 +415,10 @@ impl<'e> Locked<'e> {
             .and_then(|()| store::sync_dir(&base))
             .map_err(|e| GoalError::io(&display, "sync", &e))?;
         // Step 3: the old ledger steps aside; readers find it by the marker.
-        match self.dir.rename(state::LEDGER, &self.dir, state::SWITCH_LEDGER) {
+        match self
+            .dir
+            .rename(state::LEDGER, &self.dir, state::SWITCH_LEDGER)
+        {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(GoalError::io(&paths.ledger(), "archive", &e)),

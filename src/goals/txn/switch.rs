@@ -143,14 +143,20 @@ fn start_new_ledger(
     if view.file_len > 0 {
         let bytes = state::read_file(dir, state::LEDGER, &paths.ledger(), max_record + 1)?;
         if let Some(state::ReadOutcome::Bytes(b)) = bytes {
-            let name = format!(".ledger-torn-{}", crate::time::epoch_ms(std::time::SystemTime::now()));
+            let name = format!(
+                ".ledger-torn-{}",
+                crate::time::epoch_ms(std::time::SystemTime::now())
+            );
             store::atomic_replace(dir, &name, &b, Durability::Synced)
                 .map_err(|e| GoalError::io(&paths.file(&name), "write", &e))?;
         }
         remove_if_present(dir, state::LEDGER, paths)?;
     }
     let lm = plan.get("lastMutation");
-    let revision = lm.and_then(|m| m.get("revision")).and_then(Value::as_u64).unwrap_or(0);
+    let revision = lm
+        .and_then(|m| m.get("revision"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     let mut entries: Vec<Map<String, Value>> = lm
         .and_then(|m| m.get("entries"))
         .and_then(Value::as_array)
@@ -289,7 +295,8 @@ pub fn recover(
         let base = state::open_chain(dir, state::ARCHIVE, false)?.expect("holds the archive");
         base.remove_dir_all(&p.name)
             .map_err(|e| GoalError::io(&paths.file(&p.archive), "remove", &e))?;
-        store::sync_dir(&base).map_err(|e| GoalError::io(&paths.file(state::ARCHIVE), "sync", &e))?;
+        store::sync_dir(&base)
+            .map_err(|e| GoalError::io(&paths.file(state::ARCHIVE), "sync", &e))?;
     }
     remove_if_present(dir, state::SWITCH, paths)?;
     store::sync_dir(dir).map_err(|e| GoalError::io(&paths.dir, "sync", &e))?;
@@ -299,11 +306,15 @@ pub fn recover(
 }
 
 /// Whether the archive directory `a` holds nothing but (possibly partial)
-/// copies of the live run in `dir`: `goals.json` equal to the live plan, a
-/// ledger that extends the live ledger, a brief, temp files.
+/// copies of the live run in `dir`, all regular files: `goals.json` equal to
+/// the live plan, a ledger that extends the live ledger, a brief, temp files.
 fn holds_copy_of(a: &Dir, dir: &Dir) -> std::io::Result<bool> {
     for e in a.entries()? {
-        let name = e?.file_name();
+        let e = e?;
+        if !e.file_type()?.is_file() {
+            return Ok(false);
+        }
+        let name = e.file_name();
         let name = name.to_string_lossy();
         let known = [state::GOALS, state::BRIEF, state::LEDGER].contains(&name.as_ref());
         if !(known || (name.starts_with('.') && name.ends_with(".tmp"))) {
