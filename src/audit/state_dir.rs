@@ -281,13 +281,16 @@ fn archives(
         }
     };
     let mut entries = Vec::new();
+    // One level (`descend` is always false): the depth bound is never met.
     if let Err(e) = walk::walk(
         &adir,
         &archive_display,
         &mut |_| false,
         &mut |e| entries.push(e.clone()),
         &mut |_| {},
-    ) {
+    )
+    .map(|w| debug_assert!(w.too_deep.is_empty()))
+    {
         report.push(Finding::new(
             Code::IoError,
             Some(&e.path),
@@ -362,12 +365,20 @@ fn archive_link(
     let Some(replaced) = first.get("replaced") else {
         return;
     };
-    let (Some(archive), Some(expected)) = (
+    let (Some(named), Some(expected)) = (
         replaced.get("archive").and_then(Value::as_str),
-        replaced.get("previousHead").and_then(Value::as_str),
+        crate::ledger::previous_head_sha256(replaced),
     ) else {
         return;
     };
+    // State-relative (`.archive/<name>`), or repo-relative as earlier
+    // versions wrote it.
+    let archive = if named.starts_with(&format!("{ARCHIVE}/")) {
+        format!("{display}/{named}")
+    } else {
+        named.to_owned()
+    };
+    let archive = archive.as_str();
     let inside = archive
         .strip_prefix(display)
         .and_then(|r| r.strip_prefix('/'))

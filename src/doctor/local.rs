@@ -162,7 +162,6 @@ pub(super) fn lock_works(root: &Dir, hooks: Option<&HooksRules>, checks: &mut Ve
         let dir = store::create_dirs(root, &rel).map_err(|e| e.to_string())?;
         let opts = LockOptions {
             timeout: Duration::from_millis(wait),
-            foreign_stale: Duration::from_secs(30),
             command: "doctor".into(),
         };
         let lock = MutationLock::acquire(&dir, ".mutation.lock", &opts)

@@ -107,6 +107,7 @@ codes! {
     RootUnavailable = "ROOT_UNAVAILABLE", Unverifiable, "The root directory does not exist or cannot be opened.";
     PayloadUnreadable = "PAYLOAD_UNREADABLE", Unverifiable, "The payload file itself cannot be read (missing, not a regular file, permission denied).";
     VerifyTimeout = "VERIFY_TIMEOUT", Unverifiable, "Verification did not finish within its time budget.";
+    WalkDepthLimit = "WALK_DEPTH_LIMIT", Unverifiable, "A directory walk (glob expansion, evidence payload discovery) met a directory nested deeper than 128 levels below its start and did not enter it, so what lies below was not checked.";
     // goal-engine.md §2.5.4: ledger chain verification.
     LedgerTornTail = "LEDGER_TORN_TAIL", Fail, "Bytes after the ledger's last newline do not parse as a JSON object (a torn write).";
     LedgerUnterminated = "LEDGER_UNTERMINATED", Warning, "The ledger's last record is a JSON object without its terminating newline.";
