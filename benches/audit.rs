@@ -181,6 +181,7 @@ fn main() {
                     plan_dirs: &[],
                     strict: false,
                     allow_empty: false,
+                    allow_legacy: false,
                 },
                 &mut Silent,
             )

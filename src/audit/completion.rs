@@ -46,10 +46,13 @@ impl FinalEntry {
 /// `last_seq` is the ledger's last chained seq: a completion whose entry lies
 /// beyond it exists only in the plan's `lastMutation` (a crash before the
 /// append, or a forged plan) and is not backed until the ledger holds it.
+/// Only a chained entry backs a completion (threat-model.md I10), unless
+/// `legacy_ok` (`--allow-legacy` and a wholly unchained ledger).
 pub(crate) fn check(
     plan: &Plan,
     finals: &[FinalEntry],
     last_seq: u64,
+    legacy_ok: bool,
     goals: &str,
 ) -> Vec<Finding> {
     if !lifecycle::completion_recorded(plan) {
@@ -69,9 +72,9 @@ pub(crate) fn check(
     // completing revision backs the record although `ledgerSeq` moved.
     let find = |seq: u64| {
         finals.iter().find(|f| f.seq == Some(seq)).or_else(|| {
-            finals
-                .iter()
-                .find(|f| f.recovered && revision.is_some() && f.revision == revision)
+            finals.iter().find(|f| {
+                f.seq.is_some() && f.recovered && revision.is_some() && f.revision == revision
+            })
         })
     };
     let pending = |seq: u64| {
@@ -103,10 +106,20 @@ pub(crate) fn check(
             }
             Some(_) => {}
         },
-        None if !finals.iter().any(|f| f.has_gate) => out.push(unbacked(
-            "the plan records aggregate completion but the ledger has no `aggregate_completed` entry with a final quality gate".into(),
-            json!({}),
-        )),
+        None if !finals
+            .iter()
+            .any(|f| f.has_gate && (f.seq.is_some() || legacy_ok)) =>
+        {
+            let unchained = finals.iter().any(|f| f.has_gate && f.seq.is_none());
+            out.push(unbacked(
+                if unchained {
+                    "the plan records aggregate completion but its `aggregate_completed` entry is unchained (no seq/prev): only a hash-chained entry backs a completion. A Node-written legacy run passes with `--allow-legacy`".into()
+                } else {
+                    "the plan records aggregate completion but the ledger has no `aggregate_completed` entry with a final quality gate".into()
+                },
+                json!({"unchainedEntry": unchained}),
+            ))
+        }
         None => {}
     }
     for g in plan.goals() {

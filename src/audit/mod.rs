@@ -54,6 +54,9 @@ pub struct AuditOptions<'a> {
     pub strict: bool,
     /// Nothing to audit is not a failure (`--allow-empty`).
     pub allow_empty: bool,
+    /// Wholly unchained (legacy) ledgers are warnings, not
+    /// `LEDGER_NOT_CHAINED` errors (`--allow-legacy`).
+    pub allow_legacy: bool,
 }
 
 /// Counters of one audit.
@@ -169,14 +172,20 @@ pub fn audit(
         })
         .collect();
     for t in &targets {
-        let a = state_dir::audit(&t.dir, &t.display, &opts.layouts[t.layout], progress);
+        let a = state_dir::audit(
+            &t.dir,
+            &t.display,
+            &opts.layouts[t.layout],
+            opts.allow_legacy,
+            progress,
+        );
         summary.state_dirs += 1;
         summary.ledger_records += a.records;
         pending.push((a.report, a.checked));
         files.push(a.files);
     }
     if opts.plan_dirs.is_empty()
-        && let Some(g) = gate_ledger::audit(main.dir(), opts.strict, progress)
+        && let Some(g) = gate_ledger::audit(main.dir(), opts.strict, opts.allow_legacy, progress)
     {
         summary.gate_ledgers += 1;
         summary.ledger_records += g.records;

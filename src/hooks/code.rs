@@ -82,6 +82,7 @@ diag_codes! {
     HookEventUnsupported = "HOOK_EVENT_UNSUPPORTED", Plumbing, Error, "The host cannot deliver this event (hooks.md §2.3).";
     HookCwdInvalid = "HOOK_CWD_INVALID", Plumbing, Error, "The payload's `cwd` is not an existing directory.";
     HookRulesInvalid = "HOOK_RULES_INVALID", Degraded, Warn, "The repository's rules override failed validation; embedded defaults were used.";
+    RulesRelaxationIgnored = "RULES_RELAXATION_IGNORED", Policy, Warn, "A value of the repository's `.evidence-gate/rules.json` would relax policy and was ignored (threat-model.md I9); relax it in `$XDG_CONFIG_HOME/evidence-gate/rules.json` or the wiring's `--rules`.";
     HookStateIo = "HOOK_STATE_IO", Plumbing, Error, "Hook state (under `.omo/evidence-gate/` or a goal state directory) could not be read or written.";
     HookLockTimeout = "HOOK_LOCK_TIMEOUT", Plumbing, Error, "The gate lock or a goal state lock was not taken within its wait.";
     HookDeadline = "HOOK_DEADLINE", Plumbing, Error, "The watchdog fired at `hooks.deadline_ms`; the hook allowed.";

@@ -24,6 +24,7 @@ fn audit_lib(r: &Repo) -> Vec<Verdict> {
             plan_dirs: &[],
             strict: false,
             allow_empty: false,
+            allow_legacy: false,
         },
         &mut Silent,
     )
