@@ -469,10 +469,7 @@ fn the_lock_file_does_not_outlive_a_mutation() {
 #[test]
 fn a_stale_node_lock_is_taken_over_and_recorded() {
     let repo = repo_with_plan("- a");
-    repo.write(
-        ".evidence-gate/rules.json",
-        r#"{"profiles":{"ulw-loop":{"lock":{"foreignStaleMs":1}}}}"#,
-    );
+    repo.user_rules(r#"{"profiles":{"ulw-loop":{"lock":{"foreignStaleMs":1}}}}"#);
     std::fs::write(
         state(&repo, ".mutation.lock"),
         r#"{"pid":4242,"createdAt":"then"}"#,
@@ -526,10 +523,7 @@ fn plan_serialisation_is_two_space_json_with_one_newline() {
 #[test]
 fn a_lock_broken_by_force_is_audited_in_the_archived_run() {
     let repo = repo_with_plan("- a");
-    repo.write(
-        ".evidence-gate/rules.json",
-        r#"{"profiles":{"ulw-loop":{"lock":{"foreignStaleMs":1}}}}"#,
-    );
+    repo.user_rules(r#"{"profiles":{"ulw-loop":{"lock":{"foreignStaleMs":1}}}}"#);
     std::fs::write(
         state(&repo, ".mutation.lock"),
         r#"{"pid":4242,"createdAt":"then"}"#,

@@ -65,6 +65,14 @@ impl HookRepo {
         self.repo.path()
     }
 
+    /// Writes the user's rules file (`$XDG_CONFIG_HOME/evidence-gate/rules.json`),
+    /// the place that may relax policy (threat-model.md I9).
+    pub fn user_rules(&self, content: impl AsRef<[u8]>) {
+        let dir = self.state_home.path().join("config/evidence-gate");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("rules.json"), content).unwrap();
+    }
+
     pub fn join(&self, rel: &str) -> PathBuf {
         self.repo.join(rel)
     }
@@ -87,6 +95,7 @@ impl HookRepo {
             cmd.env_remove(k);
         }
         cmd.env("XDG_STATE_HOME", self.state_home.path());
+        cmd.env("XDG_CONFIG_HOME", self.state_home.path().join("config"));
         for (k, v) in env {
             cmd.env(k, v);
         }

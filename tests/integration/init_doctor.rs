@@ -522,7 +522,7 @@ fn doctor_reports_invalid_rules_and_recent_panics() {
     let h = HookRepo::new();
     h.write(
         ".evidence-gate/rules.json",
-        r#"{"subagent_stop":{"max_attempts":0}}"#,
+        r#"{"subagent_stop":{"max_attempts":11}}"#,
     );
     let (code, checks) = doctor(&h, &["--host", "codex"]);
     assert_eq!(code, 1);

@@ -147,7 +147,7 @@ fn gate_check_refuses_an_evidence_root_the_path_limits_reject() {
 fn gate_check_text_output_escapes_control_characters() {
     let r = Repo::new();
     r.write("gate.json", r#"{"x\n::error::forged": 1}"#);
-    // A repository may name its own gate rules; the name is shown in the header.
+    // The user may name their own gate rules; the name is shown in the header.
     let name = "evil\n::error::forged";
     let mut rules: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(
@@ -158,10 +158,7 @@ fn gate_check_text_output_escapes_control_characters() {
     )
     .unwrap();
     rules["name"] = json!(name);
-    r.write(
-        ".evidence-gate/rules.json",
-        json!({"gates": {name: rules}}).to_string(),
-    );
+    r.user_rules(json!({"gates": {name: rules}}).to_string());
     let run = r.run(
         "evidence-gate",
         &["gate", "check", "gate.json", "--surface", name],
