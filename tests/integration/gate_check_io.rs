@@ -99,8 +99,10 @@ fn permission_denied_is_unverifiable() {
     } else {
         std::process::Command::new(&bin)
     };
+    // Run as `nobody`: the user's rules file is looked up where nothing is.
     let out = cmd
         .args(["gate", "check", "lazycodex.json", "--json"])
+        .env("XDG_CONFIG_HOME", "/nonexistent/evidence-gate-test-config")
         .current_dir(r.path())
         .output()
         .unwrap();

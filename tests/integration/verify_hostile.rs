@@ -281,7 +281,10 @@ fn allow_empty_accepts_an_empty_named_state_directory_and_an_empty_ledger() {
         None,
     );
     assert_eq!(run.code, 0, "{} {}", run.stdout, run.stderr);
-    assert_eq!(run.json(), json!({"verdict": "pass", "reports": []}));
+    let mut v = run.json();
+    let policy = v.as_object_mut().unwrap().remove("policy").unwrap();
+    assert_eq!(policy["sources"], json!(["embedded"]));
+    assert_eq!(v, json!({"verdict": "pass", "reports": []}));
 
     r.write(".omo/evidence-gate/ledger.jsonl", "");
     let run = r.run("verify-evidence", &["--format", "json"], None);
