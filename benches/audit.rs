@@ -182,6 +182,7 @@ fn main() {
                     strict: false,
                     allow_empty: false,
                     allow_legacy: false,
+                    gates: None,
                 },
                 &mut Silent,
             )

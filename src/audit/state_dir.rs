@@ -52,6 +52,7 @@ pub(crate) fn audit(
     display: &str,
     layout: &ProfileLayout,
     allow_legacy: bool,
+    gates: &Revalidate<'_>,
     progress: &mut dyn Progress,
 ) -> Audited {
     let mut report = ReportBuilder::new(display, ReportKind::Plan);
@@ -146,7 +147,20 @@ pub(crate) fn audit(
     if let Some(p) = &plan {
         let last_seq = head.as_ref().map_or(0, |(h, _)| h.last_seq);
         let legacy_ok = allow_legacy && wholly_unchained;
-        for f in completion::check(p, &got.finals, last_seq, legacy_ok, &goals_display) {
+        let rules_name = p.str("gateRules").map(str::to_owned);
+        let revalidate = |gate: &Value| {
+            rules_name
+                .as_deref()
+                .and_then(|name| gates(layout, name, gate))
+        };
+        for f in completion::check(
+            p,
+            &got.finals,
+            last_seq,
+            legacy_ok,
+            &goals_display,
+            &revalidate,
+        ) {
             report.push(f);
         }
     }
@@ -176,6 +190,10 @@ pub(crate) fn audit(
         records,
     }
 }
+
+/// Re-validates a recorded final gate with the named gate rules in the
+/// profile's evidence root: why it fails, or `None`.
+pub(crate) type Revalidate<'a> = dyn Fn(&ProfileLayout, &str, &Value) -> Option<String> + 'a;
 
 /// `LEDGER_NOT_CHAINED` (threat-model.md I10): an error that names its fix,
 /// or, with `--allow-legacy`, a warning that says the ledger was accepted as
@@ -352,7 +370,13 @@ fn archives(
             }
             Opened::File(file, size) => {
                 progress.phase(&format!("verifying {ledger}"), "bytes", size);
-                match scan_ledger(file, &ledger, ForeignSeverity::Error, progress, &mut |_, _| {}) {
+                match scan_ledger(
+                    file,
+                    &ledger,
+                    ForeignSeverity::Error,
+                    progress,
+                    &mut |_, _| {},
+                ) {
                     Ok(s) => {
                         for f in s.findings {
                             report.push(legacy(f, allow_legacy));

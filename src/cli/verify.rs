@@ -196,7 +196,12 @@ fn repository(
             )));
         }
     }
+    let book = match crate::rules::gates::GateBook::from_rules(&ws.rules) {
+        Ok(b) => b,
+        Err(e) => return Ok(error_audit(rules_finding(&e))),
+    };
     let opts = AuditOptions {
+        gates: Some(&book),
         layouts: &layouts,
         plan_dirs,
         strict: args.strict,

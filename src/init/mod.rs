@@ -271,8 +271,8 @@ fn shape(o: &Options, amb: &dyn Ambient) -> Result<wiring::Shape, Error> {
         .current_dir()
         .and_then(|d| amb.open_dir(&d))
         .map_err(|e| Error::Io(e.to_string()))?;
-    let rules: RuleSet =
-        crate::rules::load_workspace(&root, &crate::rules::layers(&owned)).map_err(|e| Error::Usage(e.to_string()))?;
+    let rules: RuleSet = crate::rules::load_workspace(&root, &crate::rules::layers(&owned))
+        .map_err(|e| Error::Usage(e.to_string()))?;
     wiring::Shape::from_rules(&rules, &o.profile, o.with_ultrawork, o.team_guard)
         .map_err(|e| Error::Usage(e.to_string()))
 }

@@ -121,7 +121,9 @@ pub fn apply_tightening(effective: &mut Value, repo: &Value) -> Vec<Relaxation> 
 }
 
 fn pointer_of(path: &[String]) -> String {
-    path.iter().map(|t| format!("/{}", pointer_token(t))).collect()
+    path.iter()
+        .map(|t| format!("/{}", pointer_token(t)))
+        .collect()
 }
 
 fn walk(
@@ -159,8 +161,9 @@ fn walk(
                     None => out.push(Relaxation {
                         pointer: pointer_of(path),
                         direction: dir.map_or("fixed", Direction::name),
-                        why: "the key has no effective value to tighten; a repository may not add it"
-                            .into(),
+                        why:
+                            "the key has no effective value to tighten; a repository may not add it"
+                                .into(),
                     }),
                 }
             }
@@ -336,7 +339,10 @@ mod tests {
         let ignored = apply_tightening(&mut eff, &repo);
         assert_eq!(eff["subagent_stop"]["max_attempts"], 5);
         assert_eq!(eff["subagent_stop"]["reuse_protection"], true);
-        assert_eq!(eff["subagent_stop"]["gated_agents"], "^(?:(?:^w$)|(?:^x$))$");
+        assert_eq!(
+            eff["subagent_stop"]["gated_agents"],
+            "^(?:(?:^w$)|(?:^x$))$"
+        );
         assert_eq!(eff["subagent_stop"]["max_receipt_bytes"], 100);
         assert_eq!(eff["hooks"]["context_pressure_markers"], json!(["a", "b"]));
         assert_eq!(eff["profiles"]["ulw-loop"]["stateDir"], ".omo/ulw-loop");
@@ -364,7 +370,8 @@ mod tests {
 
     #[test]
     fn a_repository_cannot_add_a_profile_or_directive() {
-        let mut eff = json!({"profiles": {"ulw-loop": {"stateDir": "a"}}, "directives": {"x": "t"}});
+        let mut eff =
+            json!({"profiles": {"ulw-loop": {"stateDir": "a"}}, "directives": {"x": "t"}});
         let ignored = apply_tightening(
             &mut eff,
             &json!({"profiles": {"evil": {"stateDir": "b"}}, "directives": {"y": "u"}}),

@@ -214,7 +214,11 @@ fn an_empty_repository_is_nothing_to_verify_unless_allowed() {
     assert_eq!(v, json!({"verdict": "pass", "reports": []}));
     let text = r.run("verify-evidence", &["--allow-empty"], None);
     assert!(
-        text.stdout.lines().nth(1).unwrap().starts_with("PASSED: nothing to audit"),
+        text.stdout
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("PASSED: nothing to audit"),
         "{}",
         text.stdout
     );

@@ -25,6 +25,7 @@ fn audit_lib(r: &Repo) -> Vec<Verdict> {
             strict: false,
             allow_empty: false,
             allow_legacy: false,
+            gates: None,
         },
         &mut Silent,
     )

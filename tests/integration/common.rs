@@ -76,7 +76,13 @@ impl Repo {
     /// Runs a binary with `args` in the repository, feeding `stdin`.
     pub fn run(&self, name: &str, args: &[&str], stdin: Option<&[u8]>) -> Run {
         let config = self.config.path().to_str().unwrap();
-        run_in(self.path(), name, args, stdin, &[("XDG_CONFIG_HOME", config)])
+        run_in(
+            self.path(),
+            name,
+            args,
+            stdin,
+            &[("XDG_CONFIG_HOME", config)],
+        )
     }
 
     /// Like [`Repo::run`] with extra environment variables.
@@ -157,7 +163,8 @@ impl Run {
 /// An empty directory shared by every test as `XDG_CONFIG_HOME`.
 pub fn empty_config_home() -> &'static Path {
     static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().expect("tempdir")).path()
+    DIR.get_or_init(|| tempfile::tempdir().expect("tempdir"))
+        .path()
 }
 
 pub fn run_in(

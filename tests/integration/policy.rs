@@ -238,7 +238,10 @@ fn an_unchained_completion_after_the_chain_start_is_never_legacy() {
         .unwrap()
         .shift_remove("ledgerSeq");
     run.plan["revision"] = json!(3);
-    run.plan.as_object_mut().unwrap().shift_remove("lastMutation");
+    run.plan
+        .as_object_mut()
+        .unwrap()
+        .shift_remove("lastMutation");
     run.write(&r);
     let forged = json!({"at": "2026-01-02T03:05:00.000Z", "kind": "aggregate_completed", "goalId": "G001", "status": "complete", "qualityGate": {"anything": true}});
     let mut bytes = std::fs::read(r.join(&run.ledger())).unwrap();
@@ -338,4 +341,54 @@ fn a_gate_ledger_recording_yields_to_the_goal_ledgers() {
     );
     let out = audit(&r, &[]);
     assert_eq!(out.code, 0, "{}", out.stdout);
+}
+
+// ---- I10: the recorded final gate is re-validated -------------------------
+
+#[test]
+fn a_hand_chained_completion_with_a_gate_that_does_not_pass_is_unbacked() {
+    let r = Repo::new();
+    let mut run = Run4::new(&r, STATE);
+    run.plan["gateRules"] = json!("lazycodex");
+    run.entries[3].insert("qualityGate".into(), json!({"anything": true}));
+    run.write(&r);
+    let out = audit(&r, &["--strict"]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let f = findings(&out);
+    let unbacked = f
+        .iter()
+        .find(|(c, _, _, _)| c == "COMPLETION_UNBACKED")
+        .unwrap_or_else(|| panic!("{f:?}"));
+    assert!(
+        unbacked.3["gate"]
+            .as_str()
+            .unwrap()
+            .contains("lazycodex rules"),
+        "{:?}",
+        unbacked.3
+    );
+}
+
+#[test]
+fn a_real_final_gate_passes_its_re_validation() {
+    for (profile, state) in [
+        ("ulw-loop", ".omo/ulw-loop"),
+        ("ultragoal", ".omagy/ultragoal"),
+    ] {
+        let repo = crate::ci_audit_engine::finished_run(profile, state);
+        let plan: Value = serde_json::from_slice(
+            &std::fs::read(repo.join(&format!("{state}/goals.json"))).unwrap(),
+        )
+        .unwrap();
+        assert!(plan["gateRules"].is_string(), "{profile}");
+        let ledger = std::fs::read_to_string(repo.join(&format!("{state}/ledger.jsonl"))).unwrap();
+        let last: Value = ledger
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .rfind(|e| e["kind"] == "aggregate_completed")
+            .expect("a final entry");
+        assert!(last["qualityGate"].is_object(), "{profile}: {last}");
+        let out = audit(&repo, &["--strict"]);
+        assert_eq!(out.code, 0, "{profile}: {}", out.stdout);
+    }
 }

@@ -115,9 +115,9 @@ fn text(run: &Run, quiet: bool, color: bool) -> String {
     if let Some(p) = &run.policy {
         let _ = write!(out, "policy {} ({})", p.digest, p.sources.join(" + "));
         match p.repository_rules {
-            Some("ignored") => out.push_str(
-                "; .evidence-gate/rules.json not applied (--repo-rules applies it)",
-            ),
+            Some("ignored") => {
+                out.push_str("; .evidence-gate/rules.json not applied (--repo-rules applies it)")
+            }
             Some(_) => out.push_str("; .evidence-gate/rules.json applied (--repo-rules)"),
             None => {}
         }
