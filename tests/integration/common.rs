@@ -93,9 +93,10 @@ impl Repo {
         stdin: Option<&[u8]>,
         env: &[(&str, &str)],
     ) -> Run {
+        // The repository's own user configuration directory wins.
         let config = self.config.path().to_str().unwrap();
-        let mut all = vec![("XDG_CONFIG_HOME", config)];
-        all.extend_from_slice(env);
+        let mut all = env.to_vec();
+        all.push(("XDG_CONFIG_HOME", config));
         run_in(self.path(), name, args, stdin, &all)
     }
 

@@ -304,6 +304,7 @@ fn multi_call_name_acts_as_hook_with_auto_host() {
     let out = std::process::Command::new(&link)
         .current_dir(h.path())
         .env("XDG_STATE_HOME", h.state_home.path())
+        .env("XDG_CONFIG_HOME", h.state_home.path().join("config"))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()

@@ -621,6 +621,7 @@ fn agy_write_links_argument_free_executables() {
     let out = std::process::Command::new(&link)
         .current_dir(h.path())
         .env("XDG_STATE_HOME", h.state_home.path())
+        .env("XDG_CONFIG_HOME", h.state_home.path().join("config"))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
