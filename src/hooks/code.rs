@@ -81,7 +81,7 @@ diag_codes! {
     HookEventMismatch = "HOOK_EVENT_MISMATCH", Plumbing, Error, "The payload's event belongs to another hook subcommand.";
     HookEventUnsupported = "HOOK_EVENT_UNSUPPORTED", Plumbing, Error, "The host cannot deliver this event (hooks.md §2.3).";
     HookCwdInvalid = "HOOK_CWD_INVALID", Plumbing, Error, "The payload's `cwd` is not an existing directory.";
-    HookRulesInvalid = "HOOK_RULES_INVALID", Degraded, Warn, "The repository's rules override failed validation; embedded defaults were used.";
+    HookRulesInvalid = "HOOK_RULES_INVALID", Degraded, Warn, "A rules override failed validation; the hook continued without the repository's file (or, when the user's file or `--rules` is invalid, on the embedded defaults).";
     HookStateIo = "HOOK_STATE_IO", Plumbing, Error, "Hook state (under `.omo/evidence-gate/` or a goal state directory) could not be read or written.";
     HookLockTimeout = "HOOK_LOCK_TIMEOUT", Plumbing, Error, "The gate lock or a goal state lock was not taken within its wait.";
     HookDeadline = "HOOK_DEADLINE", Plumbing, Error, "The watchdog fired at `hooks.deadline_ms`; the hook allowed.";
