@@ -95,10 +95,11 @@ impl HookRepo {
             cmd.env_remove(k);
         }
         cmd.env("XDG_STATE_HOME", self.state_home.path());
-        cmd.env("XDG_CONFIG_HOME", self.state_home.path().join("config"));
         for (k, v) in env {
             cmd.env(k, v);
         }
+        // The user's rules file of this repository (`user_rules`) always.
+        cmd.env("XDG_CONFIG_HOME", self.state_home.path().join("config"));
         cmd
     }
 
