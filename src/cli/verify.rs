@@ -283,20 +283,16 @@ fn workspace(args: &VerifyArgs, amb: &dyn Ambient) -> Result<Workspace, Box<Find
     };
     // threat-model.md I9: the audited repository does not configure its
     // auditor unless the caller asks for it (`--repo-rules`).
-    let repo_bytes = if args.repository() || args.repo_rules {
-        read_repo_override(&dir).map_err(|e| Box::new(rules_finding(&e)))?
-    } else {
-        None
-    };
     let mut owned: Vec<(String, Vec<u8>)> = Vec::new();
     let mut repository_rules = None;
-    if let Some(b) = repo_bytes {
-        if args.repo_rules {
+    if args.repo_rules {
+        if let Some(b) = read_repo_override(&dir).map_err(|e| Box::new(rules_finding(&e)))? {
             owned.push((REPO_OVERRIDE.to_owned(), b));
             repository_rules = Some("applied");
-        } else {
-            repository_rules = Some("ignored");
         }
+    } else if args.repository() && dir.symlink_metadata(REPO_OVERRIDE).is_ok() {
+        // Not read, not applied: only reported, whatever it is.
+        repository_rules = Some("ignored");
     }
     owned.extend(extra);
     let rules =

@@ -392,3 +392,17 @@ fn a_real_final_gate_passes_its_re_validation() {
         assert_eq!(out.code, 0, "{profile}: {}", out.stdout);
     }
 }
+
+#[test]
+fn a_repository_rules_file_that_is_not_applied_is_not_read() {
+    let r = Repo::new();
+    Run4::new(&r, STATE);
+    r.write(".evidence-gate/rules.json", "{ not json");
+    let out = audit(&r, &["--strict"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(out.json()["policy"]["repositoryRules"], "ignored");
+    // Opting in reads it, and an invalid file cannot be verified with.
+    let out = audit(&r, &["--repo-rules"]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert_eq!(out.codes(), ["RULES_INVALID"]);
+}
