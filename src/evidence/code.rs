@@ -112,11 +112,11 @@ codes! {
     LedgerTornTail = "LEDGER_TORN_TAIL", Fail, "Bytes after the ledger's last newline do not parse as a JSON object (a torn write).";
     LedgerUnterminated = "LEDGER_UNTERMINATED", Warning, "The ledger's last record is a JSON object without its terminating newline.";
     LedgerRecordInvalid = "LEDGER_RECORD_INVALID", Fail, "A ledger record is not a JSON object.";
-    LedgerNotChained = "LEDGER_NOT_CHAINED", Warning, "The ledger has no hash-chained record at all (written only by legacy tools).";
+    LedgerNotChained = "LEDGER_NOT_CHAINED", Fail, "The ledger has no hash-chained record at all (written only by legacy tools, or stripped of its chain); a warning with `--allow-legacy`.";
     LedgerChainBroken = "LEDGER_CHAIN_BROKEN", Fail, "A chained record's `prev` differs from the hash of the record before it (an edit).";
     LedgerSeqGap = "LEDGER_SEQ_GAP", Fail, "A chained record's `seq` is not the previous chained `seq` + 1.";
     LedgerRevisionRegressed = "LEDGER_REVISION_REGRESSED", Fail, "A chained record's `revision` is lower than an earlier one's.";
-    LedgerForeignRecord = "LEDGER_FOREIGN_RECORD", Fail, "An unchained record appears after the chain start.";
+    LedgerForeignRecord = "LEDGER_FOREIGN_RECORD", Fail, "An unchained record appears after the chain start (always an error in the CI audit: no downgrade).";
     LedgerBehindPlan = "LEDGER_BEHIND_PLAN", Warning, "The plan is one revision ahead of the ledger and carries the missing entries (recoverable).";
     LedgerPlanMismatch = "LEDGER_PLAN_MISMATCH", Fail, "The plan's revision and the ledger's last revision disagree beyond recovery.";
     LedgerArchiveMismatch = "LEDGER_ARCHIVE_MISMATCH", Fail, "`plan_created.replaced.previousHead` differs from the archived ledger's last record.";

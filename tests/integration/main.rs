@@ -60,6 +60,7 @@ mod hooks_support;
 mod hooks_tools;
 mod init_doctor;
 mod init_doctor_configs;
+mod policy;
 mod properties;
 mod snapshots;
 mod verify_hostile;
