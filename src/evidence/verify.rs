@@ -391,7 +391,7 @@ pub fn verify_files(
 }
 
 fn payload_checks(root: &Root, p: &Payload, opts: VerifyOptions<'_>, report: &mut ReportBuilder) {
-    let summary = p.summary.trim();
+    let summary = crate::text::fold(&p.summary);
     let chars = summary.chars().count();
     if chars == 0 || chars > 4000 {
         report.push(Finding::new(
@@ -399,7 +399,7 @@ fn payload_checks(root: &Root, p: &Payload, opts: VerifyOptions<'_>, report: &mu
             None,
             format!("summary: must be 1–4000 characters after trimming (has {chars})"),
         ));
-    } else if root.placeholders.is_placeholder(summary) {
+    } else if root.placeholders.is_placeholder(&summary) {
         report.push(Finding::new(
             Code::PlaceholderText,
             None,
@@ -414,7 +414,7 @@ fn payload_checks(root: &Root, p: &Payload, opts: VerifyOptions<'_>, report: &mu
         ));
     }
     let v = &p.verification;
-    if v.by.trim().is_empty() {
+    if crate::text::is_blank(&v.by) {
         report.push(Finding::new(
             Code::EvidenceSchemaInvalid,
             None,
@@ -429,7 +429,7 @@ fn payload_checks(root: &Root, p: &Payload, opts: VerifyOptions<'_>, report: &mu
     }
     let artifact_ids: HashSet<&str> = p.artifacts.iter().map(|a| a.id.as_str()).collect();
     for (i, c) in v.checks.iter().enumerate() {
-        if c.command.trim().is_empty() {
+        if crate::text::is_blank(&c.command) {
             report.push(Finding::new(
                 Code::EvidenceSchemaInvalid,
                 None,

@@ -366,8 +366,11 @@ fn accept(c: &Ctx<'_>, state: &Dir, v: &Verified, earlier: usize, counter: &str)
     Decision::Allow
 }
 
-/// A marker in the child transcript's tail releases the worker, unless its
-/// own final message carries one (writing the phrase is no escape).
+/// A marker inside a compaction record the host wrote in the child
+/// transcript's tail releases the worker (threat-model.md I5), unless its
+/// own final message carries one (writing the phrase is no escape). Tool
+/// output, assistant and user text never count; a host without a recorded
+/// compaction record shape has no escape at all.
 fn context_pressure(c: &Ctx<'_>) -> bool {
     let markers = Markers::new(&c.hooks.context_pressure_markers);
     if c.stop
@@ -377,11 +380,13 @@ fn context_pressure(c: &Ctx<'_>) -> bool {
     {
         return false;
     }
-    c.stop
-        .child_transcript
-        .as_deref()
-        .and_then(|p| transcript::read_tail(c.amb, p, c.hooks.transcript_tail_bytes))
-        .is_some_and(|tail| markers.found_in(&tail))
+    transcript::host_pressure(
+        c.amb,
+        c.env.host,
+        c.stop.child_transcript.as_deref(),
+        c.hooks.transcript_tail_bytes,
+        &markers,
+    )
 }
 
 fn state_io(c: &Ctx<'_>, what: &str, e: &std::io::Error) -> Decision {
