@@ -261,11 +261,13 @@ fn decide_locked(
     let me = claimant(c.env);
     let rules = &c.policy.rules;
     let findings = match checked {
-        Ok(v) if rules.reuse_protection => match reuse::check(state, &v.sha256, &v.path, &me) {
-            Ok(None) => Ok(v),
-            Ok(Some(f)) => Err(vec![f]),
-            Err(e) => return state_io(c, "the receipt index could not be read", &e),
-        },
+        Ok(v) if rules.reuse_protection => {
+            match reuse::check(state, &v.normalized_sha256, &v.path, &me) {
+                Ok(None) => Ok(v),
+                Ok(Some(f)) => Err(vec![f]),
+                Err(e) => return state_io(c, "the receipt index could not be read", &e),
+            }
+        }
         other => other,
     };
     let counter = attempts::file_name(me.session_id.as_deref(), me.agent_id.as_deref());
@@ -356,7 +358,7 @@ fn accept(c: &Ctx<'_>, state: &Dir, v: &Verified, earlier: usize, counter: &str)
         return state_io(c, "the gate ledger could not be appended", &e);
     }
     if c.policy.rules.reuse_protection
-        && let Err(e) = reuse::claim(state, &v.sha256, &v.path, &claimant(c.env))
+        && let Err(e) = reuse::claim(state, &v.normalized_sha256, &v.path, &claimant(c.env))
     {
         return state_io(c, "the receipt digest could not be claimed", &e);
     }
