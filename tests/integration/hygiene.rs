@@ -165,3 +165,162 @@ fn goal_engine_text_inputs_made_of_invisible_characters_are_blank() {
     );
     assert_eq!(run.code, 0, "{} {}", run.stdout, run.stderr);
 }
+
+// --- I4: evidence proves something other than itself ------------------------------
+
+fn self_payload(deliverables: Value) -> Value {
+    let mut p = payload(deliverables);
+    p["summary"] = json!("Implemented the limiter and ran its tests; see the deliverables.");
+    p
+}
+
+#[test]
+fn a_structured_receipt_whose_only_deliverable_is_itself_is_refused() {
+    let h = HookRepo::new();
+    let path = ".omo/evidence/self.json";
+    h.write(
+        path,
+        serde_json::to_vec(&self_payload(json!([{"path": path}]))).unwrap(),
+    );
+    let reason = blocked_fresh(&h, &h.codex_receipt(path), "EVIDENCE_SELF_ONLY");
+    assert!(reason.contains("itself"), "{reason}");
+    // A glob that would match the payload does not count it.
+    let glob = ".omo/evidence/glob.json";
+    h.write(
+        glob,
+        serde_json::to_vec(&self_payload(json!([{"glob": ".omo/evidence/glob.json"}]))).unwrap(),
+    );
+    blocked_fresh(&h, &h.codex_receipt(glob), "GLOB_TOO_FEW_MATCHES");
+    // Deliverables only under the evidence root prove nothing either.
+    h.write(".omo/evidence/log.txt", "cargo test: 12 passed\n");
+    let logs = ".omo/evidence/logs.json";
+    h.write(
+        logs,
+        serde_json::to_vec(&self_payload(
+            json!([{"path": ".omo/evidence/log.txt"}, {"glob": ".omo/evidence/*.json"}]),
+        ))
+        .unwrap(),
+    );
+    blocked_fresh(&h, &h.codex_receipt(logs), "EVIDENCE_SELF_ONLY");
+    assert!(h.ledger().is_empty(), "nothing accepted");
+    // Honest use: a payload naming a real deliverable (beside its log) passes.
+    h.write("src/limiter.rs", "pub fn limit() {}\n");
+    let real = ".omo/evidence/real.json";
+    h.write(
+        real,
+        serde_json::to_vec(&self_payload(
+            json!([{"path": "src/limiter.rs"}, {"path": ".omo/evidence/log.txt"}]),
+        ))
+        .unwrap(),
+    );
+    assert_allow(&h.stop(&h.codex_receipt(real)));
+    assert_eq!(h.ledger()[0]["kind"], "receipt_accepted");
+}
+
+#[test]
+fn a_payload_proving_only_itself_fails_verify_evidence() {
+    let r = Repo::new();
+    let run = verify(&r, &self_payload(json!([{"path": "p.json"}])), &[]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert_eq!(codes(&run), ["EVIDENCE_SELF_ONLY"], "{}", run.stdout);
+    // Spelled with `./` and given under an explicit root: still itself.
+    r.write(
+        "p.json",
+        serde_json::to_vec(&self_payload(json!([{"path": "p.json"}]))).unwrap(),
+    );
+    let run = r.run(
+        "verify-evidence",
+        &["--format", "json", "--root", ".", "./p.json"],
+        None,
+    );
+    assert_eq!(codes(&run), ["EVIDENCE_SELF_ONLY"], "{}", run.stdout);
+    // A glob matching only the payload matches nothing.
+    let run = verify(&r, &self_payload(json!([{"glob": "*.json"}])), &[]);
+    assert_eq!(codes(&run), ["GLOB_TOO_FEW_MATCHES"], "{}", run.stdout);
+    // Honest use: real deliverables pass, and a glob over them still counts
+    // every real match.
+    r.write("src/lib.rs", "pub fn f() {}\n");
+    r.write("src/main.rs", "fn main() {}\n");
+    let run = verify(
+        &r,
+        &self_payload(json!([{"glob": "src/*.rs", "min": 2}, {"path": "p.json"}])),
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let run = verify(&r, &self_payload(json!([{"glob": "**/*", "min": 2}])), &[]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+}
+
+// --- I6: bidi controls in paths, unprintable text in reports -------------------------
+
+#[test]
+fn a_right_to_left_override_in_a_path_is_refused_and_never_echoed_raw() {
+    let r = Repo::new();
+    let evil = "src/\u{202E}sr.nim\u{2066}.rs";
+    r.write(
+        "p.json",
+        serde_json::to_vec(&payload(json!([{"path": evil}]))).unwrap(),
+    );
+    for format in ["text", "github", "junit", "sarif", "json"] {
+        let run = r.run("verify-evidence", &["--format", format, "p.json"], None);
+        assert_eq!(run.code, 1, "{format}: {}", run.stdout);
+        assert!(
+            run.stdout.contains("PATH_CONTROL_CHAR"),
+            "{format}: {}",
+            run.stdout
+        );
+        if format != "json" {
+            // JSON carries the value itself; the human and CI formats escape it.
+            assert!(
+                !run.stdout.contains('\u{202E}') && !run.stdout.contains('\u{2066}'),
+                "{format}: raw bidi control in {:?}",
+                run.stdout
+            );
+            // SARIF percent-encodes the location; the others escape as \u{..}.
+            let escaped = if format == "sarif" {
+                "src/%E2%80%AEsr.nim%E2%81%A6.rs"
+            } else {
+                "\\u{202e}"
+            };
+            assert!(run.stdout.contains(escaped), "{format}: {}", run.stdout);
+        }
+    }
+    // A zero-width space is a valid path character but is escaped in the
+    // annotation, so `src/a\u{200b}b.rs` never looks like `src/ab.rs`.
+    r.write(
+        "z.json",
+        serde_json::to_vec(&payload(json!([{"path": "src/a\u{200B}b.rs"}]))).unwrap(),
+    );
+    let run = r.run("verify-evidence", &["--format", "github", "z.json"], None);
+    assert!(!run.stdout.contains('\u{200B}'), "{:?}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("file=src/a\\u{200b}b.rs,title=FILE_MISSING"),
+        "{}",
+        run.stdout
+    );
+    // Honest use: non-ASCII paths are valid and printed as they are.
+    r.write("docs/Überprüft 完了.md", "notes\n");
+    r.write(
+        "q.json",
+        serde_json::to_vec(&payload(json!([{"path": "docs/Überprüft 完了.md"}]))).unwrap(),
+    );
+    let run = r.run("verify-evidence", &["--format", "github", "q.json"], None);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    r.write(
+        "q2.json",
+        serde_json::to_vec(&payload(json!([{"path": "docs/Fehlt 完了.md"}]))).unwrap(),
+    );
+    let run = r.run("verify-evidence", &["--format", "github", "q2.json"], None);
+    assert!(
+        run.stdout
+            .contains("file=docs/Fehlt 完了.md,title=FILE_MISSING"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("\\u{"),
+        "nothing to escape: {}",
+        run.stdout
+    );
+}
