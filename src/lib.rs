@@ -17,6 +17,8 @@
 //! * [`text`] decides what a text shows (blank checks, report escaping);
 //! * [`store`] holds the durable-write primitives (atomic replace, append,
 //!   the mutation lock);
+//! * [`userstate`] resolves the per-user state directory that holds the
+//!   trust-bearing hook state and the witness, outside the workspace;
 //! * [`goals`] is the goal engine (`ulw-loop` / `ultragoal` profiles);
 //! * [`cli`] parses arguments, renders results and maps them to exit codes.
 //!
@@ -49,3 +51,4 @@ pub mod sandbox;
 pub mod store;
 pub mod text;
 pub mod time;
+pub mod userstate;
