@@ -324,3 +324,46 @@ fn a_right_to_left_override_in_a_path_is_refused_and_never_echoed_raw() {
         run.stdout
     );
 }
+
+#[test]
+fn the_audit_catches_a_re_spaced_copy_the_claim_index_missed() {
+    use evidence_gate::hooks::receipt::reuse::normalized_text;
+    let h = HookRepo::new();
+    let first = RECEIPT_TEXT.to_owned();
+    let copy = RECEIPT_TEXT.replacen(' ', "  ", 1) + "\r\n";
+    h.write(".omo/evidence/a.md", &first);
+    h.write(".omo/evidence/b.md", &copy);
+    let entry = |agent: &str, path: &str, text: &str| -> serde_json::Map<String, Value> {
+        let sha = evidence_gate::digest::sha256_hex(text.as_bytes());
+        serde_json::from_value(json!({
+            "kind": "receipt_accepted", "ts": "2026-12-01T10:00:00.000Z", "host": "codex",
+            "session_id": "sess-1", "agent_id": agent, "agent_type": WORKER, "turn_id": "turn-1",
+            "rules_digest": "sha256:00",
+            "receipt": {"path": path, "size": text.len(), "sha256": sha,
+                        "normalized_sha256": normalized_text(text.as_bytes()),
+                        "form": "plain", "freshness": "unchecked"},
+            "files": [{"path": path, "size": text.len(), "sha256": sha}],
+        }))
+        .unwrap()
+    };
+    let entries = [
+        entry("agent-1", ".omo/evidence/a.md", &first),
+        entry("agent-2", ".omo/evidence/b.md", &copy),
+    ];
+    let (ledger, _) = evidence_gate::ledger::chain_records(0, None, &entries);
+    h.write(".omo/evidence-gate/ledger.jsonl", &ledger);
+    let run = h.repo.run("verify-evidence", &["--format", "json"], None);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert_eq!(codes(&run), ["LEDGER_RECEIPT_REUSED"], "{}", run.stdout);
+    // Honest use: two different receipts of two workers pass.
+    let other = "Changed src/parser.rs to reject empty keys; ran `cargo test parser`: 7 passed.";
+    h.write(".omo/evidence/b.md", other);
+    let entries = [
+        entry("agent-1", ".omo/evidence/a.md", &first),
+        entry("agent-2", ".omo/evidence/b.md", other),
+    ];
+    let (ledger, _) = evidence_gate::ledger::chain_records(0, None, &entries);
+    h.write(".omo/evidence-gate/ledger.jsonl", &ledger);
+    let run = h.repo.run("verify-evidence", &["--format", "json"], None);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+}
