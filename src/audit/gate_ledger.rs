@@ -111,7 +111,13 @@ pub(crate) fn audit(
                 if !listed {
                     files.record(line, v, receipt, "receipt");
                 }
-                let Some(sha) = receipt.get("sha256").and_then(Value::as_str) else {
+                // The normalized digest reuse protection keys on (I4); entries
+                // of older builds carry only the exact one.
+                let Some(sha) = receipt
+                    .get("normalized_sha256")
+                    .or_else(|| receipt.get("sha256"))
+                    .and_then(Value::as_str)
+                else {
                     return;
                 };
                 let me = Claimant::of(v);

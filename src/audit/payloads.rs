@@ -156,7 +156,13 @@ fn verify_one(root: &Root, path: &str) -> Report {
     });
     match bytes {
         Ok(bytes) => match evidence::payload::parse(&bytes, max) {
-            Ok(payload) => evidence::verify_payload(root, &payload, path, VerifyOptions::default()),
+            Ok(payload) => {
+                let opts = VerifyOptions {
+                    payload_path: Some(path),
+                    ..VerifyOptions::default()
+                };
+                evidence::verify_payload(root, &payload, path, opts)
+            }
             Err(f) => {
                 b.push(*f);
                 b.finish(false)

@@ -233,6 +233,25 @@ fn subject(p: &Path) -> String {
     }
 }
 
+/// The payload file's path relative to the root, when both are spelled so
+/// that this follows lexically (a relative payload under a relative root, or
+/// an absolute payload under an absolute root); `None` otherwise, e.g. for
+/// standard input.
+fn in_root(root: &Path, payload: &Path) -> Option<String> {
+    if payload.as_os_str() == "-" || root.is_absolute() != payload.is_absolute() {
+        return None;
+    }
+    let root = path_clean::clean(root);
+    let payload = path_clean::clean(payload);
+    let rel = if root == Path::new(".") {
+        payload.as_path()
+    } else {
+        payload.strip_prefix(&root).ok()?
+    };
+    let s = rel.to_str()?;
+    (!s.is_empty() && !s.starts_with("..")).then(|| s.replace('\\', "/"))
+}
+
 fn error_reports(args: &VerifyArgs, finding: &Finding) -> Vec<Report> {
     args.payloads
         .iter()
@@ -347,7 +366,12 @@ fn payload_reports(
             match bytes {
                 Ok(bytes) => match evidence::payload::parse(&bytes, max) {
                     Ok(payload) => {
-                        evidence::verify_payload(&root, &payload, &name, VerifyOptions::default())
+                        let own = in_root(&args.root, p);
+                        let opts = VerifyOptions {
+                            payload_path: own.as_deref(),
+                            ..VerifyOptions::default()
+                        };
+                        evidence::verify_payload(&root, &payload, &name, opts)
                     }
                     Err(f) => {
                         b.push(*f);

@@ -247,6 +247,34 @@ pub(super) fn hosts_support(hosts: &[Host], checks: &mut Vec<Check>) {
     checks.push(c);
 }
 
+/// `hosts.records`: for which hosts a compaction record shape is pinned by a
+/// recorded capture (threat-model.md I5); for the others the context-pressure
+/// escape is off (fail closed).
+pub(super) fn hosts_records(hosts: &[Host], checks: &mut Vec<Check>) {
+    let (on, off): (Vec<Host>, Vec<Host>) = hosts
+        .iter()
+        .partition(|h| crate::hooks::host_records::escape_enabled(**h));
+    let names = |v: &[Host]| list(&v.iter().map(|h| h.name().to_owned()).collect::<Vec<_>>());
+    let message = format!(
+        "context-pressure escape on (host compaction record pinned): {}; off (no recorded compaction record, fail closed): {}",
+        names(&on),
+        names(&off)
+    );
+    let mut c = Check::new(
+        "hosts.records",
+        if off.is_empty() {
+            Status::Ok
+        } else {
+            Status::Warn
+        },
+        message,
+    );
+    if !off.is_empty() {
+        c = c.hint("a worker under context pressure there is held to its receipt until the attempt cap releases it (recorded as an override); a recorded compaction capture turns the escape on (fixtures/hosts/README.md)");
+    }
+    checks.push(c);
+}
+
 fn list(v: &[String]) -> String {
     if v.is_empty() {
         "none".into()

@@ -138,6 +138,7 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Vec<Check>, String> {
     local::state_writable(&root, &profile_dirs, &mut checks);
     local::lock_works(&root, rules.as_ref().map(|(_, _, h)| h), &mut checks);
     local::hosts_support(&hosts, &mut checks);
+    local::hosts_records(&hosts, &mut checks);
     local::diagnostics_recent(&root, &gated, &mut checks);
     Ok(checks)
 }

@@ -62,7 +62,7 @@ macro_rules! codes {
 codes! {
     // §2 step 1: lexical.
     PathEmpty = "PATH_EMPTY", Fail, "A declared path is empty.";
-    PathControlChar = "PATH_CONTROL_CHAR", Fail, "A path contains NUL or another control character.";
+    PathControlChar = "PATH_CONTROL_CHAR", Fail, "A path contains NUL, another control character or a bidirectional control (U+061C, U+200E–U+200F, U+202A–U+202E, U+2066–U+2069).";
     PathBackslash = "PATH_BACKSLASH", Fail, "A path contains a backslash; paths use forward slashes.";
     PathAbsolute = "PATH_ABSOLUTE", Fail, "A path is absolute (leading `/`, drive letter or UNC prefix); paths are relative to the root.";
     PathTraversal = "PATH_TRAVERSAL", Fail, "A path contains a `..` component.";
@@ -93,6 +93,7 @@ codes! {
     EvidenceParseError = "EVIDENCE_PARSE_ERROR", Fail, "The payload is not JSON, is over the size limit, is not UTF-8 or has duplicate keys.";
     EvidenceSchemaInvalid = "EVIDENCE_SCHEMA_INVALID", Fail, "The payload has wrong types, unknown or missing fields, or `evidence` is not 1.";
     EvidenceNoDeliverables = "EVIDENCE_NO_DELIVERABLES", Fail, "`deliverables` is empty: nothing to check is a failure, never a pass.";
+    EvidenceSelfOnly = "EVIDENCE_SELF_ONLY", Fail, "Every deliverable is the payload (or receipt) file itself or lies under the evidence root: evidence must prove something other than itself; name a file the work changed.";
     ArtifactIdDuplicate = "ARTIFACT_ID_DUPLICATE", Fail, "Two artifacts share one `id`.";
     ArtifactRefUnknown = "ARTIFACT_REF_UNKNOWN", Fail, "A verification check names an artifact id that does not exist.";
     ArtifactKindUnknown = "ARTIFACT_KIND_UNKNOWN", Fail, "An artifact `kind` is not listed in the rules' `artifactKinds`.";

@@ -260,11 +260,13 @@ fn decide_locked(
     let me = claimant(c.env);
     let rules = &c.policy.rules;
     let findings = match checked {
-        Ok(v) if rules.reuse_protection => match reuse::check(state, &v.sha256, &v.path, &me) {
-            Ok(None) => Ok(v),
-            Ok(Some(f)) => Err(vec![f]),
-            Err(e) => return state_io(c, "the receipt index could not be read", &e),
-        },
+        Ok(v) if rules.reuse_protection => {
+            match reuse::check(state, &v.normalized_sha256, &v.path, &me) {
+                Ok(None) => Ok(v),
+                Ok(Some(f)) => Err(vec![f]),
+                Err(e) => return state_io(c, "the receipt index could not be read", &e),
+            }
+        }
         other => other,
     };
     let counter = attempts::file_name(me.session_id.as_deref(), me.agent_id.as_deref());
@@ -355,7 +357,7 @@ fn accept(c: &Ctx<'_>, state: &Dir, v: &Verified, earlier: usize, counter: &str)
         return state_io(c, "the gate ledger could not be appended", &e);
     }
     if c.policy.rules.reuse_protection
-        && let Err(e) = reuse::claim(state, &v.sha256, &v.path, &claimant(c.env))
+        && let Err(e) = reuse::claim(state, &v.normalized_sha256, &v.path, &claimant(c.env))
     {
         return state_io(c, "the receipt digest could not be claimed", &e);
     }
@@ -365,8 +367,11 @@ fn accept(c: &Ctx<'_>, state: &Dir, v: &Verified, earlier: usize, counter: &str)
     Decision::Allow
 }
 
-/// A marker in the child transcript's tail releases the worker, unless its
-/// own final message carries one (writing the phrase is no escape).
+/// A marker inside a compaction record the host wrote in the child
+/// transcript's tail releases the worker (threat-model.md I5), unless its
+/// own final message carries one (writing the phrase is no escape). Tool
+/// output, assistant and user text never count; a host without a recorded
+/// compaction record shape has no escape at all.
 fn context_pressure(c: &Ctx<'_>) -> bool {
     let markers = Markers::new(&c.hooks.context_pressure_markers);
     if c.stop
@@ -376,11 +381,13 @@ fn context_pressure(c: &Ctx<'_>) -> bool {
     {
         return false;
     }
-    c.stop
-        .child_transcript
-        .as_deref()
-        .and_then(|p| transcript::read_tail(c.amb, p, c.hooks.transcript_tail_bytes))
-        .is_some_and(|tail| markers.found_in(&tail))
+    transcript::host_pressure(
+        c.amb,
+        c.env.host,
+        c.stop.child_transcript.as_deref(),
+        c.hooks.transcript_tail_bytes,
+        &markers,
+    )
 }
 
 fn state_io(c: &Ctx<'_>, what: &str, e: &std::io::Error) -> Decision {

@@ -54,6 +54,7 @@ fn an_expired_deadline_stops_glob_expansion() {
     let opts = VerifyOptions {
         plan: None,
         deadline: Some(past),
+        payload_path: None,
     };
     let r = verify_payload(&root, &p, "p", opts);
     let codes: Vec<Code> = r.findings().iter().map(|f| f.code).collect();

@@ -451,6 +451,17 @@ fn doctor_passes_after_init_write() {
         "warn",
         "synth fixtures only: experimental"
     );
+    // Threat-model §6 "I5 without fixtures": no recorded compaction record,
+    // so the context-pressure escape is off for codex, and doctor says so.
+    assert_eq!(status(&checks, "hosts.records"), "warn");
+    let records = checks.iter().find(|c| c["id"] == "hosts.records").unwrap();
+    assert!(
+        records["message"]
+            .as_str()
+            .unwrap()
+            .contains("off (no recorded compaction record, fail closed): codex"),
+        "{records}"
+    );
     let text = h.run(
         &["doctor"],
         b"",

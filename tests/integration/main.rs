@@ -58,6 +58,7 @@ mod hooks_stop;
 mod hooks_subagent_stop;
 mod hooks_support;
 mod hooks_tools;
+mod hygiene;
 mod init_doctor;
 mod init_doctor_configs;
 mod policy;

@@ -148,23 +148,14 @@ fn text(run: &Run, quiet: bool, color: bool) -> String {
     out
 }
 
-/// Escapes control characters of text that came from the verified tree or
-/// payload (paths, messages quoting them): a newline would forge a finding,
-/// summary or CI workflow-command line, an escape sequence would drive the
-/// terminal.
+/// Escapes the non-printable characters of text that came from the verified
+/// tree or payload (paths, messages quoting them) as `\u{..}`: a newline
+/// would forge a finding, summary or CI workflow-command line, an escape
+/// sequence would drive the terminal, and a format character (a bidi
+/// override, a zero-width space) would make the line read differently from
+/// what it names (threat-model.md I6; [`crate::text::is_unprintable`]).
 pub(crate) fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if c.is_control() {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
+    crate::text::escape_unprintable(s)
 }
 
 /// The one summary line: `PASSED: …`, `FAILED: N findings in M payloads` or
