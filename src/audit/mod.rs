@@ -169,7 +169,13 @@ pub fn audit(
         })
         .collect();
     for t in &targets {
-        let a = state_dir::audit(&t.dir, &t.display, &opts.layouts[t.layout], progress);
+        let a = state_dir::audit(
+            &t.dir,
+            &t.display,
+            &opts.layouts[t.layout],
+            opts.strict,
+            progress,
+        );
         summary.state_dirs += 1;
         summary.ledger_records += a.records;
         pending.push((a.report, a.checked));

@@ -160,6 +160,25 @@ pub fn read_tail(file: &mut File, end: u64, stop_seq: Option<u64>) -> io::Result
     Ok(out)
 }
 
+/// The length of the complete records of a ledger of `size` bytes (up to
+/// and including its last `\n`): a torn tail is not a record.
+pub fn complete_len(file: &mut File, size: u64) -> io::Result<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    const CHUNK: u64 = 64 * 1024;
+    let mut end = size;
+    while end > 0 {
+        let start = end.saturating_sub(CHUNK);
+        let mut buf = vec![0u8; (end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut buf)?;
+        if let Some(i) = buf.iter().rposition(|&b| b == b'\n') {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
 /// Over a whole ledger in file order: a ledger that once bound its plans
 /// must still bind them at its last chained record (stripping the binding
 /// to look legacy is tampering).
