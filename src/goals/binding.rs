@@ -389,8 +389,10 @@ fn judge_digest(d: String, doc: &Map<String, Value>, tail: &[TailRecord], pendin
             _ => after.push(t),
         }
     }
-    // Records after the head must have been written under this very body.
-    for t in after.iter().rev() {
+    // Chained records after the head must have been written under this
+    // very body. Unchained records (a Node tool's appends) are not the
+    // engine's; the chain verification reports them (`LEDGER_FOREIGN_RECORD`).
+    for t in after.iter().rev().filter(|t| t.seq.is_some()) {
         match &t.plan_sha256 {
             Some(r) if *r == d => {}
             Some(r) => {
@@ -535,7 +537,9 @@ mod tests {
         );
         assert_eq!(judge(&p, &[], false).codes(), vec!["LEDGER_TAMPERED"]);
         let foreign = [rec(None, "n", None), ok[0].clone()];
-        assert_eq!(judge(&p, &foreign, false).codes(), vec!["LEDGER_TAMPERED"]);
+        assert_eq!(judge(&p, &foreign, false).state, State::Bound);
+        let forged = [rec(Some(5), "h5", None), ok[0].clone()];
+        assert_eq!(judge(&p, &forged, false).codes(), vec!["LEDGER_TAMPERED"]);
     }
 
     #[test]
