@@ -179,6 +179,35 @@ pub fn complete_len(file: &mut File, size: u64) -> io::Result<u64> {
     Ok(0)
 }
 
+/// [`read_tail`] over a whole ledger file of `size` bytes: bytes after the
+/// last `\n` count as the last record when they are a JSON object (an
+/// unterminated record, which the recovery check completes); a torn tail
+/// does not.
+pub fn read_tail_file(file: &mut File, size: u64, stop_seq: Option<u64>) -> io::Result<Vec<TailRecord>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let complete = complete_len(file, size)?;
+    let mut out = Vec::new();
+    if complete < size && size - complete <= 64 * 1024 * 1024 {
+        let mut rest = vec![0u8; (size - complete) as usize];
+        file.seek(SeekFrom::Start(complete))?;
+        file.read_exact(&mut rest)?;
+        if serde_json::from_slice::<Value>(&rest).is_ok_and(|v| v.is_object()) {
+            let r = TailRecord::of(&rest);
+            let stop = match (r.seq, stop_seq) {
+                (Some(s), Some(h)) => s <= h,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            out.push(r);
+            if stop {
+                return Ok(out);
+            }
+        }
+    }
+    out.extend(read_tail(file, complete, stop_seq)?);
+    Ok(out)
+}
+
 /// Over a whole ledger in file order: a ledger that once bound its plans
 /// must still bind them at its last chained record (stripping the binding
 /// to look legacy is tampering).

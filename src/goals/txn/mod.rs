@@ -683,7 +683,8 @@ fn stamp_plan_sha(entries: &mut [Map<String, Value>], d: &str) {
     }
 }
 
-/// The binding of `plan` to the ledger of `dir` whose head is `head`.
+/// The binding of `plan` to the ledger of `dir` (`head`: its head as the
+/// index or a scan saw it).
 pub fn judge_in(
     dir: &Dir,
     paths: &state::StatePaths,
@@ -693,12 +694,12 @@ pub fn judge_in(
 ) -> Result<Binding, GoalError> {
     let named = binding::named_head(plan.doc());
     let display = paths.ledger();
-    let tail = if head.records == 0 || (named.is_none() && head.last_seq == 0) {
+    let tail = if named.is_none() && head.last_seq == 0 {
         Vec::new()
     } else {
         match state::open_file(dir, state::LEDGER, &display)? {
-            Some((mut f, _)) => {
-                binding::read_tail(&mut f, head.len, named.as_ref().map(|h| h.seq))
+            Some((mut f, meta)) => {
+                binding::read_tail_file(&mut f, meta.len(), named.as_ref().map(|h| h.seq))
                     .map_err(|e| GoalError::io(&display, "read", &e))?
             }
             None => Vec::new(),
