@@ -240,7 +240,7 @@ fn bound(
     let tail = match open_state_file(dir, LEDGER, &ledger_display) {
         Opened::File(mut file, size) => {
             let named = binding::named_head(plan.doc());
-            let read = binding::read_tail_file(&mut file, size, named.as_ref().map(|h| h.seq));
+            let read = binding::read_tail_file(&mut file, size, named.as_ref().map(|h| h.seq), usize::MAX);
             match read {
                 Ok(t) => t,
                 Err(e) => {

@@ -121,6 +121,8 @@ pub struct TailRecord {
     pub sha256: String,
     /// Its `planSha256`, if any.
     pub plan_sha256: Option<String>,
+    /// Its `revision`, if any.
+    pub revision: Option<u64>,
 }
 
 impl TailRecord {
@@ -138,6 +140,10 @@ impl TailRecord {
                 .and_then(|v| v.get(PLAN_SHA256))
                 .and_then(Value::as_str)
                 .map(str::to_owned),
+            revision: v
+                .as_ref()
+                .and_then(|v| v.get("revision"))
+                .and_then(Value::as_u64),
         }
     }
 }
@@ -145,8 +151,16 @@ impl TailRecord {
 /// The newest records of the ledger `file` (complete records before `end`),
 /// newest first, back to the record with `seq` ≤ `stop_seq` (included) —
 /// or, without a named head, back to the last chained record.
-pub fn read_tail(file: &mut File, end: u64, stop_seq: Option<u64>) -> io::Result<Vec<TailRecord>> {
+pub fn read_tail(
+    file: &mut File,
+    end: u64,
+    stop_seq: Option<u64>,
+    limit: usize,
+) -> io::Result<Vec<TailRecord>> {
     let mut out = Vec::new();
+    if limit == 0 {
+        return Ok(out);
+    }
     journal::read_back(file, end, |_, line| {
         let r = TailRecord::of(line);
         let stop = match (r.seq, stop_seq) {
@@ -155,7 +169,7 @@ pub fn read_tail(file: &mut File, end: u64, stop_seq: Option<u64>) -> io::Result
             (None, _) => false,
         };
         out.push(r);
-        !stop
+        !stop && out.len() < limit
     })?;
     Ok(out)
 }
@@ -183,7 +197,13 @@ pub fn complete_len(file: &mut File, size: u64) -> io::Result<u64> {
 /// last `\n` count as the last record when they are a JSON object (an
 /// unterminated record, which the recovery check completes); a torn tail
 /// does not.
-pub fn read_tail_file(file: &mut File, size: u64, stop_seq: Option<u64>) -> io::Result<Vec<TailRecord>> {
+/// At most `limit` records are read.
+pub fn read_tail_file(
+    file: &mut File,
+    size: u64,
+    stop_seq: Option<u64>,
+    limit: usize,
+) -> io::Result<Vec<TailRecord>> {
     use std::io::{Read, Seek, SeekFrom};
     let complete = complete_len(file, size)?;
     let mut out = Vec::new();
@@ -199,12 +219,13 @@ pub fn read_tail_file(file: &mut File, size: u64, stop_seq: Option<u64>) -> io::
                 (None, _) => false,
             };
             out.push(r);
-            if stop {
+            if stop || out.len() >= limit {
                 return Ok(out);
             }
         }
     }
-    out.extend(read_tail(file, complete, stop_seq)?);
+    let rest = limit - out.len();
+    out.extend(read_tail(file, complete, stop_seq, rest)?);
     Ok(out)
 }
 
@@ -529,6 +550,7 @@ mod tests {
             seq,
             sha256: hash.into(),
             plan_sha256: plan.map(str::to_owned),
+            revision: None,
         }
     }
 

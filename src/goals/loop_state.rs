@@ -215,22 +215,11 @@ pub fn progress_digest(plan: &Plan) -> String {
 }
 
 /// The located plan's binding to its ledger (threat-model.md I7), read
-/// without writing anything: the ledger head from the index (or a scan),
-/// the recovery check's comparison for a pending mutation, and the newest
-/// records. A hook must not trust a tampered plan's state.
-pub fn binding(located: &Located, profile: &Profile) -> Result<super::binding::Binding, GoalError> {
-    let max = profile.limits.max_ledger_record_bytes;
-    let view = super::index::view(&located.dir, &located.paths, max)?;
-    let head = view.head.clone();
-    let dir = &located.dir;
-    let a = super::txn::assess(
-        Some(&located.plan),
-        &head,
-        !view.trailing.is_empty(),
-        &mut |rev, from, want| super::txn::count_landed(dir, &head, rev, from, want),
-    );
-    let pending = a.consistency == super::txn::Consistency::Recoverable && !a.missing.is_empty();
-    super::txn::judge_in(dir, &located.paths, &head, &located.plan, pending)
+/// without writing anything and within a hook's budget (the newest records
+/// only, see [`super::txn::judge_tail`]). A hook must not trust a tampered
+/// plan's state.
+pub fn binding(located: &Located) -> Result<super::binding::Binding, GoalError> {
+    super::txn::judge_tail(&located.dir, &located.paths, &located.plan)
 }
 
 /// Takes the state directory's mutation lock (the engine's `.mutation.lock`

@@ -699,12 +699,50 @@ pub fn judge_in(
     } else {
         match state::open_file(dir, state::LEDGER, &display)? {
             Some((mut f, meta)) => {
-                binding::read_tail_file(&mut f, meta.len(), named.as_ref().map(|h| h.seq))
-                    .map_err(|e| GoalError::io(&display, "read", &e))?
+                binding::read_tail_file(
+                    &mut f,
+                    meta.len(),
+                    named.as_ref().map(|h| h.seq),
+                    usize::MAX,
+                )
+                .map_err(|e| GoalError::io(&display, "read", &e))?
             }
             None => Vec::new(),
         }
     };
+    Ok(binding::judge_plan(plan, &tail, pending))
+}
+
+/// The binding of a plan read outside the lock, for a caller with a tight
+/// budget (the hooks): no index and no scan. Only the newest records are
+/// read — back to the head the plan names, or, for a plan that names none,
+/// the last record alone — and the recovery check's comparison runs on the
+/// head they show.
+pub fn judge_tail(dir: &Dir, paths: &state::StatePaths, plan: &Plan) -> Result<Binding, GoalError> {
+    let named = binding::named_head(plan.doc());
+    let display = paths.ledger();
+    let Some((mut f, meta)) = state::open_file(dir, state::LEDGER, &display)? else {
+        let a = assess(Some(plan), &Head::default(), false, &mut |_, _, _| 0);
+        let pending = a.consistency == Consistency::Recoverable && !a.missing.is_empty();
+        return Ok(binding::judge_plan(plan, &[], pending));
+    };
+    let io = |e: std::io::Error| GoalError::io(&display, "read", &e);
+    let limit = if named.is_some() { usize::MAX } else { 1 };
+    let tail = binding::read_tail_file(&mut f, meta.len(), named.as_ref().map(|h| h.seq), limit)
+        .map_err(io)?;
+    let mut head = Head {
+        len: binding::complete_len(&mut f, meta.len()).map_err(io)?,
+        records: tail.len() as u64,
+        ..Head::default()
+    };
+    if let Some(t) = tail.iter().find(|t| t.seq.is_some()) {
+        head.last_seq = t.seq.unwrap_or(0);
+        head.last_revision = t.revision.unwrap_or(0);
+    }
+    let a = assess(Some(plan), &head, false, &mut |rev, from, want| {
+        count_landed(dir, &head, rev, from, want)
+    });
+    let pending = a.consistency == Consistency::Recoverable && !a.missing.is_empty();
     Ok(binding::judge_plan(plan, &tail, pending))
 }
 

@@ -31,7 +31,7 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
     let plan = &found.located.plan;
     // I7 / I2: a plan its ledger does not vouch for is never "complete" and
     // never "nothing left": block with the code, the file and the fix.
-    match loop_state::binding(&found.located, &found.profile.profile) {
+    match loop_state::binding(&found.located) {
         Ok(b) if b.tampered() => return tampered(c, &found, &b),
         Ok(_) => {}
         Err(e) => {
