@@ -240,7 +240,8 @@ fn bound(
     let tail = match open_state_file(dir, LEDGER, &ledger_display) {
         Opened::File(mut file, size) => {
             let named = binding::named_head(plan.doc());
-            let read = binding::read_tail_file(&mut file, size, named.as_ref().map(|h| h.seq), usize::MAX);
+            let read =
+                binding::read_tail_file(&mut file, size, named.as_ref().map(|h| h.seq), usize::MAX);
             match read {
                 Ok(t) => t,
                 Err(e) => {
@@ -260,15 +261,23 @@ fn bound(
     let fix = "restore goals.json and ledger.jsonl from version control, or adopt the plan on the record with `repair --accept-tampered --rationale …`";
     if let Some(r) = &b.plan_tampered {
         report.push(
-            Finding::new(Code::PlanTampered, Some(&goals_display), format!("{r}; {fix}"))
-                .with_detail(detail.clone()),
+            Finding::new(
+                Code::PlanTampered,
+                Some(&goals_display),
+                format!("{r}; {fix}"),
+            )
+            .with_detail(detail.clone()),
         );
     }
     let ledger_reason = b.ledger_tampered.clone().or_else(|| downgrade.finding());
     if let Some(r) = ledger_reason {
         report.push(
-            Finding::new(Code::LedgerTampered, Some(&ledger_display), format!("{r}; {fix}"))
-                .with_detail(detail),
+            Finding::new(
+                Code::LedgerTampered,
+                Some(&ledger_display),
+                format!("{r}; {fix}"),
+            )
+            .with_detail(detail),
         );
     }
     if b.state == binding::State::Legacy {

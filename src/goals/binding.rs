@@ -366,7 +366,12 @@ pub fn judge_plan(plan: &super::plan::Plan, tail: &[TailRecord], pending: bool) 
     judge_digest(plan.read_body_sha256(), plan.doc(), tail, pending)
 }
 
-fn judge_digest(d: String, doc: &Map<String, Value>, tail: &[TailRecord], pending: bool) -> Binding {
+fn judge_digest(
+    d: String,
+    doc: &Map<String, Value>,
+    tail: &[TailRecord],
+    pending: bool,
+) -> Binding {
     let named = named_head(doc);
     let found = tail
         .iter()
@@ -451,7 +456,8 @@ fn judge_digest(d: String, doc: &Map<String, Value>, tail: &[TailRecord], pendin
                     b.plan_tampered = Some(format!(
                         "the plan body hashes to {}… but the ledger record seq {} recorded plan body {}…",
                         short(&d),
-                        t.seq.map_or_else(|| "(unchained)".into(), |s| s.to_string()),
+                        t.seq
+                            .map_or_else(|| "(unchained)".into(), |s| s.to_string()),
                         short(r)
                     ));
                 }
@@ -460,7 +466,8 @@ fn judge_digest(d: String, doc: &Map<String, Value>, tail: &[TailRecord], pendin
                 if b.ledger_tampered.is_none() {
                     b.ledger_tampered = Some(format!(
                         "a record the engine did not write under this plan ({}) follows the head the plan names (seq {})",
-                        t.seq.map_or_else(|| "unchained".into(), |s| format!("seq {s}")),
+                        t.seq
+                            .map_or_else(|| "unchained".into(), |s| format!("seq {s}")),
                         h.seq
                     ));
                 }
@@ -535,7 +542,9 @@ mod tests {
 
     #[test]
     fn the_body_digest_ignores_last_mutation_and_matches_the_written_bytes() {
-        let with = doc(r#"{"version":1,"goals":[{"id":"G1"}],"lastMutation":{"revision":1},"revision":1}"#);
+        let with = doc(
+            r#"{"version":1,"goals":[{"id":"G1"}],"lastMutation":{"revision":1},"revision":1}"#,
+        );
         let without = doc(r#"{"version":1,"goals":[{"id":"G1"}],"revision":1}"#);
         assert_eq!(body_sha256(&with), body_sha256(&without));
         let mut bytes = serde_json::to_vec_pretty(&without).unwrap();
@@ -573,7 +582,10 @@ mod tests {
 
         let p = bound_doc(4, "h4");
         let d = body_sha256(&p);
-        let ok = [rec(Some(4), "h4", Some(&d)), rec(Some(3), "h3", Some("old"))];
+        let ok = [
+            rec(Some(4), "h4", Some(&d)),
+            rec(Some(3), "h3", Some("old")),
+        ];
         assert_eq!(judge(&p, &ok, false).state, State::Bound);
         let annotated = [rec(Some(5), "h5", Some(&d)), ok[0].clone()];
         assert_eq!(judge(&p, &annotated, false).state, State::Bound);

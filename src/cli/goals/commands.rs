@@ -654,10 +654,10 @@ fn repair_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
         "--accept-tampered",
         "--rebuild-index",
     ]
-        .into_iter()
-        .filter(|f| a.has(f))
-        .map(str::to_owned)
-        .collect::<Vec<_>>();
+    .into_iter()
+    .filter(|f| a.has(f))
+    .map(str::to_owned)
+    .collect::<Vec<_>>();
     if modes.len() > 1 {
         return Err(GoalError::conflict(modes, "choose one repair mode"));
     }

@@ -211,7 +211,10 @@ fn check(engine: &Engine) -> Result<RepairOutcome, GoalError> {
 
 /// `PLAN_TAMPERED` / `LEDGER_TAMPERED` of a binding and of a ledger whose
 /// last chained record dropped the binding.
-pub fn binding_findings(b: &binding::Binding, downgrade: &binding::Downgrade) -> Vec<(Code, String)> {
+pub fn binding_findings(
+    b: &binding::Binding,
+    downgrade: &binding::Downgrade,
+) -> Vec<(Code, String)> {
     let mut out = Vec::new();
     if let Some(r) = &b.plan_tampered {
         out.push((Code::PlanTampered, r.clone()));
@@ -388,7 +391,11 @@ fn accept_tampered(engine: &Engine, rationale: &str) -> Result<RepairOutcome, Go
     let base = a.plan_revision.max(a.ledger_revision);
     plan.set("revision", json!(base));
     let codes = b.codes().join(" and ");
-    let mut e = entry(&locked.now, crate::goals::binding::TAMPER_ACKNOWLEDGED, None);
+    let mut e = entry(
+        &locked.now,
+        crate::goals::binding::TAMPER_ACKNOWLEDGED,
+        None,
+    );
     e.insert(
         "message".into(),
         json!(format!(

@@ -620,7 +620,8 @@ impl<'e> Locked<'e> {
             index::append_keys(&self.dir, &self.engine.paths, self.view.keys_bytes, &a.keys)?;
         index::write(&self.dir, &self.engine.paths, &a.head, keys_bytes)?;
         let mut written_plan = written_plan;
-        if let (Some(named), Some(plan), Some(h)) = (&named, written_plan.as_mut(), &a.head.last_hash)
+        if let (Some(named), Some(plan), Some(h)) =
+            (&named, written_plan.as_mut(), &a.head.last_hash)
             && *h != named.sha256
         {
             // A Node tool appended meanwhile (absorbed by the append): name
@@ -667,8 +668,7 @@ impl<'e> Locked<'e> {
 
 /// The head the chained records of `entries` will make after `head`.
 fn next_head(head: &Head, entries: &[Map<String, Value>]) -> NamedHead {
-    let (_, recs) =
-        crate::ledger::chain_records(head.last_seq, head.last_hash.as_deref(), entries);
+    let (_, recs) = crate::ledger::chain_records(head.last_seq, head.last_hash.as_deref(), entries);
     let last = recs.last().expect("entries to append");
     NamedHead {
         seq: last.seq,
@@ -698,15 +698,13 @@ pub fn judge_in(
         Vec::new()
     } else {
         match state::open_file(dir, state::LEDGER, &display)? {
-            Some((mut f, meta)) => {
-                binding::read_tail_file(
-                    &mut f,
-                    meta.len(),
-                    named.as_ref().map(|h| h.seq),
-                    usize::MAX,
-                )
-                .map_err(|e| GoalError::io(&display, "read", &e))?
-            }
+            Some((mut f, meta)) => binding::read_tail_file(
+                &mut f,
+                meta.len(),
+                named.as_ref().map(|h| h.seq),
+                usize::MAX,
+            )
+            .map_err(|e| GoalError::io(&display, "read", &e))?,
             None => Vec::new(),
         }
     };

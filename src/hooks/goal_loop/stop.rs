@@ -247,9 +247,7 @@ fn resume_locked(
         HookCode::StopStuck,
         if notify { "notify" } else { "allow" },
         "auto-resume paused: goal and criteria state did not change over the allowed resumes",
-        Some(
-            json!({"goal": label, "count": count, "marker": found.located.paths.file(&stuck)}),
-        ),
+        Some(json!({"goal": label, "count": count, "marker": found.located.paths.file(&stuck)})),
     );
     if !notify {
         return Decision::Allow;
@@ -262,8 +260,7 @@ fn resume_locked(
     Decision::Notify {
         message: format!(
             "evidence-gate: auto-resume is paused for goal {} because its goal and criteria state did not change over the last {count} resumes; check the plan with `{} status{scope} --json`.",
-            label,
-            p.profile.command_prefix
+            label, p.profile.command_prefix
         ),
     }
 }
