@@ -598,3 +598,44 @@ fn the_stop_hook_fails_closed_on_a_plan_flipped_to_complete() {
         "{reason}"
     );
 }
+
+/// The spawn guard decides nothing on a tampered plan: a spawn is denied
+/// with the code and the fix; on the honest engine plan it is allowed.
+#[test]
+fn the_spawn_guard_denies_on_a_tampered_plan() {
+    const SPAWN_SID: &str = "019a0000-0000-7000-8000-00000000a001";
+    let h = HookRepo::new();
+    let create = eg(
+        &h.repo,
+        "ulw-loop",
+        &[
+            "create-goals",
+            "--session-id",
+            SPAWN_SID,
+            "--brief",
+            "- a\n- b",
+            "--json",
+        ],
+    );
+    assert_eq!(create.code, 0, "{}", create.stdout);
+    let payload =
+        crate::hooks_support::fixture("codex/pre-tool-use-spawn/synth-spawn-agent.json", h.path());
+    let spawn = |h: &HookRepo| {
+        h.hook(
+            "pre-tool-use-spawn",
+            &["--host", "codex"],
+            &payload,
+            &clean_env(),
+        )
+    };
+    crate::hooks_support::assert_allow(&spawn(&h));
+    let path = format!("{ULW}/{SPAWN_SID}/goals.json");
+    let mut p: Value = h.read_json(&path).unwrap();
+    p["goals"].as_array_mut().unwrap().remove(0);
+    let mut text = serde_json::to_string_pretty(&p).unwrap();
+    text.push('\n');
+    h.write(&path, text);
+    let reason = crate::hooks_support::deny_reason(&spawn(&h));
+    assert!(reason.contains("PLAN_TAMPERED"), "{reason}");
+    assert!(reason.contains("--accept-tampered"), "{reason}");
+}
