@@ -639,3 +639,23 @@ fn the_spawn_guard_denies_on_a_tampered_plan() {
     assert!(reason.contains("PLAN_TAMPERED"), "{reason}");
     assert!(reason.contains("--accept-tampered"), "{reason}");
 }
+
+/// `create-goals --force` archives a tampered run instead of adopting it,
+/// and the new run's `plan_created.replaced` says what it archived.
+#[test]
+fn force_archives_a_tampered_run_and_records_its_binding() {
+    let home = Home::new();
+    let repo = run_in_progress(&home);
+    let mut p = plan(&repo);
+    p["goals"][0]["status"] = json!("complete");
+    write_plan_value(&repo, &p);
+    expect_ok(&home.ulw(&repo, &["create-goals", "--force", "--brief", "- c"]));
+    let first = ledger(&repo).remove(0);
+    assert_eq!(first["kind"], "plan_created");
+    assert_eq!(
+        first["replaced"]["previousBinding"],
+        json!({"state": "tampered", "codes": ["PLAN_TAMPERED"]})
+    );
+    let s = expect_ok(&home.ulw(&repo, &["status"]));
+    assert_eq!(s["ledger"]["binding"]["state"], "bound");
+}

@@ -131,15 +131,25 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
             assessment.consistency.as_str()
         };
         let old_rev = old.as_ref().map_or(0, Plan::revision);
+        // A tampered run is archived, never adopted: its binding verdict
+        // travels with the new run (threat-model.md I7).
+        let previous_binding = locked
+            .binding
+            .as_ref()
+            .map(|b| json!({"state": b.state.as_str(), "codes": b.codes()}));
         let stamp = crate::time::compact_stamp(std::time::SystemTime::now());
         let (dir, hash, head) = locked.archive(old_rev, &stamp)?;
-        replaced = Some(json!({
+        let mut r = json!({
             "archive": dir,
             "previousHead": if hash.is_empty() { Value::Null } else { json!(hash) },
             "previousRevision": old_rev,
             "previousLastSeq": head.last_seq,
             "previousConsistency": consistency,
-        }));
+        });
+        if let Some(b) = previous_binding {
+            r["previousBinding"] = b;
+        }
+        replaced = Some(r);
         archived = Some(dir);
     }
 
