@@ -138,19 +138,25 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
             .as_ref()
             .map(|b| json!({"state": b.state.as_str(), "codes": b.codes()}));
         let stamp = crate::time::compact_stamp(std::time::SystemTime::now());
-        let (dir, hash, head) = locked.archive(old_rev, &stamp)?;
+        let (rel, head) = locked.archive(old_rev, &stamp)?;
+        // `archive` is state-relative; `previousHead` is the archived
+        // ledger's last record (`plan_archived`), which the CI audit checks.
+        let previous_head = head.as_ref().map_or(
+            Value::Null,
+            |h| json!({"seq": h.last_seq, "sha256": h.last_hash}),
+        );
         let mut r = json!({
-            "archive": dir,
-            "previousHead": if hash.is_empty() { Value::Null } else { json!(hash) },
+            "archive": rel,
+            "previousHead": previous_head,
             "previousRevision": old_rev,
-            "previousLastSeq": head.last_seq,
+            "previousLastSeq": head.as_ref().map_or(0, |h| h.last_seq),
             "previousConsistency": consistency,
         });
         if let Some(b) = previous_binding {
             r["previousBinding"] = b;
         }
         replaced = Some(r);
-        archived = Some(dir);
+        archived = Some(engine.paths.file(&rel));
     }
 
     let mut brief_text = req.brief.clone();
