@@ -186,6 +186,7 @@ pub fn audit(
             &t.display,
             &opts.layouts[t.layout],
             opts.allow_legacy,
+            opts.strict,
             &revalidate,
             progress,
         );

@@ -15,6 +15,7 @@ use super::recorded::LedgerFiles;
 use super::scan::{Opened, entry_kind, open_state_file, scan_ledger};
 use crate::evidence::verify::problem_finding;
 use crate::evidence::{Code, Finding, ReportBuilder, ReportKind};
+use crate::goals::binding;
 use crate::goals::journal::Head;
 use crate::goals::plan::Plan;
 use crate::goals::txn::{self, Consistency};
@@ -44,6 +45,10 @@ struct Collected {
     finals: Vec<FinalEntry>,
     first: Option<(u64, Value)>,
     landed: u64,
+    /// Whether the ledger dropped the plan binding at its end (I7).
+    downgrade: binding::Downgrade,
+    /// `tamper_acknowledged` entries: `(line, seq, entry)`.
+    acknowledged: Vec<(u64, Option<u64>, Value)>,
 }
 
 /// Audits the state directory `display` (repo-relative) opened as `dir`.
@@ -52,6 +57,7 @@ pub(crate) fn audit(
     display: &str,
     layout: &ProfileLayout,
     allow_legacy: bool,
+    strict: bool,
     gates: &Revalidate<'_>,
     progress: &mut dyn Progress,
 ) -> Audited {
@@ -87,6 +93,11 @@ pub(crate) fn audit(
                 let kind = entry_kind(v);
                 if kind == Some("aggregate_completed") {
                     got.finals.push(FinalEntry::of(line, v));
+                }
+                got.downgrade.feed(v);
+                if kind == Some(binding::TAMPER_ACKNOWLEDGED) {
+                    got.acknowledged
+                        .push((line, v.get("seq").and_then(Value::as_u64), v.clone()));
                 }
                 if let (Some((revision, from_seq)), Some((seq, _))) = (lm, chain_fields(v))
                     && seq >= from_seq
@@ -136,13 +147,36 @@ pub(crate) fn audit(
     }
     let records = head.as_ref().map_or(0, |(h, _)| h.records);
     if !plan_unreadable {
-        agreement(
+        let pending = agreement(
             &mut report,
             plan.as_ref(),
             head.as_ref(),
             got.landed,
             display,
         );
+        if let Some(p) = &plan {
+            bound(&mut report, dir, display, p, pending, &got.downgrade);
+        }
+    }
+    for (line, seq, e) in &got.acknowledged {
+        let f = Finding::new(
+            Code::TamperAcknowledged,
+            Some(&ledger_display),
+            format!(
+                "line {line}: `repair --accept-tampered` adopted a plan its ledger did not vouch for ({}); rationale: {}",
+                e.pointer("/tamper/codes")
+                    .and_then(Value::as_array)
+                    .map(|c| c.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+                    .unwrap_or_default(),
+                e.get("rationale").and_then(Value::as_str).unwrap_or("none")
+            ),
+        )
+        .with_detail(json!({"line": line, "seq": seq, "tamper": e.get("tamper")}));
+        report.push(if strict {
+            f.with_severity(crate::evidence::Severity::Error)
+        } else {
+            f
+        });
     }
     if let Some(p) = &plan {
         let last_seq = head.as_ref().map_or(0, |(h, _)| h.last_seq);
@@ -240,15 +274,81 @@ fn index_mismatch(dir: &Dir, display: &str, ledger_display: &str) -> Option<Find
     ))
 }
 
+/// `PLAN_TAMPERED` / `LEDGER_TAMPERED` (threat-model.md I7), judged by the
+/// goal engine's own binding check over the ledger's newest records, and
+/// `PLAN_NOT_BOUND` for legacy state.
+fn bound(
+    report: &mut ReportBuilder,
+    dir: &Dir,
+    display: &str,
+    plan: &Plan,
+    pending: bool,
+    downgrade: &binding::Downgrade,
+) {
+    let ledger_display = format!("{display}/{LEDGER}");
+    let goals_display = format!("{display}/{GOALS}");
+    let tail = match open_state_file(dir, LEDGER, &ledger_display) {
+        Opened::File(mut file, size) => {
+            let named = binding::named_head(plan.doc());
+            let read =
+                binding::read_tail_file(&mut file, size, named.as_ref().map(|h| h.seq), usize::MAX);
+            match read {
+                Ok(t) => t,
+                Err(e) => {
+                    report.push(Finding::new(
+                        Code::IoError,
+                        Some(&ledger_display),
+                        format!("cannot read the end of `{ledger_display}`: {e}"),
+                    ));
+                    return;
+                }
+            }
+        }
+        _ => Vec::new(),
+    };
+    let b = binding::judge_plan(plan, &tail, pending);
+    let detail = b.to_json();
+    let fix = "restore goals.json and ledger.jsonl from version control, or adopt the plan on the record with `repair --accept-tampered --rationale …`";
+    if let Some(r) = &b.plan_tampered {
+        report.push(
+            Finding::new(
+                Code::PlanTampered,
+                Some(&goals_display),
+                format!("{r}; {fix}"),
+            )
+            .with_detail(detail.clone()),
+        );
+    }
+    let ledger_reason = b.ledger_tampered.clone().or_else(|| downgrade.finding());
+    if let Some(r) = ledger_reason {
+        report.push(
+            Finding::new(
+                Code::LedgerTampered,
+                Some(&ledger_display),
+                format!("{r}; {fix}"),
+            )
+            .with_detail(detail),
+        );
+    }
+    if b.state == binding::State::Legacy {
+        report.push(Finding::new(
+            Code::PlanNotBound,
+            Some(&goals_display),
+            "neither the plan nor its ledger carries planSha256/ledgerHead (Node-written or older state): a hand edit of this plan cannot be detected until the goal engine next writes it",
+        ));
+    }
+}
+
 /// `LEDGER_BEHIND_PLAN` / `LEDGER_PLAN_MISMATCH` (goal-engine.md §2.5.4),
 /// decided by the goal engine's own recovery-check comparison (§2.8).
+/// Returns whether entries of the plan's `lastMutation` are pending.
 fn agreement(
     report: &mut ReportBuilder,
     plan: Option<&Plan>,
     head: Option<&(Head, bool)>,
     landed: u64,
     display: &str,
-) {
+) -> bool {
     let empty = Head::default();
     let (ledger_head, torn) = head.map_or((&empty, false), |(h, t)| (h, *t));
     let a = txn::assess(plan, ledger_head, torn, &mut |_, _, _| landed as usize);
@@ -258,6 +358,7 @@ fn agreement(
         "ledgerRevision": a.ledger_revision,
         "lastSeq": a.last_seq,
     });
+    let pending = a.consistency == Consistency::Recoverable && !a.missing.is_empty();
     match a.consistency {
         Consistency::Ok => {}
         // A torn tail alone is reported by the chain verification.
@@ -297,6 +398,7 @@ fn agreement(
             );
         }
     }
+    pending
 }
 
 /// Verifies the chain of every archived ledger (`.archive/<stamp>/ledger.jsonl`)

@@ -185,6 +185,11 @@ codes! {
     // evidence.md §7 step 1: legacy lines before the chain start.
     LedgerLegacyPrefix = "LEDGER_LEGACY_PREFIX", Info, "Unchained records written before hash chaining precede the first chained record; the chain does not cover them (the last one is anchored by the first chained record's `prev`).";
     // Tamper evidence beyond the chain: the engine's own index of the last record.
+    // threat-model.md I7: the plan bound to its ledger.
+    PlanTampered = "PLAN_TAMPERED", Fail, "`goals.json` differs from the plan body its ledger recorded (`planSha256`), or names no ledger head although its ledger binds plans: the plan was edited outside the goal engine.";
+    LedgerTampered = "LEDGER_TAMPERED", Fail, "The ledger record the plan names as its head (`lastMutation.ledgerHead`) is missing or hashes differently, or a record the engine did not write under this plan follows it: the ledger was cut, edited or extended by hand.";
+    TamperAcknowledged = "TAMPER_ACKNOWLEDGED", Warning, "The ledger records a `tamper_acknowledged` entry: `repair --accept-tampered` adopted a plan its ledger did not vouch for (a failure with `--strict`).";
+    PlanNotBound = "PLAN_NOT_BOUND", Info, "Neither the plan nor its ledger carries the plan/ledger binding (written by the Node tools or an older evidence-gate): hand edits of this plan cannot be detected until the engine next writes it.";
     LedgerIndexMismatch = "LEDGER_INDEX_MISMATCH", Fail, "`.ledger.idx` names a last record the ledger no longer holds at that offset (or a longer ledger): the ledger was rewritten after the engine last wrote it, e.g. its last record edited in place.";
 }
 

@@ -141,6 +141,16 @@ pub enum ErrorKind {
         last_seq: u64,
         remedy: String,
     },
+    /// `PLAN_TAMPERED` / `LEDGER_TAMPERED` (threat-model.md I7): `ledger`
+    /// says which side; `binding` holds both digests.
+    Tampered {
+        ledger: bool,
+        goals_path: String,
+        ledger_path: String,
+        reason: String,
+        binding: Value,
+        remedy: String,
+    },
     StateUnsafe {
         path: String,
         finding: String,
@@ -346,6 +356,8 @@ impl GoalError {
             ValidationBatchGateMismatch { .. } => "ULW_LOOP_VALIDATION_BATCH_GATE_MISMATCH",
             LockTimeout { .. } => "ULW_LOOP_LOCK_TIMEOUT",
             PlanLedgerMismatch { .. } => "ULW_LOOP_PLAN_LEDGER_MISMATCH",
+            Tampered { ledger: false, .. } => "ULW_LOOP_PLAN_TAMPERED",
+            Tampered { ledger: true, .. } => "ULW_LOOP_LEDGER_TAMPERED",
             StateUnsafe { .. } => "ULW_LOOP_STATE_UNSAFE",
             IoError { .. } => "ULW_LOOP_IO_ERROR",
             InputNotFound { .. } => "ULW_LOOP_INPUT_NOT_FOUND",
@@ -477,6 +489,18 @@ impl GoalError {
             } => json!({
                 "planRevision": plan_revision, "ledgerRevision": ledger_revision,
                 "lastSeq": last_seq, "remedy": remedy
+            }),
+            Tampered {
+                ledger,
+                goals_path,
+                ledger_path,
+                reason,
+                binding,
+                remedy,
+            } => json!({
+                "finding": if *ledger { "LEDGER_TAMPERED" } else { "PLAN_TAMPERED" },
+                "goalsPath": goals_path, "ledgerPath": ledger_path, "reason": reason,
+                "binding": binding, "remedy": remedy
             }),
             StateUnsafe { path, finding } => json!({ "path": path, "finding": finding }),
             IoError { path, op, os } => json!({ "path": path, "op": op, "os": os }),
@@ -649,6 +673,8 @@ pub const ALL_CODES: &[&str] = &[
     "ULW_LOOP_VALIDATION_BATCH_GATE_MISMATCH",
     "ULW_LOOP_LOCK_TIMEOUT",
     "ULW_LOOP_PLAN_LEDGER_MISMATCH",
+    "ULW_LOOP_PLAN_TAMPERED",
+    "ULW_LOOP_LEDGER_TAMPERED",
     "ULW_LOOP_STATE_UNSAFE",
     "ULW_LOOP_IO_ERROR",
     "ULW_LOOP_INPUT_NOT_FOUND",

@@ -214,6 +214,14 @@ pub fn progress_digest(plan: &Plan) -> String {
     crate::digest::sha256_hex(crate::json::canonical(&v).as_bytes())
 }
 
+/// The located plan's binding to its ledger (threat-model.md I7), read
+/// without writing anything and within a hook's budget (the newest records
+/// only, see [`super::txn::judge_tail`]). A hook must not trust a tampered
+/// plan's state.
+pub fn binding(located: &Located) -> Result<super::binding::Binding, GoalError> {
+    super::txn::judge_tail(&located.dir, &located.paths, &located.plan)
+}
+
 /// Takes the state directory's mutation lock (the engine's `.mutation.lock`
 /// and protocol) for a hook side-file update. The hooks run no recovery
 /// check and touch neither plan nor ledger under it.

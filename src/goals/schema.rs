@@ -116,7 +116,16 @@ pub fn plan() -> Value {
                 "properties": {
                     "revision": {"type": "integer", "minimum": 0},
                     "fromSeq": {"type": "integer", "minimum": 0},
-                    "entries": {"type": "array", "items": {"type": "object"}}
+                    "entries": {"type": "array", "items": {"type": "object"}},
+                    "ledgerHead": {
+                        "type": "object",
+                        "description": "seq and record SHA-256 of the last ledger record this mutation appended (threat-model.md I7)",
+                        "required": ["seq", "sha256"],
+                        "properties": {
+                            "seq": {"type": "integer", "minimum": 1},
+                            "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+                        }
+                    }
                 }
             },
             "agy_goal_adapter": {"type": "string"},
@@ -163,6 +172,13 @@ pub fn ledger_entry() -> Value {
             "warnings": {"type": "array", "items": {"type": "string"}},
             "recovered": {"const": true},
             "repair": {"type": "object"},
+            "planSha256": {
+                "type": "string",
+                "pattern": "^[0-9a-f]{64}$",
+                "description": "SHA-256 of the plan body (goals.json without lastMutation, serialised as written) this entry was written under (threat-model.md I7); absent on entries written before the binding"
+            },
+            "rationale": {"type": "string"},
+            "tamper": {"type": "object", "description": "tamper_acknowledged: the recorded and actual plan digests and the named and found ledger heads"},
             "seq": {"type": "integer", "minimum": 1},
             "prev": {"type": "string", "pattern": "^[0-9a-f]{64}$"}
         }

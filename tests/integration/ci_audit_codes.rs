@@ -134,7 +134,7 @@ const CASES: &[(&str, Setup, &str, &str, i32)] = &[
                 .as_object_mut()
                 .unwrap()
                 .shift_remove("aggregateCompletion");
-            run.write_plan(r);
+            run.write_plan_unbound(r);
         },
         // threat-model.md I10: an error unless --allow-legacy (was a warning).
         "LEDGER_NOT_CHAINED",
@@ -207,7 +207,7 @@ const CASES: &[(&str, Setup, &str, &str, i32)] = &[
                 .as_object_mut()
                 .unwrap()
                 .shift_remove("aggregateCompletion");
-            run.write_plan(r);
+            run.write_plan_unbound(r);
         },
         "LEDGER_PLAN_MISMATCH",
         "error",
@@ -283,6 +283,31 @@ const CASES: &[(&str, Setup, &str, &str, i32)] = &[
         1,
     ),
     (
+        "plan edited by hand (a goal renamed)",
+        |r, run| {
+            let path = r.join(&format!("{}/goals.json", run.dir));
+            let mut p: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            p["goals"][0]["title"] = json!("Limit logins, edited");
+            let mut text = serde_json::to_string_pretty(&p).unwrap();
+            text.push('\n');
+            std::fs::write(path, text).unwrap();
+        },
+        "PLAN_TAMPERED",
+        "error",
+        1,
+    ),
+    (
+        "last record edited in place",
+        |r, run| {
+            let text = std::fs::read_to_string(ledger_path(r, run)).unwrap();
+            let edited = text.replace("\"limiter done\"", "\"limiter DONE\"");
+            std::fs::write(ledger_path(r, run), edited).unwrap();
+        },
+        "LEDGER_TAMPERED",
+        "error",
+        1,
+    ),
+    (
         "completion without final gate",
         |r, run| {
             run.entries[3].shift_remove("qualityGateSha256");
@@ -338,13 +363,23 @@ const TESTED_ELSEWHERE: &[&str] = &[
     "LEDGER_RECEIPT_REUSED",
     "LEDGER_RECEIPT_WAIVED",
     "LEDGER_RECEIPT_OVERRIDE",
+    // goals_binding: `repair --accept-tampered` and Node-written state.
+    "TAMPER_ACKNOWLEDGED",
+    "PLAN_NOT_BOUND",
 ];
 
 #[test]
 fn every_repository_mode_code_has_a_negative_test() {
     let mut tested: Vec<&str> = CASES.iter().map(|c| c.2).collect();
     tested.extend_from_slice(TESTED_ELSEWHERE);
-    let repository_codes = ["PLAN_CORRUPT", "COMPLETION_UNBACKED", "NOTHING_TO_VERIFY"];
+    let repository_codes = [
+        "PLAN_CORRUPT",
+        "COMPLETION_UNBACKED",
+        "NOTHING_TO_VERIFY",
+        "PLAN_TAMPERED",
+        "TAMPER_ACKNOWLEDGED",
+        "PLAN_NOT_BOUND",
+    ];
     for c in evidence_gate::evidence::Code::ALL {
         let name = c.name();
         if name.starts_with("LEDGER_") || repository_codes.contains(&name) {

@@ -201,11 +201,25 @@ fn the_last_ledger_record_edited_in_place_is_an_index_mismatch() {
         out.codes()
     );
     assert!(!out.codes().contains(&"LEDGER_CHAIN_BROKEN".to_owned()));
-    // After review, rebuilding the index accepts the ledger as it is.
-    expect_ok(&ulw(&repo, &["repair", "--rebuild-index"]));
+    // The plan names that record as its head (I7): the edit is tampering
+    // even without the index, and rebuilding the index does not adopt it.
+    assert!(out.codes().contains(&"LEDGER_TAMPERED".to_owned()));
+    expect_error(
+        &ulw(&repo, &["repair", "--rebuild-index"]),
+        "ULW_LOOP_LEDGER_TAMPERED",
+    );
+    // After review, the ledger is accepted as it is, on the record.
+    expect_ok(&ulw(
+        &repo,
+        &["repair", "--accept-tampered", "--rationale", "reviewed"],
+    ));
     let out = audit(&repo, &[]);
-    assert!(
-        !out.codes().contains(&"LEDGER_INDEX_MISMATCH".to_owned()),
+    let mut codes = out.codes();
+    codes.sort();
+    // The edit renamed the completing entry's kind: the completion stays unbacked.
+    assert_eq!(
+        codes,
+        ["COMPLETION_UNBACKED", "TAMPER_ACKNOWLEDGED"],
         "{}",
         out.stdout
     );
@@ -213,15 +227,24 @@ fn the_last_ledger_record_edited_in_place_is_an_index_mismatch() {
 
 #[test]
 fn a_completion_recorded_without_a_final_gate_entry_is_unbacked() {
-    // A run in progress whose plan is edited to claim completion.
+    // A run in progress whose plan is edited to claim completion: since I7
+    // that is also PLAN_TAMPERED (and still unbacked once acknowledged).
     let repo = repo_with_plan("- a\n- b");
     start(&repo);
     let mut p = plan(&repo);
     p["aggregateCompletion"] = json!({"status": "complete", "completedAt": "2026-01-01T00:00:00.000Z", "evidence": "done", "codexGoal": null});
-    write_plan(&repo, &p);
+    write_plan_raw(&repo, &p);
     let out = audit(&repo, &[]);
     assert_eq!(out.code, 1);
-    assert_eq!(out.codes(), ["COMPLETION_UNBACKED"]);
+    let mut codes = out.codes();
+    codes.sort();
+    assert_eq!(codes, ["COMPLETION_UNBACKED", "PLAN_TAMPERED"]);
+    acknowledge(&repo);
+    let out = audit(&repo, &[]);
+    assert_eq!(out.code, 1);
+    let mut codes = out.codes();
+    codes.sort();
+    assert_eq!(codes, ["COMPLETION_UNBACKED", "TAMPER_ACKNOWLEDGED"]);
 }
 
 #[test]

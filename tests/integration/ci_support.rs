@@ -105,23 +105,58 @@ impl Run4 {
         r
     }
 
+    /// Writes plan and ledger as the goal engine binds them (threat-model.md
+    /// I7): the last entry and the plan's pending entries record the plan
+    /// body's digest; the plan names the last record as its ledger head.
     pub fn write(&self, repo: &Repo) {
-        self.write_plan(repo);
-        repo.write(
-            &format!("{}/ledger.jsonl", self.dir),
-            chain(&self.entries).0,
-        );
+        let (plan, entries) = self.bound();
+        write_plan_value(repo, &self.dir, &plan);
+        repo.write(&format!("{}/ledger.jsonl", self.dir), chain(&entries).0);
     }
 
+    /// Rewrites the plan (and the ledger it is bound to) from `self`.
     pub fn write_plan(&self, repo: &Repo) {
-        let mut text = serde_json::to_string_pretty(&self.plan).unwrap();
-        text.push('\n');
-        repo.write(&format!("{}/goals.json", self.dir), text);
+        self.write(repo);
+    }
+
+    /// The plan and entries with the binding filled in.
+    pub fn bound(&self) -> (Value, Vec<Map<String, Value>>) {
+        let mut plan = self.plan.clone();
+        let d = evidence_gate::goals::binding::body_sha256(plan.as_object().unwrap());
+        let mut entries = self.entries.clone();
+        if let Some(last) = entries.last_mut() {
+            last.insert("planSha256".into(), json!(d));
+        }
+        if let Some(lm) = plan.get_mut("lastMutation").and_then(Value::as_object_mut) {
+            for e in lm
+                .get_mut("entries")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                e["planSha256"] = json!(d);
+            }
+            if let Some(r) = chain(&entries).1.last() {
+                lm.insert("ledgerHead".into(), json!({"seq": r.seq, "sha256": r.hash}));
+            }
+        }
+        (plan, entries)
+    }
+
+    /// Writes the plan as `self` holds it, without binding (a hand edit).
+    pub fn write_plan_unbound(&self, repo: &Repo) {
+        write_plan_value(repo, &self.dir, &self.plan);
     }
 
     pub fn ledger(&self) -> String {
         format!("{}/ledger.jsonl", self.dir)
     }
+}
+
+fn write_plan_value(repo: &Repo, dir: &str, plan: &Value) {
+    let mut text = serde_json::to_string_pretty(plan).unwrap();
+    text.push('\n');
+    repo.write(&format!("{dir}/goals.json"), text);
 }
 
 /// Runs repository mode with `--format json` and extra args.

@@ -205,10 +205,13 @@ fn unterminated_final_object_gets_its_newline() {
 
 #[test]
 fn mismatch_is_refused_until_accept_plan() {
+    // Unbound state (written before the plan binding): a revision edit is a
+    // mismatch; on bound state it is PLAN_TAMPERED (goals_binding.rs).
     let repo = repo_with_plan("- a");
+    unbind(&repo);
     let mut p = plan(&repo);
     p["revision"] = json!(5);
-    write_plan(&repo, &p);
+    write_plan_raw(&repo, &p);
     assert_eq!(
         expect_ok(&ulw(&repo, &["status"]))["ledger"]["consistency"],
         "mismatch"
@@ -417,14 +420,15 @@ fn an_orphan_ledger_is_archived_not_truncated() {
 
 #[test]
 fn reads_never_write() {
+    // A legacy objective is legacy (unbound) state.
     let repo = repo_with_plan("- a\n- b");
     start(&repo);
+    unbind(&repo);
     let mut p = plan(&repo);
     p["codexObjective"] = json!(
         "Complete all ulw-loop stories listed in .omo/ulw-loop/goals.json. Use .omo/ulw-loop/ledger.jsonl as the durable audit trail."
     );
-    write_plan(&repo, &p);
-    std::fs::remove_file(state(&repo, ".ledger.idx")).unwrap();
+    write_plan_raw(&repo, &p);
     let before = repo.snapshot();
     for args in [
         vec!["status"],

@@ -888,10 +888,13 @@ fn lock_timeout_against_a_held_lock() {
 
 #[test]
 fn plan_ledger_mismatch() {
+    // Unbound (pre-binding) state; bound state reports PLAN_TAMPERED instead
+    // (goals_binding.rs).
     let repo = repo_with_plan("- a");
+    unbind(&repo);
     let mut p = plan(&repo);
     p["revision"] = json!(7);
-    write_plan(&repo, &p);
+    write_plan_raw(&repo, &p);
     let e = expect_error(
         &ulw(&repo, &["add-goal", "--title", "b", "--objective", "b"]),
         "ULW_LOOP_PLAN_LEDGER_MISMATCH",

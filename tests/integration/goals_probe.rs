@@ -9,10 +9,12 @@ use serde_json::json;
 /// later command re-appends it and `status` reports `recoverable` forever.
 #[test]
 fn accept_plan_entry_is_not_replayed_by_later_mutations() {
+    // Unbound (pre-binding) state: a revision edit is a mismatch.
     let repo = repo_with_plan("- a");
+    unbind(&repo);
     let mut p = plan(&repo);
     p["revision"] = json!(5);
-    write_plan(&repo, &p);
+    write_plan_raw(&repo, &p);
     let v = expect_ok(&ulw(
         &repo,
         &[

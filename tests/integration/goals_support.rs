@@ -85,11 +85,90 @@ pub fn plan(repo: &Repo) -> Value {
     serde_json::from_slice(&std::fs::read(state(repo, "goals.json")).unwrap()).unwrap()
 }
 
-/// Writes `goals.json`.
+/// Writes `goals.json` by hand as a test setup and adopts it on the record:
+/// since the plan is bound to its ledger (threat-model.md I7) the engine
+/// refuses a plan edited outside it (`ULW_LOOP_PLAN_TAMPERED`) until
+/// `repair --accept-tampered` records a `tamper_acknowledged` entry. A plan
+/// the engine cannot read is left as written (its test expects that error).
 pub fn write_plan(repo: &Repo, plan: &Value) {
+    write_plan_raw(repo, plan);
+    acknowledge(repo);
+}
+
+/// Writes `goals.json` by hand and nothing else: to the engine and the
+/// audit that is tampering.
+pub fn write_plan_raw(repo: &Repo, plan: &Value) {
     let mut text = serde_json::to_string_pretty(plan).unwrap();
     text.push('\n');
     std::fs::write(state(repo, "goals.json"), text).unwrap();
+}
+
+/// Turns an engine-written state into the state an evidence-gate without the
+/// plan binding wrote (legal legacy state): `planSha256` leaves every ledger
+/// entry (the chain is re-linked), `ledgerHead` and the pending entries'
+/// digests leave the plan, and the index caches are dropped.
+pub fn unbind(repo: &Repo) {
+    use sha2::{Digest, Sha256};
+    let text = std::fs::read_to_string(state(repo, "ledger.jsonl")).unwrap();
+    let mut prev = "0".repeat(64);
+    let mut out = String::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let mut v: serde_json::Map<String, Value> = serde_json::from_str(line).unwrap();
+        v.remove("planSha256");
+        let chained = v.contains_key("seq");
+        if chained {
+            let seq = v.remove("seq").unwrap();
+            v.remove("prev");
+            v.insert("seq".into(), seq);
+            v.insert("prev".into(), json!(prev));
+        }
+        let line = serde_json::to_string(&v).unwrap();
+        prev = evidence_gate::digest::hex(&Sha256::digest(line.as_bytes()));
+        out.push_str(&line);
+        out.push('\n');
+    }
+    std::fs::write(state(repo, "ledger.jsonl"), out).unwrap();
+    let mut p = plan(repo);
+    if let Some(lm) = p.get_mut("lastMutation").and_then(Value::as_object_mut) {
+        lm.remove("ledgerHead");
+        for e in lm
+            .get_mut("entries")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            e.as_object_mut().unwrap().remove("planSha256");
+        }
+    }
+    write_plan_raw(repo, &p);
+    for f in [".ledger.idx", ".ledger.keys"] {
+        let _ = std::fs::remove_file(state(repo, f));
+    }
+}
+
+/// `repair --accept-tampered` after a hand edit made as a test setup.
+pub fn acknowledge(repo: &Repo) {
+    let r = ulw(
+        repo,
+        &[
+            "repair",
+            "--accept-tampered",
+            "--rationale",
+            "test setup: hand-edited plan",
+        ],
+    );
+    if r.code != 0 {
+        let code = r.json()["error"]["code"].as_str().unwrap_or("").to_owned();
+        assert!(
+            matches!(
+                code.as_str(),
+                "ULW_LOOP_PLAN_CORRUPT" | "ULW_LOOP_PLAN_INVALID" | "ULW_LOOP_PLAN_MISSING"
+            ),
+            "acknowledging a hand-edited plan failed: {}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
 }
 
 /// Every ledger record.

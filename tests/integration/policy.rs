@@ -200,7 +200,8 @@ fn strip_to_node_style(r: &Repo, run: &mut Run4) {
         "aggregateCompletion".into(),
         json!({"status": "complete", "completedAt": "2026-01-02T03:04:04.000Z", "evidence": "limiter done"}),
     );
-    run.write_plan(r);
+    // Node-style: no plan binding either (`write_plan` would re-bind and rewrite the ledger).
+    run.write_plan_unbound(r);
 }
 
 #[test]
@@ -272,9 +273,13 @@ fn a_legacy_node_ledger_passes_with_allow_legacy() {
     let out = audit(&r, &["--strict", "--allow-legacy"]);
     assert_eq!(out.code, 0, "{}", out.stdout);
     let codes = codes_of(&out);
+    // Legacy, and reported as such: no chain, no plan binding (I7).
     assert_eq!(
         codes,
-        [("LEDGER_NOT_CHAINED".to_owned(), "warning".to_owned())]
+        [
+            ("LEDGER_NOT_CHAINED".to_owned(), "warning".to_owned()),
+            ("PLAN_NOT_BOUND".to_owned(), "info".to_owned())
+        ]
     );
     let text = r.run("verify-evidence", &["--allow-legacy"], None);
     assert!(text.stdout.contains("legacy"), "{}", text.stdout);

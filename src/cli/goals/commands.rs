@@ -250,8 +250,11 @@ fn status_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
     if let Some(ad) = &out.adapter {
         body.insert("adapter", ad.clone());
     }
+    let tampered = out.binding.tampered();
     body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
+    // A plan its ledger does not vouch for is not a status to act on.
+    r.ok = !tampered;
     r.warnings = unknown_warnings(&a);
     Ok(r)
 }
@@ -639,16 +642,22 @@ fn repair_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
         vec![
             Flag::switch("--check"),
             Flag::switch("--accept-plan"),
+            Flag::switch("--accept-tampered"),
             Flag::value("--rationale"),
             Flag::switch("--rebuild-index"),
         ],
         rest,
     );
-    let modes = ["--check", "--accept-plan", "--rebuild-index"]
-        .into_iter()
-        .filter(|f| a.has(f))
-        .map(str::to_owned)
-        .collect::<Vec<_>>();
+    let modes = [
+        "--check",
+        "--accept-plan",
+        "--accept-tampered",
+        "--rebuild-index",
+    ]
+    .into_iter()
+    .filter(|f| a.has(f))
+    .map(str::to_owned)
+    .collect::<Vec<_>>();
     if modes.len() > 1 {
         return Err(GoalError::conflict(modes, "choose one repair mode"));
     }
@@ -656,6 +665,11 @@ fn repair_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
         repair::RepairMode::Check
     } else if a.has("--accept-plan") {
         repair::RepairMode::AcceptPlan(
+            a.text("--rationale")?
+                .ok_or_else(|| GoalError::missing_flag("--rationale"))?,
+        )
+    } else if a.has("--accept-tampered") {
+        repair::RepairMode::AcceptTampered(
             a.text("--rationale")?
                 .ok_or_else(|| GoalError::missing_flag("--rationale"))?,
         )

@@ -72,6 +72,12 @@ pub(super) fn status(engine: &Engine, out: &StatusOutcome) -> String {
             ""
         }
     ));
+    if out.binding.tampered() {
+        let e = crate::goals::txn::tampered_error(engine, &out.binding);
+        text.push_str(&format!("\nbinding: {}", e.message));
+    } else {
+        text.push_str(&format!("\nbinding: {}", out.binding.state.as_str()));
+    }
     if let Some(Value::Object(ad)) = &out.adapter {
         match (ad.get("agy_goal_adapter"), ad.get("native_goal_parity")) {
             (Some(a), Some(n)) => text.push_str(&format!(

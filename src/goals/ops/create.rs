@@ -131,6 +131,12 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
             assessment.consistency.as_str()
         };
         let old_rev = old.as_ref().map_or(0, Plan::revision);
+        // A tampered run is archived, never adopted: its binding verdict
+        // travels with the new run (threat-model.md I7).
+        let previous_binding = locked
+            .binding
+            .as_ref()
+            .map(|b| json!({"state": b.state.as_str(), "codes": b.codes()}));
         let stamp = crate::time::compact_stamp(std::time::SystemTime::now());
         let (rel, head) = locked.archive(old_rev, &stamp)?;
         // `archive` is state-relative; `previousHead` is the archived
@@ -139,13 +145,17 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
             Value::Null,
             |h| json!({"seq": h.last_seq, "sha256": h.last_hash}),
         );
-        replaced = Some(json!({
+        let mut r = json!({
             "archive": rel,
             "previousHead": previous_head,
             "previousRevision": old_rev,
             "previousLastSeq": head.as_ref().map_or(0, |h| h.last_seq),
             "previousConsistency": consistency,
-        }));
+        });
+        if let Some(b) = previous_binding {
+            r["previousBinding"] = b;
+        }
+        replaced = Some(r);
         archived = Some(engine.paths.file(&rel));
     }
 

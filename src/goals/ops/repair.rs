@@ -13,7 +13,7 @@ use crate::goals::journal::Head;
 use crate::goals::plan::{self, Plan};
 use crate::goals::profile::ForeignRecords;
 use crate::goals::txn::{self, Consistency, OnMismatch, Write};
-use crate::goals::{Engine, state};
+use crate::goals::{Engine, binding, state};
 use crate::ledger::{ForeignSeverity, verify_chain};
 
 /// What `repair` should do.
@@ -25,6 +25,8 @@ pub enum RepairMode {
     Recover,
     /// `--accept-plan --rationale <text>`.
     AcceptPlan(String),
+    /// `--accept-tampered --rationale <text>` (threat-model.md I7).
+    AcceptTampered(String),
     /// `--rebuild-index`.
     RebuildIndex,
 }
@@ -60,6 +62,7 @@ pub fn run(engine: &Engine, mode: RepairMode) -> Result<RepairOutcome, GoalError
         RepairMode::Recover => recover(engine, false),
         RepairMode::RebuildIndex => recover(engine, true),
         RepairMode::AcceptPlan(rationale) => accept_plan(engine, &rationale),
+        RepairMode::AcceptTampered(rationale) => accept_tampered(engine, &rationale),
     }
 }
 
@@ -102,11 +105,17 @@ fn check(engine: &Engine) -> Result<RepairOutcome, GoalError> {
     let mut first: Option<Value> = None;
     let mut head = Head::default();
     let mut torn = false;
+    let mut downgrade = binding::Downgrade::default();
+    let mut acknowledged = Vec::new();
     if let Some((file, _)) = state::open_file(&dir, ledger_file, &display)? {
         let mut reader = BufReader::with_capacity(256 * 1024, file);
-        let rep = verify_chain(&mut reader, foreign, &mut |_, v| {
+        let rep = verify_chain(&mut reader, foreign, &mut |line, v| {
             if first.is_none() {
                 first = Some(v.clone());
+            }
+            downgrade.feed(v);
+            if v.get("kind").and_then(Value::as_str) == Some(binding::TAMPER_ACKNOWLEDGED) {
+                acknowledged.push((line, v.get("seq").and_then(Value::as_u64)));
             }
         })
         .map_err(|e| GoalError::io(&display, "read", &e))?;
@@ -176,6 +185,31 @@ fn check(engine: &Engine) -> Result<RepairOutcome, GoalError> {
     if let Some(f) = archive_finding(engine, &dir, first.as_ref()) {
         findings.push(f);
     }
+    // I7: the plan and its ledger vouch for each other.
+    let max = engine.profile.limits.max_ledger_record_bytes;
+    let view = crate::goals::index::view_of(&dir, &engine.paths, ledger_file, max)?;
+    let b = txn::judge_in(&dir, ledger_file, &engine.paths, &view.head, &plan, behind)?;
+    for (code, message) in binding_findings(&b, &downgrade) {
+        findings.push(finding(code, Severity::Error, None, None, message));
+    }
+    if b.state == binding::State::Legacy {
+        findings.push(finding(
+            Code::PlanNotBound,
+            Severity::Info,
+            None,
+            None,
+            "neither the plan nor its ledger carries planSha256/ledgerHead (Node-written or older state); the next engine mutation binds them".into(),
+        ));
+    }
+    for (line, seq) in acknowledged {
+        findings.push(finding(
+            Code::TamperAcknowledged,
+            Severity::Warning,
+            Some(line),
+            seq,
+            "repair --accept-tampered adopted a plan its ledger did not vouch for".into(),
+        ));
+    }
     let ok = !findings.iter().any(|f| f["severity"] == "error");
     Ok(RepairOutcome {
         ok,
@@ -185,6 +219,24 @@ fn check(engine: &Engine) -> Result<RepairOutcome, GoalError> {
         revision: plan.revision(),
         head: Some(head),
     })
+}
+
+/// `PLAN_TAMPERED` / `LEDGER_TAMPERED` of a binding and of a ledger whose
+/// last chained record dropped the binding.
+pub fn binding_findings(
+    b: &binding::Binding,
+    downgrade: &binding::Downgrade,
+) -> Vec<(Code, String)> {
+    let mut out = Vec::new();
+    if let Some(r) = &b.plan_tampered {
+        out.push((Code::PlanTampered, r.clone()));
+    }
+    if let Some(r) = &b.ledger_tampered {
+        out.push((Code::LedgerTampered, r.clone()));
+    } else if let Some(r) = downgrade.finding() {
+        out.push((Code::LedgerTampered, r));
+    }
+    out
 }
 
 /// `LEDGER_ARCHIVE_MISMATCH`: the first record's `replaced.previousHead`
@@ -246,7 +298,7 @@ fn recover(engine: &Engine, rebuild: bool) -> Result<RepairOutcome, GoalError> {
     }
     let mut locked = engine.lock_with("repair", rebuild)?;
     let plan = locked.read_plan()?;
-    let a = locked.reconcile(Some(&plan), OnMismatch::Ignore)?;
+    let a = locked.reconcile(Some(&plan), OnMismatch::RefuseTampered)?;
     let mut actions: Vec<Value> = locked.repaired.iter().map(action_of).collect();
     if let Some(s) = &locked.switch_recovered {
         actions.insert(0, s.clone());
@@ -280,7 +332,7 @@ fn accept_plan(engine: &Engine, rationale: &str) -> Result<RepairOutcome, GoalEr
     }
     let mut locked = engine.lock("repair")?;
     let mut plan: Plan = locked.read_plan()?;
-    let a = locked.reconcile(Some(&plan), OnMismatch::Ignore)?;
+    let a = locked.reconcile(Some(&plan), OnMismatch::RefuseTampered)?;
     let mut actions: Vec<Value> = locked.repaired.iter().map(action_of).collect();
     if a.consistency != Consistency::Mismatch {
         let head = locked.view.head.clone();
@@ -320,6 +372,59 @@ fn accept_plan(engine: &Engine, rationale: &str) -> Result<RepairOutcome, GoalEr
             "rationale": rationale,
         }),
     );
+    let committed = locked.commit(Write::Plan(Box::new(plan)), vec![e])?;
+    actions.extend(committed.entries.iter().map(action_of));
+    Ok(RepairOutcome {
+        ok: true,
+        findings: Vec::new(),
+        actions,
+        consistency: Consistency::Ok,
+        revision: committed.revision,
+        head: Some(committed.head),
+    })
+}
+
+/// `repair --accept-tampered --rationale <text>` (threat-model.md I7): adopts
+/// a plan its ledger does not vouch for, deliberately and on the record. One
+/// chained `tamper_acknowledged` entry carries the recorded and actual plan
+/// digests and the named and found ledger heads; the plan is rewritten as a
+/// new revision bound to it. A plan that is not tampered is left alone.
+fn accept_tampered(engine: &Engine, rationale: &str) -> Result<RepairOutcome, GoalError> {
+    if engine.state_dir()?.is_none() {
+        return Err(plan::missing(&engine.paths, &engine.profile));
+    }
+    let mut locked = engine.lock("repair")?;
+    let mut plan: Plan = locked.read_plan()?;
+    let a = locked.reconcile(Some(&plan), OnMismatch::Ignore)?;
+    let mut actions: Vec<Value> = locked.repaired.iter().map(action_of).collect();
+    let Some(b) = locked.binding.clone().filter(|b| b.tampered()) else {
+        let head = locked.view.head.clone();
+        locked.finish()?;
+        return Ok(RepairOutcome {
+            ok: a.consistency != Consistency::Mismatch,
+            findings: Vec::new(),
+            actions,
+            consistency: a.consistency,
+            revision: plan.revision(),
+            head: Some(head),
+        });
+    };
+    let base = a.plan_revision.max(a.ledger_revision);
+    plan.set("revision", json!(base));
+    let codes = b.codes().join(" and ");
+    let mut e = entry(
+        &locked.now,
+        crate::goals::binding::TAMPER_ACKNOWLEDGED,
+        None,
+    );
+    e.insert(
+        "message".into(),
+        json!(format!(
+            "{codes} acknowledged: the plan as found was adopted by `repair --accept-tampered`."
+        )),
+    );
+    e.insert("rationale".into(), json!(rationale));
+    e.insert("tamper".into(), b.to_json());
     let committed = locked.commit(Write::Plan(Box::new(plan)), vec![e])?;
     actions.extend(committed.entries.iter().map(action_of));
     Ok(RepairOutcome {

@@ -32,6 +32,8 @@ pub struct StatusOutcome {
     pub adapter: Option<Value>,
     /// Completion-blocking goals when nothing can be scheduled.
     pub stalled: Option<Vec<String>>,
+    /// The plan's binding to its ledger (threat-model.md I7).
+    pub binding: crate::goals::binding::Binding,
 }
 
 fn mutation_in_progress(dir: &cap_std::fs::Dir) -> bool {
@@ -104,12 +106,15 @@ pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome,
         !view.trailing.is_empty(),
         &mut |rev, from, want| txn::count_landed_in(&dir, ledger_file, &head, rev, from, want),
     );
+    let pending = a.consistency == Consistency::Recoverable && !a.missing.is_empty();
+    let binding = txn::judge_in(&dir, ledger_file, &engine.paths, &head, &plan, pending)?;
     let mut ledger = json!({
         "records": head.records,
         "lastSeq": head.last_seq,
         "head": head.last_hash,
         "consistency": a.consistency.as_str(),
         "mutationInProgress": mutation_in_progress(&dir),
+        "binding": binding.to_json(),
     });
     if let Ok(Some(p)) = txn::switch::pending(&dir, &engine.paths) {
         ledger["forceSwitchPending"] = json!({
@@ -159,7 +164,18 @@ pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome,
         Value::Object(m)
     });
     let stalled = stalled_ids(&plan);
-    let next_actions = next_actions(engine, &plan, a.consistency, stalled.as_deref());
+    let mut next_actions = next_actions(engine, &plan, a.consistency, stalled.as_deref());
+    if binding.tampered() {
+        let e = txn::tampered_error(engine, &binding);
+        let remedy = e
+            .details()
+            .and_then(|d| d.get("remedy").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_default();
+        next_actions = vec![action(
+            remedy,
+            "goals.json and ledger.jsonl do not vouch for each other (PLAN_TAMPERED / LEDGER_TAMPERED): restore both from version control, or adopt this plan on the record",
+        )];
+    }
     Ok(StatusOutcome {
         summary: summary::summary(&plan),
         plan,
@@ -170,6 +186,7 @@ pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome,
         host_goal: host,
         adapter,
         stalled,
+        binding,
     })
 }
 

@@ -33,6 +33,9 @@ pub struct Plan {
     /// Ledger entries produced by reading (the legacy objective migration),
     /// persisted by the next mutation in the same revision.
     pub pending: Vec<Map<String, Value>>,
+    /// SHA-256 of the body as read, before the in-memory migration
+    /// (threat-model.md I7); `None` for a plan built in memory.
+    read_body_sha256: Option<String>,
 }
 
 /// `ULW_LOOP_PLAN_MISSING` for a scope.
@@ -180,10 +183,12 @@ impl Plan {
                 }
             }
         }
+        let read_body_sha256 = Some(super::binding::body_sha256(&doc));
         let mut plan = Plan {
             doc,
             index,
             pending: Vec::new(),
+            read_body_sha256,
         };
         plan.migrate_legacy_objective(profile, paths, now);
         Ok(plan)
@@ -205,7 +210,16 @@ impl Plan {
             doc,
             index,
             pending: Vec::new(),
+            read_body_sha256: None,
         }
+    }
+
+    /// SHA-256 of the plan body as it was read from `goals.json` (before the
+    /// in-memory legacy migration), else of the body as it is now.
+    pub fn read_body_sha256(&self) -> String {
+        self.read_body_sha256
+            .clone()
+            .unwrap_or_else(|| super::binding::body_sha256(&self.doc))
     }
 
     /// Two-space pretty JSON plus one `\n`.

@@ -15,6 +15,7 @@ pub use assess::{
     Assessment, Consistency, assess, count_landed, count_landed_in, is_recovery_marker,
 };
 
+use super::binding::{self, Binding, NamedHead};
 use super::error::{ErrorKind, GoalError};
 use super::index::{self, Source, View};
 use super::journal::{self, Head};
@@ -22,12 +23,16 @@ use super::plan::{self, Plan};
 use super::state;
 use crate::store::{self, Durability, LockError, LockOptions, MutationLock};
 
-/// What to do when plan and ledger disagree beyond recovery.
+/// What to do when plan and ledger disagree beyond recovery, or were
+/// tampered with (threat-model.md I7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnMismatch {
-    /// Fail with `ULW_LOOP_PLAN_LEDGER_MISMATCH`.
+    /// Fail with `ULW_LOOP_PLAN_TAMPERED` / `ULW_LOOP_LEDGER_TAMPERED`, else
+    /// with `ULW_LOOP_PLAN_LEDGER_MISMATCH`.
     Refuse,
-    /// Continue (archiving and `repair --accept-plan`).
+    /// Refuse tampering only (`repair`, `repair --accept-plan`).
+    RefuseTampered,
+    /// Continue (archiving and `repair --accept-tampered`).
     Ignore,
 }
 
@@ -78,6 +83,8 @@ pub struct Locked<'e> {
     pub switch_recovered: Option<Value>,
     /// A switch of this command is under way ([`Locked::archive`]).
     switching: bool,
+    /// The binding of the plan read by the recovery check (I7).
+    pub binding: Option<Binding>,
 }
 
 impl Engine {
@@ -144,6 +151,7 @@ impl Engine {
             rebuilt_index: rebuilt,
             switch_recovered,
             switching: false,
+            binding: None,
         };
         locked.repair_torn_tail(now_t)?;
         Ok(locked)
@@ -235,7 +243,10 @@ impl<'e> Locked<'e> {
     }
 
     /// The recovery check (goal-engine.md §2.8): completes the ledger from
-    /// `lastMutation` when possible and audits a torn-tail repair.
+    /// `lastMutation` when possible and audits a torn-tail repair. Checks
+    /// the plan's binding to its ledger first (threat-model.md I7): a
+    /// tampered plan or ledger is refused before anything is appended,
+    /// unless `on_mismatch` is [`OnMismatch::Ignore`].
     pub fn reconcile(
         &mut self,
         plan: Option<&Plan>,
@@ -246,6 +257,23 @@ impl<'e> Locked<'e> {
         let a = assess(plan, &head, false, &mut |rev, from, want| {
             count_landed(dir, &head, rev, from, want)
         });
+        let pending = a.consistency == Consistency::Recoverable && !a.missing.is_empty();
+        self.binding = match plan {
+            Some(p) => Some(self.judge(p, pending)?),
+            None => None,
+        };
+        if let Some(b) = &self.binding
+            && b.tampered()
+            && on_mismatch != OnMismatch::Ignore
+        {
+            return Err(tampered_error(self.engine, b));
+        }
+        // Entries appended under a bound, untampered plan record its body.
+        let stamp = self
+            .binding
+            .as_ref()
+            .filter(|b| b.bound() && !b.tampered())
+            .map(|b| b.body_sha256.clone());
         let torn = self.torn.take();
         let rp = a.plan_revision;
         match a.consistency {
@@ -264,14 +292,28 @@ impl<'e> Locked<'e> {
                     e.insert("recovered".into(), Value::Bool(true));
                     entries.push(e);
                 }
+                let mut named = None;
+                if let Some(d) = &stamp {
+                    stamp_plan_sha(&mut entries, d);
+                    // Plan first: name the head these records will make.
+                    let h = next_head(&self.view.head, &entries);
+                    self.rebind_raw(&h)?;
+                    named = Some(h);
+                }
                 self.append_now(&entries)?;
+                if let Some(h) = named {
+                    self.rebind_if_moved(&h)?;
+                }
             }
             Consistency::Ok | Consistency::Mismatch => {
                 if let Some(t) = torn {
                     let mut repair = json!({"reason": "torn_tail", "recoveredCount": 0});
                     merge(&mut repair, &t);
-                    let e = self.repaired_entry(repair, a.ledger_revision);
-                    self.append_now(&[e])?;
+                    let mut e = vec![self.repaired_entry(repair, a.ledger_revision)];
+                    if let Some(d) = &stamp {
+                        stamp_plan_sha(&mut e, d);
+                    }
+                    self.append_now(&e)?;
                 }
                 if a.consistency == Consistency::Mismatch && on_mismatch == OnMismatch::Refuse {
                     return Err(self.mismatch_error(&a));
@@ -279,6 +321,55 @@ impl<'e> Locked<'e> {
             }
         }
         Ok(a)
+    }
+
+    /// The binding of `plan` to this ledger (threat-model.md I7), from the
+    /// newest records.
+    fn judge(&self, plan: &Plan, pending: bool) -> Result<Binding, GoalError> {
+        judge_in(
+            &self.dir,
+            state::LEDGER,
+            &self.engine.paths,
+            &self.view.head,
+            plan,
+            pending,
+        )
+    }
+
+    /// Rewrites only `lastMutation.ledgerHead` of `goals.json` as it is on
+    /// disk (its body, and so its digest, unchanged).
+    fn rebind_raw(&self, head: &NamedHead) -> Result<(), GoalError> {
+        let paths = &self.engine.paths;
+        let max = self.engine.profile.limits.max_plan_bytes;
+        let Some(state::ReadOutcome::Bytes(bytes)) =
+            state::read_file(&self.dir, state::GOALS, &paths.goals(), max)?
+        else {
+            return Ok(());
+        };
+        let Ok(Value::Object(mut doc)) = crate::json::parse_strict(&bytes) else {
+            return Ok(());
+        };
+        let Some(lm) = doc.get_mut("lastMutation").and_then(Value::as_object_mut) else {
+            return Ok(());
+        };
+        lm.insert(binding::LEDGER_HEAD.into(), head.to_json());
+        let mut out = serde_json::to_vec_pretty(&doc).expect("JSON values serialise");
+        out.push(b'\n');
+        self.write_file(state::GOALS, &out)
+    }
+
+    /// After an append whose head was named before writing: records a Node
+    /// tool appended meanwhile (absorbed by the append) change the chain, so
+    /// the plan names the head actually written.
+    fn rebind_if_moved(&self, named: &NamedHead) -> Result<(), GoalError> {
+        let now = &self.view.head;
+        match &now.last_hash {
+            Some(h) if *h != named.sha256 => self.rebind_raw(&NamedHead {
+                seq: now.last_seq,
+                sha256: h.clone(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// `ULW_LOOP_PLAN_LEDGER_MISMATCH` for an assessment.
@@ -407,8 +498,12 @@ impl<'e> Locked<'e> {
             );
             e.insert("archive".into(), json!(display));
             e.insert("revision".into(), json!(old_revision));
+            let mut entries = vec![e];
+            if let Some(b) = self.binding.as_ref().filter(|b| b.bound() && !b.tampered()) {
+                stamp_plan_sha(&mut entries, &b.body_sha256);
+            }
             let max = self.engine.profile.limits.max_ledger_record_bytes;
-            let a = journal::append(&target, &archived_ledger, &self.view.head, &[e], max)?;
+            let a = journal::append(&target, &archived_ledger, &self.view.head, &entries, max)?;
             previous_head = Some(a.head);
         }
         store::sync_dir(&target)
@@ -451,7 +546,7 @@ impl<'e> Locked<'e> {
         entries: Vec<Map<String, Value>>,
     ) -> Result<Committed, GoalError> {
         let mut all = Vec::new();
-        let (revision, written_plan) = match write {
+        let (revision, written_plan, named) = match write {
             Write::Plan(mut plan) => {
                 all.append(&mut plan.pending);
                 all.extend(entries);
@@ -463,26 +558,35 @@ impl<'e> Locked<'e> {
                     }
                 }
                 plan.set("revision", json!(rev));
+                // I7: every entry records the body it wrote; the plan names
+                // the head its entries will make (plan first, then append).
+                let d = binding::body_sha256(plan.doc());
+                stamp_plan_sha(&mut all, &d);
+                journal::check_record_sizes(
+                    &self.view.head,
+                    &all,
+                    self.engine.profile.limits.max_ledger_record_bytes,
+                )?;
+                let head = next_head(&self.view.head, &all);
                 plan.set(
                     "lastMutation",
                     json!({
                         "revision": rev,
                         "fromSeq": self.view.head.last_seq + 1,
                         "entries": all.iter().cloned().map(Value::Object).collect::<Vec<_>>(),
+                        binding::LEDGER_HEAD: head.to_json(),
                     }),
                 );
-                journal::check_record_sizes(
-                    &self.view.head,
-                    &all,
-                    self.engine.profile.limits.max_ledger_record_bytes,
-                )?;
                 self.write_file(state::GOALS, &plan.encode())?;
-                (rev, Some(*plan))
+                (rev, Some(*plan), Some(head))
             }
             Write::AuditOnly { revision } => {
                 all.extend(entries);
                 stamp_revision(&mut all, revision);
-                (revision, None)
+                if let Some(b) = self.binding.as_ref().filter(|b| b.bound() && !b.tampered()) {
+                    stamp_plan_sha(&mut all, &b.body_sha256);
+                }
+                (revision, None, None)
             }
         };
         let max = self.engine.profile.limits.max_ledger_record_bytes;
@@ -496,6 +600,24 @@ impl<'e> Locked<'e> {
         let keys_bytes =
             index::append_keys(&self.dir, &self.engine.paths, self.view.keys_bytes, &a.keys)?;
         index::write(&self.dir, &self.engine.paths, &a.head, keys_bytes)?;
+        let mut written_plan = written_plan;
+        if let (Some(named), Some(plan), Some(h)) =
+            (&named, written_plan.as_mut(), &a.head.last_hash)
+            && *h != named.sha256
+        {
+            // A Node tool appended meanwhile (absorbed by the append): name
+            // the head actually written.
+            let actual = NamedHead {
+                seq: a.head.last_seq,
+                sha256: h.clone(),
+            };
+            if let Some(Value::Object(lm)) = plan.doc().get("lastMutation").cloned() {
+                let mut lm = lm;
+                lm.insert(binding::LEDGER_HEAD.into(), actual.to_json());
+                plan.set("lastMutation", Value::Object(lm));
+            }
+            self.write_file(state::GOALS, &plan.encode())?;
+        }
         if self.switching {
             switch::finish(&self.dir, &self.engine.paths)?;
         }
@@ -520,6 +642,136 @@ impl<'e> Locked<'e> {
         }
         Ok(std::mem::take(&mut self.repaired))
     }
+}
+
+/// The head the chained records of `entries` will make after `head`.
+fn next_head(head: &Head, entries: &[Map<String, Value>]) -> NamedHead {
+    let (_, recs) = crate::ledger::chain_records(head.last_seq, head.last_hash.as_deref(), entries);
+    let last = recs.last().expect("entries to append");
+    NamedHead {
+        seq: last.seq,
+        sha256: last.hash.clone(),
+    }
+}
+
+/// `planSha256` on every entry (threat-model.md I7).
+fn stamp_plan_sha(entries: &mut [Map<String, Value>], d: &str) {
+    for e in entries {
+        e.insert(binding::PLAN_SHA256.into(), json!(d));
+    }
+}
+
+/// The binding of `plan` to the ledger file `ledger_file` of `dir` (the
+/// ledger, or the old run's ledger set aside by an interrupted switch;
+/// `head`: its head as the index or a scan saw it).
+pub fn judge_in(
+    dir: &Dir,
+    ledger_file: &str,
+    paths: &state::StatePaths,
+    head: &Head,
+    plan: &Plan,
+    pending: bool,
+) -> Result<Binding, GoalError> {
+    let named = binding::named_head(plan.doc());
+    let display = paths.file(ledger_file);
+    let tail = if named.is_none() && head.last_seq == 0 {
+        Vec::new()
+    } else {
+        match state::open_file(dir, ledger_file, &display)? {
+            Some((mut f, meta)) => binding::read_tail_file(
+                &mut f,
+                meta.len(),
+                named.as_ref().map(|h| h.seq),
+                usize::MAX,
+            )
+            .map_err(|e| GoalError::io(&display, "read", &e))?,
+            None => Vec::new(),
+        }
+    };
+    Ok(binding::judge_plan(plan, &tail, pending))
+}
+
+/// The binding of a plan read outside the lock, for a caller with a tight
+/// budget (the hooks): no index and no scan. Only the newest records are
+/// read — back to the head the plan names, or, for a plan that names none,
+/// the last record alone — and the recovery check's comparison runs on the
+/// head they show.
+pub fn judge_tail(dir: &Dir, paths: &state::StatePaths, plan: &Plan) -> Result<Binding, GoalError> {
+    let named = binding::named_head(plan.doc());
+    let display = paths.ledger();
+    let Some((mut f, meta)) = state::open_file(dir, state::LEDGER, &display)? else {
+        let a = assess(Some(plan), &Head::default(), false, &mut |_, _, _| 0);
+        let pending = a.consistency == Consistency::Recoverable && !a.missing.is_empty();
+        return Ok(binding::judge_plan(plan, &[], pending));
+    };
+    let io = |e: std::io::Error| GoalError::io(&display, "read", &e);
+    let limit = if named.is_some() { usize::MAX } else { 1 };
+    let tail = binding::read_tail_file(&mut f, meta.len(), named.as_ref().map(|h| h.seq), limit)
+        .map_err(io)?;
+    let mut head = Head {
+        len: binding::complete_len(&mut f, meta.len()).map_err(io)?,
+        records: tail.len() as u64,
+        ..Head::default()
+    };
+    if let Some(t) = tail.iter().find(|t| t.seq.is_some()) {
+        head.last_seq = t.seq.unwrap_or(0);
+        head.last_revision = t.revision.unwrap_or(0);
+    }
+    let a = assess(Some(plan), &head, false, &mut |rev, from, want| {
+        count_landed(dir, &head, rev, from, want)
+    });
+    let pending = a.consistency == Consistency::Recoverable && !a.missing.is_empty();
+    Ok(binding::judge_plan(plan, &tail, pending))
+}
+
+/// `ULW_LOOP_PLAN_TAMPERED` (or `…_LEDGER_TAMPERED` when only the ledger
+/// side failed) with the file and the fix.
+pub fn tampered_error(engine: &Engine, b: &Binding) -> GoalError {
+    let p = &engine.profile;
+    let scope = engine
+        .paths
+        .sid
+        .as_ref()
+        .map(|s| format!(" {} {s}", p.session.flag))
+        .unwrap_or_default();
+    let remedy = format!(
+        "{} repair{scope} --accept-tampered --rationale \"<why this plan is right>\"",
+        p.command_prefix
+    );
+    let ledger = b.plan_tampered.is_none();
+    let (code, file, reason) = if ledger {
+        (
+            "LEDGER_TAMPERED",
+            engine.paths.ledger(),
+            b.ledger_tampered.clone().unwrap_or_default(),
+        )
+    } else {
+        (
+            "PLAN_TAMPERED",
+            engine.paths.goals(),
+            b.plan_tampered.clone().unwrap_or_default(),
+        )
+    };
+    let also = match (&b.plan_tampered, &b.ledger_tampered) {
+        (Some(_), Some(l)) => format!(" LEDGER_TAMPERED: {l}."),
+        _ => String::new(),
+    };
+    GoalError::new(
+        ErrorKind::Tampered {
+            ledger,
+            goals_path: engine.paths.goals(),
+            ledger_path: engine.paths.ledger(),
+            reason: reason.clone(),
+            binding: b.to_json(),
+            remedy: remedy.clone(),
+        },
+        format!(
+            "{code}: {file}: {reason}.{also} The {} engine will not change a plan its ledger does not vouch for. Restore {} and {} from version control, or, if this plan is right, run `{remedy}` (recorded as tamper_acknowledged and reported by verify-evidence).",
+            p.display_name,
+            engine.paths.goals(),
+            engine.paths.ledger(),
+        ),
+    )
 }
 
 fn stamp_revision(entries: &mut [Map<String, Value>], rev: u64) {

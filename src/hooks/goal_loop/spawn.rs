@@ -32,6 +32,19 @@ pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
     let Some(found) = c.resolve_plan(&candidates) else {
         return Decision::Allow;
     };
+    // I7 / I2: the preflight and the fan-out reset read the plan; a plan its
+    // ledger does not vouch for decides nothing.
+    match loop_state::binding(&found.located) {
+        Ok(b) if b.tampered() => return tampered(&found, &b),
+        Ok(_) => {}
+        Err(e) => {
+            return c.state_io(
+                "the goal ledger could not be read to check the plan's binding",
+                &found.located.paths.ledger(),
+                &e.message,
+            );
+        }
+    }
     let lock_path = found.located.paths.file(crate::goals::state::LOCK);
     let lock = match loop_state::lock_side_files(
         &found.located.dir,
@@ -54,6 +67,27 @@ pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
     let decision = decide_locked(c, &found, &t.tool_input);
     let _ = lock.release();
     decision
+}
+
+/// The denial of a spawn while the session's plan is tampered with.
+fn tampered(found: &Found<'_>, b: &crate::goals::binding::Binding) -> Decision {
+    let p = &found.profile.profile;
+    let scope = found
+        .located
+        .scope_sid()
+        .map(|s| format!(" {} {s}", p.session.flag))
+        .unwrap_or_default();
+    let (code, file) = if b.plan_tampered.is_some() {
+        ("PLAN_TAMPERED", found.located.paths.goals())
+    } else {
+        ("LEDGER_TAMPERED", found.located.paths.ledger())
+    };
+    Decision::Deny {
+        reason: format!(
+            "evidence-gate: {code}: {file} does not match the plan its ledger recorded; no spawn is gated on it. Restore the goal state from version control, or, if the plan is right, run `{} repair{scope} --accept-tampered --rationale \"<why>\"`.",
+            p.command_prefix
+        ),
+    }
 }
 
 fn decide_locked(c: &Ctx<'_>, found: &Found<'_>, input: &Value) -> Decision {

@@ -29,6 +29,19 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
         return Decision::Allow;
     };
     let plan = &found.located.plan;
+    // I7 / I2: a plan its ledger does not vouch for is never "complete" and
+    // never "nothing left": block with the code, the file and the fix.
+    match loop_state::binding(&found.located) {
+        Ok(b) if b.tampered() => return tampered(c, &found, &b),
+        Ok(_) => {}
+        Err(e) => {
+            return c.state_io(
+                "the goal ledger could not be read to check the plan's binding",
+                &found.located.paths.ledger(),
+                &e.message,
+            );
+        }
+    }
     if lifecycle::run_complete(plan) || main_context_pressure(c) {
         return Decision::Allow;
     }
@@ -49,6 +62,31 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
         );
     }
     resume(c, &found, goal)
+}
+
+/// The block of a tampered plan, within the resume budget (the counter is
+/// keyed by the tampered body's digest, so it holds until the plan changes).
+fn tampered(c: &Ctx<'_>, found: &Found<'_>, b: &crate::goals::binding::Binding) -> Decision {
+    let p = found.profile;
+    let scope = found
+        .located
+        .scope_sid()
+        .map(|s| format!(" {} {s}", p.profile.session.flag))
+        .unwrap_or_default();
+    let (code, file, why) = match (&b.plan_tampered, &b.ledger_tampered) {
+        (Some(r), _) => ("PLAN_TAMPERED", found.located.paths.goals(), r),
+        (None, Some(r)) => ("LEDGER_TAMPERED", found.located.paths.ledger(), r),
+        (None, None) => return Decision::Allow,
+    };
+    let reason = format!(
+        "evidence-gate: {code}: {file}: {why}. The run is not complete while its plan and ledger disagree. Restore {} and {} from version control, or, if this plan is right, ask the user and run `{} repair{scope} --accept-tampered --rationale \"<why>\"` (recorded and reported by CI).",
+        found.located.paths.goals(),
+        found.located.paths.ledger(),
+        p.profile.command_prefix
+    );
+    let reason = crate::hooks::host::encode::cap_bytes(&reason, c.hooks.max_reason_bytes);
+    let render = |_: u64, _: u64| reason.clone();
+    budgeted(c, found, "plan-tampered", &b.body_sha256, code, &render)
 }
 
 /// A context-pressure marker inside a compaction record the host wrote in
@@ -96,11 +134,37 @@ fn digest_of(v: &Value) -> Option<&str> {
 fn resume(c: &Ctx<'_>, found: &Found<'_>, goal: Goal<'_>) -> Decision {
     let digest = loop_state::progress_digest(&found.located.plan);
     let key = goal_key(goal.id());
+    let p = found.profile;
+    let render = |count: u64, max: u64| {
+        Policy::render_stop(
+            p,
+            goal.id(),
+            goal.title(),
+            found.located.scope_sid(),
+            count,
+            max,
+            c.hooks.max_reason_bytes,
+        )
+    };
+    budgeted(c, found, &key, &digest, goal.id(), &render)
+}
+
+/// Blocks with `render(count, max)` at most `stop.max_resumes_without_progress`
+/// times while `digest` stays the same, then pauses with a stuck marker
+/// keyed by `key` (`label` names the goal or condition in diagnostics).
+fn budgeted(
+    c: &Ctx<'_>,
+    found: &Found<'_>,
+    key: &str,
+    digest: &str,
+    label: &str,
+    render: &dyn Fn(u64, u64) -> String,
+) -> Decision {
     let stuck = format!("auto-resume-{key}.stuck");
     // An honoured stuck marker is decided without the lock: nothing is written.
     match read_json(c, found, &stuck) {
         Err(d) => return d,
-        Ok(Some(m)) if digest_of(&m) == Some(digest.as_str()) => return Decision::Allow,
+        Ok(Some(m)) if digest_of(&m) == Some(digest) => return Decision::Allow,
         Ok(_) => {}
     }
     let lock_path = found.located.paths.file(crate::goals::state::LOCK);
@@ -119,7 +183,7 @@ fn resume(c: &Ctx<'_>, found: &Found<'_>, goal: Goal<'_>) -> Decision {
             return c.state_io("the goal state lock could not be taken", &lock_path, &e);
         }
     };
-    let decision = resume_locked(c, found, goal, &key, &digest);
+    let decision = resume_locked(c, found, label, key, digest, render);
     let _ = lock.release();
     decision
 }
@@ -127,9 +191,10 @@ fn resume(c: &Ctx<'_>, found: &Found<'_>, goal: Goal<'_>) -> Decision {
 fn resume_locked(
     c: &Ctx<'_>,
     found: &Found<'_>,
-    goal: Goal<'_>,
+    label: &str,
     key: &str,
     digest: &str,
+    render: &dyn Fn(u64, u64) -> String,
 ) -> Decision {
     let dir = &found.located.dir;
     let counter = format!("auto-resume-{key}.json");
@@ -173,15 +238,7 @@ fn resume_locked(
             );
         }
         return Decision::Block {
-            reason: Policy::render_stop(
-                p,
-                goal.id(),
-                goal.title(),
-                found.located.scope_sid(),
-                count + 1,
-                max,
-                c.hooks.max_reason_bytes,
-            ),
+            reason: render(count + 1, max),
         };
     }
     let v = json!({
@@ -202,9 +259,7 @@ fn resume_locked(
         HookCode::StopStuck,
         if notify { "notify" } else { "allow" },
         "auto-resume paused: goal and criteria state did not change over the allowed resumes",
-        Some(
-            json!({"goal": goal.id(), "count": count, "marker": found.located.paths.file(&stuck)}),
-        ),
+        Some(json!({"goal": label, "count": count, "marker": found.located.paths.file(&stuck)})),
     );
     if !notify {
         return Decision::Allow;
@@ -217,8 +272,7 @@ fn resume_locked(
     Decision::Notify {
         message: format!(
             "evidence-gate: auto-resume is paused for goal {} because its goal and criteria state did not change over the last {count} resumes; check the plan with `{} status{scope} --json`.",
-            goal.id(),
-            p.profile.command_prefix
+            label, p.profile.command_prefix
         ),
     }
 }

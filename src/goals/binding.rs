@@ -1,0 +1,618 @@
+//! The plan bound to its ledger (threat-model.md I7 and §6 "I7 without a
+//! circle").
+//!
+//! Every ledger entry the engine writes under a bound plan carries
+//! `planSha256`: the SHA-256 of the plan *body* — the plan object without
+//! its `lastMutation`, serialised as the engine writes plans (two-space
+//! pretty JSON plus one `\n`). The plan's `lastMutation.ledgerHead` is
+//! `{seq, sha256}` of the last record that mutation appended. So the plan
+//! covers the whole last entry and the entry covers the whole plan body.
+//!
+//! [`judge`] checks both directions over the newest records of the ledger
+//! ([`read_tail`]): a plan body that differs from the one its ledger
+//! recorded is `PLAN_TAMPERED`; a head record that is missing or differs
+//! from the one the plan names is `LEDGER_TAMPERED`. Records appended after
+//! the head without a plan write (annotations, rejected steering, recovery
+//! markers) must carry the current body's digest. A plan without
+//! `ledgerHead` over a ledger without `planSha256` is legacy (Node tools,
+//! older evidence-gate), never tampered.
+
+use std::io;
+
+use cap_std::fs::File;
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::journal;
+use crate::ledger;
+
+/// The entry field holding the plan body's digest.
+pub const PLAN_SHA256: &str = "planSha256";
+/// The `lastMutation` field naming the ledger head.
+pub const LEDGER_HEAD: &str = "ledgerHead";
+/// The entry kind `repair --accept-tampered` appends.
+pub const TAMPER_ACKNOWLEDGED: &str = "tamper_acknowledged";
+
+/// The plan object without `lastMutation`, serialised in place (no copy of
+/// a large plan).
+struct Body<'a>(&'a Map<String, Value>);
+
+impl Serialize for Body<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let n = self.0.len() - usize::from(self.0.contains_key("lastMutation"));
+        let mut m = s.serialize_map(Some(n))?;
+        for (k, v) in self.0 {
+            if k != "lastMutation" {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        m.end()
+    }
+}
+
+struct HashWriter(Sha256);
+
+impl io::Write for HashWriter {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.0.update(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// SHA-256 of the plan body (the document without `lastMutation`, as the
+/// engine serialises plans).
+pub fn body_sha256(doc: &Map<String, Value>) -> String {
+    let mut w = HashWriter(Sha256::new());
+    serde_json::to_writer_pretty(&mut w, &Body(doc)).expect("JSON values serialise");
+    w.0.update(b"\n");
+    crate::digest::hex(&w.0.finalize())
+}
+
+/// `lastMutation.ledgerHead`: the record a plan names as its ledger's last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedHead {
+    /// Its `seq`.
+    pub seq: u64,
+    /// SHA-256 of its bytes.
+    pub sha256: String,
+}
+
+impl NamedHead {
+    /// `{seq, sha256}`.
+    pub fn to_json(&self) -> Value {
+        json!({"seq": self.seq, "sha256": self.sha256})
+    }
+}
+
+/// The head a plan document names, if it names one. A present but
+/// malformed value names a record no ledger holds (seq 0).
+pub fn named_head(doc: &Map<String, Value>) -> Option<NamedHead> {
+    let h = doc.get("lastMutation")?.as_object()?.get(LEDGER_HEAD)?;
+    let seq = h.get("seq").and_then(Value::as_u64).unwrap_or(0);
+    let sha256 = h
+        .get("sha256")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    Some(NamedHead { seq, sha256 })
+}
+
+/// The `planSha256` carried by the entries of a plan's `lastMutation` (the
+/// body that mutation wrote).
+pub fn pending_sha256(doc: &Map<String, Value>) -> Option<String> {
+    doc.get("lastMutation")?
+        .get("entries")?
+        .as_array()?
+        .iter()
+        .find_map(|e| e.get(PLAN_SHA256).and_then(Value::as_str))
+        .map(str::to_owned)
+}
+
+/// One ledger record as the binding check sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TailRecord {
+    /// Its chained `seq` (none for an unchained record).
+    pub seq: Option<u64>,
+    /// SHA-256 of its bytes.
+    pub sha256: String,
+    /// Its `planSha256`, if any.
+    pub plan_sha256: Option<String>,
+    /// Its `revision`, if any.
+    pub revision: Option<u64>,
+}
+
+impl TailRecord {
+    /// Reads one record's bytes.
+    pub fn of(line: &[u8]) -> TailRecord {
+        let v: Option<Value> = serde_json::from_slice(line).ok();
+        TailRecord {
+            seq: v
+                .as_ref()
+                .and_then(ledger::chain_fields)
+                .map(|(seq, _)| seq),
+            sha256: ledger::record_hash(line),
+            plan_sha256: v
+                .as_ref()
+                .and_then(|v| v.get(PLAN_SHA256))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            revision: v
+                .as_ref()
+                .and_then(|v| v.get("revision"))
+                .and_then(Value::as_u64),
+        }
+    }
+}
+
+/// The newest records of the ledger `file` (complete records before `end`),
+/// newest first, back to the record with `seq` ≤ `stop_seq` (included) —
+/// or, without a named head, back to the last chained record.
+pub fn read_tail(
+    file: &mut File,
+    end: u64,
+    stop_seq: Option<u64>,
+    limit: usize,
+) -> io::Result<Vec<TailRecord>> {
+    let mut out = Vec::new();
+    if limit == 0 {
+        return Ok(out);
+    }
+    journal::read_back(file, end, |_, line| {
+        let r = TailRecord::of(line);
+        let stop = match (r.seq, stop_seq) {
+            (Some(s), Some(h)) => s <= h,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        out.push(r);
+        !stop && out.len() < limit
+    })?;
+    Ok(out)
+}
+
+/// The length of the complete records of a ledger of `size` bytes (up to
+/// and including its last `\n`): a torn tail is not a record.
+pub fn complete_len(file: &mut File, size: u64) -> io::Result<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    const CHUNK: u64 = 64 * 1024;
+    let mut end = size;
+    while end > 0 {
+        let start = end.saturating_sub(CHUNK);
+        let mut buf = vec![0u8; (end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut buf)?;
+        if let Some(i) = buf.iter().rposition(|&b| b == b'\n') {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+/// [`read_tail`] over a whole ledger file of `size` bytes: bytes after the
+/// last `\n` count as the last record when they are a JSON object (an
+/// unterminated record, which the recovery check completes); a torn tail
+/// does not.
+/// At most `limit` records are read.
+pub fn read_tail_file(
+    file: &mut File,
+    size: u64,
+    stop_seq: Option<u64>,
+    limit: usize,
+) -> io::Result<Vec<TailRecord>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let complete = complete_len(file, size)?;
+    let mut out = Vec::new();
+    if complete < size && size - complete <= 64 * 1024 * 1024 {
+        let mut rest = vec![0u8; (size - complete) as usize];
+        file.seek(SeekFrom::Start(complete))?;
+        file.read_exact(&mut rest)?;
+        if serde_json::from_slice::<Value>(&rest).is_ok_and(|v| v.is_object()) {
+            let r = TailRecord::of(&rest);
+            let stop = match (r.seq, stop_seq) {
+                (Some(s), Some(h)) => s <= h,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            out.push(r);
+            if stop || out.len() >= limit {
+                return Ok(out);
+            }
+        }
+    }
+    let rest = limit - out.len();
+    out.extend(read_tail(file, complete, stop_seq, rest)?);
+    Ok(out)
+}
+
+/// Over a whole ledger in file order: a ledger that once bound its plans
+/// must still bind them at its last chained record (stripping the binding
+/// to look legacy is tampering).
+#[derive(Debug, Clone, Default)]
+pub struct Downgrade {
+    first_bound: Option<u64>,
+    last_chained: Option<(u64, bool)>,
+}
+
+impl Downgrade {
+    /// Folds one parsed record.
+    pub fn feed(&mut self, v: &Value) {
+        let Some((seq, _)) = ledger::chain_fields(v) else {
+            return;
+        };
+        let bound = v.get(PLAN_SHA256).is_some_and(Value::is_string);
+        if bound && self.first_bound.is_none() {
+            self.first_bound = Some(seq);
+        }
+        self.last_chained = Some((seq, bound));
+    }
+
+    /// The `LEDGER_TAMPERED` reason, if the binding was dropped.
+    pub fn finding(&self) -> Option<String> {
+        let first = self.first_bound?;
+        match self.last_chained {
+            Some((seq, false)) => Some(format!(
+                "the ledger binds its plans from seq {first} on, but its last chained record (seq {seq}) carries no planSha256: a record the engine did not write"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Where a plan and its ledger stand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Neither side is bound (Node tools, an older evidence-gate).
+    Legacy,
+    /// Each side matches the other.
+    Bound,
+    /// The plan was written and its entries were not (the recovery check
+    /// appends them); the pending entries record this plan.
+    Pending,
+    /// `PLAN_TAMPERED` and/or `LEDGER_TAMPERED`.
+    Tampered,
+}
+
+impl State {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Legacy => "legacy",
+            State::Bound => "bound",
+            State::Pending => "pending",
+            State::Tampered => "tampered",
+        }
+    }
+}
+
+/// The verdict of [`judge`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// The verdict.
+    pub state: State,
+    /// SHA-256 of the plan body as read.
+    pub body_sha256: String,
+    /// The head the plan names.
+    pub named: Option<NamedHead>,
+    /// The plan digest the ledger (or the pending entries) recorded, and
+    /// the seq of the record that carries it.
+    pub recorded: Option<(Option<u64>, String)>,
+    /// The last chained record actually found: `(seq, sha256)`.
+    pub found: Option<(u64, String)>,
+    /// Why the plan is `PLAN_TAMPERED`.
+    pub plan_tampered: Option<String>,
+    /// Why the ledger is `LEDGER_TAMPERED`.
+    pub ledger_tampered: Option<String>,
+}
+
+impl Binding {
+    /// Whether either side was tampered with.
+    pub fn tampered(&self) -> bool {
+        self.state == State::Tampered
+    }
+
+    /// Whether the plan is bound (its next appends carry `planSha256`).
+    pub fn bound(&self) -> bool {
+        self.named.is_some()
+    }
+
+    /// The codes that apply, plan first.
+    pub fn codes(&self) -> Vec<&'static str> {
+        let mut c = Vec::new();
+        if self.plan_tampered.is_some() {
+            c.push("PLAN_TAMPERED");
+        }
+        if self.ledger_tampered.is_some() {
+            c.push("LEDGER_TAMPERED");
+        }
+        c
+    }
+
+    /// The old/new digests a `tamper_acknowledged` entry records.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "state": self.state.as_str(),
+            "codes": self.codes(),
+            "planSha256": {
+                "recorded": self.recorded.as_ref().map(|(_, s)| s),
+                "recordedAtSeq": self.recorded.as_ref().and_then(|(s, _)| *s),
+                "actual": self.body_sha256,
+            },
+            "ledgerHead": {
+                "named": self.named.as_ref().map(NamedHead::to_json),
+                "found": self.found.as_ref().map(|(seq, h)| json!({"seq": seq, "sha256": h})),
+            },
+            "planTampered": self.plan_tampered,
+            "ledgerTampered": self.ledger_tampered,
+        })
+    }
+}
+
+/// Judges a plan document against the newest records of its ledger
+/// (`tail`, newest first, as [`read_tail`] returns them). `pending` is true
+/// when the recovery check finds entries of the plan's `lastMutation`
+/// missing from the ledger: the plan is ahead by design, so its head is not
+/// looked for yet, and its pending entries must record this body.
+pub fn judge(doc: &Map<String, Value>, tail: &[TailRecord], pending: bool) -> Binding {
+    judge_digest(body_sha256(doc), doc, tail, pending)
+}
+
+/// [`judge`] for a plan read from `goals.json`: its body digest as read.
+pub fn judge_plan(plan: &super::plan::Plan, tail: &[TailRecord], pending: bool) -> Binding {
+    judge_digest(plan.read_body_sha256(), plan.doc(), tail, pending)
+}
+
+fn judge_digest(
+    d: String,
+    doc: &Map<String, Value>,
+    tail: &[TailRecord],
+    pending: bool,
+) -> Binding {
+    let named = named_head(doc);
+    let found = tail
+        .iter()
+        .find_map(|t| t.seq.map(|s| (s, t.sha256.clone())));
+    let mut b = Binding {
+        state: State::Bound,
+        body_sha256: d.clone(),
+        named: named.clone(),
+        recorded: None,
+        found,
+        plan_tampered: None,
+        ledger_tampered: None,
+    };
+    let short = |s: &str| s.get(..12).unwrap_or(s).to_owned();
+    let Some(h) = named else {
+        // A plan that names no head: legacy, unless its ledger already binds
+        // plans (the head was removed from the plan).
+        match tail.iter().find(|t| t.seq.is_some()) {
+            Some(t) if t.plan_sha256.is_some() => {
+                let rec = t.plan_sha256.clone().unwrap_or_default();
+                b.plan_tampered = Some(format!(
+                    "the plan names no ledger head (lastMutation.ledgerHead), but the ledger's last record (seq {}) binds plan body {}…; the plan was rewritten by hand or by a tool that drops the binding",
+                    t.seq.unwrap_or(0),
+                    short(&rec)
+                ));
+                b.recorded = Some((t.seq, rec));
+                b.state = State::Tampered;
+            }
+            _ => b.state = State::Legacy,
+        }
+        return b;
+    };
+    if pending {
+        let rec = pending_sha256(doc);
+        b.recorded = rec.clone().map(|r| (None, r));
+        match rec {
+            Some(r) if r == d => b.state = State::Pending,
+            Some(r) => {
+                b.plan_tampered = Some(format!(
+                    "the plan body hashes to {}… but the pending entries of its lastMutation record {}…",
+                    short(&d),
+                    short(&r)
+                ));
+            }
+            None => {
+                b.plan_tampered = Some(
+                    "the plan names a ledger head but the entries of its lastMutation record no plan digest"
+                        .into(),
+                );
+            }
+        }
+        if b.plan_tampered.is_some() {
+            b.state = State::Tampered;
+        }
+        return b;
+    }
+    let mut at = None;
+    let mut after = Vec::new();
+    let mut before = None;
+    for t in tail {
+        match t.seq {
+            Some(s) if s == h.seq => {
+                at = Some(t);
+                break;
+            }
+            Some(s) if s < h.seq => {
+                before = Some(t);
+                break;
+            }
+            _ => after.push(t),
+        }
+    }
+    // Chained records after the head must have been written under this
+    // very body. Unchained records (a Node tool's appends) are not the
+    // engine's; the chain verification reports them (`LEDGER_FOREIGN_RECORD`).
+    for t in after.iter().rev().filter(|t| t.seq.is_some()) {
+        match &t.plan_sha256 {
+            Some(r) if *r == d => {}
+            Some(r) => {
+                if b.plan_tampered.is_none() {
+                    b.recorded = Some((t.seq, r.clone()));
+                    b.plan_tampered = Some(format!(
+                        "the plan body hashes to {}… but the ledger record seq {} recorded plan body {}…",
+                        short(&d),
+                        t.seq
+                            .map_or_else(|| "(unchained)".into(), |s| s.to_string()),
+                        short(r)
+                    ));
+                }
+            }
+            None => {
+                if b.ledger_tampered.is_none() {
+                    b.ledger_tampered = Some(format!(
+                        "a record the engine did not write under this plan ({}) follows the head the plan names (seq {})",
+                        t.seq
+                            .map_or_else(|| "unchained".into(), |s| format!("seq {s}")),
+                        h.seq
+                    ));
+                }
+            }
+        }
+    }
+    match at {
+        Some(t) => {
+            if t.sha256 != h.sha256 && b.ledger_tampered.is_none() {
+                b.ledger_tampered = Some(format!(
+                    "the plan names ledger record seq {} with SHA-256 {}… but that record hashes to {}… (edited after it was written)",
+                    h.seq,
+                    short(&h.sha256),
+                    short(&t.sha256)
+                ));
+            }
+            if b.plan_tampered.is_none() && t.plan_sha256.as_deref() != Some(d.as_str()) {
+                b.recorded = t.plan_sha256.clone().map(|r| (t.seq, r));
+                b.plan_tampered = Some(format!(
+                    "the plan body hashes to {}… but the ledger record seq {} (the head the plan names) recorded plan body {}",
+                    short(&d),
+                    h.seq,
+                    t.plan_sha256
+                        .as_deref()
+                        .map_or_else(|| "none".into(), |r| format!("{}…", short(r)))
+                ));
+            } else if b.recorded.is_none() {
+                b.recorded = t.plan_sha256.clone().map(|r| (t.seq, r));
+            }
+        }
+        None => {
+            if b.ledger_tampered.is_none() {
+                b.ledger_tampered = Some(match &b.found {
+                    Some((s, _)) => format!(
+                        "the plan names ledger record seq {} but the ledger's last chained record is seq {s} (records were cut or replaced)",
+                        h.seq
+                    ),
+                    None => format!(
+                        "the plan names ledger record seq {} but the ledger holds no chained record (it was deleted or replaced)",
+                        h.seq
+                    ),
+                });
+            }
+            if let Some(t) = before
+                && b.plan_tampered.is_none()
+                && let Some(r) = &t.plan_sha256
+                && *r != d
+            {
+                b.recorded = Some((t.seq, r.clone()));
+                b.plan_tampered = Some(format!(
+                    "the plan body hashes to {}… but the ledger's last record (seq {}) recorded plan body {}…",
+                    short(&d),
+                    t.seq.unwrap_or(0),
+                    short(r)
+                ));
+            }
+        }
+    }
+    if b.plan_tampered.is_some() || b.ledger_tampered.is_some() {
+        b.state = State::Tampered;
+    }
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(text: &str) -> Map<String, Value> {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn the_body_digest_ignores_last_mutation_and_matches_the_written_bytes() {
+        let with = doc(
+            r#"{"version":1,"goals":[{"id":"G1"}],"lastMutation":{"revision":1},"revision":1}"#,
+        );
+        let without = doc(r#"{"version":1,"goals":[{"id":"G1"}],"revision":1}"#);
+        assert_eq!(body_sha256(&with), body_sha256(&without));
+        let mut bytes = serde_json::to_vec_pretty(&without).unwrap();
+        bytes.push(b'\n');
+        assert_eq!(body_sha256(&without), crate::digest::sha256_hex(&bytes));
+        let changed = doc(r#"{"version":1,"goals":[{"id":"G2"}],"revision":1}"#);
+        assert_ne!(body_sha256(&changed), body_sha256(&without));
+    }
+
+    fn rec(seq: Option<u64>, hash: &str, plan: Option<&str>) -> TailRecord {
+        TailRecord {
+            seq,
+            sha256: hash.into(),
+            plan_sha256: plan.map(str::to_owned),
+            revision: None,
+        }
+    }
+
+    fn bound_doc(seq: u64, hash: &str) -> Map<String, Value> {
+        doc(&format!(
+            r#"{{"version":1,"goals":[],"lastMutation":{{"revision":1,"fromSeq":{seq},"entries":[],"ledgerHead":{{"seq":{seq},"sha256":"{hash}"}}}}}}"#
+        ))
+    }
+
+    #[test]
+    fn verdicts() {
+        let legacy = doc(r#"{"version":1,"goals":[]}"#);
+        assert_eq!(judge(&legacy, &[], false).state, State::Legacy);
+        assert_eq!(
+            judge(&legacy, &[rec(Some(3), "h", None)], false).state,
+            State::Legacy
+        );
+        let b = judge(&legacy, &[rec(Some(3), "h", Some("x"))], false);
+        assert_eq!(b.codes(), vec!["PLAN_TAMPERED"]);
+
+        let p = bound_doc(4, "h4");
+        let d = body_sha256(&p);
+        let ok = [
+            rec(Some(4), "h4", Some(&d)),
+            rec(Some(3), "h3", Some("old")),
+        ];
+        assert_eq!(judge(&p, &ok, false).state, State::Bound);
+        let annotated = [rec(Some(5), "h5", Some(&d)), ok[0].clone()];
+        assert_eq!(judge(&p, &annotated, false).state, State::Bound);
+        let edited = [rec(Some(4), "hX", Some(&d))];
+        assert_eq!(judge(&p, &edited, false).codes(), vec!["LEDGER_TAMPERED"]);
+        let other_plan = [rec(Some(4), "h4", Some("other"))];
+        assert_eq!(judge(&p, &other_plan, false).codes(), vec!["PLAN_TAMPERED"]);
+        let cut = [rec(Some(3), "h3", Some("old"))];
+        assert_eq!(
+            judge(&p, &cut, false).codes(),
+            vec!["PLAN_TAMPERED", "LEDGER_TAMPERED"]
+        );
+        assert_eq!(judge(&p, &[], false).codes(), vec!["LEDGER_TAMPERED"]);
+        let foreign = [rec(None, "n", None), ok[0].clone()];
+        assert_eq!(judge(&p, &foreign, false).state, State::Bound);
+        let forged = [rec(Some(5), "h5", None), ok[0].clone()];
+        assert_eq!(judge(&p, &forged, false).codes(), vec!["LEDGER_TAMPERED"]);
+    }
+
+    #[test]
+    fn a_pending_mutation_must_record_this_body() {
+        let mut p = bound_doc(9, "h9");
+        assert_eq!(judge(&p, &[], true).codes(), vec!["PLAN_TAMPERED"]);
+        let d = body_sha256(&p);
+        p["lastMutation"]["entries"] = json!([{"kind": "k", "planSha256": d}]);
+        assert_eq!(judge(&p, &[], true).state, State::Pending);
+        p.insert("edited".into(), json!(true));
+        assert_eq!(judge(&p, &[], true).codes(), vec!["PLAN_TAMPERED"]);
+    }
+}
