@@ -217,7 +217,9 @@ fn read_head(root: &Dir, path: &str) -> Result<Option<Vec<u8>>, Finding> {
                 return Err(Finding::new(
                     Code::IoError,
                     Some(path),
-                    format!("`{path}` is over the {MAX_CONFIG}-byte limit for a configuration file"),
+                    format!(
+                        "`{path}` is over the {MAX_CONFIG}-byte limit for a configuration file"
+                    ),
                 ));
             }
             let mut out = Vec::new();
@@ -237,7 +239,9 @@ fn first_record(root: &Dir, path: &str) -> Option<Value> {
     let mut line = Vec::new();
     let mut r = std::io::BufReader::new(file.take(16 * 1024 * 1024));
     std::io::BufRead::read_until(&mut r, b'\n', &mut line).ok()?;
-    serde_json::from_slice::<Value>(&line).ok().filter(Value::is_object)
+    serde_json::from_slice::<Value>(&line)
+        .ok()
+        .filter(Value::is_object)
 }
 
 /// The hash of the last record of the working-tree ledger at `path`.
@@ -338,12 +342,12 @@ pub fn check(root: &Root, base: &dyn BaseTree, opts: &BaseOptions<'_>) -> Vec<Re
         }
     };
     let under_state = |p: &str| {
-        opts.state_dirs
-            .iter()
-            .any(|s| p.strip_prefix(s.as_str()).is_some_and(|r| r.starts_with('/')))
+        opts.state_dirs.iter().any(|s| {
+            p.strip_prefix(s.as_str())
+                .is_some_and(|r| r.starts_with('/'))
+        })
     };
-    let read_base = |p: &str, out: &mut Reports, kind: ReportKind, subject: &str| match base
-        .read(p)
+    let read_base = |p: &str, out: &mut Reports, kind: ReportKind, subject: &str| match base.read(p)
     {
         Ok(b) => Some(b),
         Err(e) => {
@@ -398,10 +402,7 @@ pub fn check(root: &Root, base: &dyn BaseTree, opts: &BaseOptions<'_>) -> Vec<Re
         if matches!(verdict, Prefix::Holds) {
             continue;
         }
-        if !gate
-            && !is_archived(path)
-            && archived_holder(dir, parent(path), &bytes).is_some()
-        {
+        if !gate && !is_archived(path) && archived_holder(dir, parent(path), &bytes).is_some() {
             continue;
         }
         let f = match verdict {

@@ -65,7 +65,11 @@ impl<'a> GitBase<'a> {
         Ok(GitBase {
             amb,
             root: root.to_path_buf(),
-            label: if short == rev { sha.clone() } else { format!("{rev} ({short})") },
+            label: if sha == rev {
+                sha.clone()
+            } else {
+                format!("{rev} ({short})")
+            },
             commit: sha,
             prefix: text(&prefix.stdout),
         })
@@ -89,15 +93,28 @@ impl BaseTree for GitBase<'_> {
     }
 
     fn files(&self, paths: &[&str]) -> Result<Vec<String>, String> {
-        let full: Vec<String> = paths.iter().map(|p| format!("{}{p}", self.prefix)).collect();
-        let mut args = vec!["ls-tree", "-r", "-z", "--full-tree", self.commit.as_str(), "--"];
+        let full: Vec<String> = paths
+            .iter()
+            .map(|p| format!("{}{p}", self.prefix))
+            .collect();
+        let mut args = vec![
+            "ls-tree",
+            "-r",
+            "-z",
+            "--full-tree",
+            self.commit.as_str(),
+            "--",
+        ];
         args.extend(full.iter().map(String::as_str));
         let out = self.git(&args)?;
         let mut files = Vec::new();
         for rec in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
             // `<mode> SP <type> SP <object> TAB <path>`
             let Some(tab) = rec.iter().position(|b| *b == b'\t') else {
-                return Err(format!("git ls-tree printed an unexpected line: {}", text(rec)));
+                return Err(format!(
+                    "git ls-tree printed an unexpected line: {}",
+                    text(rec)
+                ));
             };
             let (meta, path) = (&rec[..tab], &rec[tab + 1..]);
             // Regular files only: a symlink or submodule at the base holds no state.

@@ -218,15 +218,17 @@ fn honest_work_recorded_through_the_tool_in_a_second_commit_passes() {
         "--evidence",
         "done",
         "--codex-goal-json",
-        &json!({"goal": {"objective": h.plan()["codexObjective"], "status": "active"}})
-            .to_string(),
+        &json!({"goal": {"objective": h.plan()["codexObjective"], "status": "active"}}).to_string(),
     ]);
     h.prove("G002-b", "g2");
     h.commit("more work through the tool");
     let out = h.verify(&["--base", &base, "--strict"]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(findings(&out).is_empty(), "{}", out.stdout);
-    assert!(out.stderr.contains("comparing recorded history with the base"));
+    assert!(
+        out.stderr
+            .contains("comparing recorded history with the base")
+    );
     // A symbolic base resolves too.
     h.git(&["tag", "reviewed", &base]);
     assert_eq!(h.verify(&["--base", "reviewed", "--strict"]).code, 0);
@@ -250,17 +252,15 @@ fn a_ledger_cut_to_a_prefix_is_rewritten() {
     let _ = std::fs::remove_file(h.path(&session_file(".ledger.idx")));
     h.commit("agent: ledger cut");
     let f = fails_with(&h, &base, "LEDGER_REWRITTEN");
-    assert!(
-        f.iter()
-            .any(|(c, _, p, _)| c == "LEDGER_REWRITTEN"
-                && p.as_deref() == Some(session_file("ledger.jsonl").as_str()))
-    );
+    assert!(f.iter().any(|(c, _, p, _)| c == "LEDGER_REWRITTEN"
+        && p.as_deref() == Some(session_file("ledger.jsonl").as_str())));
 }
 
 #[test]
 fn a_ledger_re_chained_after_stubbing_a_deliverable_is_rewritten() {
     let (h, base) = honest_base();
-    h.repo.write(DELIVERABLE, "pub fn feature() -> u32 { todo!() }\n");
+    h.repo
+        .write(DELIVERABLE, "pub fn feature() -> u32 { todo!() }\n");
     let stub = std::fs::read(h.path(DELIVERABLE)).unwrap();
     let sha = evidence_gate::digest::sha256_hex(&stub);
     let entries: Vec<Map<String, Value>> = ledger_lines(&h)
@@ -303,10 +303,9 @@ fn a_session_renamed_to_a_dot_name_vanished_and_is_hidden() {
     h.commit("agent: hide the session");
     let f = fails_with(&h, &base, "STATE_VANISHED");
     assert!(
-        f.iter()
-            .any(|(c, s, p, _)| c == "STATE_HIDDEN"
-                && s == "error"
-                && p.as_deref() == Some(".omo/ulw-loop/.s1")),
+        f.iter().any(|(c, s, p, _)| c == "STATE_HIDDEN"
+            && s == "error"
+            && p.as_deref() == Some(".omo/ulw-loop/.s1")),
         "{f:?}"
     );
 }
@@ -349,10 +348,9 @@ fn create_goals_force_over_a_reverted_deliverable_changed_archived_evidence() {
     assert_eq!(h.verify(&["--strict"]).code, 0);
     let f = fails_with(&h, &base, "ARCHIVED_EVIDENCE_CHANGED");
     assert!(
-        f.iter()
-            .any(|(c, _, p, d)| c == "ARCHIVED_EVIDENCE_CHANGED"
-                && p.as_deref() == Some(DELIVERABLE)
-                && d["cause"] == "LEDGER_DIGEST_MISMATCH"),
+        f.iter().any(|(c, _, p, d)| c == "ARCHIVED_EVIDENCE_CHANGED"
+            && p.as_deref() == Some(DELIVERABLE)
+            && d["cause"] == "LEDGER_DIGEST_MISMATCH"),
         "{f:?}"
     );
     // A warning without --strict.
@@ -420,10 +418,8 @@ fn a_gate_ledger_cut_at_head_is_rewritten() {
     h.repo.write(".omo/evidence-gate/ledger.jsonl", first);
     h.commit("agent: cut the gate ledger");
     let f = fails_with(&h, &base, "LEDGER_REWRITTEN");
-    assert!(
-        f.iter().any(|(c, _, p, _)| c == "LEDGER_REWRITTEN"
-            && p.as_deref() == Some(".omo/evidence-gate/ledger.jsonl"))
-    );
+    assert!(f.iter().any(|(c, _, p, _)| c == "LEDGER_REWRITTEN"
+        && p.as_deref() == Some(".omo/evidence-gate/ledger.jsonl")));
 }
 
 #[test]
@@ -446,13 +442,20 @@ fn an_unresolvable_base_could_not_be_verified() {
         &["--base", "HEAD", "--allow-empty"],
         None,
         &[
-            ("GIT_CEILING_DIRECTORIES", plain.path().parent().unwrap().to_str().unwrap()),
+            (
+                "GIT_CEILING_DIRECTORIES",
+                plain.path().parent().unwrap().to_str().unwrap(),
+            ),
             ("HOME", h.home.path().to_str().unwrap()),
             ("GIT_CONFIG_NOSYSTEM", "1"),
         ],
     );
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(out.stderr.contains("not inside a git repository"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("not inside a git repository"),
+        "{}",
+        out.stderr
+    );
     // Payload mode has no base.
     let out = h.run("verify-evidence", &["evidence/g1.json", "--base", "HEAD"]);
     assert_eq!(out.code, 2);
@@ -463,18 +466,66 @@ fn a_root_below_the_repository_top_compares_its_own_subtree() {
     let h = History::new();
     let sub = h.path("app");
     std::fs::create_dir_all(&sub).unwrap();
-    let records: Vec<Map<String, Value>> =
-        vec![serde_json::from_value(json!({"kind": "receipt_rejected", "ts": "2026-01-02T03:04:00.000Z"})).unwrap(); 2];
+    let records: Vec<Map<String, Value>> = vec![
+        serde_json::from_value(
+            json!({"kind": "receipt_rejected", "ts": "2026-01-02T03:04:00.000Z"})
+        )
+        .unwrap();
+        2
+    ];
     let (bytes, _) = evidence_gate::ledger::chain_records(0, None, &records);
     h.repo.write("app/.omo/evidence-gate/ledger.jsonl", &bytes);
     let base = h.commit("base");
     let root = sub.to_str().unwrap();
     let ok = h.verify(&["--root", root, "--base", &base, "--strict"]);
     assert_eq!(ok.code, 0, "{}\n{}", ok.stdout, ok.stderr);
-    h.repo.write("app/.omo/evidence-gate/ledger.jsonl", &bytes[..bytes.len() / 2]);
+    h.repo.write(
+        "app/.omo/evidence-gate/ledger.jsonl",
+        &bytes[..bytes.len() / 2],
+    );
     h.commit("cut");
     let out = h.verify(&["--root", root, "--base", &base, "--strict"]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(out.codes().contains(&"LEDGER_REWRITTEN".to_owned()));
     let _ = Path::new(root);
+}
+
+#[test]
+fn sarif_junit_and_github_output_carry_the_base_codes() {
+    let (h, base) = honest_base();
+    std::fs::rename(h.path(SESSION), h.path(".omo/ulw-loop/.s1")).unwrap();
+    h.repo.write(".evidence-gate/rules.json", r#"{}"#);
+    h.commit("agent: hide the session, add rules");
+    for format in ["sarif", "junit", "github", "text"] {
+        let out = h.run(
+            "verify-evidence",
+            &["--format", format, "--base", &base, "--strict"],
+        );
+        assert_eq!(out.code, 1, "{format}: {}", out.stdout);
+        for code in ["STATE_VANISHED", "STATE_HIDDEN", "RULES_CHANGED"] {
+            assert!(
+                out.stdout.contains(code),
+                "{format} lacks {code}: {}",
+                out.stdout
+            );
+        }
+    }
+    let sarif: Value = serde_json::from_str(
+        &h.run("verify-evidence", &["--format", "sarif", "--base", &base])
+            .stdout,
+    )
+    .unwrap();
+    let rules = sarif["runs"][0]["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap();
+    for code in [
+        "LEDGER_REWRITTEN",
+        "STATE_VANISHED",
+        "STATE_HIDDEN",
+        "ARCHIVED_EVIDENCE_CHANGED",
+        "RULES_CHANGED",
+        "WIRING_CHANGED",
+    ] {
+        assert!(rules.iter().any(|r| r["id"] == code), "SARIF rule {code}");
+    }
 }
