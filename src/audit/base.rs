@@ -208,24 +208,24 @@ fn head_prefix(root: &Dir, path: &str, prefix: &[u8]) -> Prefix {
     Prefix::Holds
 }
 
-fn read_head(root: &Dir, path: &str) -> Result<Option<Vec<u8>>, Finding> {
+fn read_head(root: &Dir, path: &str) -> Result<Option<Vec<u8>>, Box<Finding>> {
     match open_head(root, path) {
         Head::Absent => Ok(None),
-        Head::Problem(f) => Err(f),
+        Head::Problem(f) => Err(Box::new(f)),
         Head::File(f, len) => {
             if len > MAX_CONFIG {
-                return Err(Finding::new(
+                return Err(Box::new(Finding::new(
                     Code::IoError,
                     Some(path),
                     format!(
                         "`{path}` is over the {MAX_CONFIG}-byte limit for a configuration file"
                     ),
-                ));
+                )));
             }
             let mut out = Vec::new();
             f.take(MAX_CONFIG + 1)
                 .read_to_end(&mut out)
-                .map_err(|e| Finding::new(Code::IoError, Some(path), e.to_string()))?;
+                .map_err(|e| Box::new(Finding::new(Code::IoError, Some(path), e.to_string())))?;
             Ok(Some(out))
         }
     }
@@ -442,13 +442,26 @@ pub fn check(root: &Root, base: &dyn BaseTree, opts: &BaseOptions<'_>) -> Vec<Re
         };
         let mut entries = Vec::new();
         let depth = s.matches('/').count() + MAX_DEPTH;
-        let _ = walk::walk(
+        if let Err(e) = walk::walk(
             &sdir,
             s,
             &mut |d| d.matches('/').count() < depth,
             &mut |e| entries.push(e.clone()),
             &mut |_| {},
-        );
+        ) {
+            out.push(
+                ReportKind::Plan,
+                s,
+                Finding::new(
+                    Code::IoError,
+                    Some(&e.path),
+                    format!(
+                        "could not list the state directory to look for hidden state: {}",
+                        e.error
+                    ),
+                ),
+            );
+        }
         for e in entries {
             let name = leaf(&e.path);
             if e.kind != EntryKind::File || (name != LEDGER && name != GOALS) {
@@ -551,7 +564,7 @@ pub fn check(root: &Root, base: &dyn BaseTree, opts: &BaseOptions<'_>) -> Vec<Re
         let now = match read_head(dir, path) {
             Ok(n) => n,
             Err(f) => {
-                out.push(ReportKind::Plan, path, f);
+                out.push(ReportKind::Plan, path, *f);
                 continue;
             }
         };
@@ -589,4 +602,110 @@ pub fn check(root: &Root, base: &dyn BaseTree, opts: &BaseOptions<'_>) -> Vec<Re
 /// The revision part of a label (`REF (commit)` → `REF`).
 fn base_rev(label: &str) -> &str {
     label.split(' ').next().unwrap_or(label)
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+    use crate::rules::RuleSet;
+    use crate::rules::evidence::EvidenceRules;
+
+    /// A base tree held in memory: the library needs no git to be tested.
+    struct Fixed(Vec<(&'static str, &'static [u8])>);
+
+    impl BaseTree for Fixed {
+        fn label(&self) -> &str {
+            "base (0123456789ab)"
+        }
+        fn files(&self, paths: &[&str]) -> Result<Vec<String>, String> {
+            Ok(self
+                .0
+                .iter()
+                .filter(|(p, _)| {
+                    paths
+                        .iter()
+                        .any(|w| p == w || p.starts_with(&format!("{w}/")))
+                })
+                .map(|(p, _)| (*p).to_owned())
+                .collect())
+        }
+        fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+            self.0
+                .iter()
+                .find(|(p, _)| *p == path)
+                .map(|(_, b)| b.to_vec())
+                .ok_or_else(|| format!("{path}: not at the base"))
+        }
+    }
+
+    fn codes(tree: &Fixed, setup: impl FnOnce(&std::path::Path)) -> Vec<(Code, Severity)> {
+        let tmp = tempfile::tempdir().unwrap();
+        setup(tmp.path());
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let rules: EvidenceRules = RuleSet::embedded().unwrap().family().unwrap();
+        let root = Root::new(dir, &rules).unwrap();
+        let state = vec![".omo/ulw-loop".to_owned()];
+        check(
+            &root,
+            tree,
+            &BaseOptions {
+                state_dirs: &state,
+                gate_ledger: ".omo/evidence-gate/ledger.jsonl",
+                rules_file: ".evidence-gate/rules.json",
+                wiring_files: &[".claude/settings.json"],
+                strict: false,
+            },
+        )
+        .iter()
+        .flat_map(|r| r.findings().iter().map(|f| (f.code, f.severity)))
+        .collect()
+    }
+
+    const LEDGER_AT_BASE: &[u8] = b"{\"kind\":\"a\"}\n";
+
+    #[test]
+    fn a_ledger_that_extends_the_base_passes_and_one_that_does_not_is_rewritten() {
+        let tree = Fixed(vec![(".omo/ulw-loop/s1/ledger.jsonl", LEDGER_AT_BASE)]);
+        let grown = codes(&tree, |p| {
+            std::fs::create_dir_all(p.join(".omo/ulw-loop/s1")).unwrap();
+            std::fs::write(
+                p.join(".omo/ulw-loop/s1/ledger.jsonl"),
+                b"{\"kind\":\"a\"}\n{\"kind\":\"b\"}\n",
+            )
+            .unwrap();
+        });
+        assert!(grown.is_empty(), "{grown:?}");
+        let edited = codes(&tree, |p| {
+            std::fs::create_dir_all(p.join(".omo/ulw-loop/s1")).unwrap();
+            std::fs::write(
+                p.join(".omo/ulw-loop/s1/ledger.jsonl"),
+                b"{\"kind\":\"b\"}\n",
+            )
+            .unwrap();
+        });
+        assert_eq!(edited, [(Code::LedgerRewritten, Severity::Error)]);
+        let gone = codes(&tree, |_| {});
+        assert_eq!(gone, [(Code::StateVanished, Severity::Error)]);
+    }
+
+    #[test]
+    fn hidden_state_and_changed_wiring_are_reported() {
+        let tree = Fixed(vec![(".claude/settings.json", b"{}")]);
+        let found = codes(&tree, |p| {
+            std::fs::create_dir_all(p.join(".omo/ulw-loop/.old/.archive/x")).unwrap();
+            std::fs::write(p.join(".omo/ulw-loop/.old/goals.json"), b"{}").unwrap();
+            std::fs::create_dir_all(p.join(".omo/ulw-loop/s1/.archive/x")).unwrap();
+            std::fs::write(p.join(".omo/ulw-loop/s1/.archive/x/goals.json"), b"{}").unwrap();
+            std::fs::create_dir_all(p.join(".claude")).unwrap();
+            std::fs::write(p.join(".claude/settings.json"), b"{\"hooks\":{}}").unwrap();
+        });
+        assert_eq!(
+            found,
+            [
+                (Code::WiringChanged, Severity::Warning),
+                (Code::StateHidden, Severity::Error)
+            ]
+        );
+    }
 }

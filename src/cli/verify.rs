@@ -233,7 +233,7 @@ fn repository(
             Ok(mut reports) => audit.reports.append(&mut reports),
             Err(f) => audit.reports.push({
                 let mut r = ReportBuilder::new(args.root.display().to_string(), ReportKind::Plan);
-                r.push(f);
+                r.push(*f);
                 r.finish(false)
             }),
         }
@@ -249,7 +249,7 @@ fn against_base(
     ws: &Workspace,
     layouts: &[audit::ProfileLayout],
     strict: bool,
-) -> Result<Vec<Report>, Finding> {
+) -> Result<Vec<Report>, Box<Finding>> {
     let mut state_dirs: BTreeSet<String> = layouts
         .iter()
         .map(|l| l.state_dir.as_str().to_owned())
@@ -269,15 +269,15 @@ fn against_base(
     let state_dirs: Vec<String> = state_dirs.into_iter().collect();
     let root = Root::new(
         ws.dir.try_clone().map_err(|e| {
-            Finding::new(
+            Box::new(Finding::new(
                 Code::RootUnavailable,
                 None,
                 format!("cannot use the root directory: {e}"),
-            )
+            ))
         })?,
         &ws.evidence,
     )
-    .map_err(|e| rules_finding(&e))?;
+    .map_err(|e| Box::new(rules_finding(&e)))?;
     let gate = format!("{}/{}", audit::GATE_STATE_DIR, audit::GATE_LEDGER_FILE);
     let wiring = crate::init::workspace_wiring_files();
     Ok(audit::base::check(
