@@ -12,8 +12,9 @@
 //! - a plan or ledger in a dot-named directory under a state directory,
 //!   other than `.archive`, is `STATE_HIDDEN`;
 //! - a run archived in the change (absent from REF) has the files it
-//!   recorded re-hashed, except those its successor recorded again
-//!   (`ARCHIVED_EVIDENCE_CHANGED`);
+//!   recorded re-hashed (`ARCHIVED_EVIDENCE_CHANGED`), even those the new
+//!   run recorded again: a new run proving a reverted file does not make
+//!   the old run's proof hold;
 //! - `.evidence-gate/rules.json` and the repository's hook wiring files
 //!   compared byte for byte with REF (`RULES_CHANGED`, `WIRING_CHANGED`).
 //!
@@ -514,18 +515,6 @@ pub fn check(root: &Root, base: &dyn BaseTree, opts: &BaseOptions<'_>) -> Vec<Re
                 &mut |line, v| files.record_entry(line, v),
             );
         }
-        let live = format!("{state}/{LEDGER}");
-        let mut again = LedgerFiles::new(&live);
-        if let Head::File(f, _) = open_head(dir, &live) {
-            let _ = scan_ledger(
-                f,
-                &live,
-                ForeignSeverity::Warning,
-                &mut Silent,
-                &mut |line, v| again.record_entry(line, v),
-            );
-        }
-        files.forget_recorded_by(&again);
         let (outcomes, _) = recorded::check(
             dir,
             root.limits(),
@@ -536,7 +525,7 @@ pub fn check(root: &Root, base: &dyn BaseTree, opts: &BaseOptions<'_>) -> Vec<Re
         for o in outcomes {
             for f in o.findings {
                 let message = format!(
-                    "archived in this change (absent from the base {label}), a run {}; the file no longer holds what that run proved (restore it, or record it again through the tool)",
+                    "archived in this change (absent from the base {label}), a run {}; the file no longer holds what that run proved (restore it, or have a person review why the new run replaced that proof)",
                     f.message
                 );
                 let mut a = Finding::new(Code::ArchivedEvidenceChanged, f.path.as_deref(), message);

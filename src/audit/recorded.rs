@@ -94,12 +94,6 @@ impl LedgerFiles {
         );
     }
 
-    /// Drops every path `other` records (a successor run recorded it again,
-    /// and its own audit re-hashes it).
-    pub(crate) fn forget_recorded_by(&mut self, other: &LedgerFiles) {
-        self.last.retain(|path, _| !other.last.contains_key(path));
-    }
-
     fn invalid(&mut self, line: u64, field: &str, why: &str) {
         self.invalid.push(
             Finding::new(

@@ -188,7 +188,7 @@ codes! {
     LedgerRewritten = "LEDGER_REWRITTEN", Fail, "With `--base REF`: a ledger present at REF does not keep REF's bytes as its prefix at HEAD (cut, edited or re-chained), and no archived run of the engine holds them.";
     StateVanished = "STATE_VANISHED", Fail, "With `--base REF`: a state directory, plan, ledger or archived run present at REF is gone at HEAD (deleted, moved or renamed), and no archived run the successor names holds it.";
     StateHidden = "STATE_HIDDEN", Fail, "With `--base REF`: a plan or ledger lies in a dot-named directory under a state directory (other than the engine's `.archive`), where the audit does not look.";
-    ArchivedEvidenceChanged = "ARCHIVED_EVIDENCE_CHANGED", Warning, "With `--base REF`: a run archived in this change recorded a file that no longer has the recorded digest, and the new run did not record it again (a failure with `--strict`).";
+    ArchivedEvidenceChanged = "ARCHIVED_EVIDENCE_CHANGED", Warning, "With `--base REF`: a run archived in this change recorded a file that no longer has the recorded digest (a failure with `--strict`).";
     RulesChanged = "RULES_CHANGED", Warning, "With `--base REF`: `.evidence-gate/rules.json` differs from REF (added, changed or removed); the change moves the auditor's own policy (a failure with `--strict`).";
     WiringChanged = "WIRING_CHANGED", Warning, "With `--base REF`: a hook wiring file in the repository (`.codex/hooks.json`, `.claude/settings.json`, …) differs from REF (a failure with `--strict`).";
 }

@@ -243,6 +243,56 @@ fn an_honest_create_goals_force_archives_the_base_run_and_passes() {
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
 }
 
+/// Two `--force` runs in one change: the live ledger names the second
+/// archive, whose first record names the one that holds the base's bytes.
+#[test]
+fn two_honest_force_runs_in_one_change_follow_the_archive_links_and_pass() {
+    let (h, base) = honest_base();
+    h.ulw(&["create-goals", "--brief", "- c", "--force"]);
+    h.ulw(&["create-goals", "--brief", "- d", "--force"]);
+    h.commit("two new runs");
+    let out = h.verify(&["--base", &base, "--strict"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+}
+
+/// An archived run that CI has seen may not go away, and a forged archive
+/// link that holds other bytes does not excuse a replaced ledger.
+#[test]
+fn an_archived_run_at_the_base_may_not_vanish_and_a_forged_link_excuses_nothing() {
+    let (h, _) = honest_base();
+    h.ulw(&["create-goals", "--brief", "- c", "--force"]);
+    let base = h.commit("a new run; the old one archived");
+    let archive = std::fs::read_dir(h.path(&session_file(".archive")))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let stamp = archive.file_name().unwrap().to_str().unwrap().to_owned();
+    // The live ledger replaced by one whose plan_created names the archive,
+    // with a previousHead that does not match and bytes that do not extend.
+    let lines = ledger_lines(&h);
+    let mut first: Map<String, Value> = serde_json::from_str(&lines[0]).unwrap();
+    first.shift_remove("seq");
+    first.shift_remove("prev");
+    first["replaced"]["previousHead"] = json!("0".repeat(64));
+    let (bytes, _) = evidence_gate::ledger::chain_records(0, None, &[first]);
+    std::fs::write(h.path(&session_file("ledger.jsonl")), bytes).unwrap();
+    std::fs::remove_dir_all(&archive).unwrap();
+    h.commit("agent: drop the archive, forge the link");
+    let f = fails_with(&h, &base, "STATE_VANISHED");
+    assert!(
+        f.iter().any(|(c, _, p, _)| c == "STATE_VANISHED"
+            && p.as_deref() == Some(format!("{SESSION}/.archive/{stamp}/ledger.jsonl").as_str())),
+        "{f:?}"
+    );
+    assert!(
+        f.iter().any(|(c, _, p, _)| c == "LEDGER_REWRITTEN"
+            && p.as_deref() == Some(session_file("ledger.jsonl").as_str())),
+        "{f:?}"
+    );
+}
+
 #[test]
 fn a_ledger_cut_to_a_prefix_is_rewritten() {
     let (h, base) = honest_base();
@@ -361,6 +411,18 @@ fn create_goals_force_over_a_reverted_deliverable_changed_archived_evidence() {
             .iter()
             .any(|(c, s, _, _)| c == "ARCHIVED_EVIDENCE_CHANGED" && s == "warning")
     );
+}
+
+/// The new run proving the reverted file does not make the old run's proof hold.
+#[test]
+fn a_new_run_recording_the_reverted_deliverable_does_not_excuse_the_archived_run() {
+    let (h, base) = honest_base();
+    h.repo.write(DELIVERABLE, "pub fn feature() -> u32 { 0 }\n");
+    h.ulw(&["create-goals", "--brief", "- c", "--force"]);
+    h.ulw(&["complete-goals"]);
+    h.prove("G001-c", "g3");
+    h.commit("agent: revert, start over, prove the revert");
+    fails_with(&h, &base, "ARCHIVED_EVIDENCE_CHANGED");
 }
 
 #[test]
