@@ -306,6 +306,26 @@ fn a_ledger_cut_to_a_prefix_is_rewritten() {
         && p.as_deref() == Some(session_file("ledger.jsonl").as_str())));
 }
 
+/// Nothing links to the last record, so an in-place edit keeps the chain;
+/// with the engine's index deleted only the base can tell.
+#[test]
+fn the_last_record_edited_in_place_without_its_index_is_rewritten() {
+    let (h, base) = honest_base();
+    let mut lines = ledger_lines(&h);
+    let last = lines.pop().unwrap();
+    let mut e: Map<String, Value> = serde_json::from_str(&last).unwrap();
+    e.insert("evidence".into(), json!("edited in place"));
+    lines.push(serde_json::to_string(&e).unwrap());
+    std::fs::write(
+        h.path(&session_file("ledger.jsonl")),
+        lines.join("\n") + "\n",
+    )
+    .unwrap();
+    std::fs::remove_file(h.path(&session_file(".ledger.idx"))).unwrap();
+    h.commit("agent: edit the last record");
+    fails_with(&h, &base, "LEDGER_REWRITTEN");
+}
+
 #[test]
 fn a_ledger_re_chained_after_stubbing_a_deliverable_is_rewritten() {
     let (h, base) = honest_base();
