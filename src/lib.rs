@@ -16,6 +16,8 @@
 //! * [`hooks`] decodes host hook payloads, decides and encodes per host;
 //! * [`store`] holds the durable-write primitives (atomic replace, append,
 //!   the mutation lock);
+//! * [`userstate`] resolves the per-user state directory that holds the
+//!   trust-bearing hook state and the witness, outside the workspace;
 //! * [`goals`] is the goal engine (`ulw-loop` / `ultragoal` profiles);
 //! * [`cli`] parses arguments, renders results and maps them to exit codes.
 //!
@@ -47,3 +49,4 @@ pub mod rules;
 pub mod sandbox;
 pub mod store;
 pub mod time;
+pub mod userstate;

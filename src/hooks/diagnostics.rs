@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use super::code::HookCode;
 use super::event::Envelope;
 use super::host::{Host, HostSource};
-use crate::ambient::{self, Ambient};
+use crate::ambient::Ambient;
 use crate::sandbox::{PathLimits, RelPath};
 
 /// File name of the diagnostics log.
@@ -228,18 +228,5 @@ impl<'a> Diagnostics<'a> {
 /// The per-user state directory (`$XDG_STATE_HOME/evidence-gate`, else
 /// `~/.local/state/evidence-gate`; the platform directories elsewhere).
 pub fn user_state_path(amb: &dyn Ambient) -> Option<PathBuf> {
-    let abs = |k: &str| {
-        ambient::var(amb, k)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    if cfg!(windows) {
-        return abs("LOCALAPPDATA").map(|p| p.join("evidence-gate"));
-    }
-    if cfg!(target_os = "macos") {
-        return abs("HOME").map(|h| h.join("Library/Application Support/evidence-gate"));
-    }
-    abs("XDG_STATE_HOME")
-        .map(|p| p.join("evidence-gate"))
-        .or_else(|| abs("HOME").map(|h| h.join(".local/state/evidence-gate")))
+    crate::userstate::base_path(amb)
 }
