@@ -61,7 +61,10 @@ fn deep_repo() -> Repo {
     } else {
         tempfile::tempdir().unwrap()
     };
-    Repo { dir }
+    Repo {
+        dir,
+        config: tempfile::tempdir().unwrap(),
+    }
 }
 
 /// Creates `levels` nested directories named `d` below `rel`, one relative
