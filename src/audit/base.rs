@@ -275,18 +275,26 @@ fn archived_holder(root: &Dir, dir: &str, bytes: &[u8]) -> Option<String> {
             return None;
         }
         let replaced = first.get("replaced")?;
-        let archive = replaced.get("archive")?.as_str()?;
+        // `.archive/<stamp>` relative to the state directory, or the
+        // repo-relative path earlier versions wrote.
+        let named_archive = replaced.get("archive")?.as_str()?;
+        let archive = if named_archive.starts_with(&format!("{ARCHIVE}/")) {
+            format!("{dir}/{named_archive}")
+        } else {
+            named_archive.to_owned()
+        };
         let stamp = archive.strip_prefix(&archive_base)?;
         if stamp.is_empty() || stamp.contains('/') || stamp.starts_with('.') {
             return None;
         }
         let archived = format!("{archive}/{LEDGER}");
-        let named = replaced.get("previousHead").and_then(Value::as_str);
+        // `previousHead: {seq, sha256}`, or the bare digest of earlier versions.
+        let named = crate::ledger::previous_head_sha256(replaced);
         if named.is_none() || named != ledger_head_hash(root, &archived).as_deref() {
             return None;
         }
         if matches!(head_prefix(root, &archived, bytes), Prefix::Holds) {
-            return Some(archive.to_owned());
+            return Some(archive);
         }
         successor = archived;
     }
