@@ -28,6 +28,28 @@ pub trait Ambient: Sync {
     fn current_exe(&self) -> io::Result<PathBuf>;
     /// Ends the process at once with `code` (hook watchdog only).
     fn terminate(&self, code: i32) -> !;
+    /// Runs the `git` command with `args` in the directory `dir` (no standard
+    /// input) and returns what it printed: `verify-evidence --base` reads the
+    /// base commit's tree from the repository's objects this way. The
+    /// default grants no process spawning.
+    fn git(&self, dir: &Path, args: &[&str]) -> io::Result<GitOutput> {
+        let _ = (dir, args);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "running git is not available here",
+        ))
+    }
+}
+
+/// What one `git` run printed.
+#[derive(Debug, Clone, Default)]
+pub struct GitOutput {
+    /// It exited with status 0.
+    pub success: bool,
+    /// Standard output.
+    pub stdout: Vec<u8>,
+    /// Standard error.
+    pub stderr: Vec<u8>,
 }
 
 /// Reads an environment variable as UTF-8 (non-UTF-8 values count as unset).

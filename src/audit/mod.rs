@@ -15,9 +15,11 @@
 //! Nothing found is `NOTHING_TO_VERIFY` unless the caller allows it. The
 //! module reads only through `Dir` handles and never writes.
 
+pub mod base;
 mod completion;
 mod discover;
 mod gate_ledger;
+pub mod git;
 pub mod layout;
 mod payloads;
 mod plan_file;

@@ -1,6 +1,7 @@
 //! `verify-evidence` / `evidence-gate verify`: payload mode, and repository
 //! mode (the audit lives in [`crate::audit`]).
 
+use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -12,12 +13,14 @@ use super::progress::TerminalProgress;
 use super::render::{self, Format, Policy, Run, Scope};
 use super::{EXIT_USAGE, Io};
 use crate::ambient::{self, Ambient, ReadError};
+use crate::audit::base::{BaseOptions, BaseTree};
+use crate::audit::git::GitBase;
 use crate::audit::{self, Audit, AuditError, AuditOptions, Silent, Summary};
 use crate::evidence::{
     self, Code, Finding, Report, ReportBuilder, ReportKind, Root, VerifyOptions,
 };
 use crate::rules::evidence::EvidenceRules;
-use crate::rules::{REPO_OVERRIDE, RuleSet, RulesError, read_repo_override};
+use crate::rules::{Layer, REPO_OVERRIDE, RuleSet, RulesError, read_repo_override};
 use crate::sandbox::{PathLimits, RelPath};
 
 #[derive(Args, Debug)]
@@ -61,9 +64,16 @@ pub(crate) struct VerifyArgs {
     #[arg(long)]
     allow_empty: bool,
     /// Repository mode: gate-ledger waivers and overrides fail instead of
-    /// warning.
+    /// warning (and, with --base, changed rules, wiring or archived
+    /// evidence).
     #[arg(long)]
     strict: bool,
+    /// Repository mode: also prove that recorded history only grew since
+    /// this git revision (the pull request's base, the push's previous
+    /// commit): no ledger present there rewritten, no state vanished or
+    /// hidden; changed rules and hook wiring reported.
+    #[arg(long, value_name = "REF")]
+    base: Option<String>,
 }
 
 impl VerifyArgs {
@@ -73,10 +83,12 @@ impl VerifyArgs {
 }
 
 pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
-    if !args.repository() && (args.allow_empty || args.strict || args.allow_legacy) {
+    if !args.repository()
+        && (args.allow_empty || args.strict || args.allow_legacy || args.base.is_some())
+    {
         let _ = writeln!(
             io.stderr,
-            "error: --allow-empty, --strict and --allow-legacy apply to repository mode; give no PAYLOAD, or add --ledger"
+            "error: --allow-empty, --strict, --allow-legacy and --base apply to repository mode; give no PAYLOAD, or add --ledger"
         );
         return EXIT_USAGE;
     }
@@ -129,7 +141,7 @@ pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
             if !args.repository() {
                 Run::new(reports)
             } else {
-                match repository(args, &plan_dirs, &ws, io) {
+                match repository(args, &plan_dirs, &ws, amb, io) {
                     Ok(audit) => {
                         reports.extend(audit.reports);
                         let mut run = Run::with_scope(reports, Scope::Repository(audit.summary));
@@ -173,8 +185,14 @@ fn repository(
     args: &VerifyArgs,
     plan_dirs: &[RelPath],
     ws: &Workspace,
+    amb: &dyn Ambient,
     io: &mut Io<'_>,
 ) -> Result<Audit, Usage> {
+    // An unresolvable base is a usage error before any work.
+    let git_base = match &args.base {
+        Some(rev) => Some(GitBase::open(amb, &args.root, rev).map_err(Usage)?),
+        None => None,
+    };
     let error_audit = |f: Finding| {
         let mut b = ReportBuilder::new(args.root.display().to_string(), ReportKind::Plan);
         b.push(f);
@@ -214,15 +232,85 @@ fn repository(
     } else {
         audit::audit(&ws.dir, &ws.evidence, &opts, &mut Silent)
     };
-    Ok(match result {
+    let mut audit = match result {
         Ok(a) => a,
-        Err(AuditError::Rules(e)) => error_audit(rules_finding(&e)),
-        Err(AuditError::Io(e)) => error_audit(Finding::new(
-            Code::RootUnavailable,
-            None,
-            format!("cannot use the root directory: {e}"),
-        )),
-    })
+        Err(AuditError::Rules(e)) => return Ok(error_audit(rules_finding(&e))),
+        Err(AuditError::Io(e)) => {
+            return Ok(error_audit(Finding::new(
+                Code::RootUnavailable,
+                None,
+                format!("cannot use the root directory: {e}"),
+            )));
+        }
+    };
+    if let Some(b) = git_base {
+        let _ = writeln!(
+            io.stderr,
+            "verify-evidence: comparing recorded history with the base {}",
+            b.label()
+        );
+        match against_base(&b, ws, &layouts, args.strict) {
+            Ok(mut reports) => audit.reports.append(&mut reports),
+            Err(f) => audit.reports.push({
+                let mut r = ReportBuilder::new(args.root.display().to_string(), ReportKind::Plan);
+                r.push(*f);
+                r.finish(false)
+            }),
+        }
+    }
+    Ok(audit)
+}
+
+/// `--base` (threat-model.md I8): the state directories of every policy in
+/// play — HEAD's rules, the base's rules and the embedded defaults — so a
+/// rules file that moves `stateDir` cannot take state out of the comparison.
+fn against_base(
+    base: &GitBase<'_>,
+    ws: &Workspace,
+    layouts: &[audit::ProfileLayout],
+    strict: bool,
+) -> Result<Vec<Report>, Box<Finding>> {
+    let mut state_dirs: BTreeSet<String> = layouts
+        .iter()
+        .map(|l| l.state_dir.as_str().to_owned())
+        .collect();
+    let mut extra = |rules: Result<RuleSet, RulesError>| {
+        if let Ok(l) = rules.and_then(|r| audit::layout::from_rules(&r)) {
+            state_dirs.extend(l.iter().map(|l| l.state_dir.as_str().to_owned()));
+        }
+    };
+    extra(RuleSet::embedded());
+    if let Ok(bytes) = base.read(REPO_OVERRIDE) {
+        extra(RuleSet::load(&[Layer {
+            name: REPO_OVERRIDE,
+            bytes: &bytes,
+        }]));
+    }
+    let state_dirs: Vec<String> = state_dirs.into_iter().collect();
+    let root = Root::new(
+        ws.dir.try_clone().map_err(|e| {
+            Box::new(Finding::new(
+                Code::RootUnavailable,
+                None,
+                format!("cannot use the root directory: {e}"),
+            ))
+        })?,
+        &ws.evidence,
+    )
+    .map_err(|e| Box::new(rules_finding(&e)))?;
+    let gate = format!("{}/{}", audit::GATE_STATE_DIR, audit::GATE_LEDGER_FILE);
+    let wiring = crate::init::workspace_wiring_files();
+    Ok(audit::base::check(
+        &root,
+        base,
+        &BaseOptions {
+            state_dirs: &state_dirs,
+            gate_ledger: &gate,
+            rules_file: REPO_OVERRIDE,
+            wiring_files: &wiring,
+            strict,
+        },
+    ))
 }
 
 fn subject(p: &Path) -> String {

@@ -191,6 +191,13 @@ codes! {
     TamperAcknowledged = "TAMPER_ACKNOWLEDGED", Warning, "The ledger records a `tamper_acknowledged` entry: `repair --accept-tampered` adopted a plan its ledger did not vouch for (a failure with `--strict`).";
     PlanNotBound = "PLAN_NOT_BOUND", Info, "Neither the plan nor its ledger carries the plan/ledger binding (written by the Node tools or an older evidence-gate): hand edits of this plan cannot be detected until the engine next writes it.";
     LedgerIndexMismatch = "LEDGER_INDEX_MISMATCH", Fail, "`.ledger.idx` names a last record the ledger no longer holds at that offset (or a longer ledger): the ledger was rewritten after the engine last wrote it, e.g. its last record edited in place.";
+    // threat-model.md I8: `--base REF`, recorded history is append-only against git.
+    LedgerRewritten = "LEDGER_REWRITTEN", Fail, "With `--base REF`: a ledger present at REF does not keep REF's bytes as its prefix at HEAD (cut, edited or re-chained), and no archived run of the engine holds them.";
+    StateVanished = "STATE_VANISHED", Fail, "With `--base REF`: a state directory, plan, ledger or archived run present at REF is gone at HEAD (deleted, moved or renamed), and no archived run the successor names holds it.";
+    StateHidden = "STATE_HIDDEN", Fail, "With `--base REF`: a plan or ledger lies in a dot-named directory under a state directory (other than the engine's `.archive`), where the audit does not look.";
+    ArchivedEvidenceChanged = "ARCHIVED_EVIDENCE_CHANGED", Warning, "With `--base REF`: a run archived in this change recorded a file that no longer has the recorded digest (a failure with `--strict`).";
+    RulesChanged = "RULES_CHANGED", Warning, "With `--base REF`: `.evidence-gate/rules.json` differs from REF (added, changed or removed); the change moves the auditor's own policy (a failure with `--strict`).";
+    WiringChanged = "WIRING_CHANGED", Warning, "With `--base REF`: a hook wiring file in the repository (`.codex/hooks.json`, `.claude/settings.json`, …) differs from REF (a failure with `--strict`).";
 }
 
 impl fmt::Display for Code {

@@ -124,6 +124,23 @@ struct Target {
     kind: Kind,
 }
 
+/// The hook wiring files `init` writes inside a workspace (every host and
+/// scope), repo-relative: `verify-evidence --base` reports a change to any
+/// of them (`WIRING_CHANGED`).
+pub fn workspace_wiring_files() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for host in Host::NAMED {
+        for scope in [Scope::Project, Scope::Local, Scope::Plugin, Scope::User] {
+            for t in targets(*host, scope).unwrap_or_default() {
+                if t.base == Base::Workspace && !out.contains(&t.rel) {
+                    out.push(t.rel);
+                }
+            }
+        }
+    }
+    out
+}
+
 fn targets(host: Host, scope: Scope) -> Result<Vec<Target>, Error> {
     use Base::{Home, Workspace};
     let t = |base, rel, kind| Target { base, rel, kind };

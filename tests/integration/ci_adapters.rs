@@ -220,7 +220,10 @@ fn the_action_is_a_composite_that_builds_by_default_and_audits_with_github_forma
     assert_eq!(str_at(&a, "/runs/using"), "composite");
     let inputs = a["inputs"].as_object().unwrap();
     let names: Vec<&str> = inputs.keys().map(String::as_str).collect();
-    assert_eq!(names, ["root", "args", "format", "install", "version"]);
+    assert_eq!(
+        names,
+        ["root", "args", "base", "format", "install", "version"]
+    );
     for (name, i) in inputs {
         assert!(!str_at(i, "/description").is_empty(), "{name}");
         assert!(i.get("default").is_some(), "{name} has a default");
@@ -229,6 +232,7 @@ fn the_action_is_a_composite_that_builds_by_default_and_audits_with_github_forma
     assert_eq!(str_at(&a, "/inputs/install/default"), "build");
     assert_eq!(str_at(&a, "/inputs/format/default"), "github");
     assert_eq!(str_at(&a, "/inputs/root/default"), ".");
+    assert_eq!(str_at(&a, "/inputs/base/default"), "auto");
     let steps = steps(&a);
     assert_eq!(steps.len(), 3);
     for s in steps {
@@ -259,6 +263,8 @@ fn the_example_workflow_checks_out_and_uses_the_action() {
     assert_eq!(str_at(job, "/runs-on"), "ubuntu-latest");
     let steps = job["steps"].as_array().unwrap();
     assert!(str_at(&steps[0], "/uses").starts_with("actions/checkout@"));
+    // The base commit `--base` compares with must be in the checkout.
+    assert_eq!(str_at(&steps[0], "/with/fetch-depth"), "0");
     assert!(str_at(&steps[1], "/uses").ends_with("/adapters/github-actions@main"));
     assert_eq!(str_at(&steps[1], "/with/args"), "--strict");
 }
@@ -307,6 +313,7 @@ fn the_readme_shows_a_five_line_workflow_using_the_action() {
     let w = yaml::parse(&block);
     let steps = w["jobs"]["evidence"]["steps"].as_array().unwrap();
     assert!(str_at(&steps[0], "/uses").starts_with("actions/checkout@"));
+    assert_eq!(str_at(&steps[0], "/with/fetch-depth"), "0");
     assert!(str_at(&steps[1], "/uses").ends_with("/adapters/github-actions@main"));
 }
 
@@ -407,4 +414,186 @@ fn the_action_scripts_build_from_the_checkout_and_audit() {
     );
     // An invalid extra argument is a usage error, never a pass.
     assert_eq!(audit("--no-such-flag").status.code(), Some(2));
+}
+
+/// The audit step's base selection (threat-model.md I8): the pull request's
+/// base commit, the push's previous commit, none for a first push or another
+/// event, `none` off, anything else as given; a base missing from the
+/// checkout is fetched from origin, and one that cannot be fetched is exit 2.
+#[test]
+fn the_action_passes_the_right_base_for_each_event() {
+    let a = read_yaml("adapters/github-actions/action.yml");
+    let script = str_at(&steps(&a)[2], "/run").to_owned();
+    assert_eq!(
+        str_at(&steps(&a)[2], "/env/EVIDENCE_GATE_PR_BASE"),
+        "${{ github.event.pull_request.base.sha }}"
+    );
+    assert_eq!(
+        str_at(&steps(&a)[2], "/env/EVIDENCE_GATE_PUSH_BEFORE"),
+        "${{ github.event.before }}"
+    );
+    assert_eq!(
+        str_at(&steps(&a)[2], "/env/EVIDENCE_GATE_EVENT"),
+        "${{ github.event_name }}"
+    );
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("gitconfig"), "").unwrap();
+    let repo = Repo::new();
+    let git_env = vec![
+        ("HOME", home.path().display().to_string()),
+        (
+            "XDG_CONFIG_HOME",
+            home.path().join("config").display().to_string(),
+        ),
+        ("GIT_CONFIG_NOSYSTEM", "1".to_owned()),
+        (
+            "GIT_CONFIG_GLOBAL",
+            home.path().join("gitconfig").display().to_string(),
+        ),
+        ("GIT_AUTHOR_NAME", "CI".to_owned()),
+        ("GIT_AUTHOR_EMAIL", "ci@example.invalid".to_owned()),
+        ("GIT_COMMITTER_NAME", "CI".to_owned()),
+        ("GIT_COMMITTER_EMAIL", "ci@example.invalid".to_owned()),
+    ];
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(repo.path())
+            .envs(git_env.iter().map(|(k, v)| (*k, v.as_str())))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    git(&["init", "-q"]);
+    repo.write("a.txt", "a\n");
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "one"]);
+    let first = git(&["rev-parse", "HEAD"]);
+    repo.write("a.txt", "b\n");
+    git(&["commit", "-q", "-am", "two"]);
+    // A stand-in binary that records its arguments.
+    let fake = home.path().join("verify-evidence");
+    let args_file = home.path().join("args");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\n",
+            args_file.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let zeros = "0".repeat(40);
+    let missing = "1234567890abcdef1234567890abcdef12345678";
+    let run = |base: &str, event: &str, pr: &str, before: &str| {
+        let _ = std::fs::remove_file(&args_file);
+        let mut env = git_env.clone();
+        env.extend([
+            ("PATH", std::env::var("PATH").unwrap()),
+            ("EVIDENCE_GATE_BIN", fake.display().to_string()),
+            ("EVIDENCE_GATE_ROOT", ".".to_owned()),
+            ("EVIDENCE_GATE_FORMAT", "github".to_owned()),
+            ("EVIDENCE_GATE_ARGS", "--strict".to_owned()),
+            ("EVIDENCE_GATE_BASE", base.to_owned()),
+            ("EVIDENCE_GATE_EVENT", event.to_owned()),
+            ("EVIDENCE_GATE_PR_BASE", pr.to_owned()),
+            ("EVIDENCE_GATE_PUSH_BEFORE", before.to_owned()),
+        ]);
+        let out = run_step(&script, repo.path(), &env);
+        let args = std::fs::read_to_string(&args_file).unwrap_or_default();
+        let args: Vec<String> = args.lines().map(str::to_owned).collect();
+        (out, args)
+    };
+    let with_base = |b: &str| -> Vec<String> {
+        ["--root", ".", "--format", "github", "--strict", "--base", b]
+            .map(str::to_owned)
+            .to_vec()
+    };
+    let without: Vec<String> = ["--root", ".", "--format", "github", "--strict"]
+        .map(str::to_owned)
+        .to_vec();
+    for (base, event, pr, before, want) in [
+        (
+            "auto",
+            "pull_request",
+            first.as_str(),
+            "",
+            with_base(&first),
+        ),
+        (
+            "auto",
+            "pull_request_target",
+            first.as_str(),
+            "",
+            with_base(&first),
+        ),
+        ("auto", "push", "", first.as_str(), with_base(&first)),
+        // A first push: the previous commit is all zeros.
+        ("auto", "push", "", zeros.as_str(), without.clone()),
+        ("auto", "push", "", "", without.clone()),
+        (
+            "auto",
+            "workflow_dispatch",
+            first.as_str(),
+            first.as_str(),
+            without.clone(),
+        ),
+        ("none", "pull_request", first.as_str(), "", without.clone()),
+        ("HEAD~1", "push", "", zeros.as_str(), with_base("HEAD~1")),
+    ] {
+        let (out, args) = run(base, event, pr, before);
+        assert!(
+            out.status.success(),
+            "{base} {event}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(args, want, "{base} {event} pr={pr:?} before={before:?}");
+    }
+    // Not in the checkout and no origin to fetch it from: could not verify.
+    let (out, args) = run("auto", "pull_request", missing, "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(args.is_empty(), "the audit did not run: {args:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("::error title=evidence-gate::cannot fetch the base commit"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // With an origin that has it, the missing base is fetched first.
+    let upstream = Repo::new();
+    let up = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(upstream.path())
+            .envs(git_env.iter().map(|(k, v)| (*k, v.as_str())))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    up(&["init", "-q"]);
+    upstream.write("u.txt", "u\n");
+    up(&["add", "-A"]);
+    up(&["commit", "-q", "-m", "upstream"]);
+    let theirs = up(&["rev-parse", "HEAD"]);
+    git(&["remote", "add", "origin", upstream.path().to_str().unwrap()]);
+    let (out, args) = run("auto", "pull_request", &theirs, "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(args, with_base(&theirs));
 }

@@ -360,6 +360,8 @@ const TESTED_ELSEWHERE: &[&str] = &[
     "LEDGER_LEGACY_PREFIX",
     // ci_audit_engine: needs the engine's `.ledger.idx`.
     "LEDGER_INDEX_MISMATCH",
+    // ci_audit_base: needs a git history (`--base`).
+    "LEDGER_REWRITTEN",
     "LEDGER_RECEIPT_REUSED",
     "LEDGER_RECEIPT_WAIVED",
     "LEDGER_RECEIPT_OVERRIDE",

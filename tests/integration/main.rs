@@ -7,6 +7,7 @@
 
 mod ci_adapters;
 mod ci_audit;
+mod ci_audit_base;
 mod ci_audit_codes;
 mod ci_audit_engine;
 mod ci_audit_gate;

@@ -8,7 +8,7 @@ use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
 
 use cap_std::fs::Dir;
-use evidence_gate::ambient::Ambient;
+use evidence_gate::ambient::{Ambient, GitOutput};
 
 pub struct System {
     authority: cap_std::AmbientAuthority,
@@ -40,6 +40,25 @@ impl Ambient for System {
     }
     fn terminate(&self, code: i32) -> ! {
         std::process::exit(code)
+    }
+    fn git(&self, dir: &Path, args: &[&str]) -> io::Result<GitOutput> {
+        // Plumbing only (`rev-parse`, `ls-tree`, `cat-file blob`): no pager,
+        // no optional locks, no prompt, pathspecs taken literally.
+        let out = std::process::Command::new("git")
+            .arg("--no-pager")
+            .arg("--literal-pathspecs")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(std::process::Stdio::null())
+            .output()?;
+        Ok(GitOutput {
+            success: out.status.success(),
+            stdout: out.stdout,
+            stderr: out.stderr,
+        })
     }
 }
 
