@@ -16,6 +16,7 @@
 //! module reads only through `Dir` handles and never writes.
 
 mod completion;
+mod decisions;
 mod discover;
 mod gate_ledger;
 pub mod layout;
@@ -168,8 +169,15 @@ pub fn audit(
             b.finish(false)
         })
         .collect();
+    let verified = decisions::Verified::read(main.dir(), progress);
     for t in &targets {
-        let a = state_dir::audit(&t.dir, &t.display, &opts.layouts[t.layout], progress);
+        let a = state_dir::audit(
+            &t.dir,
+            &t.display,
+            &opts.layouts[t.layout],
+            (&verified, opts.strict),
+            progress,
+        );
         summary.state_dirs += 1;
         summary.ledger_records += a.records;
         pending.push((a.report, a.checked));

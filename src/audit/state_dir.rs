@@ -51,6 +51,7 @@ pub(crate) fn audit(
     dir: &Dir,
     display: &str,
     layout: &ProfileLayout,
+    (verified, strict): (&super::decisions::Verified, bool),
     progress: &mut dyn Progress,
 ) -> Audited {
     let mut report = ReportBuilder::new(display, ReportKind::Plan);
@@ -140,6 +141,9 @@ pub(crate) fn audit(
     if let Some(p) = &plan {
         let last_seq = head.as_ref().map_or(0, |(h, _)| h.last_seq);
         for f in completion::check(p, &got.finals, last_seq, &goals_display) {
+            report.push(f);
+        }
+        for f in super::decisions::check(p, verified, strict, &goals_display) {
             report.push(f);
         }
     }

@@ -183,6 +183,10 @@ codes! {
     // evidence.md §7 step 1: legacy lines before the chain start.
     LedgerLegacyPrefix = "LEDGER_LEGACY_PREFIX", Info, "Unchained records written before hash chaining precede the first chained record; the chain does not cover them (the last one is anchored by the first chained record's `prev`).";
     // Tamper evidence beyond the chain: the engine's own index of the last record.
+    // threat-model.md I12: only the user decides.
+    UserDecisionUnverified = "USER_DECISION_UNVERIFIED", Warning, "A plan records a user decision (waiver, supersede or unblock with `--user-decision`) that no `user_decision_verified` gate-ledger record backs: the user-prompt witness never saw the user make it (a failure with `--strict`).";
+    UserDecisionVerified = "USER_DECISION_VERIFIED", Info, "A plan's user decision is backed by a `user_decision_verified` gate-ledger record: a user prompt of the session carried it before it was recorded.";
+    RunWaived = "RUN_WAIVED", Info, "Every goal of the plan was waived by a user decision: the run ended as waived, not complete (no final gate passed).";
     LedgerIndexMismatch = "LEDGER_INDEX_MISMATCH", Fail, "`.ledger.idx` names a last record the ledger no longer holds at that offset (or a longer ledger): the ledger was rewritten after the engine last wrote it, e.g. its last record edited in place.";
 }
 

@@ -94,6 +94,7 @@ diag_codes! {
     HookPlanUnreadable = "HOOK_PLAN_UNREADABLE", Plumbing, Error, "The session's goal plan is unreadable or corrupt; the hook allowed.";
     StopStuck = "STOP_STUCK", Policy, Info, "Auto-resume paused: goal and criteria state did not change over the allowed resumes; a stuck marker was written.";
     SteerWorkerIgnored = "STEER_WORKER_IGNORED", Policy, Info, "A steering directive from a team worker was ignored (only the leader changes goal state).";
+    UserDecisionUnverified = "USER_DECISION_UNVERIFIED", Policy, Warn, "A user decision in the plan (waiver, supersede or unblock with --user-decision) was not carried by a recorded user prompt of the session made before it; the Stop hook resumed the agent.";
 }
 
 impl fmt::Display for HookCode {

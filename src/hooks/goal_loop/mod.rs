@@ -10,6 +10,7 @@
 
 mod boulder;
 mod prompt;
+mod prompts;
 mod shell;
 mod spawn;
 mod stop;
@@ -255,6 +256,8 @@ pub struct Ctx<'a> {
     pub diag: &'a Diagnostics<'a>,
     /// The workspace root (`cwd`).
     pub root: &'a Dir,
+    /// `cwd`'s canonical form, when known (names the per-user state).
+    pub canonical_cwd: Option<&'a std::path::Path>,
     /// The envelope.
     pub env: &'a Envelope,
     /// Common hook rules.
