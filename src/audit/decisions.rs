@@ -52,7 +52,13 @@ impl Verified {
                 out.insert((g, d));
             }
         };
-        let _ = scan_ledger(file, &display, ForeignSeverity::Warning, progress, &mut visit);
+        let _ = scan_ledger(
+            file,
+            &display,
+            ForeignSeverity::Warning,
+            progress,
+            &mut visit,
+        );
         Verified(out)
     }
 
@@ -91,7 +97,11 @@ pub(crate) fn check(plan: &Plan, verified: &Verified, strict: bool, goals: &str)
             ),
         )
         .with_detail(detail);
-        out.push(if strict { f.with_severity(Severity::Error) } else { f });
+        out.push(if strict {
+            f.with_severity(Severity::Error)
+        } else {
+            f
+        });
     }
     if decisions::run_waived(plan) {
         out.push(Finding::new(

@@ -56,9 +56,10 @@ pub fn ids_in(text: &str) -> Vec<String> {
     let mut i = 0;
     while let Some(off) = text[i..].find("UD-") {
         let at = i + off + 3;
-        let hex = b
-            .get(at..at + 12)
-            .filter(|h| h.iter().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c)));
+        let hex = b.get(at..at + 12).filter(|h| {
+            h.iter()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+        });
         if let Some(h) = hex {
             let id = format!("UD-{}", String::from_utf8_lossy(h));
             if !out.contains(&id) {
@@ -74,14 +75,17 @@ pub fn ids_in(text: &str) -> Vec<String> {
 /// the decision's normalized text, or it quotes the decision id.
 pub fn prompt_carries(prompt: &str, decision: &UserDecision) -> bool {
     let text = normalize(&decision.text);
-    (!text.is_empty() && normalize(prompt).contains(&text)) || ids_in(prompt).contains(&decision.id())
+    (!text.is_empty() && normalize(prompt).contains(&text))
+        || ids_in(prompt).contains(&decision.id())
 }
 
 fn decided(g: Goal<'_>) -> Option<UserDecision> {
     let waiver = g.0.get("waiver").and_then(Value::as_object);
-    let text = g
-        .str("userDecision")
-        .or_else(|| waiver.and_then(|w| w.get("userDecision")).and_then(Value::as_str))?;
+    let text = g.str("userDecision").or_else(|| {
+        waiver
+            .and_then(|w| w.get("userDecision"))
+            .and_then(Value::as_str)
+    })?;
     if normalize(text).is_empty() {
         return None;
     }
@@ -122,7 +126,10 @@ mod tests {
 
     #[test]
     fn normalization_ids_and_matching() {
-        assert_eq!(normalize("  drop\n the   flaky\ttest "), "drop the flaky test");
+        assert_eq!(
+            normalize("  drop\n the   flaky\ttest "),
+            "drop the flaky test"
+        );
         let d = UserDecision {
             goal_id: "G1".into(),
             text: "drop the  flaky test".into(),
@@ -134,6 +141,9 @@ mod tests {
         assert!(prompt_carries("yes —\ndrop the flaky\n test, thanks", &d));
         assert!(prompt_carries(&format!("approve {}", d.id()), &d));
         assert!(!prompt_carries("drop the test", &d));
-        assert_eq!(ids_in("UD-0123456789ab UD-xyz UD-0123456789ab"), ["UD-0123456789ab"]);
+        assert_eq!(
+            ids_in("UD-0123456789ab UD-xyz UD-0123456789ab"),
+            ["UD-0123456789ab"]
+        );
     }
 }

@@ -59,6 +59,10 @@ fn waive_all(h: &HookRepo, decision: &str) {
                 &id,
                 "--user-decision",
                 decision,
+                "--evidence",
+                "the goal is no longer needed",
+                "--rationale",
+                "waive it",
                 "--json",
             ],
         );
@@ -67,7 +71,12 @@ fn waive_all(h: &HookRepo, decision: &str) {
 }
 
 fn stop(h: &HookRepo) -> crate::common::Run {
-    h.hook("stop", &["--host", "codex"], &h.codex_stop(SID), &clean_env())
+    h.hook(
+        "stop",
+        &["--host", "codex"],
+        &h.codex_stop(SID),
+        &clean_env(),
+    )
 }
 
 fn codes(run: &crate::common::Run) -> Vec<(String, String)> {
@@ -87,7 +96,10 @@ fn regression_i12_an_agent_cannot_waive_every_goal_by_itself() {
     let reason = block_reason(&stop(&h));
     assert!(reason.contains("USER_DECISION_UNVERIFIED"), "{reason}");
     assert!(reason.contains("is not the user's"), "{reason}");
-    assert!(h.diag_codes().contains(&"USER_DECISION_UNVERIFIED".to_owned()));
+    assert!(
+        h.diag_codes()
+            .contains(&"USER_DECISION_UNVERIFIED".to_owned())
+    );
     let ledger = h.ledger();
     assert!(
         !ledger.iter().any(|e| e["kind"] == "user_decision_verified"),
@@ -100,7 +112,10 @@ fn regression_i12_an_agent_cannot_waive_every_goal_by_itself() {
         c.contains(&("USER_DECISION_UNVERIFIED".into(), "warning".into())),
         "{c:?}"
     );
-    assert!(!c.iter().any(|(x, _)| x == "USER_DECISION_VERIFIED"), "{c:?}");
+    assert!(
+        !c.iter().any(|(x, _)| x == "USER_DECISION_VERIFIED"),
+        "{c:?}"
+    );
     let strict = audit(&h.repo, &["--strict"]);
     assert_eq!(strict.code, 1, "{}", strict.stdout);
     assert!(
@@ -122,7 +137,11 @@ fn regression_i12_a_prompt_after_the_decision_does_not_verify_it() {
 #[test]
 fn regression_i12_a_prompt_of_another_session_does_not_verify_it() {
     let h = setup();
-    let p = h.codex_event("UserPromptSubmit", "other", json!({"prompt": "drop both goals"}));
+    let p = h.codex_event(
+        "UserPromptSubmit",
+        "other",
+        json!({"prompt": "drop both goals"}),
+    );
     let run = h.hook("user-prompt-submit", &["--host", "codex"], &p, &clean_env());
     assert_eq!(run.code, 0);
     waive_all(&h, "drop both goals");
@@ -136,7 +155,7 @@ fn honest_i12_a_real_user_decision_ends_the_run_as_waived() {
     // The user's own words, whitespace aside, carry the decision.
     user_prompt(
         &h,
-        "The vendor API is gone.\nDrop   both goals: the parser is obsolete.",
+        "The vendor API is gone, so\ndrop   both goals: the parser is obsolete.",
     );
     waive_all(&h, "drop both goals: the parser is obsolete.");
     let witness = std::fs::read_dir(h.state_home.path().join("evidence-gate/v1"))
@@ -159,7 +178,12 @@ fn honest_i12_a_real_user_decision_ends_the_run_as_waived() {
         .collect();
     assert_eq!(verified.len(), 2, "{verified:?}");
     assert_eq!(verified[0]["promptSha256"], lines[0]["sha256"]);
-    assert!(verified[0]["decisionId"].as_str().unwrap().starts_with("UD-"));
+    assert!(
+        verified[0]["decisionId"]
+            .as_str()
+            .unwrap()
+            .starts_with("UD-")
+    );
     // A second stop appends nothing more.
     assert_allow(&stop(&h));
     let again = h
@@ -179,7 +203,10 @@ fn honest_i12_a_real_user_decision_ends_the_run_as_waived() {
         c.contains(&("USER_DECISION_VERIFIED".into(), "info".into())),
         "{c:?}"
     );
-    assert!(!c.iter().any(|(x, _)| x == "USER_DECISION_UNVERIFIED"), "{c:?}");
+    assert!(
+        !c.iter().any(|(x, _)| x == "USER_DECISION_UNVERIFIED"),
+        "{c:?}"
+    );
     assert_eq!(run.code, 0, "{}", run.stdout);
 }
 

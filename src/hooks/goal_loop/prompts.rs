@@ -52,7 +52,10 @@ pub struct Prompt {
 }
 
 /// Opens the per-user state directory of the workspace at `root`.
-pub fn open_state(amb: &dyn crate::ambient::Ambient, root: &Path) -> Result<UserState, UserStateError> {
+pub fn open_state(
+    amb: &dyn crate::ambient::Ambient,
+    root: &Path,
+) -> Result<UserState, UserStateError> {
     UserState::open(amb, root)
 }
 
@@ -154,9 +157,7 @@ pub fn verified_key(d: &UserDecision) -> String {
 /// Whether `key` was already carried to the gate ledger.
 pub fn already_carried(us: &UserState, key: &str) -> io::Result<bool> {
     let bytes = read_generation(&dir(us)?, VERIFIED)?;
-    Ok(bytes
-        .split(|b| *b == b'\n')
-        .any(|l| l == key.as_bytes()))
+    Ok(bytes.split(|b| *b == b'\n').any(|l| l == key.as_bytes()))
 }
 
 /// Notes `key` as carried to the gate ledger.
@@ -208,8 +209,19 @@ pub(super) fn check(c: &super::Ctx<'_>, found: &super::Found<'_>) -> Option<Deci
     let us = match open_state(c.amb, root) {
         Ok(us) => us,
         Err(e) => {
-            let path = e.path().map(|p| p.display().to_string()).unwrap_or_default();
-            return Some(unverified(c, p, &all, &format!("the per-user witness {path} is unusable ({e}); fix: {}", e.fix())));
+            let path = e
+                .path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            return Some(unverified(
+                c,
+                p,
+                &all,
+                &format!(
+                    "the per-user witness {path} is unusable ({e}); fix: {}",
+                    e.fix()
+                ),
+            ));
         }
     };
     let prompts = match c.env.session_id.as_deref() {
@@ -220,7 +232,10 @@ pub(super) fn check(c: &super::Ctx<'_>, found: &super::Found<'_>) -> Option<Deci
                     c,
                     p,
                     &all,
-                    &format!("the user-prompt witness {} could not be read ({e}); fix: run `evidence-gate doctor --fix`", display(&us).display()),
+                    &format!(
+                        "the user-prompt witness {} could not be read ({e}); fix: run `evidence-gate doctor --fix`",
+                        display(&us).display()
+                    ),
                 ));
             }
         },
@@ -246,7 +261,12 @@ pub(super) fn check(c: &super::Ctx<'_>, found: &super::Found<'_>) -> Option<Deci
     if open.is_empty() {
         return None;
     }
-    Some(unverified(c, p, &open, "no recorded user prompt of this session carries it"))
+    Some(unverified(
+        c,
+        p,
+        &open,
+        "no recorded user prompt of this session carries it",
+    ))
 }
 
 fn unverified(

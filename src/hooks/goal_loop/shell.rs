@@ -284,7 +284,9 @@ fn segment_mutation(seg: &[Word], g: &Grammar<'_>, depth: usize) -> Option<(Stri
         if tok.starts_with('-') {
             // `--flag=value` is the flag with its value: never the bare
             // switch (`--help=no` is not `--help`).
-            let (flag, value) = tok.split_once('=').map_or((*tok, None), |(f, v)| (f, Some(v)));
+            let (flag, value) = tok
+                .split_once('=')
+                .map_or((*tok, None), |(f, v)| (f, Some(v)));
             if value.is_none() && g.exempt.iter().any(|e| e == flag) {
                 // Where the engine reads its subcommand, `--help` prints help.
                 return None;
@@ -320,7 +322,13 @@ mod tests {
     fn check(cmd: &str) -> Option<String> {
         let words = v(&["ulw-loop", "ulw", "omo-ulw-loop"]);
         let parents = v(&["omo", "omo-agent-toolkit"]);
-        let muts = v(&["checkpoint", "steer", "record-evidence", "create-goals", "add-goal"]);
+        let muts = v(&[
+            "checkpoint",
+            "steer",
+            "record-evidence",
+            "create-goals",
+            "add-goal",
+        ]);
         let launchers = v(&["bash", "sh", "env", "npx", "sudo", "nice", "time"]);
         let exempt = v(&["--print-template", "--help", "-h"]);
         let g = Grammar {
