@@ -219,3 +219,27 @@ fn honest_i12_a_user_may_quote_the_decision_id() {
     waive_all(&h, decision);
     assert_allow(&stop(&h));
 }
+
+#[test]
+fn regression_i12_an_unusable_witness_fails_closed() {
+    let h = setup();
+    // A state home inside the workspace is where the agent could write it:
+    // the prompt is not recorded (HOOK_STATE_IO) and nothing verifies.
+    let inside = h.path().join(".state");
+    let inside = inside.to_str().unwrap();
+    let p = h.codex_event(
+        "UserPromptSubmit",
+        SID,
+        json!({"prompt": "drop both goals"}),
+    );
+    let mut env = clean_env();
+    env.push(("XDG_STATE_HOME", inside));
+    let run = h.hook("user-prompt-submit", &["--host", "codex"], &p, &env);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(h.diag_codes().contains(&"HOOK_STATE_IO".to_owned()));
+    waive_all(&h, "drop both goals");
+    let run = h.hook("stop", &["--host", "codex"], &h.codex_stop(SID), &env);
+    let reason = block_reason(&run);
+    assert!(reason.contains("USER_DECISION_UNVERIFIED"), "{reason}");
+    assert!(reason.contains("XDG_STATE_HOME"), "{reason}");
+}
