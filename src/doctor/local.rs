@@ -18,7 +18,7 @@ use crate::hooks::host::{Host, decode::wire_events};
 use crate::hooks::subagent_stop::{self, Policy};
 use crate::hooks::{HookCode, code::DiagClass};
 use crate::rules::hooks::{HooksRules, SubagentStopRules, is_anchored};
-use crate::rules::{Layer, RuleSet, load_workspace};
+use crate::rules::{RuleSet, load_workspace};
 use crate::sandbox::{PathLimits, RelPath};
 use crate::store::{self, Durability, LockOptions, MutationLock};
 
@@ -43,8 +43,16 @@ pub(super) fn rules_valid(
         Some((p, Ok(b))) => Some((p.display().to_string(), b)),
         None => None,
     };
-    let layer = bytes.as_ref().map(|(n, b)| Layer { name: n, bytes: b });
-    let set = match load_workspace(root, layer).and_then(|s| s.validate().map(|()| s)) {
+    let mut owned: Vec<(String, Vec<u8>)> = match crate::rules::read_user_config(amb) {
+        Ok(u) => u.into_iter().collect(),
+        Err(e) => {
+            checks.push(Check::new(id, Status::Fail, e.to_string()));
+            return None;
+        }
+    };
+    owned.extend(bytes);
+    let trusted = crate::rules::layers(&owned);
+    let set = match load_workspace(root, &trusted).and_then(|s| s.validate().map(|()| s)) {
         Ok(s) => s,
         Err(e) => {
             checks.push(Check::new(id, Status::Fail, e.to_string()).hint(
@@ -84,6 +92,22 @@ pub(super) fn rules_valid(
             "the block reason exceeds hooks.max_reason_bytes",
         ));
         return None;
+    }
+    for r in set.relaxations() {
+        checks.push(
+            Check::new(
+                "rules.relaxation",
+                Status::Warn,
+                format!(
+                    "RULES_RELAXATION_IGNORED {}: {} ({}) was ignored: {}",
+                    crate::rules::REPO_OVERRIDE,
+                    r.pointer,
+                    r.direction,
+                    r.why
+                ),
+            )
+            .hint("a repository override may only tighten; relax the key in the user's rules file ($XDG_CONFIG_HOME/evidence-gate/rules.json) or the wiring's --rules"),
+        );
     }
     let rules = policy.rules.clone();
     if is_anchored(&rules.gated_agents) {
@@ -162,7 +186,6 @@ pub(super) fn lock_works(root: &Dir, hooks: Option<&HooksRules>, checks: &mut Ve
         let dir = store::create_dirs(root, &rel).map_err(|e| e.to_string())?;
         let opts = LockOptions {
             timeout: Duration::from_millis(wait),
-            foreign_stale: Duration::from_secs(30),
             command: "doctor".into(),
         };
         let lock = MutationLock::acquire(&dir, ".mutation.lock", &opts)

@@ -107,15 +107,16 @@ codes! {
     RootUnavailable = "ROOT_UNAVAILABLE", Unverifiable, "The root directory does not exist or cannot be opened.";
     PayloadUnreadable = "PAYLOAD_UNREADABLE", Unverifiable, "The payload file itself cannot be read (missing, not a regular file, permission denied).";
     VerifyTimeout = "VERIFY_TIMEOUT", Unverifiable, "Verification did not finish within its time budget.";
+    WalkDepthLimit = "WALK_DEPTH_LIMIT", Unverifiable, "A directory walk (glob expansion, evidence payload discovery) met a directory nested deeper than 128 levels below its start and did not enter it, so what lies below was not checked.";
     // goal-engine.md §2.5.4: ledger chain verification.
     LedgerTornTail = "LEDGER_TORN_TAIL", Fail, "Bytes after the ledger's last newline do not parse as a JSON object (a torn write).";
     LedgerUnterminated = "LEDGER_UNTERMINATED", Warning, "The ledger's last record is a JSON object without its terminating newline.";
     LedgerRecordInvalid = "LEDGER_RECORD_INVALID", Fail, "A ledger record is not a JSON object.";
-    LedgerNotChained = "LEDGER_NOT_CHAINED", Warning, "The ledger has no hash-chained record at all (written only by legacy tools).";
+    LedgerNotChained = "LEDGER_NOT_CHAINED", Fail, "The ledger has no hash-chained record at all (written only by legacy tools, or stripped of its chain); a warning with `--allow-legacy`.";
     LedgerChainBroken = "LEDGER_CHAIN_BROKEN", Fail, "A chained record's `prev` differs from the hash of the record before it (an edit).";
     LedgerSeqGap = "LEDGER_SEQ_GAP", Fail, "A chained record's `seq` is not the previous chained `seq` + 1.";
     LedgerRevisionRegressed = "LEDGER_REVISION_REGRESSED", Fail, "A chained record's `revision` is lower than an earlier one's.";
-    LedgerForeignRecord = "LEDGER_FOREIGN_RECORD", Fail, "An unchained record appears after the chain start.";
+    LedgerForeignRecord = "LEDGER_FOREIGN_RECORD", Fail, "An unchained record appears after the chain start (always an error in the CI audit: no downgrade).";
     LedgerBehindPlan = "LEDGER_BEHIND_PLAN", Warning, "The plan is one revision ahead of the ledger and carries the missing entries (recoverable).";
     LedgerPlanMismatch = "LEDGER_PLAN_MISMATCH", Fail, "The plan's revision and the ledger's last revision disagree beyond recovery.";
     LedgerArchiveMismatch = "LEDGER_ARCHIVE_MISMATCH", Fail, "`plan_created.replaced.previousHead` differs from the archived ledger's last record.";

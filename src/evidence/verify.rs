@@ -920,17 +920,32 @@ fn walk_glob(
                 }
                 _ => {}
             };
-            if let Err(we) = walk::walk(&start, &base_str, &mut descend, &mut visit, &mut |_| {
+            match walk::walk(&start, &base_str, &mut descend, &mut visit, &mut |_| {
                 non_utf8 += 1
             }) {
-                findings.push(
+                Ok(walked) => {
+                    for dir in walked.too_deep {
+                        findings.push(
+                            Finding::new(
+                                Code::WalkDepthLimit,
+                                Some(&dir),
+                                format!(
+                                    "{field}: glob `{pattern}` would descend more than {} levels below its base; this directory was not entered, so the match count is incomplete. Flatten or remove it",
+                                    walk::MAX_DEPTH
+                                ),
+                            )
+                            .with_detail(json!({"field": field, "glob": pattern})),
+                        );
+                    }
+                }
+                Err(we) => findings.push(
                     Finding::new(
                         Code::IoError,
                         Some(&we.path),
                         format!("{field}: could not read directory: {}", we.error),
                     )
                     .with_detail(json!({"field": field, "glob": pattern})),
-                );
+                ),
             }
         }
         Err(FileProblem::Missing | FileProblem::NotRegular { .. }) => {}

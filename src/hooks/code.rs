@@ -81,7 +81,7 @@ diag_codes! {
     HookEventMismatch = "HOOK_EVENT_MISMATCH", Plumbing, Error, "The payload's event belongs to another hook subcommand.";
     HookEventUnsupported = "HOOK_EVENT_UNSUPPORTED", Plumbing, Error, "The host cannot deliver this event (hooks.md §2.3).";
     HookCwdInvalid = "HOOK_CWD_INVALID", Plumbing, Error, "The payload's `cwd` is not an existing directory.";
-    HookRulesInvalid = "HOOK_RULES_INVALID", Degraded, Warn, "The repository's rules override failed validation; embedded defaults were used.";
+    HookRulesInvalid = "HOOK_RULES_INVALID", Degraded, Warn, "A rules override failed validation; the hook continued without the repository's file (or, when the user's file or `--rules` is invalid, on the embedded defaults).";
     HookStateIo = "HOOK_STATE_IO", Plumbing, Error, "Hook state (under `.omo/evidence-gate/` or a goal state directory) could not be read or written.";
     HookLockTimeout = "HOOK_LOCK_TIMEOUT", Plumbing, Error, "The gate lock or a goal state lock was not taken within its wait.";
     HookDeadline = "HOOK_DEADLINE", Plumbing, Error, "The watchdog fired at `hooks.deadline_ms`; the hook allowed.";
@@ -94,6 +94,8 @@ diag_codes! {
     HookPlanUnreadable = "HOOK_PLAN_UNREADABLE", Plumbing, Error, "The session's goal plan is unreadable or corrupt; the hook allowed.";
     StopStuck = "STOP_STUCK", Policy, Info, "Auto-resume paused: goal and criteria state did not change over the allowed resumes; a stuck marker was written.";
     SteerWorkerIgnored = "STEER_WORKER_IGNORED", Policy, Info, "A steering directive from a team worker was ignored (only the leader changes goal state).";
+    // threat-model.md I9: repository policy only tightens.
+    RulesRelaxationIgnored = "RULES_RELAXATION_IGNORED", Policy, Warn, "A value of the repository's `.evidence-gate/rules.json` would relax policy and was ignored (threat-model.md I9); relax it in `$XDG_CONFIG_HOME/evidence-gate/rules.json` or the wiring's `--rules`.";
     UserDecisionUnverified = "USER_DECISION_UNVERIFIED", Policy, Warn, "A user decision in the plan (waiver, supersede or unblock with --user-decision) was not carried by a recorded user prompt of the session made before it; the Stop hook resumed the agent.";
 }
 
@@ -128,7 +130,7 @@ mod tests {
              HOOK_CWD_INVALID HOOK_RULES_INVALID HOOK_STATE_IO HOOK_LOCK_TIMEOUT HOOK_DEADLINE \
              HOOK_PANIC HOOK_OUTPUT_WRITE SUBAGENT_CAP_REACHED SUBAGENT_CONTEXT_PRESSURE \
              HOOK_ENV_INVALID HOOK_PLAN_UNREADABLE STOP_STUCK STEER_WORKER_IGNORED \
-             USER_DECISION_UNVERIFIED"
+             RULES_RELAXATION_IGNORED USER_DECISION_UNVERIFIED"
         );
         for c in HookCode::ALL {
             assert!(c.summary().ends_with('.'));

@@ -166,7 +166,6 @@ pub fn decide(c: &Ctx<'_>) -> Decision {
     };
     let lock_opts = LockOptions {
         timeout: Duration::from_millis(c.hooks.lock_wait_ms),
-        foreign_stale: Duration::from_secs(30),
         command: "hook subagent-stop".into(),
     };
     let lock = match MutationLock::acquire(&state, ".mutation.lock", &lock_opts) {

@@ -99,7 +99,7 @@ fn a_budget_past_the_watchdog_is_invalid_rules() {
         ),
     ] {
         let h = HookRepo::new();
-        h.write(".evidence-gate/rules.json", rules);
+        h.user_rules(rules);
         let run = h.stop(&h.codex(Some("no receipt")));
         let reason = block_reason(&run);
         let codes = h.diag_codes();

@@ -331,10 +331,7 @@ fn regression_5_an_unscoped_plan_owned_by_the_session_resumes_and_a_foreign_one_
     let h = HookRepo::new();
     h.write_plan(ULW, &plan(None, Some("G001"), goals()));
     assert_allow(&stop(&h, &h.codex_stop("sess-1")));
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"stop": {"adopt_unowned_unscoped_plan": true}}"#,
-    );
+    h.user_rules(r#"{"stop": {"adopt_unowned_unscoped_plan": true}}"#);
     block_reason(&stop(&h, &h.codex_stop("sess-1")));
     assert!(h.diagnostics().is_empty(), "{:?}", h.diagnostics());
 }
@@ -461,10 +458,7 @@ fn an_unreadable_plan_allows_with_a_diagnostic() {
 fn a_busy_state_lock_allows_with_a_diagnostic() {
     let h = HookRepo::new();
     live_plan(&h);
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"hooks": {"lock_wait_ms": 50}}"#,
-    );
+    h.user_rules(r#"{"hooks": {"lock_wait_ms": 50}}"#);
     let lock = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -507,10 +501,7 @@ fn unusable_side_files_allow_with_a_diagnostic() {
 fn notify_when_stuck_can_be_switched_off() {
     let h = HookRepo::new();
     live_plan(&h);
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"stop": {"notify_when_stuck": false, "max_resumes_without_progress": 1}}"#,
-    );
+    h.user_rules(r#"{"stop": {"notify_when_stuck": false, "max_resumes_without_progress": 1}}"#);
     assert!(block_reason(&stop(&h, &h.codex_stop(SID))).contains("resume 1 of 1"));
     assert_allow(&stop(&h, &h.codex_stop(SID)));
     let d = h.diagnostics();
@@ -571,10 +562,7 @@ fn every_host_gets_its_own_block_shape() {
 fn an_invalid_goal_loop_override_falls_back_to_the_embedded_rules() {
     let h = HookRepo::new();
     live_plan(&h);
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"directives": {"stop-resume": "resume {{NOPE}}"}}"#,
-    );
+    h.user_rules(r#"{"directives": {"stop-resume": "resume {{NOPE}}"}}"#);
     let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
     assert!(
         reason.contains("still has unfinished goals"),

@@ -323,10 +323,7 @@ fn three_blocks_then_override_and_notify() {
 #[test]
 fn override_without_notify_is_a_silent_allow() {
     let h = HookRepo::new();
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"subagent_stop":{"max_attempts":1,"notify_on_override":false}}"#,
-    );
+    h.user_rules(r#"{"subagent_stop":{"max_attempts":1,"notify_on_override":false}}"#);
     let p = h.codex(Some("done"));
     assert!(block_reason(&h.stop(&p)).contains("attempt 1 of 1"));
     assert_allow(&h.stop(&p));
@@ -441,11 +438,8 @@ fn block_reason_is_single_pass_and_bounded() {
 #[test]
 fn custom_directive_template_from_rules() {
     let h = HookRepo::new();
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"directives":{"short":"Refused {{ATTEMPT_COUNT}}/{{MAX_ATTEMPTS}}: {{FINDINGS}} -> {{RECEIPT_MARKER}}"},
-            "subagent_stop":{"directive":"short"}}"#,
-    );
+    h.user_rules(r#"{"directives":{"short":"Refused {{ATTEMPT_COUNT}}/{{MAX_ATTEMPTS}}: {{FINDINGS}} -> {{RECEIPT_MARKER}}"},
+            "subagent_stop":{"directive":"short"}}"#);
     let reason = block_reason(&h.stop(&h.codex(Some("done"))));
     assert!(
         reason.starts_with("Refused 1/3: - RECEIPT_MISSING:"),

@@ -215,10 +215,7 @@ fn deny_for_narrows_only_payloads_without_an_agent_id() {
     // for a payload that carries an agent type alone (a main session started
     // with an agent profile).
     let h = HookRepo::new();
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"team_guard": {"deny_for": {"agent_type": "^team-"}}}"#,
-    );
+    h.user_rules(r#"{"team_guard": {"deny_for": {"agent_type": "^team-"}}}"#);
     let p = fixture(
         "codex/pre-tool-use/synth-worker-shell-checkpoint.json",
         h.path(),

@@ -35,7 +35,6 @@ pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
     let lock_path = found.located.paths.file(crate::goals::state::LOCK);
     let lock = match loop_state::lock_side_files(
         &found.located.dir,
-        &found.profile.profile,
         Duration::from_millis(c.hooks.lock_wait_ms),
         "hook pre-tool-use-spawn",
     ) {

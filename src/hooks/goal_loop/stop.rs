@@ -93,12 +93,7 @@ fn resume(c: &Ctx<'_>, found: &Found<'_>, goal: Goal<'_>) -> Decision {
     }
     let lock_path = found.located.paths.file(crate::goals::state::LOCK);
     let wait = std::time::Duration::from_millis(c.hooks.lock_wait_ms);
-    let lock = match loop_state::lock_side_files(
-        &found.located.dir,
-        &found.profile.profile,
-        wait,
-        "hook stop",
-    ) {
+    let lock = match loop_state::lock_side_files(&found.located.dir, wait, "hook stop") {
         Ok(l) => l,
         Err(LockError::Timeout { waited_ms, .. }) => return c.lock_timeout(&lock_path, waited_ms),
         Err(LockError::Unsafe { what }) => {
