@@ -313,7 +313,6 @@ fn carry(c: &super::Ctx<'_>, us: &UserState, d: &UserDecision, prompt: &Prompt) 
     let state = crate::store::create_dirs(c.root, &rel)?;
     let opts = LockOptions {
         timeout: std::time::Duration::from_millis(c.hooks.lock_wait_ms),
-        foreign_stale: std::time::Duration::from_secs(30),
         command: "hook stop".into(),
     };
     let lock = match MutationLock::acquire(&state, ".mutation.lock", &opts) {
