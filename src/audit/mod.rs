@@ -17,6 +17,7 @@
 
 pub mod base;
 mod completion;
+mod decisions;
 mod discover;
 mod gate_ledger;
 pub mod git;
@@ -179,6 +180,7 @@ pub fn audit(
             b.finish(false)
         })
         .collect();
+    let verified = decisions::Verified::read(main.dir(), progress);
     let revalidate = |layout: &ProfileLayout, name: &str, gate: &serde_json::Value| {
         revalidate_gate(opts.gates?, &roots, layout, name, gate)
     };
@@ -190,6 +192,7 @@ pub fn audit(
             opts.allow_legacy,
             opts.strict,
             &revalidate,
+            &verified,
             progress,
         );
         summary.state_dirs += 1;

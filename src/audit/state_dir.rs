@@ -59,6 +59,7 @@ pub(crate) fn audit(
     allow_legacy: bool,
     strict: bool,
     gates: &Revalidate<'_>,
+    verified: &super::decisions::Verified,
     progress: &mut dyn Progress,
 ) -> Audited {
     let mut report = ReportBuilder::new(display, ReportKind::Plan);
@@ -195,6 +196,9 @@ pub(crate) fn audit(
             &goals_display,
             &revalidate,
         ) {
+            report.push(f);
+        }
+        for f in super::decisions::check(p, verified, strict, &goals_display) {
             report.push(f);
         }
     }

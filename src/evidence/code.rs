@@ -190,6 +190,10 @@ codes! {
     LedgerTampered = "LEDGER_TAMPERED", Fail, "The ledger record the plan names as its head (`lastMutation.ledgerHead`) is missing or hashes differently, or a record the engine did not write under this plan follows it: the ledger was cut, edited or extended by hand.";
     TamperAcknowledged = "TAMPER_ACKNOWLEDGED", Warning, "The ledger records a `tamper_acknowledged` entry: `repair --accept-tampered` adopted a plan its ledger did not vouch for (a failure with `--strict`).";
     PlanNotBound = "PLAN_NOT_BOUND", Info, "Neither the plan nor its ledger carries the plan/ledger binding (written by the Node tools or an older evidence-gate): hand edits of this plan cannot be detected until the engine next writes it.";
+    // threat-model.md I12: only the user decides.
+    UserDecisionUnverified = "USER_DECISION_UNVERIFIED", Warning, "A plan records a user decision (waiver, supersede or unblock with `--user-decision`) that no `user_decision_verified` gate-ledger record backs: the user-prompt witness never saw the user make it (a failure with `--strict`).";
+    UserDecisionVerified = "USER_DECISION_VERIFIED", Info, "A plan's user decision is backed by a `user_decision_verified` gate-ledger record: a user prompt of the session carried it before it was recorded.";
+    RunWaived = "RUN_WAIVED", Info, "Every goal of the plan was waived by a user decision: the run ended as waived, not complete (no final gate passed).";
     LedgerIndexMismatch = "LEDGER_INDEX_MISMATCH", Fail, "`.ledger.idx` names a last record the ledger no longer holds at that offset (or a longer ledger): the ledger was rewritten after the engine last wrote it, e.g. its last record edited in place.";
     // threat-model.md I8: `--base REF`, recorded history is append-only against git.
     LedgerRewritten = "LEDGER_REWRITTEN", Fail, "With `--base REF`: a ledger present at REF does not keep REF's bytes as its prefix at HEAD (cut, edited or re-chained), and no archived run of the engine holds them.";

@@ -16,6 +16,7 @@ pub mod batches;
 pub mod binding;
 pub mod blockers;
 pub mod brief;
+pub mod decisions;
 pub mod diagnostics;
 pub mod error;
 pub mod evidence_files;

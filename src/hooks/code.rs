@@ -97,6 +97,7 @@ diag_codes! {
     SteerWorkerIgnored = "STEER_WORKER_IGNORED", Policy, Info, "A steering directive from a team worker was ignored (only the leader changes goal state).";
     // threat-model.md I9: repository policy only tightens.
     RulesRelaxationIgnored = "RULES_RELAXATION_IGNORED", Policy, Warn, "A value of the repository's `.evidence-gate/rules.json` would relax policy and was ignored (threat-model.md I9); relax it in `$XDG_CONFIG_HOME/evidence-gate/rules.json` or the wiring's `--rules`.";
+    UserDecisionUnverified = "USER_DECISION_UNVERIFIED", Policy, Warn, "A user decision in the plan (waiver, supersede or unblock with --user-decision) was not carried by a recorded user prompt of the session made before it; the Stop hook resumed the agent.";
 }
 
 impl fmt::Display for HookCode {
@@ -130,7 +131,7 @@ mod tests {
              HOOK_CWD_INVALID HOOK_RULES_INVALID HOOK_STATE_IO HOOK_LOCK_TIMEOUT HOOK_DEADLINE \
              HOOK_PANIC HOOK_OUTPUT_WRITE SUBAGENT_CAP_REACHED SUBAGENT_CONTEXT_PRESSURE \
              HOOK_ENV_INVALID HOOK_PLAN_UNREADABLE STOP_STUCK STOP_DEFER_UNVERIFIED \
-             STEER_WORKER_IGNORED RULES_RELAXATION_IGNORED"
+             STEER_WORKER_IGNORED RULES_RELAXATION_IGNORED USER_DECISION_UNVERIFIED"
         );
         for c in HookCode::ALL {
             assert!(c.summary().ends_with('.'));

@@ -505,6 +505,7 @@ fn main_path(
                 amb,
                 diag,
                 root: &root,
+                canonical_cwd: canonical,
                 env: &decoded.envelope,
                 hooks: &hooks,
                 policy: &loop_policy,

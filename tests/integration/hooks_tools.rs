@@ -153,7 +153,7 @@ fn regression_9_a_workers_mutating_command_is_denied_and_reads_pass() {
     for cmd in [
         "omo ulw-loop status --json",
         "omo ulw-loop checkpoint --print-template --goal-id G001",
-        "omo ulw-loop checkpoint --help",
+        "omo ulw-loop --help",
         "omo ulw-loop criteria --goal-id G001",
         "cargo test && git diff",
     ] {
@@ -209,17 +209,88 @@ fn a_worker_environment_marks_a_worker_on_hosts_without_agent_fields() {
 }
 
 #[test]
-fn deny_for_can_narrow_workers_to_agent_types() {
+fn deny_for_narrows_only_payloads_without_an_agent_id() {
+    // threat-model.md I13: a payload naming a subagent (agent_id) is a worker
+    // whatever `team_guard.deny_for` says; the narrowing regex decides only
+    // for a payload that carries an agent type alone (a main session started
+    // with an agent profile).
     let h = HookRepo::new();
     h.user_rules(r#"{"team_guard": {"deny_for": {"agent_type": "^team-"}}}"#);
     let p = fixture(
         "codex/pre-tool-use/synth-worker-shell-checkpoint.json",
         h.path(),
     );
-    assert_allow(&tool(&h, "codex", &p));
-    let mut t = p.clone();
-    t["agent_type"] = json!("team-executor");
-    deny_reason(&tool(&h, "codex", &t));
+    deny_reason(&tool(&h, "codex", &p));
+    let mut typed_only = p.clone();
+    typed_only.as_object_mut().unwrap().remove("agent_id");
+    assert_allow(&tool(&h, "codex", &typed_only));
+    typed_only["agent_type"] = json!("team-executor");
+    deny_reason(&tool(&h, "codex", &typed_only));
+    assert!(h.diagnostics().is_empty(), "{:?}", h.diagnostics());
+}
+
+#[test]
+fn regression_i13_a_subagent_cannot_hide_a_mutation_from_the_team_guard() {
+    let h = HookRepo::new();
+    let worker = fixture(
+        "codex/pre-tool-use/synth-worker-shell-checkpoint.json",
+        h.path(),
+    );
+    // The payload names a subagent; the worker's own shell drops or
+    // overrides the environment marker, quotes or escapes the words.
+    for cmd in [
+        "env -u OMO_TEAM_ROLE evidence-gate ulw-loop add-goal --title x --objective y",
+        "OMO_TEAM_ROLE=leader evidence-gate ulw-loop add-goal --title x",
+        "X=1 evidence-gate ulw-loop add-goal --title x",
+        "X=\"a b\" evidence-gate ulw-loop add-goal --title x",
+        "evidence-gate ulw''-loop steer --kind mark_blocked_superseded --goal-id G001",
+        "evidence-gate ulw\\-loop steer --kind mark_blocked_superseded --goal-id G001",
+        "evidence-gate ulw-loop add-goal --help=no --title x",
+        "evidence-gate ulw-loop add-goal --title x --help",
+        "bash -lc 'cd . && evidence-gate \"ulw-loop\" checkpoint --goal-id G001'",
+    ] {
+        let mut p = worker.clone();
+        p["tool_input"] = json!({"cmd": cmd});
+        let reason = deny_reason(&tool_env(&h, "codex", &p, &[("OMO_TEAM_ROLE", "leader")]));
+        assert!(reason.contains("only the leader"), "{cmd}: {reason}");
+    }
+    let mut p = worker.clone();
+    p["tool_input"] = json!({"command": ["env", "-u", "OMO_TEAM_ROLE", "ulw-loop", "add-goal"]});
+    deny_reason(&tool(&h, "codex", &p));
+    assert!(h.diagnostics().is_empty(), "{:?}", h.diagnostics());
+}
+
+#[test]
+fn honest_i13_the_leader_mutates_and_a_worker_reads_and_mentions() {
+    let h = HookRepo::new();
+    let worker = fixture(
+        "codex/pre-tool-use/synth-worker-shell-checkpoint.json",
+        h.path(),
+    );
+    let mut leader = worker.clone();
+    leader.as_object_mut().unwrap().remove("agent_id");
+    leader.as_object_mut().unwrap().remove("agent_type");
+    for cmd in [
+        "env -u OMO_TEAM_ROLE evidence-gate ulw-loop add-goal --title x --objective y",
+        "evidence-gate ulw''-loop steer --kind annotate_ledger",
+    ] {
+        let mut p = leader.clone();
+        p["tool_input"] = json!({"cmd": cmd});
+        assert_allow(&tool(&h, "codex", &p));
+    }
+    // A worker's read-only commands, and a command that only mentions the
+    // words as data (an echo or a commit message), pass.
+    for cmd in [
+        "evidence-gate ulw-loop status --json",
+        "env -u OMO_TEAM_ROLE evidence-gate ulw-loop status",
+        "evidence-gate ulw-loop checkpoint --print-template --goal-id G001",
+        "echo 'next: ulw-loop checkpoint --goal-id G001'",
+        "git commit -m \"ulw-loop steer: reorder\"",
+    ] {
+        let mut p = worker.clone();
+        p["tool_input"] = json!({"cmd": cmd});
+        assert_allow(&tool(&h, "codex", &p));
+    }
     assert!(h.diagnostics().is_empty(), "{:?}", h.diagnostics());
 }
 

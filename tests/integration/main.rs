@@ -49,6 +49,7 @@ mod goals_team;
 mod goals_transitions;
 mod goals_workflow;
 mod hooks_adapters;
+mod hooks_decisions;
 mod hooks_docs;
 mod hooks_prompt;
 mod hooks_properties;

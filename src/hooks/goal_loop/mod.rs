@@ -10,6 +10,7 @@
 
 mod boulder;
 mod prompt;
+mod prompts;
 mod shell;
 mod spawn;
 mod stop;
@@ -255,6 +256,8 @@ pub struct Ctx<'a> {
     pub diag: &'a Diagnostics<'a>,
     /// The workspace root (`cwd`).
     pub root: &'a Dir,
+    /// `cwd`'s canonical form, when known (names the per-user state).
+    pub canonical_cwd: Option<&'a std::path::Path>,
     /// The envelope.
     pub env: &'a Envelope,
     /// Common hook rules.
@@ -339,9 +342,20 @@ impl<'a> Ctx<'a> {
     }
 
     /// Why the caller is a team worker for the shell guard (hooks.md §6.4),
-    /// or `None` for the leader: a worker environment marker of any profile,
-    /// or the payload's agent under `team_guard.deny_for`.
+    /// or `None` for the leader. The host payload decides first
+    /// (threat-model.md I13): a payload naming a subagent (`agent_id`) is a
+    /// worker whatever the environment or `team_guard.deny_for` says; then
+    /// a worker environment marker of any profile; then an agent type alone
+    /// under `team_guard.deny_for`.
     pub fn worker_marker(&self) -> Option<String> {
+        if let Some(agent) = &self.env.agent
+            && agent.id.is_some()
+        {
+            return Some(match &agent.kind {
+                Some(k) => format!("agent_type:{k}"),
+                None => "subagent".to_owned(),
+            });
+        }
         if let Some(m) = self.env_worker() {
             return Some(m);
         }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Ctx, LoopProfile, ultrawork};
+use super::{Ctx, LoopProfile, prompts, ultrawork};
 use crate::goals::steer::{self, Channel, Defaults, Verdict};
 use crate::goals::{ErrorKind, StatePaths};
 use crate::hooks::code::HookCode;
@@ -65,6 +65,7 @@ fn note(text: String) -> Decision {
 
 /// Decides a prompt.
 pub(super) fn decide(c: &Ctx<'_>, e: &PromptEvent) -> Decision {
+    prompts::witness(c, &e.prompt);
     let candidates = c.policy.candidates(c.profile_flag);
     match find_marker(&e.prompt, &candidates) {
         Some(m) => steer(c, m),

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
-use super::{Ctx, Found, Policy, boulder};
+use super::{Ctx, Found, Policy, boulder, prompts};
 use crate::digest::sha256_hex;
 use crate::goals::lifecycle;
 use crate::goals::loop_state;
@@ -41,6 +41,11 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
                 &e.message,
             );
         }
+    }
+    // I12: a user decision the user never made keeps its goal unfinished,
+    // even when it would make the run complete (or waived).
+    if let Some(d) = prompts::check(c, &found) {
+        return d;
     }
     if lifecycle::run_complete(plan) || main_context_pressure(c) {
         return Decision::Allow;

@@ -1,0 +1,341 @@
+//! The user-prompt witness (threat-model.md §3 and I12): every prompt the
+//! `user-prompt-submit` hook sees is recorded in the per-user state
+//! directory, out of the agent's reach, as one JSON line
+//! `{session, at, sha256, text, decisionIds}` of `prompts/prompts.jsonl`.
+//! The text is the user's own words kept on the user's machine, cut to
+//! [`MAX_TEXT`] bytes; the file rotates to `prompts.1.jsonl` past
+//! [`MAX_FILE`] bytes (two generations are kept). The Stop hook reads it to
+//! verify the plan's user decisions ([`crate::goals::decisions`]) and
+//! appends a `user_decision_verified` record to the in-tree gate ledger, so
+//! CI (which has no witness) can tell a verified decision from one the
+//! agent typed.
+
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use cap_std::fs::Dir;
+use serde_json::{Map, Value, json};
+
+use crate::goals::decisions::{self, UserDecision};
+use crate::hooks::code::HookCode;
+use crate::hooks::diagnostics::STATE_DIR;
+use crate::hooks::event::Decision;
+use crate::hooks::gate_ledger;
+use crate::sandbox::{PathLimits, RelPath};
+use crate::store::{LockError, LockOptions, MutationLock};
+use crate::userstate::{UserState, UserStateError};
+
+/// The witness subdirectory.
+pub const DIR: &str = "prompts";
+/// The current generation.
+pub const FILE: &str = "prompts.jsonl";
+/// The previous generation.
+pub const ROTATED: &str = "prompts.1.jsonl";
+/// The decisions already carried to the gate ledger (one key a line).
+pub const VERIFIED: &str = "verified.txt";
+/// Bytes of prompt text kept per record.
+pub const MAX_TEXT: usize = 64 * 1024;
+/// Size at which the current generation rotates.
+pub const MAX_FILE: u64 = 4 * 1024 * 1024;
+/// Largest generation read (a generation may overshoot by one record).
+const MAX_READ: u64 = MAX_FILE + 2 * MAX_TEXT as u64 + 4096;
+
+/// One recorded user prompt.
+#[derive(Debug, Clone)]
+pub struct Prompt {
+    /// When the hook saw it (RFC 3339, UTC, milliseconds).
+    pub at: String,
+    /// SHA-256 of the full prompt.
+    pub sha256: String,
+    /// The prompt text (possibly cut).
+    pub text: String,
+}
+
+/// Opens the per-user state directory of the workspace at `root`.
+pub fn open_state(
+    amb: &dyn crate::ambient::Ambient,
+    root: &Path,
+) -> Result<UserState, UserStateError> {
+    UserState::open(amb, root)
+}
+
+fn dir(us: &UserState) -> io::Result<Dir> {
+    us.subdir(DIR)
+}
+
+/// The ambient path of the witness file (for messages).
+pub fn display(us: &UserState) -> PathBuf {
+    us.path().join(DIR).join(FILE)
+}
+
+/// Records one prompt of `session` seen at `at`.
+pub fn record(us: &UserState, session: &str, at: &str, prompt: &str) -> io::Result<()> {
+    let d = dir(us)?;
+    if let Ok(m) = d.symlink_metadata(FILE)
+        && m.is_file()
+        && m.len() > MAX_FILE
+    {
+        d.rename(FILE, &d, ROTATED)?;
+    }
+    let text = crate::hooks::host::encode::cap_bytes(prompt, MAX_TEXT);
+    let line = json!({
+        "session": session,
+        "at": at,
+        "sha256": crate::digest::sha256_hex(prompt.as_bytes()),
+        "text": text,
+        "decisionIds": decisions::ids_in(prompt),
+    });
+    let mut bytes = serde_json::to_vec(&line).expect("a JSON object serializes");
+    bytes.push(b'\n');
+    let (mut file, created) = crate::store::open_append(&d, FILE)?;
+    crate::store::append_synced(&d, &mut file, created, &bytes)
+}
+
+fn read_generation(d: &Dir, name: &str) -> io::Result<Vec<u8>> {
+    use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
+    let mut o = cap_std::fs::OpenOptions::new();
+    o.read(true).follow(FollowSymlinks::No).nonblock(true);
+    let f = match d.open_with(name, &o) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    if !f.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{name} is not a regular file"),
+        ));
+    }
+    let mut buf = Vec::new();
+    f.take(MAX_READ).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// Every recorded prompt of `session`, oldest first (lines that do not
+/// parse are skipped).
+pub fn load(us: &UserState, session: &str) -> io::Result<Vec<Prompt>> {
+    let d = dir(us)?;
+    let mut out = Vec::new();
+    for name in [ROTATED, FILE] {
+        let bytes = read_generation(&d, name)?;
+        for line in bytes.split(|b| *b == b'\n') {
+            let Ok(v) = serde_json::from_slice::<Value>(line) else {
+                continue;
+            };
+            let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+            if let (Some(sess), Some(at), Some(sha), Some(text)) =
+                (s("session"), s("at"), s("sha256"), s("text"))
+                && sess == session
+            {
+                out.push(Prompt {
+                    at,
+                    sha256: sha,
+                    text,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The first recorded prompt that verifies `d`: same session (the caller
+/// loaded only that session's prompts), seen no later than the decision was
+/// recorded, carrying its text or its id. A decision without a time is
+/// never verified.
+pub fn verifying<'a>(prompts: &'a [Prompt], d: &UserDecision) -> Option<&'a Prompt> {
+    let at = d.at.as_deref()?;
+    prompts
+        .iter()
+        .find(|p| p.at.as_str() <= at && decisions::prompt_carries(&p.text, d))
+}
+
+/// The key of a verified decision in [`VERIFIED`].
+pub fn verified_key(d: &UserDecision) -> String {
+    format!("{}\t{}", super::stop::goal_key(&d.goal_id), d.sha256())
+}
+
+/// Whether `key` was already carried to the gate ledger.
+pub fn already_carried(us: &UserState, key: &str) -> io::Result<bool> {
+    let bytes = read_generation(&dir(us)?, VERIFIED)?;
+    Ok(bytes.split(|b| *b == b'\n').any(|l| l == key.as_bytes()))
+}
+
+/// Notes `key` as carried to the gate ledger.
+pub fn note_carried(us: &UserState, key: &str) -> io::Result<()> {
+    let d = dir(us)?;
+    let (mut file, created) = crate::store::open_append(&d, VERIFIED)?;
+    let mut line = key.as_bytes().to_vec();
+    line.push(b'\n');
+    crate::store::append_synced(&d, &mut file, created, &line)
+}
+
+/// Records the prompt of a `user-prompt-submit` event; a failure writes
+/// `HOOK_STATE_IO` (the prompt is not recorded, so a decision it carries
+/// stays unverified: the fault fails closed on its own).
+pub(super) fn witness(c: &super::Ctx<'_>, prompt: &str) {
+    let Some(session) = c.env.session_id.as_deref() else {
+        return;
+    };
+    let root = c.canonical_cwd.unwrap_or(&c.env.cwd);
+    let at = crate::time::rfc3339_ms(std::time::SystemTime::now());
+    let result = open_state(c.amb, root)
+        .map_err(|e| (e.path().map(Path::to_path_buf), e.to_string()))
+        .and_then(|us| {
+            record(&us, session, &at, prompt).map_err(|e| (Some(display(&us)), e.to_string()))
+        });
+    if let Err((path, error)) = result {
+        c.diag.write(
+            HookCode::HookStateIo,
+            "context",
+            "the user prompt could not be recorded in the per-user witness; a user decision it carries cannot be verified",
+            Some(json!({"path": path.map(|p| p.display().to_string()), "error": error})),
+        );
+    }
+}
+
+/// The Stop hook's user-decision check (threat-model.md I12): every user
+/// decision of the plan must be carried by a recorded user prompt of this
+/// session made before the decision was recorded. A verified decision not
+/// yet carried to the in-tree gate ledger gets its `user_decision_verified`
+/// record (decision id, goal, decision and prompt SHA-256) there; an
+/// unverified one resumes the agent with `USER_DECISION_UNVERIFIED`.
+pub(super) fn check(c: &super::Ctx<'_>, found: &super::Found<'_>) -> Option<Decision> {
+    let all = decisions::user_decisions(&found.located.plan);
+    if all.is_empty() {
+        return None;
+    }
+    let p = &found.profile.profile;
+    let root = c.canonical_cwd.unwrap_or(&c.env.cwd);
+    let us = match open_state(c.amb, root) {
+        Ok(us) => us,
+        Err(e) => {
+            let path = e
+                .path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            return Some(unverified(
+                c,
+                p,
+                &all,
+                &format!(
+                    "the per-user witness {path} is unusable ({e}); fix: {}",
+                    e.fix()
+                ),
+            ));
+        }
+    };
+    let prompts = match c.env.session_id.as_deref() {
+        Some(s) => match load(&us, s) {
+            Ok(v) => v,
+            Err(e) => {
+                return Some(unverified(
+                    c,
+                    p,
+                    &all,
+                    &format!(
+                        "the user-prompt witness {} could not be read ({e}); fix: run `evidence-gate doctor --fix`",
+                        display(&us).display()
+                    ),
+                ));
+            }
+        },
+        None => Vec::new(),
+    };
+    let mut open = Vec::new();
+    for d in &all {
+        match verifying(&prompts, d) {
+            None => open.push(d.clone()),
+            Some(prompt) => {
+                if let Err(e) = carry(c, &us, d, prompt) {
+                    c.diag.write(
+                        HookCode::HookStateIo,
+                        "block",
+                        "a verified user decision could not be recorded in the gate ledger",
+                        Some(json!({"goal": d.goal_id, "error": e.to_string()})),
+                    );
+                    open.push(d.clone());
+                }
+            }
+        }
+    }
+    if open.is_empty() {
+        return None;
+    }
+    Some(unverified(
+        c,
+        p,
+        &open,
+        "no recorded user prompt of this session carries it",
+    ))
+}
+
+fn unverified(
+    c: &super::Ctx<'_>,
+    p: &crate::goals::Profile,
+    open: &[UserDecision],
+    why: &str,
+) -> Decision {
+    let first = &open[0];
+    c.diag.write(
+        HookCode::UserDecisionUnverified,
+        "block",
+        "a user decision in the plan was not seen in a user prompt; the goal is unfinished",
+        Some(json!({
+            "goals": open.iter().map(|d| d.goal_id.as_str()).collect::<Vec<_>>(),
+            "decisionIds": open.iter().map(UserDecision::id).collect::<Vec<_>>(),
+        })),
+    );
+    let ids: Vec<String> = open
+        .iter()
+        .map(|d| format!("{} ({})", super::clip_chars(&d.goal_id, 80), d.id()))
+        .collect();
+    let reason = format!(
+        "evidence-gate: USER_DECISION_UNVERIFIED — the user decision recorded for goal {} (\"{}\", id {}) is not the user's: {why}. Only the user decides (waivers, supersedes and unblocks with --user-decision). The goal is unfinished: finish it, or ask the user; once the user answers in a prompt that quotes the decision or its id, record it again with `{} steer … --user-decision \"<the user's words>\"`. Unverified: {}.",
+        super::clip_chars(&first.goal_id, 80),
+        super::clip_chars(&decisions::normalize(&first.text), 200),
+        first.id(),
+        p.command_prefix,
+        ids.join(", ")
+    );
+    Decision::Block {
+        reason: crate::hooks::host::encode::cap_bytes(&reason, c.hooks.max_reason_bytes),
+    }
+}
+
+/// Appends `user_decision_verified` to the in-tree gate ledger under the
+/// gate lock, once per decision.
+fn carry(c: &super::Ctx<'_>, us: &UserState, d: &UserDecision, prompt: &Prompt) -> io::Result<()> {
+    let key = verified_key(d);
+    if already_carried(us, &key)? {
+        return Ok(());
+    }
+    let rel = RelPath::parse(STATE_DIR, PathLimits::default()).expect("constant");
+    let state = crate::store::create_dirs(c.root, &rel)?;
+    let opts = LockOptions {
+        timeout: std::time::Duration::from_millis(c.hooks.lock_wait_ms),
+        command: "hook stop".into(),
+    };
+    let lock = match MutationLock::acquire(&state, ".mutation.lock", &opts) {
+        Ok(l) => l,
+        Err(LockError::Io(e)) => return Err(e),
+        Err(other) => return Err(io::Error::other(format!("the gate lock: {other:?}"))),
+    };
+    let mut entry = Map::new();
+    entry.insert("kind".into(), json!("user_decision_verified"));
+    entry.insert(
+        "ts".into(),
+        json!(crate::time::rfc3339_ms(std::time::SystemTime::now())),
+    );
+    entry.insert("host".into(), json!(c.env.host.name()));
+    entry.insert("session_id".into(), json!(c.env.session_id));
+    entry.insert("goalId".into(), json!(d.goal_id));
+    entry.insert("decisionId".into(), json!(d.id()));
+    entry.insert("decisionSha256".into(), json!(d.sha256()));
+    entry.insert("promptSha256".into(), json!(prompt.sha256));
+    entry.insert("promptAt".into(), json!(prompt.at));
+    entry.insert("waiver".into(), json!(d.waiver));
+    let appended = gate_ledger::append(&state, entry);
+    let _ = lock.release();
+    appended?;
+    note_carried(us, &key)
+}

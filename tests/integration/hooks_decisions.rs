@@ -1,0 +1,245 @@
+//! threat-model.md I12: a user decision counts only when the
+//! `user-prompt-submit` witness saw it in a user prompt of the same session
+//! before it was recorded; an all-waived run ends as waived, never complete.
+
+use serde_json::{Value, json};
+
+use crate::ci_support::{audit, findings};
+use crate::goals_support::{clean_env, eg};
+use crate::hooks_support::*;
+
+const SID: &str = "s1";
+
+fn setup() -> HookRepo {
+    let h = HookRepo::new();
+    let run = eg(
+        &h.repo,
+        "ulw-loop",
+        &[
+            "create-goals",
+            "--session-id",
+            SID,
+            "--brief",
+            "- parse the config\n- add tests",
+            "--json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    h
+}
+
+fn ids(h: &HookRepo) -> Vec<String> {
+    let plan: Value = h.read_json(&format!("{ULW}/{SID}/goals.json")).unwrap();
+    plan["goals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn user_prompt(h: &HookRepo, text: &str) {
+    let p = h.codex_event("UserPromptSubmit", SID, json!({"prompt": text}));
+    let run = h.hook("user-prompt-submit", &["--host", "codex"], &p, &clean_env());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+fn waive_all(h: &HookRepo, decision: &str) {
+    for id in ids(h) {
+        let run = eg(
+            &h.repo,
+            "ulw-loop",
+            &[
+                "steer",
+                "--session-id",
+                SID,
+                "--kind",
+                "mark_blocked_superseded",
+                "--goal-id",
+                &id,
+                "--user-decision",
+                decision,
+                "--evidence",
+                "the goal is no longer needed",
+                "--rationale",
+                "waive it",
+                "--json",
+            ],
+        );
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    }
+}
+
+fn stop(h: &HookRepo) -> crate::common::Run {
+    h.hook(
+        "stop",
+        &["--host", "codex"],
+        &h.codex_stop(SID),
+        &clean_env(),
+    )
+}
+
+fn codes(run: &crate::common::Run) -> Vec<(String, String)> {
+    findings(run)
+        .into_iter()
+        .map(|(c, s, _, _)| (c, s))
+        .collect()
+}
+
+#[test]
+fn regression_i12_an_agent_cannot_waive_every_goal_by_itself() {
+    let h = setup();
+    // The user asked for work, never for a waiver.
+    user_prompt(&h, "please parse the config and add tests");
+    waive_all(&h, "the user agreed to drop both goals");
+    // Before I12 the run counted as complete and the Stop hook let it stop.
+    let reason = block_reason(&stop(&h));
+    assert!(reason.contains("USER_DECISION_UNVERIFIED"), "{reason}");
+    assert!(reason.contains("is not the user's"), "{reason}");
+    assert!(
+        h.diag_codes()
+            .contains(&"USER_DECISION_UNVERIFIED".to_owned())
+    );
+    let ledger = h.ledger();
+    assert!(
+        !ledger.iter().any(|e| e["kind"] == "user_decision_verified"),
+        "{ledger:?}"
+    );
+    // CI: a warning, an error with --strict.
+    let run = audit(&h.repo, &[]);
+    let c = codes(&run);
+    assert!(
+        c.contains(&("USER_DECISION_UNVERIFIED".into(), "warning".into())),
+        "{c:?}"
+    );
+    assert!(
+        !c.iter().any(|(x, _)| x == "USER_DECISION_VERIFIED"),
+        "{c:?}"
+    );
+    let strict = audit(&h.repo, &["--strict"]);
+    assert_eq!(strict.code, 1, "{}", strict.stdout);
+    assert!(
+        codes(&strict).contains(&("USER_DECISION_UNVERIFIED".into(), "error".into())),
+        "{:?}",
+        codes(&strict)
+    );
+}
+
+#[test]
+fn regression_i12_a_prompt_after_the_decision_does_not_verify_it() {
+    let h = setup();
+    waive_all(&h, "drop both goals");
+    user_prompt(&h, "drop both goals");
+    let reason = block_reason(&stop(&h));
+    assert!(reason.contains("USER_DECISION_UNVERIFIED"), "{reason}");
+}
+
+#[test]
+fn regression_i12_a_prompt_of_another_session_does_not_verify_it() {
+    let h = setup();
+    let p = h.codex_event(
+        "UserPromptSubmit",
+        "other",
+        json!({"prompt": "drop both goals"}),
+    );
+    let run = h.hook("user-prompt-submit", &["--host", "codex"], &p, &clean_env());
+    assert_eq!(run.code, 0);
+    waive_all(&h, "drop both goals");
+    let reason = block_reason(&stop(&h));
+    assert!(reason.contains("USER_DECISION_UNVERIFIED"), "{reason}");
+}
+
+#[test]
+fn honest_i12_a_real_user_decision_ends_the_run_as_waived() {
+    let h = setup();
+    // The user's own words, whitespace aside, carry the decision.
+    user_prompt(
+        &h,
+        "The vendor API is gone, so\ndrop   both goals: the parser is obsolete.",
+    );
+    waive_all(&h, "drop both goals: the parser is obsolete.");
+    let witness = std::fs::read_dir(h.state_home.path().join("evidence-gate/v1"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("prompts/prompts.jsonl");
+    let lines = read_jsonl(&witness);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["session"], SID);
+    assert!(lines[0]["text"].as_str().unwrap().contains("vendor API"));
+    // The Stop hook lets it stop and carries the verification to CI.
+    assert_allow(&stop(&h));
+    let verified: Vec<Value> = h
+        .ledger()
+        .into_iter()
+        .filter(|e| e["kind"] == "user_decision_verified")
+        .collect();
+    assert_eq!(verified.len(), 2, "{verified:?}");
+    assert_eq!(verified[0]["promptSha256"], lines[0]["sha256"]);
+    assert!(
+        verified[0]["decisionId"]
+            .as_str()
+            .unwrap()
+            .starts_with("UD-")
+    );
+    // A second stop appends nothing more.
+    assert_allow(&stop(&h));
+    let again = h
+        .ledger()
+        .into_iter()
+        .filter(|e| e["kind"] == "user_decision_verified")
+        .count();
+    assert_eq!(again, 2);
+    // Never complete: no aggregate_completed, CI reports the run as waived.
+    let goal_ledger =
+        std::fs::read_to_string(h.join(&format!("{ULW}/{SID}/ledger.jsonl"))).unwrap();
+    assert!(!goal_ledger.contains("aggregate_completed"));
+    let run = audit(&h.repo, &["--strict"]);
+    let c = codes(&run);
+    assert!(c.contains(&("RUN_WAIVED".into(), "info".into())), "{c:?}");
+    assert!(
+        c.contains(&("USER_DECISION_VERIFIED".into(), "info".into())),
+        "{c:?}"
+    );
+    assert!(
+        !c.iter().any(|(x, _)| x == "USER_DECISION_UNVERIFIED"),
+        "{c:?}"
+    );
+    assert_eq!(run.code, 0, "{}", run.stdout);
+}
+
+#[test]
+fn honest_i12_a_user_may_quote_the_decision_id() {
+    let h = setup();
+    let decision = "skip the tests goal, covered upstream";
+    let id = evidence_gate::goals::decisions::decision_id(decision);
+    user_prompt(&h, &format!("ok, approved: {id}"));
+    waive_all(&h, decision);
+    assert_allow(&stop(&h));
+}
+
+#[test]
+fn regression_i12_an_unusable_witness_fails_closed() {
+    let h = setup();
+    // A state home inside the workspace is where the agent could write it:
+    // the prompt is not recorded (HOOK_STATE_IO) and nothing verifies.
+    let inside = h.path().join(".state");
+    let inside = inside.to_str().unwrap();
+    let p = h.codex_event(
+        "UserPromptSubmit",
+        SID,
+        json!({"prompt": "drop both goals"}),
+    );
+    let mut env = clean_env();
+    env.push(("XDG_STATE_HOME", inside));
+    let run = h.hook("user-prompt-submit", &["--host", "codex"], &p, &env);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(h.diag_codes().contains(&"HOOK_STATE_IO".to_owned()));
+    waive_all(&h, "drop both goals");
+    let run = h.hook("stop", &["--host", "codex"], &h.codex_stop(SID), &env);
+    let reason = block_reason(&run);
+    assert!(reason.contains("USER_DECISION_UNVERIFIED"), "{reason}");
+    assert!(reason.contains("XDG_STATE_HOME"), "{reason}");
+}
