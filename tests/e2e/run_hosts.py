@@ -419,10 +419,40 @@ def claude_ultrawork_once(args, mock):
     check(count_in_turns(second, ULW_TAG) == n1, f"ultrawork injected again: {count_in_turns(second, ULW_TAG)} vs {n1}")
 
 
+def codex_create_goal_guard(args, mock):
+    env = codex_env(args, mock, "create-goal")
+    env.init()
+    mock.since_mark()
+    codex(env, 'E2E_TOOL<<create_goal>><<{"objective": "Ship it", "token_budget": 5000}>>', "exec")
+    reqs = mock.since_mark()
+    pre = hooks_of(env, "pre-tool-use")
+    check(pre, "PreToolUse never ran for create_goal")
+    env.keep("pre-tool-use", "create-goal-deny-budget", pre[0])
+    check(any("refused this create_goal call" in blob(r) for r in reqs),
+          "the create_goal deny reason never reached the model")
+
+
+def gemini_ultrawork_not_on_own_reason(args, mock):
+    env = gemini_env(args, mock, "ulw-own-reason")
+    env.init("--with-ultrawork")
+    sid = "6f0c1e2a-7b3d-4c5e-9f10-112233445577"
+    mock.since_mark()
+    gemini(env, "E2E_SHELL<<" + write_plan_cmd("Ship the e2e widget") + f" --session-id {sid}>>", "print", sid)
+    reqs = mock.since_mark()
+    ups = hooks_of(env, "user-prompt-submit")
+    check(len(ups) >= 2, f"BeforeAgent ran {len(ups)} time(s); expected a re-run with the deny reason")
+    env.keep("user-prompt-submit", "before-agent-replayed-reason", ups[1])
+    check(any("ulw-loop status" in blob(r) for r in reqs), "the AfterAgent deny reason never reached the model")
+    # The first prompt names `ulw-loop`, so it is injected once; the replayed reason must not be.
+    check(ups[1]["payload"].get("prompt", "").startswith("evidence-gate:"), "the re-run prompt is not our reason")
+    check(ups[1]["stdout"].strip() in ("", "{}"), f"ultrawork injected on our own replayed reason: {ups[1]['stdout'][:200]}")
+    check(blob(reqs[-1]).count(ULW_TAG) == blob(reqs[0]).count(ULW_TAG), "ultrawork reached the model twice")
+
+
 SCENARIOS = {
-    "codex": [codex_stop_no_plan, codex_stop_resume, codex_ultrawork_once],
+    "codex": [codex_stop_no_plan, codex_stop_resume, codex_ultrawork_once, codex_create_goal_guard],
     "claude-code": [claude_stop_no_plan, claude_stop_resume, claude_ultrawork_once],
-    "gemini": [gemini_stop_no_plan, gemini_stop_resume],
+    "gemini": [gemini_stop_no_plan, gemini_stop_resume, gemini_ultrawork_not_on_own_reason],
 }
 
 

@@ -72,15 +72,15 @@ fn resumes_an_engine_plan_with_the_session_flag() {
     );
     assert!(reason.contains(&format!("{first} — {title}")), "{reason}");
     assert!(
-        reason.contains("`omo ulw-loop status --session-id s1 --json`"),
+        reason.contains("`evidence-gate ulw-loop status --session-id s1 --json`"),
         "{reason}"
     );
     assert!(
-        reason.contains("omo ulw-loop record-evidence --session-id s1"),
+        reason.contains("evidence-gate ulw-loop record-evidence --session-id s1"),
         "{reason}"
     );
     assert!(
-        reason.contains("omo ulw-loop checkpoint --session-id s1"),
+        reason.contains("evidence-gate ulw-loop checkpoint --session-id s1"),
         "{reason}"
     );
     assert!(reason.contains("blocked"), "{reason}");
@@ -238,7 +238,7 @@ fn regression_5_annotate_only_activity_keeps_the_cap() {
     let msg = v["systemMessage"].as_str().unwrap();
     assert!(msg.contains("auto-resume is paused for goal G001"), "{msg}");
     assert!(
-        msg.contains("`omo ulw-loop status --session-id sess-1 --json`"),
+        msg.contains("`evidence-gate ulw-loop status --session-id sess-1 --json`"),
         "{msg}"
     );
     let d = h.diagnostics();
@@ -318,7 +318,7 @@ fn regression_5_an_unscoped_plan_owned_by_the_session_resumes_and_a_foreign_one_
     h.write_plan(ULW, &plan(Some("sess-1"), Some("G001"), goals()));
     let reason = block_reason(&stop(&h, &h.codex_stop("sess-1")));
     assert!(
-        reason.contains("`omo ulw-loop status --json`"),
+        reason.contains("`evidence-gate ulw-loop status --json`"),
         "unscoped: no --session-id: {reason}"
     );
     assert!(
@@ -388,7 +388,7 @@ fn the_latest_live_plan_wins_across_profiles() {
     let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
     assert!(reason.contains("this session's ultragoal run"), "{reason}");
     assert!(
-        reason.contains("`omagy ultragoal status --session-id sess-1 --json`"),
+        reason.contains("`evidence-gate ultragoal status --session-id sess-1 --json`"),
         "{reason}"
     );
     assert!(
