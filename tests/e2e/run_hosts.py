@@ -180,14 +180,14 @@ class Env:
         return out
 
     def keep(self, event, outcome, cap):
-        """Pins a real payload as fixtures/hosts/<host>/<event>/real-<version>-<outcome>.json."""
+        """Pins a real payload as fixtures/hosts/<host>/<event>/recorded-<version>-<outcome>.json."""
         if not self.args.capture:
             return
         folder = {"codex": "codex", "claude-code": "claude-code", "gemini": "gemini"}[self.host]
         d = Path(self.args.capture) / folder / event
         d.mkdir(parents=True, exist_ok=True)
         p = scrub(cap["payload"], self)
-        (d / f"real-{VERSIONS[self.host]}-{outcome}.json").write_text(json.dumps(p, indent=2) + "\n")
+        (d / f"recorded-{VERSIONS[self.host]}-{outcome}.json").write_text(json.dumps(p, indent=2) + "\n")
 
 
 VERSIONS = {"codex": "codex-0.171.0", "claude-code": "claude-code-2.1.332", "gemini": "gemini-0.61.0"}
@@ -196,8 +196,8 @@ VERSIONS = {"codex": "codex-0.171.0", "claude-code": "claude-code-2.1.332", "gem
 def scrub(v, env):
     """Replaces the temporary paths of a payload with stable placeholders."""
     s = json.dumps(v)
-    s = s.replace(str(env.repo), "/work/repo").replace(str(env.home), "/home/user")
-    s = s.replace(str(env.root), "/tmp/e2e")
+    s = s.replace(str(env.repo), "${FIXTURE_ROOT}").replace(str(env.home), "${FIXTURE_ROOT}/.home")
+    s = s.replace(str(env.root), "${FIXTURE_ROOT}/.e2e")
     return json.loads(s)
 
 
@@ -449,8 +449,20 @@ def gemini_ultrawork_not_on_own_reason(args, mock):
     check(blob(reqs[-1]).count(ULW_TAG) == blob(reqs[0]).count(ULW_TAG), "ultrawork reached the model twice")
 
 
+def codex_team_guard_matcher(args, mock):
+    env = codex_env(args, mock, "team-guard")
+    env.init("--team-guard")
+    mock.since_mark()
+    codex(env, "E2E_SHELL<<evidence-gate ulw-loop status --json>>", "exec")
+    pre = [c for c in hooks_of(env, "pre-tool-use") if c["payload"].get("tool_name") != "create_goal"]
+    check(pre, "the team guard's PreToolUse never ran for Codex's shell tool")
+    check(pre[0]["payload"].get("tool_name") == "Bash", f"shell tool name: {pre[0]['payload'].get('tool_name')}")
+    check(isinstance(pre[0]["payload"].get("tool_input", {}).get("command"), str), "tool_input.command is not a string")
+    env.keep("pre-tool-use", "bash-main-session-allow", pre[0])
+
+
 SCENARIOS = {
-    "codex": [codex_stop_no_plan, codex_stop_resume, codex_ultrawork_once, codex_create_goal_guard],
+    "codex": [codex_stop_no_plan, codex_stop_resume, codex_ultrawork_once, codex_create_goal_guard, codex_team_guard_matcher],
     "claude-code": [claude_stop_no_plan, claude_stop_resume, claude_ultrawork_once],
     "gemini": [gemini_stop_no_plan, gemini_stop_resume, gemini_ultrawork_not_on_own_reason],
 }

@@ -264,11 +264,11 @@ mod tests {
     fn real_host_transcripts_count_as_injected() {
         let tag = "<ultrawork-mode>";
         let codex = include_bytes!(
-            "../../../fixtures/hosts/codex/transcripts/real-codex-0.171.0-ultrawork-injected.jsonl"
+            "../../../fixtures/hosts/codex/transcripts/recorded-codex-0.171.0-ultrawork-injected.jsonl"
         );
         assert!(already_injected(codex, tag), "Codex rollout developer message");
         let claude = include_bytes!(
-            "../../../fixtures/hosts/claude-code/transcripts/real-claude-code-2.1.332-ultrawork-injected.jsonl"
+            "../../../fixtures/hosts/claude-code/transcripts/recorded-claude-code-2.1.332-ultrawork-injected.jsonl"
         );
         assert!(already_injected(claude, tag), "Claude attachment");
         // A user's own message in either transcript does not count.
