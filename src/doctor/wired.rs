@@ -526,9 +526,10 @@ fn codex_checks(amb: &dyn Ambient, places: &Places, checks: &mut Vec<Check>) {
             "hooks are not disabled in config.toml",
         )
     });
-    let config_name = user_config
-        .as_ref()
-        .map_or_else(|| "$CODEX_HOME/config.toml".to_owned(), |p| p.display().to_string());
+    let config_name = user_config.as_ref().map_or_else(
+        || "$CODEX_HOME/config.toml".to_owned(),
+        |p| p.display().to_string(),
+    );
     let project_hooks = places.workspace.join(".codex/hooks.json");
     let wired_in_project = read_text(amb, &project_hooks).is_some();
     if wired_in_project {

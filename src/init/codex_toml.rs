@@ -120,7 +120,11 @@ pub fn hook_state_keys(text: &str) -> Vec<String> {
             let l = l.trim();
             let rest = l.strip_prefix("[hooks.state.")?;
             let (key, _) = rest.rsplit_once(']')?;
-            Some(key.trim().trim_matches(|c| c == '"' || c == '\'').to_owned())
+            Some(
+                key.trim()
+                    .trim_matches(|c| c == '"' || c == '\'')
+                    .to_owned(),
+            )
         })
         .collect()
 }
@@ -220,8 +224,14 @@ mod tests {
         let t = "[projects.\"/w/repo\"]\ntrust_level = \"trusted\" # yes\n[hooks.state.\"/w/repo/.codex/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:1\"\n";
         assert!(project_trusted(t, "/w/repo"));
         assert!(!project_trusted(t, "/w/other"));
-        assert!(!project_trusted("[projects.\"/w/repo\"]\ntrust_level = \"untrusted\"\n", "/w/repo"));
-        assert!(!project_trusted("[other]\ntrust_level = \"trusted\"\n", "/w/repo"));
+        assert!(!project_trusted(
+            "[projects.\"/w/repo\"]\ntrust_level = \"untrusted\"\n",
+            "/w/repo"
+        ));
+        assert!(!project_trusted(
+            "[other]\ntrust_level = \"trusted\"\n",
+            "/w/repo"
+        ));
         assert_eq!(hook_state_keys(t), ["/w/repo/.codex/hooks.json:stop:0:0"]);
     }
 

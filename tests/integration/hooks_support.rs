@@ -81,7 +81,10 @@ impl HookRepo {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
             dir.join("config.toml"),
-            format!("[projects.\"{}\"]\ntrust_level = \"trusted\"\n", repo.display()),
+            format!(
+                "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+                repo.display()
+            ),
         )
         .unwrap();
     }

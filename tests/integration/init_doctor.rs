@@ -451,7 +451,17 @@ fn doctor_passes_after_init_write() {
     assert_eq!(
         status(&checks, "hosts.support"),
         "warn",
-        "synth fixtures only: experimental"
+        "cells without a recorded payload stay experimental"
+    );
+    let support = checks.iter().find(|c| c["id"] == "hosts.support").unwrap();
+    let msg = support["message"].as_str().unwrap();
+    assert!(
+        msg.contains("supported: codex/stop, codex/user-prompt-submit, codex/pre-tool-use"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("codex/subagent-stop"),
+        "SubagentStop is not proven yet: {msg}"
     );
     let text = h.run(
         &["doctor"],
@@ -694,8 +704,14 @@ fn doctor_fails_an_untrusted_codex_project_and_honours_codex_home() {
     // A recorded hash may be stale after a re-wire: never reported as ok.
     let trust = checks.iter().find(|c| c["id"] == "codex.trust").unwrap();
     assert_eq!(trust["status"], "warn");
-    assert!(trust["message"].as_str().unwrap().contains("modified"), "{trust}");
-    assert!(!trust.to_string().contains("custom subagent roles"), "{trust}");
+    assert!(
+        trust["message"].as_str().unwrap().contains("modified"),
+        "{trust}"
+    );
+    assert!(
+        !trust.to_string().contains("custom subagent roles"),
+        "{trust}"
+    );
 }
 
 /// Issue 15 (8): Gemini 0.61 reads `hooksConfig.enabled` (default true);

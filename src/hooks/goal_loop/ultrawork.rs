@@ -169,6 +169,20 @@ fn profile_allows(c: &Ctx<'_>) -> bool {
     }
 }
 
+/// The ultrawork goal step: only Codex has `create_goal`/`update_goal`;
+/// telling Claude Code or Gemini to call them sends the agent after tools it
+/// does not have.
+pub fn goal_step(host: Host) -> &'static str {
+    match host {
+        Host::Codex | Host::Common => {
+            "Call create_goal with `objective` only, one sentence naming the outcome the user asked for. Never pass a token budget or a status; lifecycle changes go to update_goal."
+        }
+        Host::ClaudeCode | Host::Gemini | Host::Agy => {
+            "State the outcome the user asked for in one sentence before you start, and hold every later step to it."
+        }
+    }
+}
+
 /// True when the prompt is one of our own block reasons replayed by the host:
 /// Gemini CLI 0.61 runs BeforeAgent again with an AfterAgent deny reason as
 /// the prompt, and every reason of ours starts with `evidence-gate:`.
@@ -197,15 +211,20 @@ pub(super) fn decide(c: &Ctx<'_>, prompt: &str) -> Decision {
     }
     let cap = cap_for(c);
     let skill = skill_path(c);
+    let step = goal_step(c.env.host);
     let pointer = |p: &Path| {
         normalise(&c.policy.ultrawork_pointer.render(&|slot| match slot {
             "SKILL_PATH" => p.display().to_string(),
+            "GOAL_STEP" => step.to_owned(),
             _ => String::new(),
         }))
     };
     let mut text = match &skill {
         Some(p) => pointer(p),
-        None => normalise(&c.policy.ultrawork.render(&|_| String::new())),
+        None => normalise(&c.policy.ultrawork.render(&|slot| match slot {
+            "GOAL_STEP" => step.to_owned(),
+            _ => String::new(),
+        })),
     };
     if text.len() > cap {
         text = shorten(&text, cap);
@@ -266,7 +285,10 @@ mod tests {
         let codex = include_bytes!(
             "../../../fixtures/hosts/codex/transcripts/recorded-codex-0.171.0-ultrawork-injected.jsonl"
         );
-        assert!(already_injected(codex, tag), "Codex rollout developer message");
+        assert!(
+            already_injected(codex, tag),
+            "Codex rollout developer message"
+        );
         let claude = include_bytes!(
             "../../../fixtures/hosts/claude-code/transcripts/recorded-claude-code-2.1.332-ultrawork-injected.jsonl"
         );
