@@ -71,8 +71,10 @@ pub const RECORDED_CELLS: &[(&str, &str)] = &[
     ("codex", "stop"),
     ("codex", "user-prompt-submit"),
     ("codex", "pre-tool-use"),
+    ("claude-code", "subagent-stop"),
     ("claude-code", "stop"),
     ("claude-code", "user-prompt-submit"),
+    ("claude-code", "pre-tool-use-spawn"),
     ("gemini", "stop"),
     ("gemini", "user-prompt-submit"),
 ];

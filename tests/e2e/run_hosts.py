@@ -461,9 +461,37 @@ def codex_team_guard_matcher(args, mock):
     env.keep("pre-tool-use", "bash-main-session-allow", pre[0])
 
 
+def claude_subagent_stop_without_receipt(args, mock):
+    env = claude_env(args, mock, "subagent")
+    env.init()
+    agents = env.repo / ".claude/agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "lazycodex-worker-low.md").write_text(
+        "---\nname: lazycodex-worker-low\ndescription: e2e worker\ntools: Bash\n---\nDo the work and end with a receipt.\n")
+    mock.since_mark()
+    call = {"description": "e2e worker", "prompt": "do the e2e work", "subagent_type": "lazycodex-worker-low"}
+    claude(env, "E2E_TOOL<<Agent>><<" + json.dumps(call) + ">>", "print")
+    reqs = mock.since_mark()
+    subs = hooks_of(env, "subagent-stop")
+    check(subs, "SubagentStop never ran")
+    env.keep("subagent-stop", "block-no-receipt", subs[0])
+    check(subs[0]["stdout"].strip() or subs[0]["rc"] == "2", f"SubagentStop without a receipt was not blocked: {subs[0]}")
+    check(any("EVIDENCE_RECORDED" in blob(r) for r in reqs), "the receipt demand never reached the worker")
+    check(not hooks_of(env, "stop") or all(s["payload"].get("agent_id") is None for s in hooks_of(env, "stop")),
+          "a subagent fired Stop")
+    # The attempt budget: three refusals, then the stop passes with a recorded override.
+    check(len(subs) >= 4, f"expected the cap release on the 4th SubagentStop, got {len(subs)} runs")
+    check('"decision"' not in subs[3]["stdout"], f"the 4th SubagentStop still blocked: {subs[3]['stdout'][:200]}")
+    env.keep("subagent-stop", "cap-release", subs[3])
+    spawns = hooks_of(env, "pre-tool-use-spawn")
+    check(spawns and spawns[0]["payload"].get("tool_name") == "Agent", "the spawn guard did not see the Agent tool")
+    env.keep("pre-tool-use-spawn", "agent-spawn", spawns[0])
+
+
 SCENARIOS = {
     "codex": [codex_stop_no_plan, codex_stop_resume, codex_ultrawork_once, codex_create_goal_guard, codex_team_guard_matcher],
-    "claude-code": [claude_stop_no_plan, claude_stop_resume, claude_ultrawork_once],
+    "claude-code": [claude_stop_no_plan, claude_stop_resume, claude_ultrawork_once,
+                    claude_subagent_stop_without_receipt],
     "gemini": [gemini_stop_no_plan, gemini_stop_resume, gemini_ultrawork_not_on_own_reason],
 }
 
@@ -477,6 +505,7 @@ def main():
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     args.bin = str(Path(args.bin).resolve())
+    args.hosts_dir = str(Path(args.hosts_dir).resolve())
     work = Path(tempfile.mkdtemp(prefix="eg-e2e-mock-"))
     mock = Mock(work)
     t0 = time.time()

@@ -272,3 +272,25 @@ fn subagent_stop_fixtures_through_the_binary() {
     );
     block_reason(&h2.stop_env(&p, &claude));
 }
+
+/// The recorded Claude Code 2.1.332 SubagentStop (with `prompt_id`,
+/// `background_tasks`, `session_crons`, no `turn_id`): no receipt blocks,
+/// and three refusals later the fourth stop passes (the cap release the
+/// real-host suite observed).
+#[test]
+fn recorded_claude_subagent_stop_blocks_then_releases() {
+    use crate::hooks_support::*;
+    let h = HookRepo::new();
+    let claude = [("CLAUDE_PROJECT_DIR", h.path().to_str().unwrap())];
+    let p = fixture(
+        "claude-code/subagent-stop/recorded-claude-code-2.1.332-block-no-receipt.json",
+        h.path(),
+    );
+    assert!(p.get("turn_id").is_none() && p.get("prompt_id").is_some());
+    for _ in 0..3 {
+        block_reason(&h.stop_env(&p, &claude));
+    }
+    let run = h.stop_env(&p, &claude);
+    assert_eq!(run.code, 0);
+    assert!(!run.stdout.contains("\"decision\""), "{}", run.stdout);
+}
