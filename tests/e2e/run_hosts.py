@@ -488,8 +488,25 @@ def claude_subagent_stop_without_receipt(args, mock):
     env.keep("pre-tool-use-spawn", "agent-spawn", spawns[0])
 
 
+def codex_steering(args, mock):
+    env = codex_env(args, mock, "steer")
+    env.init()
+    codex(env, "E2E_SHELL<<" + write_plan_cmd("Ship the e2e widget") + ">>", "exec1")
+    mock.since_mark()
+    directive = {"kind": "annotate_ledger", "goalId": "G001-ship-the-e2e-widget",
+                 "evidence": "seen in the e2e run", "rationale": "the ledger records it"}
+    codex(env, "OMO_ULW_LOOP_STEER: " + json.dumps(directive), "exec2", resume=True)
+    reqs = mock.since_mark()
+    ups = [u for u in hooks_of(env, "user-prompt-submit") if "OMO_ULW_LOOP_STEER" in u["payload"].get("prompt", "")]
+    check(ups, "UserPromptSubmit never saw the steering prompt")
+    env.keep("user-prompt-submit", "steer-accepted", ups[0])
+    check(any("evidence-gate steering: accepted annotate_ledger" in blob(r) for r in reqs),
+          "the steering result never reached the model as context")
+
+
 SCENARIOS = {
-    "codex": [codex_stop_no_plan, codex_stop_resume, codex_ultrawork_once, codex_create_goal_guard, codex_team_guard_matcher],
+    "codex": [codex_stop_no_plan, codex_stop_resume, codex_ultrawork_once, codex_create_goal_guard, codex_team_guard_matcher,
+              codex_steering],
     "claude-code": [claude_stop_no_plan, claude_stop_resume, claude_ultrawork_once,
                     claude_subagent_stop_without_receipt],
     "gemini": [gemini_stop_no_plan, gemini_stop_resume, gemini_ultrawork_not_on_own_reason],
