@@ -294,3 +294,23 @@ fn recorded_claude_subagent_stop_blocks_then_releases() {
     assert_eq!(run.code, 0);
     assert!(!run.stdout.contains("\"decision\""), "{}", run.stdout);
 }
+
+/// `--host gemini-cli` (the adapter folder's and npm package's name) is an
+/// alias of `gemini`, for the hook and for `init`.
+#[test]
+fn gemini_cli_is_an_alias_of_gemini() {
+    use crate::hooks_support::*;
+    let h = HookRepo::new();
+    let p = fixture(
+        "gemini/stop/recorded-gemini-0.61.0-allow-no-plan.json",
+        h.path(),
+    );
+    for host in ["gemini", "gemini-cli"] {
+        let run = h.hook("stop", &["--host", host], &p, &[]);
+        assert_allow(&run);
+        assert!(h.diagnostics().is_empty(), "{host}: {:?}", h.diagnostics());
+    }
+    let init = h.run(&["init", "--host", "gemini-cli", "--json"], b"", &[]);
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    assert_eq!(init.json()["host"], "gemini");
+}

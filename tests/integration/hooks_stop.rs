@@ -625,3 +625,45 @@ fn reads_only_the_tails_and_never_the_ledger() {
         assert!(bytes < 1024 * 1024, "{bytes} bytes read from files");
     }
 }
+
+/// Issue 15 (4): Claude Code's shell carries `CLAUDE_CODE_SESSION_ID`; a plan
+/// the agent creates from it is scoped to that session, and the recorded
+/// Claude Stop payload of the same session resumes it.
+#[test]
+fn a_plan_created_in_claudes_shell_is_resumed_by_claudes_stop() {
+    let h = HookRepo::new();
+    let p = fixture(
+        "claude-code/stop/recorded-claude-code-2.1.332-block-unfinished-plan.json",
+        h.path(),
+    );
+    let sid = p["session_id"].as_str().unwrap().to_owned();
+    let mut env = clean_env();
+    env.retain(|(k, _)| *k != "CLAUDE_CODE_SESSION_ID");
+    env.push(("CLAUDE_CODE_SESSION_ID", &sid));
+    let create = h.repo.run_env(
+        "evidence-gate",
+        &[
+            "ulw-loop",
+            "create-goals",
+            "--brief",
+            "Ship the widget",
+            "--json",
+        ],
+        None,
+        &env,
+    );
+    assert_eq!(create.code, 0, "{}{}", create.stdout, create.stderr);
+    assert!(h.path().join(format!("{ULW}/{sid}/goals.json")).is_file());
+    let run = h.hook("stop", &["--host", "claude-code"], &p, &clean_env());
+    let reason = block_reason(&run);
+    assert!(
+        reason.contains(&format!(
+            "`evidence-gate ulw-loop status --session-id {sid} --json`"
+        )),
+        "{reason}"
+    );
+    // Another session's Stop does not pick it up.
+    let mut other = p.clone();
+    other["session_id"] = serde_json::json!("another-session");
+    assert_allow(&h.hook("stop", &["--host", "claude-code"], &other, &clean_env()));
+}
