@@ -25,6 +25,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 HOST_TIMEOUT = 150
 RESULTS = []
+ROOTS = []
 
 
 class Fail(Exception):
@@ -90,6 +91,7 @@ class Env:
         self.mock = mock
         self.host = host
         self.root = Path(tempfile.mkdtemp(prefix=f"eg-e2e-{host}-"))
+        ROOTS.append(self.root)
         self.home = self.root / "home"
         self.repo = self.root / "repo"
         self.cap = self.root / "captures"
@@ -546,8 +548,12 @@ def main():
     finally:
         mock.stop()
     failed = [n for n, e in RESULTS if e]
-    print(f"\n{len(RESULTS) - len(failed)} passed, {len(failed)} failed in {time.time() - t0:.0f}s "
-          f"(mock requests: {mock.record})")
+    print(f"\n{len(RESULTS) - len(failed)} passed, {len(failed)} failed in {time.time() - t0:.0f}s")
+    if not failed and not args.keep:
+        for d in ROOTS + [work]:
+            shutil.rmtree(d, ignore_errors=True)
+    elif failed:
+        print("scenario directories kept for inspection:", *ROOTS, sep="\n  ")
     sys.exit(1 if failed or not RESULTS else 0)
 
 
