@@ -64,9 +64,20 @@ pub struct Options {
     pub rules: Option<PathBuf>,
 }
 
-/// Host/event cells backed by a `recorded-` fixture (hooks.md §2.7). None
-/// yet: see `fixtures/hosts/README.md`.
-pub const RECORDED_CELLS: &[(&str, &str)] = &[];
+/// Host/event cells backed by a `recorded-` fixture (hooks.md §2.7) and
+/// proven by the real-host suite (`.ci/real-hosts`): Codex CLI 0.171.0,
+/// Claude Code 2.1.332, Gemini CLI 0.61.0 (`fixtures/hosts/README.md`).
+pub const RECORDED_CELLS: &[(&str, &str)] = &[
+    ("codex", "stop"),
+    ("codex", "user-prompt-submit"),
+    ("codex", "pre-tool-use"),
+    ("claude-code", "subagent-stop"),
+    ("claude-code", "stop"),
+    ("claude-code", "user-prompt-submit"),
+    ("claude-code", "pre-tool-use-spawn"),
+    ("gemini", "stop"),
+    ("gemini", "user-prompt-submit"),
+];
 
 /// Where the configuration files are.
 pub(crate) struct Places {

@@ -481,20 +481,27 @@ fn read_text(amb: &dyn Ambient, p: &Path) -> Option<String> {
         .and_then(|b| String::from_utf8(b).ok())
 }
 
+/// Codex's home: `$CODEX_HOME` when set (absolute), else `~/.codex`.
+fn codex_home(amb: &dyn Ambient, places: &Places) -> Option<PathBuf> {
+    ambient::var(amb, "CODEX_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| places.home.as_ref().map(|h| h.join(".codex")))
+}
+
 fn codex_checks(amb: &dyn Ambient, places: &Places, checks: &mut Vec<Check>) {
-    let mut files = vec![places.workspace.join(".codex/config.toml")];
-    if let Some(h) = &places.home {
-        files.push(h.join(".codex/config.toml"));
-    }
-    let texts: Vec<String> = files.iter().filter_map(|f| read_text(amb, f)).collect();
+    let home = codex_home(amb, places);
+    let user_config = home.as_ref().map(|h| h.join("config.toml"));
+    let user_text = user_config.as_ref().and_then(|f| read_text(amb, f));
+    let project_text = read_text(amb, &places.workspace.join(".codex/config.toml"));
+    let texts: Vec<&String> = project_text.iter().chain(user_text.iter()).collect();
     let disabled = texts.iter().any(|t| {
         codex_toml::feature_value(t, "hooks").as_deref() == Some("false")
             || codex_toml::feature_value(t, "codex_hooks").as_deref() == Some("false")
     });
-    let managed_only = places
-        .home
+    let managed_only = home
         .as_ref()
-        .and_then(|h| read_text(amb, &h.join(".codex/requirements.toml")))
+        .and_then(|h| read_text(amb, &h.join("requirements.toml")))
         .is_some_and(|t| {
             t.lines()
                 .any(|l| l.replace(' ', "") == "allow_managed_hooks_only=true")
@@ -519,52 +526,87 @@ fn codex_checks(amb: &dyn Ambient, places: &Places, checks: &mut Vec<Check>) {
             "hooks are not disabled in config.toml",
         )
     });
-    let trusted = texts
-        .iter()
-        .any(|t| t.lines().any(|l| l.trim().starts_with("[hooks.state")));
-    checks.push(if trusted {
-        Check::new("codex.trust", Status::Ok, "config.toml records trusted hooks ([hooks.state])")
+    let config_name = user_config.as_ref().map_or_else(
+        || "$CODEX_HOME/config.toml".to_owned(),
+        |p| p.display().to_string(),
+    );
+    let project_hooks = places.workspace.join(".codex/hooks.json");
+    let wired_in_project = read_text(amb, &project_hooks).is_some();
+    if wired_in_project {
+        let ws = places.workspace.display().to_string();
+        checks.push(
+            if user_text
+                .as_deref()
+                .is_some_and(|t| codex_toml::project_trusted(t, &ws))
+            {
+                Check::new(
+                    "codex.project_trust",
+                    Status::Ok,
+                    format!("{config_name} trusts this project (trust_level = \"trusted\")"),
+                )
+            } else {
+                Check::new(
+                    "codex.project_trust",
+                    Status::Fail,
+                    format!("{config_name} does not trust this project: Codex loads no project hooks (\"Untrusted project-local configuration is disabled\")"),
+                )
+                .hint(format!("add `[projects.\"{ws}\"]` with `trust_level = \"trusted\"` to {config_name} (or trust the project when Codex asks)"))
+            },
+        );
+    }
+    // Codex records trust per hook as a hash doctor cannot recompute; an
+    // entry says the hook was trusted once, not that it still matches.
+    let hooks_paths: Vec<String> = [
+        Some(project_hooks),
+        home.as_ref().map(|h| h.join("hooks.json")),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|p| p.display().to_string())
+    .collect();
+    let entries = user_text
+        .as_deref()
+        .map(codex_toml::hook_state_keys)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|k| hooks_paths.iter().any(|p| k.starts_with(&format!("{p}:"))))
+        .count();
+    checks.push(if entries == 0 {
+        Check::new(
+            "codex.trust",
+            Status::Warn,
+            format!("{config_name} records no trust ([hooks.state]) for the evidence-gate hooks: Codex skips untrusted hooks (silently under `codex exec`)"),
+        )
+        .hint("open `/hooks` in Codex and trust the evidence-gate hooks, or run `codex exec --dangerously-bypass-hook-trust` for one run")
     } else {
-        Check::new("codex.trust", Status::Warn, "no [hooks.state] trust entries: Codex skips untrusted hooks (silently under `codex exec`)")
-            .hint("open `/hooks` in Codex and trust the evidence-gate hooks; custom subagent roles may not dispatch hooks at all")
+        Check::new(
+            "codex.trust",
+            Status::Warn,
+            format!("{config_name} records trust for {entries} hook(s); Codex skips any hook whose definition changed since (listed as `modified` in `/hooks`), which doctor cannot check"),
+        )
+        .hint("after `init --write` changed a hook (another --binary, profile or flag), open `/hooks` in Codex and trust it again")
     });
 }
 
 fn gemini_enabled(configs: &[Config], checks: &mut Vec<Check>) {
-    let on = configs.iter().any(|c| {
-        c.doc.pointer("/tools/enableHooks") == Some(&Value::Bool(true))
-            || c.doc.pointer("/hooks/enabled") == Some(&Value::Bool(true))
-    });
-    // The hook system's own master switch turns every hook off, whatever
-    // `tools.enableHooks` says.
+    // Gemini 0.61 reads `hooksConfig.enabled` (default true); `hooks.enabled`
+    // is the older spelling. `tools.enableHooks` is no longer read.
     let off = configs.iter().find(|c| {
         ["/hooks/enabled", "/hooksConfig/enabled"]
             .iter()
             .any(|p| c.doc.pointer(p) == Some(&Value::Bool(false)))
     });
-    if let Some(c) = off {
-        checks.push(
-            Check::new(
-                "gemini.enabled",
-                Status::Fail,
-                format!("{} turns the hook system off (`enabled: false`)", c.display),
-            )
-            .hint("set `hooksConfig.enabled` (or `hooks.enabled`) to true, or remove it"),
-        );
-        return;
-    }
-    checks.push(if on {
-        Check::new(
-            "gemini.enabled",
-            Status::Ok,
-            "hooks are enabled in Gemini settings",
-        )
-    } else {
-        Check::new(
+    checks.push(match off {
+        Some(c) => Check::new(
             "gemini.enabled",
             Status::Fail,
-            "Gemini settings do not enable hooks (tools.enableHooks)",
+            format!("{} turns the hook system off (`enabled: false`)", c.display),
         )
-        .hint("run `evidence-gate init --host gemini --write`")
+        .hint("set `hooksConfig.enabled` (or `hooks.enabled`) to true, or remove it"),
+        None => Check::new(
+            "gemini.enabled",
+            Status::Ok,
+            "the hook system is on (hooksConfig.enabled is not false; it defaults to true)",
+        ),
     });
 }

@@ -86,6 +86,49 @@ pub fn feature_value(text: &str, key: &str) -> Option<String> {
     None
 }
 
+/// True when `text` marks the project at `path` trusted
+/// (`[projects."<path>"]` with `trust_level = "trusted"`): Codex loads a
+/// project's `.codex/` layer, hooks included, only then.
+pub fn project_trusted(text: &str, path: &str) -> bool {
+    let wanted = [
+        format!("[projects.\"{path}\"]"),
+        format!("[projects.'{path}']"),
+    ];
+    let mut inside = false;
+    for line in text.lines() {
+        if is_header_line(line) {
+            let head = line.split('#').next().unwrap_or_default().trim();
+            inside = wanted.iter().any(|w| w == head);
+            continue;
+        }
+        if inside && key_of(line) == Some("trust_level") {
+            let v = line.split_once('=').map(|(_, v)| v).unwrap_or_default();
+            let v = v.split('#').next().unwrap_or_default().trim();
+            if v == "\"trusted\"" || v == "'trusted'" {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// The keys of the `[hooks.state."<key>"]` tables (Codex's per-hook trust
+/// records, `<hooks.json path>:<event>:<group>:<handler>`).
+pub fn hook_state_keys(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let rest = l.strip_prefix("[hooks.state.")?;
+            let (key, _) = rest.rsplit_once(']')?;
+            Some(
+                key.trim()
+                    .trim_matches(|c| c == '"' || c == '\'')
+                    .to_owned(),
+            )
+        })
+        .collect()
+}
+
 /// Adds the missing `[features]` keys without touching anything else. An
 /// explicit choice (`hooks = false`) is kept, and a root that defines
 /// `features` with a dotted key or an inline table is left as it is (see
@@ -174,6 +217,22 @@ mod tests {
             assert_eq!(edit(s, false), s);
         }
         assert!(!features_outside_table("[x]\nfeatures.web = true\n"));
+    }
+
+    #[test]
+    fn project_trust_and_hook_state_are_read() {
+        let t = "[projects.\"/w/repo\"]\ntrust_level = \"trusted\" # yes\n[hooks.state.\"/w/repo/.codex/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:1\"\n";
+        assert!(project_trusted(t, "/w/repo"));
+        assert!(!project_trusted(t, "/w/other"));
+        assert!(!project_trusted(
+            "[projects.\"/w/repo\"]\ntrust_level = \"untrusted\"\n",
+            "/w/repo"
+        ));
+        assert!(!project_trusted(
+            "[other]\ntrust_level = \"trusted\"\n",
+            "/w/repo"
+        ));
+        assert_eq!(hook_state_keys(t), ["/w/repo/.codex/hooks.json:stop:0:0"]);
     }
 
     #[test]

@@ -494,9 +494,18 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Report, Error> {
         });
     }
     if o.host == Host::Codex {
+        if o.scope == Scope::Project {
+            notes.push(format!(
+                "Codex loads a project's .codex/ (these hooks included) only when the project is trusted: `[projects.\"{}\"]` with `trust_level = \"trusted\"` in $CODEX_HOME/config.toml (default ~/.codex/config.toml)",
+                cwd.display()
+            ));
+        }
         notes.push(
-            "Codex runs a hook only after it is trusted: review it in `/hooks`; `codex exec` skips untrusted hooks silently".into(),
+            "Codex runs a hook only after it is trusted: review it in `/hooks`; `codex exec` skips untrusted hooks silently, and a hook changed by a later `init --write` (another --binary, profile or flag) must be trusted again".into(),
         );
+    }
+    if o.host == Host::Gemini {
+        notes.push("Gemini runs hooks while `hooksConfig.enabled` is not false (the default); headless runs in an untrusted folder need GEMINI_CLI_TRUST_WORKSPACE=true".into());
     }
     Ok(Report {
         ok: true,

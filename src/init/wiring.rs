@@ -105,8 +105,11 @@ impl Shape {
 /// those that the rules also name).
 fn host_tools(host: Host) -> (&'static [&'static str], &'static [&'static str]) {
     match host {
+        // Codex 0.171 reports its shell tool to hooks as `Bash` with a string
+        // `tool_input.command` (recorded: fixtures/hosts/codex/pre-tool-use/real-*);
+        // the older names stay for older releases.
         Host::Codex | Host::Common => (
-            &["shell", "exec_command", "local_shell"],
+            &["Bash", "shell", "exec_command", "local_shell"],
             &[
                 "spawn_agent",
                 "collaborationspawn_agent",

@@ -618,7 +618,7 @@ fn status_next_actions_guide_the_active_goal() {
     // `--accept-seeded` it would be ULW_LOOP_CRITERION_SEEDED).
     assert!(first.ends_with("--accept-seeded \"...\""), "{first}");
     let words: Vec<String> = first
-        .trim_start_matches("omo ulw-loop ")
+        .trim_start_matches("evidence-gate ulw-loop ")
         .split(' ')
         .map(|w| w.trim_matches('"').to_owned())
         .collect();

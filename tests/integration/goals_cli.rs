@@ -11,7 +11,7 @@ fn help_lists_every_subcommand_and_new_flags() {
         let r = eg(&repo, "ulw-loop", &args);
         assert_eq!(r.code, 0, "{args:?}");
         for word in [
-            "omo ulw-loop",
+            "evidence-gate ulw-loop",
             "create-goals",
             "status",
             "complete-goals",
@@ -32,7 +32,7 @@ fn help_lists_every_subcommand_and_new_flags() {
         }
     }
     let r = eg(&repo, "ultragoal", &["help"]);
-    assert!(r.stdout.contains("omagy ultragoal"), "{}", r.stdout);
+    assert!(r.stdout.contains("evidence-gate ultragoal"), "{}", r.stdout);
     assert!(r.stdout.contains("--host-goal-json"));
     assert!(repo.snapshot().is_empty(), "help writes nothing");
 }
@@ -147,7 +147,7 @@ fn json_error_envelope_carries_code_message_details() {
         e["message"]
             .as_str()
             .unwrap()
-            .contains("omo ulw-loop create-goals")
+            .contains("evidence-gate ulw-loop create-goals")
     );
 }
 

@@ -651,7 +651,7 @@ fn codex_snapshot_mismatch_with_recovery_details() {
         e["details"]["suggestedCommand"]
             .as_str()
             .unwrap()
-            .starts_with("omo ulw-loop checkpoint")
+            .starts_with("evidence-gate ulw-loop checkpoint")
     );
 }
 

@@ -30,7 +30,7 @@ fn kind_required_and_invalid_carry_the_kind_help() {
     assert_eq!(e["details"]["expected"].as_array().unwrap().len(), 9);
     let usage = e["details"]["usage"].as_str().unwrap();
     assert!(
-        usage.contains("omo ulw-loop steer --kind annotate_ledger --evidence"),
+        usage.contains("evidence-gate ulw-loop steer --kind annotate_ledger --evidence"),
         "{usage}"
     );
     assert!(

@@ -30,6 +30,7 @@ pub fn clean_env() -> Vec<(&'static str, &'static str)> {
     vec![
         ("OMO_ULW_LOOP_SESSION_ID", ""),
         ("CODEX_SESSION_ID", ""),
+        ("CLAUDE_CODE_SESSION_ID", ""),
         ("CODEX_THREAD_ID", ""),
         ("OMAGY_ULTRAGOAL_SESSION_ID", ""),
         ("OMAGY_SESSION_ID", ""),

@@ -192,7 +192,14 @@ fn every_adapter_decodes_every_fixture_of_its_host() {
                     assert!(d.envelope.agent.is_none(), "{file}");
                 }
                 if host == Host::Gemini {
-                    assert_eq!(s.last_message.as_deref(), Some("Fixed."));
+                    // AfterAgent's `prompt_response` is the last message
+                    // (the recorded runs' mock model answers `E2E_DONE`).
+                    let want = if file.contains("recorded-") {
+                        "E2E_DONE"
+                    } else {
+                        "Fixed."
+                    };
+                    assert_eq!(s.last_message.as_deref(), Some(want), "{file}");
                 }
             }
             (Body::Prompt(p), HookEvent::UserPromptSubmit) => assert!(!p.prompt.is_empty()),
@@ -264,4 +271,46 @@ fn subagent_stop_fixtures_through_the_binary() {
         h2.path(),
     );
     block_reason(&h2.stop_env(&p, &claude));
+}
+
+/// The recorded Claude Code 2.1.332 SubagentStop (with `prompt_id`,
+/// `background_tasks`, `session_crons`, no `turn_id`): no receipt blocks,
+/// and three refusals later the fourth stop passes (the cap release the
+/// real-host suite observed).
+#[test]
+fn recorded_claude_subagent_stop_blocks_then_releases() {
+    use crate::hooks_support::*;
+    let h = HookRepo::new();
+    let claude = [("CLAUDE_PROJECT_DIR", h.path().to_str().unwrap())];
+    let p = fixture(
+        "claude-code/subagent-stop/recorded-claude-code-2.1.332-block-no-receipt.json",
+        h.path(),
+    );
+    assert!(p.get("turn_id").is_none() && p.get("prompt_id").is_some());
+    for _ in 0..3 {
+        block_reason(&h.stop_env(&p, &claude));
+    }
+    let run = h.stop_env(&p, &claude);
+    assert_eq!(run.code, 0);
+    assert!(!run.stdout.contains("\"decision\""), "{}", run.stdout);
+}
+
+/// `--host gemini-cli` (the adapter folder's and npm package's name) is an
+/// alias of `gemini`, for the hook and for `init`.
+#[test]
+fn gemini_cli_is_an_alias_of_gemini() {
+    use crate::hooks_support::*;
+    let h = HookRepo::new();
+    let p = fixture(
+        "gemini/stop/recorded-gemini-0.61.0-allow-no-plan.json",
+        h.path(),
+    );
+    for host in ["gemini", "gemini-cli"] {
+        let run = h.hook("stop", &["--host", host], &p, &[]);
+        assert_allow(&run);
+        assert!(h.diagnostics().is_empty(), "{host}: {:?}", h.diagnostics());
+    }
+    let init = h.run(&["init", "--host", "gemini-cli", "--json"], b"", &[]);
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    assert_eq!(init.json()["host"], "gemini");
 }

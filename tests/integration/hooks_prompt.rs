@@ -47,7 +47,10 @@ fn regression_6_ulw_injects_and_bulwark_does_not() {
     assert!(text.starts_with("<ultrawork-mode>"), "{text}");
     assert!(text.ends_with("</ultrawork-mode>"), "{text}");
     assert!(text.contains("ULTRAWORK MODE ENABLED!"));
-    assert!(text.contains("create_goal with `objective` only"), "{text}");
+    assert!(
+        text.contains("Call create_goal with `objective` only"),
+        "{text}"
+    );
     assert!(text.len() <= 4000, "the Codex cap: {}", text.len());
     assert!(!text.contains('\r'));
     let v = prompt(&h, &["--with-ultrawork"], &ulw(&h)).json();
@@ -487,4 +490,72 @@ fn a_corrupt_plan_is_reported_and_nothing_is_applied() {
         text.ends_with("(ULW_LOOP_PLAN_CORRUPT); plan unchanged"),
         "{text}"
     );
+}
+
+/// Issue 15 (10): Claude Code and Gemini have no `create_goal`/`update_goal`
+/// tools; their ultrawork text does not name them (recorded payloads).
+#[test]
+fn ultrawork_names_goal_tools_only_on_codex() {
+    for (host, file) in [
+        (
+            "claude-code",
+            "claude-code/user-prompt-submit/recorded-claude-code-2.1.332-ultrawork-inject.json",
+        ),
+        (
+            "gemini",
+            "gemini/user-prompt-submit/recorded-gemini-0.61.0-before-agent-replayed-reason.json",
+        ),
+    ] {
+        let h = HookRepo::new();
+        let mut p = fixture(file, h.path());
+        p["prompt"] = json!("ulw fix the login page");
+        let run = h.hook(
+            "user-prompt-submit",
+            &["--host", host, "--with-ultrawork"],
+            &p,
+            &clean_env(),
+        );
+        let text = context_text(&run);
+        assert!(text.contains("ULTRAWORK MODE ENABLED!"), "{host}: {text}");
+        assert!(
+            !text.contains("create_goal") && !text.contains("update_goal"),
+            "{host}: {text}"
+        );
+    }
+    let h = HookRepo::new();
+    let p = fixture(
+        "codex/user-prompt-submit/recorded-codex-0.171.0-ultrawork-inject.json",
+        h.path(),
+    );
+    let text = context_text(&prompt(&h, &["--with-ultrawork"], &p));
+    assert!(text.contains("create_goal"), "{text}");
+}
+
+/// Issue 15 (3): Gemini runs BeforeAgent again with our AfterAgent deny
+/// reason as the prompt; the reason names `ulw-loop` but is no user request.
+#[test]
+fn gemini_replayed_deny_reason_gets_no_ultrawork() {
+    let h = HookRepo::new();
+    let p = fixture(
+        "gemini/user-prompt-submit/recorded-gemini-0.61.0-before-agent-replayed-reason.json",
+        h.path(),
+    );
+    assert!(p["prompt"].as_str().unwrap().starts_with("evidence-gate:"));
+    let run = h.hook(
+        "user-prompt-submit",
+        &["--host", "gemini", "--with-ultrawork"],
+        &p,
+        &clean_env(),
+    );
+    assert_allow(&run);
+    // Honest use: a user's own prompt naming ulw-loop still gets it.
+    let mut q = p.clone();
+    q["prompt"] = json!("please run the ulw-loop on this");
+    let run = h.hook(
+        "user-prompt-submit",
+        &["--host", "gemini", "--with-ultrawork"],
+        &q,
+        &clean_env(),
+    );
+    assert!(context_text(&run).contains("ULTRAWORK MODE ENABLED!"));
 }

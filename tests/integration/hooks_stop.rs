@@ -72,15 +72,15 @@ fn resumes_an_engine_plan_with_the_session_flag() {
     );
     assert!(reason.contains(&format!("{first} — {title}")), "{reason}");
     assert!(
-        reason.contains("`omo ulw-loop status --session-id s1 --json`"),
+        reason.contains("`evidence-gate ulw-loop status --session-id s1 --json`"),
         "{reason}"
     );
     assert!(
-        reason.contains("omo ulw-loop record-evidence --session-id s1"),
+        reason.contains("evidence-gate ulw-loop record-evidence --session-id s1"),
         "{reason}"
     );
     assert!(
-        reason.contains("omo ulw-loop checkpoint --session-id s1"),
+        reason.contains("evidence-gate ulw-loop checkpoint --session-id s1"),
         "{reason}"
     );
     assert!(reason.contains("blocked"), "{reason}");
@@ -250,7 +250,7 @@ fn regression_5_annotate_only_activity_keeps_the_cap() {
     let msg = v["systemMessage"].as_str().unwrap();
     assert!(msg.contains("auto-resume is paused for goal G001"), "{msg}");
     assert!(
-        msg.contains("`omo ulw-loop status --session-id sess-1 --json`"),
+        msg.contains("`evidence-gate ulw-loop status --session-id sess-1 --json`"),
         "{msg}"
     );
     let d = h.diagnostics();
@@ -330,7 +330,7 @@ fn regression_5_an_unscoped_plan_owned_by_the_session_resumes_and_a_foreign_one_
     h.write_plan(ULW, &plan(Some("sess-1"), Some("G001"), goals()));
     let reason = block_reason(&stop(&h, &h.codex_stop("sess-1")));
     assert!(
-        reason.contains("`omo ulw-loop status --json`"),
+        reason.contains("`evidence-gate ulw-loop status --json`"),
         "unscoped: no --session-id: {reason}"
     );
     assert!(
@@ -397,7 +397,7 @@ fn the_latest_live_plan_wins_across_profiles() {
     let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
     assert!(reason.contains("this session's ultragoal run"), "{reason}");
     assert!(
-        reason.contains("`omagy ultragoal status --session-id sess-1 --json`"),
+        reason.contains("`evidence-gate ultragoal status --session-id sess-1 --json`"),
         "{reason}"
     );
     assert!(
@@ -652,4 +652,46 @@ fn reads_only_the_tails_and_never_the_ledger() {
     if let Some(bytes) = r["file_bytes"].as_u64() {
         assert!(bytes < 1024 * 1024, "{bytes} bytes read from files");
     }
+}
+
+/// Issue 15 (4): Claude Code's shell carries `CLAUDE_CODE_SESSION_ID`; a plan
+/// the agent creates from it is scoped to that session, and the recorded
+/// Claude Stop payload of the same session resumes it.
+#[test]
+fn a_plan_created_in_claudes_shell_is_resumed_by_claudes_stop() {
+    let h = HookRepo::new();
+    let p = fixture(
+        "claude-code/stop/recorded-claude-code-2.1.332-block-unfinished-plan.json",
+        h.path(),
+    );
+    let sid = p["session_id"].as_str().unwrap().to_owned();
+    let mut env = clean_env();
+    env.retain(|(k, _)| *k != "CLAUDE_CODE_SESSION_ID");
+    env.push(("CLAUDE_CODE_SESSION_ID", &sid));
+    let create = h.repo.run_env(
+        "evidence-gate",
+        &[
+            "ulw-loop",
+            "create-goals",
+            "--brief",
+            "Ship the widget",
+            "--json",
+        ],
+        None,
+        &env,
+    );
+    assert_eq!(create.code, 0, "{}{}", create.stdout, create.stderr);
+    assert!(h.path().join(format!("{ULW}/{sid}/goals.json")).is_file());
+    let run = h.hook("stop", &["--host", "claude-code"], &p, &clean_env());
+    let reason = block_reason(&run);
+    assert!(
+        reason.contains(&format!(
+            "`evidence-gate ulw-loop status --session-id {sid} --json`"
+        )),
+        "{reason}"
+    );
+    // Another session's Stop does not pick it up.
+    let mut other = p.clone();
+    other["session_id"] = serde_json::json!("another-session");
+    assert_allow(&h.hook("stop", &["--host", "claude-code"], &other, &clean_env()));
 }

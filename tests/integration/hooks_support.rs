@@ -81,6 +81,22 @@ impl HookRepo {
         self.repo.write(rel, content)
     }
 
+    /// Marks the repository a trusted Codex project in `$HOME/.codex/config.toml`
+    /// (HOME = `state_home`), as Codex requires before it loads project hooks.
+    pub fn trust_codex_project(&self) {
+        let repo = std::fs::canonicalize(self.repo.path()).unwrap();
+        let dir = self.state_home.path().join(".codex");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("config.toml"),
+            format!(
+                "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+                repo.display()
+            ),
+        )
+        .unwrap();
+    }
+
     fn command(&self, args: &[&str], env: &[(&str, &str)], as_nobody: bool) -> Command {
         let mut cmd = if as_nobody && is_root() {
             let mut c = Command::new("setpriv");

@@ -368,3 +368,27 @@ fn goal_loop_events_fail_safe_on_payloads_they_cannot_use() {
         assert_eq!(d[0]["event"], *event);
     }
 }
+
+/// Issue 15 (1): Codex 0.171 sends its shell tool as `Bash` with a string
+/// `tool_input.command` (recorded payload); inside a subagent (the
+/// `agent_id`/`agent_type` Codex adds to a thread-spawned agent's hooks) a
+/// mutating goal command is denied, and the leader's read-only call passes.
+#[test]
+fn codex_real_bash_payload_is_guarded_for_workers() {
+    let h = HookRepo::new();
+    let p = fixture(
+        "codex/pre-tool-use/recorded-codex-0.171.0-bash-main-session-allow.json",
+        h.path(),
+    );
+    assert_eq!(p["tool_name"], "Bash");
+    assert_allow(&tool(&h, "codex", &p));
+    let mut w = p.clone();
+    w["agent_id"] = json!("01a23c31-aaaa-7000-8000-000000000001");
+    w["agent_type"] = json!("lazycodex-worker-low");
+    w["tool_input"] =
+        json!({"command": "evidence-gate ulw-loop checkpoint --goal-id G1 --status complete"});
+    let v = tool(&h, "codex", &w).json();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+    w["tool_input"] = json!({"command": "evidence-gate ulw-loop status --json"});
+    assert_allow(&tool(&h, "codex", &w));
+}

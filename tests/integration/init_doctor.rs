@@ -436,8 +436,10 @@ fn status<'a>(checks: &'a [Value], id: &str) -> &'a str {
 fn doctor_passes_after_init_write() {
     let h = HookRepo::new();
     init_json(&h, &["--host", "codex", "--write", "--binary", &exe()]);
+    h.trust_codex_project();
     let (code, checks) = doctor(&h, &[]);
     assert_eq!(code, 0, "{checks:?}");
+    assert_eq!(status(&checks, "codex.project_trust"), "ok");
     assert_eq!(status(&checks, "hooks.wired.codex"), "ok");
     assert_eq!(status(&checks, "hooks.matchers.codex"), "ok");
     assert_eq!(status(&checks, "binary.reachable"), "ok");
@@ -449,7 +451,17 @@ fn doctor_passes_after_init_write() {
     assert_eq!(
         status(&checks, "hosts.support"),
         "warn",
-        "synth fixtures only: experimental"
+        "cells without a recorded payload stay experimental"
+    );
+    let support = checks.iter().find(|c| c["id"] == "hosts.support").unwrap();
+    let msg = support["message"].as_str().unwrap();
+    assert!(
+        msg.contains("supported: codex/stop, codex/user-prompt-submit, codex/pre-tool-use"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("codex/subagent-stop"),
+        "SubagentStop is not proven yet: {msg}"
     );
     // Threat-model §6 "I5 without fixtures": no recorded compaction record,
     // so the context-pressure escape is off for codex, and doctor says so.
@@ -504,6 +516,7 @@ fn doctor_fails_on_wiring_mistakes() {
     fixed["hooks"]["Stop"] = good["hooks"]["Stop"].clone();
     h.write(".codex/hooks.json", fixed.to_string());
     h.write(".codex/config.toml", "[features]\nhooks = true\n");
+    h.trust_codex_project();
     let (code, checks) = doctor(&h, &["--host", "codex"]);
     assert_eq!(code, 0, "{checks:?}");
     assert_eq!(
@@ -515,13 +528,24 @@ fn doctor_fails_on_wiring_mistakes() {
     let mut pre = fixed.clone();
     pre["hooks"]["SubagentStop"] = good["hooks"]["SubagentStop"].clone();
     pre["hooks"]["PreToolUse"][0]["matcher"] =
-        json!("^(create_goal|shell|exec_command|local_shell)$");
+        json!("^(create_goal|Bash|shell|exec_command|local_shell)$");
     h.write(".codex/hooks.json", pre.to_string());
     let (_, checks) = doctor(&h, &["--host", "codex"]);
     assert_eq!(
         status(&checks, "hooks.matchers.codex"),
         "ok",
         "the --team-guard matcher is accepted"
+    );
+    // Issue 15 (1): Codex 0.171 names its shell tool `Bash`; the old
+    // team-guard matcher never fires and doctor no longer calls it ok.
+    pre["hooks"]["PreToolUse"][0]["matcher"] =
+        json!("^(create_goal|shell|exec_command|local_shell)$");
+    h.write(".codex/hooks.json", pre.to_string());
+    let (_, checks) = doctor(&h, &["--host", "codex"]);
+    assert_eq!(
+        status(&checks, "hooks.matchers.codex"),
+        "warn",
+        "a team-guard matcher without Bash misses Codex's shell tool"
     );
     let (code, checks) = doctor(&h, &["--host", "claude-code"]);
     assert_eq!(code, 1);
@@ -657,4 +681,69 @@ fn agy_write_links_argument_free_executables() {
         sw["message"].as_str().unwrap().contains(".omo/ulw-loop/"),
         "{sw}"
     );
+}
+
+/// Issue 15 (6, 7): Codex loads no project hooks from an untrusted project,
+/// and `$CODEX_HOME` moves its config; doctor reads both.
+#[test]
+fn doctor_fails_an_untrusted_codex_project_and_honours_codex_home() {
+    let h = HookRepo::new();
+    init_json(&h, &["--host", "codex", "--write", "--binary", &exe()]);
+    let (code, checks) = doctor(&h, &["--host", "codex"]);
+    assert_eq!(code, 1, "{checks:?}");
+    assert_eq!(status(&checks, "codex.project_trust"), "fail");
+    // Trust recorded in a CODEX_HOME elsewhere counts, ~/.codex does not then.
+    let codex_home = tempfile::tempdir().unwrap();
+    let repo = std::fs::canonicalize(h.repo.path()).unwrap();
+    let key = format!("{}/.codex/hooks.json:stop:0:0", repo.display());
+    std::fs::write(
+        codex_home.path().join("config.toml"),
+        format!("[projects.\"{}\"]\ntrust_level = \"trusted\"\n[hooks.state.\"{key}\"]\ntrusted_hash = \"sha256:x\"\n", repo.display()),
+    )
+    .unwrap();
+    let run = h.run(
+        &["doctor", "--json", "--host", "codex"],
+        b"",
+        &[
+            ("HOME", h.state_home.path().to_str().unwrap()),
+            ("CODEX_HOME", codex_home.path().to_str().unwrap()),
+        ],
+    );
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    let checks = v["checks"].as_array().unwrap().clone();
+    assert_eq!(run.code, 0, "{checks:?}");
+    assert_eq!(status(&checks, "codex.project_trust"), "ok");
+    // A recorded hash may be stale after a re-wire: never reported as ok.
+    let trust = checks.iter().find(|c| c["id"] == "codex.trust").unwrap();
+    assert_eq!(trust["status"], "warn");
+    assert!(
+        trust["message"].as_str().unwrap().contains("modified"),
+        "{trust}"
+    );
+    assert!(
+        !trust.to_string().contains("custom subagent roles"),
+        "{trust}"
+    );
+}
+
+/// Issue 15 (8): Gemini 0.61 reads `hooksConfig.enabled` (default true);
+/// settings without `tools.enableHooks` work.
+#[test]
+fn doctor_accepts_gemini_hooks_enabled_by_default() {
+    let h = HookRepo::new();
+    init_json(&h, &["--host", "gemini-cli", "--write", "--binary", &exe()]);
+    let mut doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(h.repo.path().join(".gemini/settings.json")).unwrap(),
+    )
+    .unwrap();
+    doc.as_object_mut().unwrap().remove("tools");
+    h.write(".gemini/settings.json", doc.to_string());
+    let (code, checks) = doctor(&h, &["--host", "gemini"]);
+    assert_eq!(status(&checks, "gemini.enabled"), "ok", "{checks:?}");
+    assert_eq!(code, 0, "{checks:?}");
+    doc["hooksConfig"] = json!({"enabled": false});
+    h.write(".gemini/settings.json", doc.to_string());
+    let (code, checks) = doctor(&h, &["--host", "gemini"]);
+    assert_eq!(status(&checks, "gemini.enabled"), "fail");
+    assert_eq!(code, 1);
 }

@@ -276,6 +276,7 @@ fn doctor_reads_the_host_flag_as_the_hook_parses_it() {
         ".codex/hooks.json",
         text.replace("--host codex", "--host=codex"),
     );
+    h.trust_codex_project();
     let (code, checks) = doctor(&h, "codex");
     assert_eq!(code, 0, "{checks:?}");
     check(&checks, "hooks.wired.codex", "ok");

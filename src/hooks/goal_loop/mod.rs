@@ -48,7 +48,11 @@ pub const STOP_PLACEHOLDERS: &[&str] = &[
 /// Placeholders of the `create_goal` deny template (hooks.md §6.2).
 pub const CREATE_GOAL_PLACEHOLDERS: &[&str] = &["PROBLEMS", "ALLOWED_KEYS"];
 /// Placeholders of the ultrawork pointer template (hooks.md §5.3).
-pub const POINTER_PLACEHOLDERS: &[&str] = &["SKILL_PATH"];
+pub const POINTER_PLACEHOLDERS: &[&str] = &["SKILL_PATH", "GOAL_STEP"];
+
+/// Placeholders of the ultrawork template: the goal step, which names the
+/// `create_goal`/`update_goal` tools only on Codex (the one host that has them).
+pub const ULTRAWORK_PLACEHOLDERS: &[&str] = &["GOAL_STEP"];
 /// Static text of the reason templates (the rendered reason is ≤ 2 KiB).
 const MAX_STATIC_REASON: usize = 1536;
 /// Static text of the injected context templates (shortened per host later).
@@ -155,7 +159,7 @@ impl Policy {
             &directives,
             &prompt.ultrawork_directive,
             "/user_prompt_submit/ultrawork_directive",
-            &[],
+            ULTRAWORK_PLACEHOLDERS,
             &[],
             MAX_STATIC_CONTEXT,
         )?;

@@ -29,9 +29,13 @@ pub fn triggered(prompt: &str, triggers: &[String]) -> bool {
 }
 
 /// True when a line of `tail` holding `tag` is recorded hook output of a
-/// prompt event (`hookSpecificOutput.hookEventName` `UserPromptSubmit` or
-/// `BeforeAgent` with `additionalContext` containing the tag) rather than,
-/// say, a user quoting it.
+/// prompt event rather than, say, a user quoting it. Three recorded shapes
+/// count: `hookSpecificOutput` of `UserPromptSubmit`/`BeforeAgent` with
+/// `additionalContext` containing the tag; Codex's rollout line
+/// `{"type":"response_item","payload":{"type":"message","role":"developer",…}}`
+/// (0.171: injected context becomes a developer message, which no user can
+/// write); Claude Code's transcript `attachment` of type
+/// `hook_additional_context` (2.1.332).
 pub fn already_injected(tail: &[u8], tag: &str) -> bool {
     let tag_b = tag.as_bytes();
     let mut from = 0;
@@ -62,6 +66,20 @@ fn recorded_output(v: &Value, tag: &str, depth: usize) -> bool {
     }
     match v {
         Value::Object(m) => {
+            let ty = m.get("type").and_then(Value::as_str);
+            if ty == Some("response_item")
+                && let Some(Value::Object(p)) = m.get("payload")
+                && p.get("type").and_then(Value::as_str) == Some("message")
+                && p.get("role").and_then(Value::as_str) == Some("developer")
+                && p.get("content").is_some_and(|c| holds_text(c, tag, 0))
+            {
+                return true;
+            }
+            if ty == Some("hook_additional_context")
+                && m.get("content").is_some_and(|c| holds_text(c, tag, 0))
+            {
+                return true;
+            }
             if let Some(Value::Object(h)) = m.get("hookSpecificOutput") {
                 let event = h.get("hookEventName").and_then(Value::as_str);
                 let context = h.get("additionalContext").and_then(Value::as_str);
@@ -74,6 +92,20 @@ fn recorded_output(v: &Value, tag: &str, depth: usize) -> bool {
             m.values().any(|x| recorded_output(x, tag, depth + 1))
         }
         Value::Array(a) => a.iter().any(|x| recorded_output(x, tag, depth + 1)),
+        _ => false,
+    }
+}
+
+/// True when a string inside `v` (a content string, a list of strings or
+/// of `{text}` parts) contains `tag`.
+fn holds_text(v: &Value, tag: &str, depth: usize) -> bool {
+    if depth > 4 {
+        return false;
+    }
+    match v {
+        Value::String(s) => s.contains(tag),
+        Value::Array(a) => a.iter().any(|x| holds_text(x, tag, depth + 1)),
+        Value::Object(m) => m.get("text").is_some_and(|t| holds_text(t, tag, depth + 1)),
         _ => false,
     }
 }
@@ -137,10 +169,31 @@ fn profile_allows(c: &Ctx<'_>) -> bool {
     }
 }
 
+/// The ultrawork goal step: only Codex has `create_goal`/`update_goal`;
+/// telling Claude Code or Gemini to call them sends the agent after tools it
+/// does not have.
+pub fn goal_step(host: Host) -> &'static str {
+    match host {
+        Host::Codex | Host::Common => {
+            "Call create_goal with `objective` only, one sentence naming the outcome the user asked for. Never pass a token budget or a status; lifecycle changes go to update_goal."
+        }
+        Host::ClaudeCode | Host::Gemini | Host::Agy => {
+            "State the outcome the user asked for in one sentence before you start, and hold every later step to it."
+        }
+    }
+}
+
+/// True when the prompt is one of our own block reasons replayed by the host:
+/// Gemini CLI 0.61 runs BeforeAgent again with an AfterAgent deny reason as
+/// the prompt, and every reason of ours starts with `evidence-gate:`.
+pub fn own_reason(prompt: &str) -> bool {
+    prompt.trim_start().starts_with("evidence-gate:")
+}
+
 /// The ultrawork decision for a prompt without a steering marker.
 pub(super) fn decide(c: &Ctx<'_>, prompt: &str) -> Decision {
     let rules = &c.policy.prompt;
-    if !c.with_ultrawork || !triggered(prompt, &rules.ultrawork_triggers) {
+    if !c.with_ultrawork || !triggered(prompt, &rules.ultrawork_triggers) || own_reason(prompt) {
         return Decision::Allow;
     }
     let markers = Markers::new(&c.hooks.context_pressure_markers);
@@ -158,15 +211,20 @@ pub(super) fn decide(c: &Ctx<'_>, prompt: &str) -> Decision {
     }
     let cap = cap_for(c);
     let skill = skill_path(c);
+    let step = goal_step(c.env.host);
     let pointer = |p: &Path| {
         normalise(&c.policy.ultrawork_pointer.render(&|slot| match slot {
             "SKILL_PATH" => p.display().to_string(),
+            "GOAL_STEP" => step.to_owned(),
             _ => String::new(),
         }))
     };
     let mut text = match &skill {
         Some(p) => pointer(p),
-        None => normalise(&c.policy.ultrawork.render(&|_| String::new())),
+        None => normalise(&c.policy.ultrawork.render(&|slot| match slot {
+            "GOAL_STEP" => step.to_owned(),
+            _ => String::new(),
+        })),
     };
     if text.len() > cap {
         text = shorten(&text, cap);
@@ -219,6 +277,27 @@ mod tests {
         two.extend_from_slice(recorded);
         assert!(already_injected(&two, tag));
         assert!(!already_injected(b"<ultrawork-mode> partial line", tag));
+    }
+
+    #[test]
+    fn real_host_transcripts_count_as_injected() {
+        let tag = "<ultrawork-mode>";
+        let codex = include_bytes!(
+            "../../../fixtures/hosts/codex/transcripts/recorded-codex-0.171.0-ultrawork-injected.jsonl"
+        );
+        assert!(
+            already_injected(codex, tag),
+            "Codex rollout developer message"
+        );
+        let claude = include_bytes!(
+            "../../../fixtures/hosts/claude-code/transcripts/recorded-claude-code-2.1.332-ultrawork-injected.jsonl"
+        );
+        assert!(already_injected(claude, tag), "Claude attachment");
+        // A user's own message in either transcript does not count.
+        let codex_user = br#"{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<ultrawork-mode> please"}]}}"#;
+        assert!(!already_injected(codex_user, tag));
+        let claude_user = br#"{"type":"user","message":{"role":"user","content":"<ultrawork-mode> {\"type\":\"hook_additional_context\"}"}}"#;
+        assert!(!already_injected(claude_user, tag));
     }
 
     #[test]

@@ -39,7 +39,10 @@ impl Host {
     }
 
     /// Parses a `--host` value other than `auto`.
+    /// `gemini-cli` (the adapter folder's and npm package's name) is an alias
+    /// of `gemini`.
     pub fn from_name(s: &str) -> Option<Host> {
+        let s = if s == "gemini-cli" { "gemini" } else { s };
         Self::NAMED.iter().copied().find(|h| h.name() == s)
     }
 }
