@@ -262,7 +262,10 @@ fn expired_deadline_allows() {
         &[("EVIDENCE_GATE_TEST_FAULT", "hang")],
     );
     let d = one_diag(&h, &run, "HOOK_DEADLINE");
-    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    // The diagnostic proves the watchdog ended the hang; the bound only turns
+    // a watchdog that never fires into a failure instead of a stalled suite
+    // (generous: a loaded 2-core machine must not make it flaky).
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
     assert_eq!(d["session_id"], "sess-1");
 }
 
