@@ -28,6 +28,9 @@ pub trait Ambient: Sync {
     fn current_exe(&self) -> io::Result<PathBuf>;
     /// Ends the process at once with `code` (hook watchdog only).
     fn terminate(&self, code: i32) -> !;
+    /// The canonical form of an ambient path (symlinks resolved); it names
+    /// the per-user state of a workspace (threat-model.md §3).
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
 }
 
 /// Reads an environment variable as UTF-8 (non-UTF-8 values count as unset).

@@ -41,6 +41,9 @@ impl Ambient for System {
     fn terminate(&self, code: i32) -> ! {
         std::process::exit(code)
     }
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::canonicalize(path)
+    }
 }
 
 /// Runs the CLI on the real process streams.

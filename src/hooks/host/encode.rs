@@ -103,6 +103,11 @@ pub fn encode(
                 reason: Some(&non_empty(cap(reason))),
                 system_message: None,
             }),
+            Decision::Halt { reason, message } => to_json(&CodexStop {
+                decision: Some("block"),
+                reason: Some(&non_empty(cap(reason))),
+                system_message: Some(&cap(message)),
+            }),
             _ => return None,
         },
         (
@@ -139,6 +144,12 @@ pub fn encode(
             system_message: None,
             hook_specific_output: None,
         }),
+        (Host::Gemini, Family::Stop, Decision::Halt { reason, message }) => to_json(&Gemini {
+            decision: Some("deny"),
+            reason: Some(&non_empty(cap(reason))),
+            system_message: Some(&cap(message)),
+            hook_specific_output: None,
+        }),
         (Host::Gemini, Family::Prompt, Decision::Context { text }) => to_json(&Gemini {
             decision: None,
             reason: None,
@@ -151,6 +162,11 @@ pub fn encode(
         (Host::Agy, Family::Stop, Decision::Block { reason }) => to_json(&Agy {
             decision: opts.agy_stop_block.as_str(),
             reason: &non_empty(cap(reason)),
+        }),
+        // agy has no user-visible message field: the reason carries both.
+        (Host::Agy, Family::Stop, Decision::Halt { reason, message }) => to_json(&Agy {
+            decision: opts.agy_stop_block.as_str(),
+            reason: &non_empty(cap(&format!("{reason}\n{message}"))),
         }),
         (Host::Agy, Family::Tool, Decision::Deny { reason }) => to_json(&Agy {
             decision: "deny",
