@@ -137,6 +137,11 @@ impl HookState {
         &self.dir
     }
 
+    /// Creates (if needed) and opens `hooks/<rel>`, following no symlink.
+    pub fn subdir(&self, rel: &str) -> io::Result<Dir> {
+        self.user.subdir(&format!("{HOOKS_DIR}/{rel}"))
+    }
+
     /// The ambient path of `hooks/<name>` (messages only).
     pub fn display(&self, name: &str) -> String {
         self.user

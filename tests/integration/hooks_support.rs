@@ -87,6 +87,7 @@ impl HookRepo {
             cmd.env_remove(k);
         }
         cmd.env("XDG_STATE_HOME", self.state_home.path());
+        cmd.env("HOME", self.state_home.path());
         for (k, v) in env {
             cmd.env(k, v);
         }
