@@ -446,6 +446,8 @@ fn defers_to_an_active_boulder_continuation() {
         h.write(".omo/boulder.json", &boulder);
         block_reason(&stop(&h, &h.codex_stop(SID)));
         std::fs::remove_dir_all(h.join(&format!("{ULW}/{SID}"))).ok();
+        // The resume counters live in the per-user state: a fresh run.
+        std::fs::remove_dir_all(h.side_path(&format!("{ULW}/{SID}/x")).parent().unwrap()).ok();
         live_plan(&h);
     }
 }

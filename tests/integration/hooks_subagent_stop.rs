@@ -500,11 +500,12 @@ fn a_deleted_or_truncated_mirror_is_restored_and_recorded() {
     assert_eq!(ledger[2]["kind"], "gate_ledger_rewound");
     assert_eq!(h.witness(), ledger);
     // The restored chain verifies.
-    let run = h.run(&["verify-evidence", "--format", "json"], b"", &[]);
+    let run = h.repo.run("verify-evidence", &["--format", "json"], None);
     assert!(
         run.stdout.contains("GATE_LEDGER_REWOUND"),
-        "CI sees the rewind: {}",
-        run.stdout
+        "CI sees the rewind: {}{}",
+        run.stdout,
+        run.stderr
     );
 }
 
