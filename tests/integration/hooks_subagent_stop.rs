@@ -663,3 +663,57 @@ fn transcripts_and_ledgers_are_read_only_at_their_tails() {
     }
     assert_eq!(h.ledger().last().unwrap()["seq"], 10_001);
 }
+
+// --- doctor --fix ----------------------------------------------------------------
+
+fn doctor_checks(h: &HookRepo, args: &[&str]) -> Vec<serde_json::Value> {
+    let mut a = vec!["doctor", "--json"];
+    a.extend_from_slice(args);
+    let run = h.run(&a, b"", &[]);
+    let v: serde_json::Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout));
+    v["checks"].as_array().unwrap().clone()
+}
+
+fn check_status(checks: &[serde_json::Value], id: &str) -> String {
+    let c = checks
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no {id}: {checks:?}"));
+    c["status"].as_str().unwrap().to_owned()
+}
+
+/// Without `--fix`, doctor reports and creates nothing.
+#[test]
+fn doctor_creates_no_state_without_fix() {
+    let h = HookRepo::new();
+    let checks = doctor_checks(&h, &[]);
+    assert_eq!(check_status(&checks, "state.user"), "warn", "{checks:?}");
+    assert!(!h.hook_state().exists());
+    assert!(!h.join(".omo/evidence-gate").exists());
+    let checks = doctor_checks(&h, &["--fix"]);
+    assert_eq!(check_status(&checks, "state.user"), "ok", "{checks:?}");
+    assert!(h.hook_state().join("attempts").is_dir());
+}
+
+/// The agent replaced `.omo/evidence-gate/` by a file: stops are blocked
+/// (`HOOK_STATE_IO`) until `doctor --fix` removes it and restores the
+/// mirror from the witness; then the gate works again.
+#[test]
+fn doctor_fix_removes_planted_junk_and_restores_the_mirror() {
+    let h = with_receipt();
+    assert_allow(&h.stop(&h.codex_receipt(R)));
+    std::fs::remove_dir_all(h.join(".omo/evidence-gate")).unwrap();
+    h.write(".omo/evidence-gate", "junk");
+    halt_reason(&h.stop(&h.codex(Some("done"))));
+    let checks = doctor_checks(&h, &[]);
+    assert_eq!(check_status(&checks, "state.tree"), "fail", "{checks:?}");
+    assert!(h.join(".omo/evidence-gate").is_file(), "nothing changed without --fix");
+    let checks = doctor_checks(&h, &["--fix"]);
+    assert_eq!(check_status(&checks, "state.tree"), "ok", "{checks:?}");
+    let ledger = h.ledger();
+    assert_eq!(ledger[0]["kind"], "receipt_accepted", "{ledger:?}");
+    assert_eq!(ledger[1]["kind"], "gate_ledger_rewound");
+    assert_eq!(h.witness(), ledger);
+    blocked_with(&h, &h.codex(Some("done")), "RECEIPT_MISSING");
+}
