@@ -163,7 +163,11 @@ pub(super) fn state_writable(
 /// `lock.works`: the gate lock in the per-user `hooks/` state is taken
 /// within `hooks.lock_wait_ms`, and a second handle's try-lock fails while
 /// it is held.
-pub(super) fn lock_works(hooks_dir: Option<&Dir>, hooks: Option<&HooksRules>, checks: &mut Vec<Check>) {
+pub(super) fn lock_works(
+    hooks_dir: Option<&Dir>,
+    hooks: Option<&HooksRules>,
+    checks: &mut Vec<Check>,
+) {
     let id = "lock.works";
     let Some(dir) = hooks_dir else {
         checks.push(Check::new(
@@ -194,7 +198,11 @@ pub(super) fn lock_works(hooks_dir: Option<&Dir>, hooks: Option<&HooksRules>, ch
         }
     })();
     checks.push(match outcome {
-        Ok(()) => Check::new(id, Status::Ok, format!("the per-user hooks/{name} is exclusive")),
+        Ok(()) => Check::new(
+            id,
+            Status::Ok,
+            format!("the per-user hooks/{name} is exclusive"),
+        ),
         Err(e) => Check::new(id, Status::Fail, e).hint("run `evidence-gate doctor --fix`"),
     });
 }

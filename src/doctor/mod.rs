@@ -153,7 +153,11 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Vec<Check>, String> {
     user_state::check(amb, &places.workspace, &root, o.fix, &mut checks);
     let hooks_dir = hooks_state_dir(amb, &places.workspace);
     local::state_writable(&root, hooks_dir.as_ref(), &profile_dirs, &mut checks);
-    local::lock_works(hooks_dir.as_ref(), rules.as_ref().map(|(_, _, h)| h), &mut checks);
+    local::lock_works(
+        hooks_dir.as_ref(),
+        rules.as_ref().map(|(_, _, h)| h),
+        &mut checks,
+    );
     local::hosts_support(&hosts, &mut checks);
     local::diagnostics_recent(&root, &gated, &mut checks);
     Ok(checks)

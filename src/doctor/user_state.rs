@@ -66,15 +66,16 @@ fn user(amb: &dyn Ambient, canonical: &Path, fix: bool, checks: &mut Vec<Check>)
         );
         return;
     };
-    let path = base
-        .join(LAYOUT)
-        .join(userstate::workspace_id(canonical));
+    let path = base.join(LAYOUT).join(userstate::workspace_id(canonical));
     if path.starts_with(canonical) || base.starts_with(canonical) {
         checks.push(
             Check::new(
                 id,
                 Status::Fail,
-                format!("{} lies inside the workspace, where the agent can write it", path.display()),
+                format!(
+                    "{} lies inside the workspace, where the agent can write it",
+                    path.display()
+                ),
             )
             .hint("point XDG_STATE_HOME (or HOME) at a directory outside the workspace"),
         );
@@ -85,7 +86,10 @@ fn user(amb: &dyn Ambient, canonical: &Path, fix: bool, checks: &mut Vec<Check>)
             Check::new(
                 id,
                 Status::Warn,
-                format!("{} does not exist yet (the first hook call creates it)", path.display()),
+                format!(
+                    "{} does not exist yet (the first hook call creates it)",
+                    path.display()
+                ),
             )
             .hint("run `evidence-gate doctor --fix` to create it now"),
         );

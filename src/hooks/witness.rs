@@ -248,13 +248,18 @@ impl HookState {
         let mirror_display = format!("{STATE_DIR}/{}", gate_ledger::FILE);
         let witness_display = self.display(gate_ledger::FILE);
         let mirror_dir = open_mirror_dir(root).map_err(|e| {
-            StateFault::io(STATE_DIR, "the gate-ledger mirror's directory is unusable", &e)
+            StateFault::io(
+                STATE_DIR,
+                "the gate-ledger mirror's directory is unusable",
+                &e,
+            )
         })?;
         if self.agrees(&mirror_dir)? {
             return Ok(Reconciled::default());
         }
-        let mirror = read_mirror(&mirror_dir)
-            .map_err(|e| StateFault::io(&mirror_display, "the gate-ledger mirror is unusable", &e))?;
+        let mirror = read_mirror(&mirror_dir).map_err(|e| {
+            StateFault::io(&mirror_display, "the gate-ledger mirror is unusable", &e)
+        })?;
         let witness = match read_whole(&self.dir, gate_ledger::FILE) {
             Ok(Some(w)) => w,
             Ok(None) => {
@@ -268,7 +273,13 @@ impl HookState {
                 }
                 return Ok(Reconciled::default());
             }
-            Err(e) => return Err(StateFault::io(&witness_display, "the witness is unreadable", &e)),
+            Err(e) => {
+                return Err(StateFault::io(
+                    &witness_display,
+                    "the witness is unreadable",
+                    &e,
+                ));
+            }
         };
         let mirror = mirror.unwrap_or_default();
         if mirror == witness {
@@ -314,10 +325,19 @@ impl HookState {
         let restored = read_whole(&self.dir, gate_ledger::FILE)
             .map_err(|e| StateFault::io(&witness_display, "the witness is unreadable", &e))?
             .unwrap_or_default();
-        store::atomic_replace(&mirror_dir, gate_ledger::FILE, &restored, Durability::Synced)
-            .map_err(|e| {
-                StateFault::io(&mirror_display, "the gate-ledger mirror could not be restored", &e)
-            })?;
+        store::atomic_replace(
+            &mirror_dir,
+            gate_ledger::FILE,
+            &restored,
+            Durability::Synced,
+        )
+        .map_err(|e| {
+            StateFault::io(
+                &mirror_display,
+                "the gate-ledger mirror could not be restored",
+                &e,
+            )
+        })?;
         Ok(out)
     }
 
@@ -325,13 +345,19 @@ impl HookState {
     /// [`TAIL`] bytes have the same digest.
     fn agrees(&self, mirror_dir: &Dir) -> Result<bool, StateFault> {
         let w = size_and_tail(&self.dir, gate_ledger::FILE).map_err(|e| {
-            StateFault::io(self.display(gate_ledger::FILE), "the witness is unreadable", &e)
+            StateFault::io(
+                self.display(gate_ledger::FILE),
+                "the witness is unreadable",
+                &e,
+            )
         })?;
         let Ok(m) = size_and_tail(mirror_dir, gate_ledger::FILE) else {
             return Ok(false);
         };
-        Ok(matches!((w, m), (Some((ws, wt)), Some((ms, mt))) if ws == ms
-            && crate::digest::sha256_hex(&wt) == crate::digest::sha256_hex(&mt)))
+        Ok(
+            matches!((w, m), (Some((ws, wt)), Some((ms, mt))) if ws == ms
+            && crate::digest::sha256_hex(&wt) == crate::digest::sha256_hex(&mt)),
+        )
     }
 
     /// Appends one entry to the witness and the same bytes to the mirror
@@ -346,13 +372,107 @@ impl HookState {
         })?;
         let mirror_display = format!("{STATE_DIR}/{}", gate_ledger::FILE);
         let fault = |e: io::Error| {
-            StateFault::io(&mirror_display, "the gate-ledger mirror could not be appended", &e)
+            StateFault::io(
+                &mirror_display,
+                "the gate-ledger mirror could not be appended",
+                &e,
+            )
         };
         let dir = open_mirror_dir(root).map_err(fault)?;
         let (mut file, created) = store::open_append(&dir, gate_ledger::FILE).map_err(fault)?;
         store::append_synced(&dir, &mut file, created, &bytes).map_err(fault)?;
         Ok(seq)
     }
+}
+
+/// Per-user directory of observed goal-ledger heads.
+pub const HEADS_DIR: &str = "heads";
+
+/// A goal ledger's head as a hook saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    /// The state directory, workspace-relative.
+    pub state_dir: String,
+    /// `seq` of the last chained record.
+    pub seq: u64,
+    /// SHA-256 of the last record's bytes.
+    pub sha256: String,
+}
+
+/// The head of `<state dir>/ledger.jsonl` (tail read only); `None` when the
+/// ledger is absent or holds no chained record.
+pub fn ledger_head(state: &Dir, state_dir: &str) -> Option<Head> {
+    let mut o = OpenOptions::new();
+    o.read(true).follow(FollowSymlinks::No).nonblock(true);
+    let mut f = state.open_with("ledger.jsonl", &o).ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let tail = crate::ledger::read_tail(&mut f, 256 * 1024).ok()?;
+    Some(Head {
+        state_dir: state_dir.to_owned(),
+        seq: tail.last_seq?,
+        sha256: tail.last_record_hash?,
+    })
+}
+
+fn head_file(state_dir: &str) -> String {
+    format!(
+        "{}.json",
+        &crate::digest::sha256_hex(state_dir.as_bytes())[..16]
+    )
+}
+
+impl HookState {
+    /// Records `head` as observed (threat-model.md §3 "ledger heads
+    /// observed"): kept when its `seq` is not below the one recorded.
+    pub fn observe_head(&self, head: &Head) -> io::Result<()> {
+        let dir = self.subdir(HEADS_DIR)?;
+        let name = head_file(&head.state_dir);
+        if let Ok(bytes) = read_regular(&dir, &name, 64 * 1024)
+            && let Ok(v) = serde_json::from_slice::<Value>(&bytes)
+            && v.get("seq").and_then(Value::as_u64) > Some(head.seq)
+        {
+            return Ok(());
+        }
+        let v = json!({"v": 1, "stateDir": head.state_dir, "seq": head.seq, "sha256": head.sha256});
+        store::atomic_replace(&dir, &name, v.to_string().as_bytes(), Durability::Synced)
+    }
+}
+
+/// The heads observed for a workspace, read without creating anything;
+/// empty on a machine with no per-user state (CI).
+pub fn observed_heads(amb: &dyn Ambient, canonical_root: &Path) -> Vec<Head> {
+    let Some(base) = crate::userstate::base_path(amb) else {
+        return Vec::new();
+    };
+    let path = base
+        .join(crate::userstate::LAYOUT)
+        .join(crate::userstate::workspace_id(canonical_root))
+        .join(HOOKS_DIR)
+        .join(HEADS_DIR);
+    let Ok(dir) = amb.open_dir(&path) else {
+        return Vec::new();
+    };
+    let Ok(entries) = dir.entries() else {
+        return Vec::new();
+    };
+    let mut out: Vec<Head> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .take(MAX_LEGACY)
+        .filter_map(|n| read_regular(&dir, &n, 64 * 1024).ok())
+        .filter_map(|b| serde_json::from_slice::<Value>(&b).ok())
+        .filter_map(|v| {
+            Some(Head {
+                state_dir: v.get("stateDir")?.as_str()?.to_owned(),
+                seq: v.get("seq")?.as_u64()?,
+                sha256: v.get("sha256")?.as_str()?.to_owned(),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.state_dir.cmp(&b.state_dir));
+    out
 }
 
 /// `.omo/evidence-gate/` of an earlier version, when it is a directory.
@@ -445,7 +565,10 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     if n == a.len() && n == b.len() {
         return n;
     }
-    a[..n].iter().rposition(|c| *c == b'\n').map_or(0, |i| i + 1)
+    a[..n]
+        .iter()
+        .rposition(|c| *c == b'\n')
+        .map_or(0, |i| i + 1)
 }
 
 fn count_records(bytes: &[u8]) -> u64 {

@@ -652,3 +652,46 @@ fn reads_only_the_tails_and_never_the_ledger() {
         assert!(bytes < 1024 * 1024, "{bytes} bytes read from files");
     }
 }
+
+/// Ledger heads observed (threat-model.md §3): the Stop hook records the
+/// goal ledger's head in the per-user state; a ledger cut back afterwards is
+/// `LEDGER_REWOUND` for local `verify-evidence`, silently skipped on a
+/// machine without the witness (CI).
+#[test]
+fn a_rewound_goal_ledger_is_reported_by_local_verify_evidence() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    let e: serde_json::Map<String, Value> =
+        serde_json::from_value(json!({"kind": "note", "at": "2026-01-01T00:00:00.000Z"})).unwrap();
+    let (ledger, _) = evidence_gate::ledger::chain_records(0, None, &vec![e; 3]);
+    let path = format!("{ULW}/{SID}/ledger.jsonl");
+    h.write(&path, &ledger);
+    block_reason(&stop(&h, &h.codex_stop(SID)));
+    let home = h.state_home.path().to_str().unwrap().to_owned();
+    let verify = |env: &[(&str, &str)]| {
+        let mut all = vec![("XDG_STATE_HOME", home.as_str()), ("HOME", home.as_str())];
+        all.extend_from_slice(env);
+        h.repo
+            .run_env("verify-evidence", &["--format", "json"], None, &all)
+    };
+    // Honest: the ledger still reaches the head the hook saw.
+    let run = verify(&[]);
+    assert!(!run.stdout.contains("LEDGER_REWOUND"), "{}", run.stdout);
+    // The agent cuts the last record.
+    let text = String::from_utf8(ledger.clone()).unwrap();
+    let cut: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
+    h.write(&path, &cut);
+    let run = verify(&[]);
+    assert!(
+        run.stdout.contains("LEDGER_REWOUND"),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    // A machine without the witness (CI) skips the check silently.
+    let ci = tempfile::tempdir().unwrap();
+    let home = ci.path().to_str().unwrap();
+    let run = verify(&[("XDG_STATE_HOME", home), ("HOME", home)]);
+    assert!(!run.stdout.contains("LEDGER_REWOUND"), "{}", run.stdout);
+}

@@ -28,7 +28,11 @@ fn valid_receipt_passes_and_is_recorded() {
     let sha = e["receipt"]["sha256"].as_str().unwrap();
     // The claim lives in the per-user state, the accept is in the witness,
     // and the in-tree ledger is its byte-identical mirror.
-    assert!(h.hook_state().join(format!("receipts/{sha}.json")).is_file());
+    assert!(
+        h.hook_state()
+            .join(format!("receipts/{sha}.json"))
+            .is_file()
+    );
     assert!(!h.join(".omo/evidence-gate/receipts").exists());
     assert_eq!(h.witness(), ledger);
     assert!(h.attempts().is_empty());
@@ -244,9 +248,8 @@ fn a_torn_reuse_claim_claims_nothing_and_is_replaced() {
     std::fs::create_dir_all(claim.parent().unwrap()).unwrap();
     std::fs::write(&claim, "").unwrap();
     assert_allow(&h.stop(&h.codex_receipt(R)));
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&claim).unwrap())
-            .expect("a whole claim replaced the torn one");
+    let rec: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&claim).unwrap())
+        .expect("a whole claim replaced the torn one");
     assert_eq!(rec["path"], R, "{rec}");
     // And it protects again: another agent's copy is reuse.
     h.write(".omo/evidence/copy.md", RECEIPT_TEXT);
@@ -500,7 +503,13 @@ fn a_deleted_or_truncated_mirror_is_restored_and_recorded() {
     assert_eq!(ledger[2]["kind"], "gate_ledger_rewound");
     assert_eq!(h.witness(), ledger);
     // The restored chain verifies.
-    let run = h.repo.run("verify-evidence", &["--format", "json"], None);
+    let home = h.state_home.path().to_str().unwrap();
+    let run = h.repo.run_env(
+        "verify-evidence",
+        &["--format", "json"],
+        None,
+        &[("XDG_STATE_HOME", home), ("HOME", home)],
+    );
     assert!(
         run.stdout.contains("GATE_LEDGER_REWOUND"),
         "CI sees the rewind: {}{}",
@@ -536,7 +545,11 @@ fn a_forged_mirror_line_is_dropped_and_recorded() {
         ledger[1]["forged_sha256"][0],
         evidence_gate::ledger::record_hash(forged.strip_suffix(b"\n").unwrap())
     );
-    assert!(!std::fs::read_to_string(&mirror).unwrap().contains("stub.rs"));
+    assert!(
+        !std::fs::read_to_string(&mirror)
+            .unwrap()
+            .contains("stub.rs")
+    );
     assert_eq!(h.witness(), ledger);
     assert!(h.diag_codes().contains(&"GATE_LEDGER_FORGED".to_owned()));
 }
@@ -551,7 +564,12 @@ fn old_in_tree_counters_and_claims_are_migrated_once() {
         // The counter file name of session `sess-1`, agent `agent-1`.
         block_reason(&h.stop(&p));
         let dir = h.hook_state().join("attempts");
-        let n = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().file_name();
+        let n = std::fs::read_dir(&dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .file_name();
         std::fs::remove_dir_all(&dir).unwrap();
         std::fs::remove_file(h.hook_state().join("migrated.json")).unwrap();
         n.into_string().unwrap()
@@ -567,7 +585,11 @@ fn old_in_tree_counters_and_claims_are_migrated_once() {
         json!({"v": 1, "path": "x.md", "session_id": "s-old", "agent_id": "a-old"}).to_string(),
     );
     assert!(block_reason(&h.stop(&p)).contains("attempt 3 of 3"));
-    assert!(h.hook_state().join(format!("receipts/{digest}.json")).is_file());
+    assert!(
+        h.hook_state()
+            .join(format!("receipts/{digest}.json"))
+            .is_file()
+    );
     assert!(h.hook_state().join("migrated.json").is_file());
     // After the migration the tree is never read again: resetting the old
     // counter does not reset the per-user one.
@@ -708,7 +730,10 @@ fn doctor_fix_removes_planted_junk_and_restores_the_mirror() {
     halt_reason(&h.stop(&h.codex(Some("done"))));
     let checks = doctor_checks(&h, &[]);
     assert_eq!(check_status(&checks, "state.tree"), "fail", "{checks:?}");
-    assert!(h.join(".omo/evidence-gate").is_file(), "nothing changed without --fix");
+    assert!(
+        h.join(".omo/evidence-gate").is_file(),
+        "nothing changed without --fix"
+    );
     let checks = doctor_checks(&h, &["--fix"]);
     assert_eq!(check_status(&checks, "state.tree"), "ok", "{checks:?}");
     let ledger = h.ledger();

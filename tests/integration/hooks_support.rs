@@ -295,7 +295,12 @@ pub fn halt_reason(run: &Run) -> (String, String) {
     let v = run.json();
     assert_eq!(v["decision"], "block", "not a block: {}", run.stdout);
     let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["decision", "reason", "systemMessage"], "{}", run.stdout);
+    assert_eq!(
+        keys,
+        ["decision", "reason", "systemMessage"],
+        "{}",
+        run.stdout
+    );
     (
         v["reason"].as_str().unwrap().to_owned(),
         v["systemMessage"].as_str().unwrap().to_owned(),

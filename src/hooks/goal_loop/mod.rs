@@ -31,11 +31,11 @@ use crate::goals::loop_state::{self, Located};
 use crate::goals::profile::Profiles;
 use crate::goals::{Engine, EngineOptions, Profile, SidSource, SurfaceInputs, team};
 use crate::rules::RuleSet;
-use crate::store::{LockError, MutationLock};
 use crate::rules::goal_loop::{
     CreateGoalGuardRules, DenyFor, SpawnRules, StopRules, TeamGuardRules, UserPromptSubmitRules,
 };
 use crate::rules::hooks::{Directives, HooksRules};
+use crate::store::{LockError, MutationLock};
 
 /// Placeholders of the stop-resume templates (hooks.md §4.5).
 pub const STOP_PLACEHOLDERS: &[&str] = &[
@@ -464,12 +464,26 @@ impl<'a> Ctx<'a> {
     /// denies the call), telling the user to act. A sabotaged side file must
     /// not switch the resume or the fan-out cap off.
     pub fn state_io(&self, what: &str, path: &str, e: &dyn std::fmt::Display) -> Decision {
-        self.fault(HookCode::HookStateIo, what, path, &e.to_string(), false, DOCTOR_FIX)
+        self.fault(
+            HookCode::HookStateIo,
+            what,
+            path,
+            &e.to_string(),
+            false,
+            DOCTOR_FIX,
+        )
     }
 
     /// [`Ctx::state_io`] for the tool family: the call is denied.
     pub fn state_io_tool(&self, what: &str, path: &str, e: &dyn std::fmt::Display) -> Decision {
-        self.fault(HookCode::HookStateIo, what, path, &e.to_string(), true, DOCTOR_FIX)
+        self.fault(
+            HookCode::HookStateIo,
+            what,
+            path,
+            &e.to_string(),
+            true,
+            DOCTOR_FIX,
+        )
     }
 
     /// Opens the per-user directory that keeps the hooks' side files of the
@@ -478,7 +492,14 @@ impl<'a> Ctx<'a> {
     /// the agent's reach (threat-model.md §3). A fault blocks (`tool`: denies).
     pub fn side_state(&self, found: &Found<'_>, tool: bool) -> Result<SideState, Decision> {
         let hs = HookState::open(self.amb, &self.env.cwd, None).map_err(|f| {
-            self.fault(HookCode::HookStateIo, &f.what, &f.path, &f.error, tool, f.fix)
+            self.fault(
+                HookCode::HookStateIo,
+                &f.what,
+                &f.path,
+                &f.error,
+                tool,
+                f.fix,
+            )
         })?;
         let key = &crate::digest::sha256_hex(found.located.paths.file("").as_bytes())[..16];
         let rel = format!("goal-loop/{key}");
@@ -529,6 +550,21 @@ impl<'a> Ctx<'a> {
             }
         };
         Ok(SideState { dir, base, lock })
+    }
+
+    /// Records the head of the plan's goal ledger in the per-user state
+    /// (threat-model.md §3), so that local `verify-evidence` can tell a
+    /// ledger that fell behind. Best effort: no gated decision depends on
+    /// it, and a fault is left to `doctor`.
+    pub fn observe_head(&self, found: &Found<'_>) {
+        let state_dir = found.located.paths.file("");
+        let state_dir = state_dir.trim_end_matches('/');
+        let Some(head) = super::witness::ledger_head(&found.located.dir, state_dir) else {
+            return;
+        };
+        if let Ok(hs) = HookState::open(self.amb, &self.env.cwd, None) {
+            let _ = hs.observe_head(&head);
+        }
     }
 
     fn fault(

@@ -3,7 +3,6 @@
 //! directory's mutation lock, so parallel spawns serialise and only allowed
 //! spawns are counted.
 
-
 use serde_json::{Value, json};
 
 use super::SideState;
@@ -31,6 +30,7 @@ pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
     let Some(found) = c.resolve_plan(&candidates) else {
         return Decision::Allow;
     };
+    c.observe_head(&found);
     // The counter and its lock live in the per-user state (threat-model.md
     // §3): nothing planted in the tree resets or jams the cap.
     let side = match c.side_state(&found, true) {
@@ -212,7 +212,9 @@ fn fanout(c: &Ctx<'_>, found: &Found<'_>, side: &SideState) -> Decision {
     let display = side.display(COUNTER);
     let stored = match loop_state::read_side_file(dir, COUNTER, &display, 64 * 1024) {
         Ok(b) => b.and_then(|b| serde_json::from_slice::<Value>(&b).ok()),
-        Err(e) => return c.state_io_tool("the spawn counter could not be read", &display, &e.message),
+        Err(e) => {
+            return c.state_io_tool("the spawn counter could not be read", &display, &e.message);
+        }
     };
     // Migration: before the per-user counter exists, an earlier version's
     // in-tree counter still counts (it can only tighten the cap).

@@ -28,6 +28,7 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
     let Some(found) = c.resolve_plan(&candidates) else {
         return Decision::Allow;
     };
+    c.observe_head(&found);
     let plan = &found.located.plan;
     if lifecycle::run_complete(plan) || boulder::defers(c) || main_context_pressure(c) {
         return Decision::Allow;
@@ -169,9 +170,7 @@ fn resume_locked(
         HookCode::StopStuck,
         if notify { "notify" } else { "allow" },
         "auto-resume paused: goal and criteria state did not change over the allowed resumes",
-        Some(
-            json!({"goal": goal.id(), "count": count, "marker": side.display(&stuck)}),
-        ),
+        Some(json!({"goal": goal.id(), "count": count, "marker": side.display(&stuck)})),
     );
     if !notify {
         return Decision::Allow;
