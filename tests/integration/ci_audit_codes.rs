@@ -337,6 +337,8 @@ const TESTED_ELSEWHERE: &[&str] = &[
     "LEDGER_RECEIPT_REUSED",
     "LEDGER_RECEIPT_WAIVED",
     "LEDGER_RECEIPT_OVERRIDE",
+    // hooks_stop: needs a head observed by a hook in the per-user state.
+    "LEDGER_REWOUND",
 ];
 
 #[test]
