@@ -259,9 +259,36 @@ mod tests {
                 message: "m".into(),
             },
             Decision::Block { reason: "r".into() },
+            Decision::Halt {
+                reason: "r".into(),
+                message: "m".into(),
+            },
             Decision::Deny { reason: "r".into() },
             Decision::Context { text: "t".into() },
         ]
+    }
+
+    /// A block on a fault in hook state carries the user's `systemMessage`
+    /// where the host has one (threat-model.md I2); agy's reason carries both.
+    #[test]
+    fn a_halt_blocks_and_tells_the_user() {
+        let halt = Decision::Halt {
+            reason: "r".into(),
+            message: "m".into(),
+        };
+        let out = |h| String::from_utf8(encode(h, Family::Stop, &halt, &OPTS).unwrap()).unwrap();
+        assert_eq!(
+            out(Host::Codex),
+            "{\"decision\":\"block\",\"reason\":\"r\",\"systemMessage\":\"m\"}\n"
+        );
+        assert_eq!(
+            out(Host::Gemini),
+            "{\"decision\":\"deny\",\"reason\":\"r\",\"systemMessage\":\"m\"}\n"
+        );
+        assert_eq!(
+            out(Host::Agy),
+            "{\"decision\":\"block\",\"reason\":\"r\\nm\"}\n"
+        );
     }
 
     /// Every key any encoder can emit, per host and family (hooks.md §2.5).
