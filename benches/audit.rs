@@ -181,6 +181,8 @@ fn main() {
                     plan_dirs: &[],
                     strict: false,
                     allow_empty: false,
+                    allow_legacy: false,
+                    gates: None,
                 },
                 &mut Silent,
             )

@@ -14,6 +14,7 @@
 //! * [`audit`] is repository mode of `verify-evidence`: ledgers, recorded
 //!   digests, completion claims and payloads re-verified in CI;
 //! * [`hooks`] decodes host hook payloads, decides and encodes per host;
+//! * [`text`] decides what a text shows (blank checks, report escaping);
 //! * [`store`] holds the durable-write primitives (atomic replace, append,
 //!   the mutation lock);
 //! * [`userstate`] resolves the per-user state directory that holds the
@@ -48,5 +49,6 @@ pub mod ledger;
 pub mod rules;
 pub mod sandbox;
 pub mod store;
+pub mod text;
 pub mod time;
 pub mod userstate;

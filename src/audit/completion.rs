@@ -21,6 +21,9 @@ pub(crate) struct FinalEntry {
     /// Carries a validated final gate: `qualityGateSha256`, or the Node
     /// tools' normalised `qualityGate` object.
     pub(crate) has_gate: bool,
+    /// The embedded `qualityGate` document (absent when it was omitted for
+    /// size), re-validated by the audit.
+    pub(crate) gate: Option<Value>,
 }
 
 impl FinalEntry {
@@ -38,6 +41,12 @@ impl FinalEntry {
             has_gate: gate_sha256.is_some()
                 || entry.get("qualityGate").is_some_and(Value::is_object),
             gate_sha256,
+            gate: entry
+                .get("qualityGate")
+                .filter(|g| {
+                    g.is_object() && g.get("omitted").and_then(Value::as_bool) != Some(true)
+                })
+                .cloned(),
         }
     }
 }
@@ -46,11 +55,19 @@ impl FinalEntry {
 /// `last_seq` is the ledger's last chained seq: a completion whose entry lies
 /// beyond it exists only in the plan's `lastMutation` (a crash before the
 /// append, or a forged plan) and is not backed until the ledger holds it.
+/// Only a chained entry backs a completion (threat-model.md I10), unless
+/// `legacy_ok` (`--allow-legacy` and a wholly unchained ledger).
+///
+/// `revalidate` re-checks the final gate a backing entry carries with the
+/// gate rules the checkpoint used (the plan's `gateRules`); it returns why the
+/// gate fails, `None` when it passes or cannot be re-checked.
 pub(crate) fn check(
     plan: &Plan,
     finals: &[FinalEntry],
     last_seq: u64,
+    legacy_ok: bool,
     goals: &str,
+    revalidate: &dyn Fn(&Value) -> Option<String>,
 ) -> Vec<Finding> {
     if !lifecycle::completion_recorded(plan) {
         return Vec::new();
@@ -69,9 +86,9 @@ pub(crate) fn check(
     // completing revision backs the record although `ledgerSeq` moved.
     let find = |seq: u64| {
         finals.iter().find(|f| f.seq == Some(seq)).or_else(|| {
-            finals
-                .iter()
-                .find(|f| f.recovered && revision.is_some() && f.revision == revision)
+            finals.iter().find(|f| {
+                f.seq.is_some() && f.recovered && revision.is_some() && f.revision == revision
+            })
         })
     };
     let pending = |seq: u64| {
@@ -101,13 +118,42 @@ pub(crate) fn check(
                     json!({"ledgerSeq": seq, "ledgerLine": f.line, "recorded": recorded_gate, "ledger": f.gate_sha256}),
                 ));
             }
-            Some(_) => {}
+            Some(f) => {
+                if let Some(why) = f.gate.as_ref().and_then(revalidate) {
+                    out.push(unbacked(
+                        format!("the final gate carried by the `aggregate_completed` entry at ledger line {} does not pass the gate rules the checkpoint used: {why}", f.line),
+                        json!({"ledgerSeq": seq, "ledgerLine": f.line, "gate": why}),
+                    ));
+                }
+            }
         },
-        None if !finals.iter().any(|f| f.has_gate) => out.push(unbacked(
-            "the plan records aggregate completion but the ledger has no `aggregate_completed` entry with a final quality gate".into(),
-            json!({}),
-        )),
-        None => {}
+        None if !finals
+            .iter()
+            .any(|f| f.has_gate && (f.seq.is_some() || legacy_ok)) =>
+        {
+            let unchained = finals.iter().any(|f| f.has_gate && f.seq.is_none());
+            out.push(unbacked(
+                if unchained {
+                    "the plan records aggregate completion but its `aggregate_completed` entry is unchained (no seq/prev): only a hash-chained entry backs a completion. A Node-written legacy run passes with `--allow-legacy`".into()
+                } else {
+                    "the plan records aggregate completion but the ledger has no `aggregate_completed` entry with a final quality gate".into()
+                },
+                json!({"unchainedEntry": unchained}),
+            ))
+        }
+        None => {
+            let backing = finals
+                .iter()
+                .find(|f| f.has_gate && (f.seq.is_some() || legacy_ok));
+            if let Some(f) = backing
+                && let Some(why) = f.gate.as_ref().and_then(revalidate)
+            {
+                out.push(unbacked(
+                    format!("the final gate carried by the `aggregate_completed` entry at ledger line {} does not pass the gate rules the checkpoint used: {why}", f.line),
+                    json!({"ledgerLine": f.line, "gate": why}),
+                ));
+            }
+        }
     }
     for g in plan.goals() {
         if g.status() == GoalStatus::NeedsUserDecision && !lifecycle::superseded_resolved(plan, g) {

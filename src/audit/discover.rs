@@ -59,13 +59,16 @@ pub(crate) fn all(root: &Dir, layouts: &[ProfileLayout]) -> (Vec<Target>, Vec<Re
             }
         };
         let mut entries = Vec::new();
+        // One level (`descend` is always false): the depth bound is never met.
         if let Err(e) = walk::walk(
             &dir,
             base,
             &mut |_| false,
             &mut |e| entries.push(e.clone()),
             &mut |_| {},
-        ) {
+        )
+        .map(|w| debug_assert!(w.too_deep.is_empty()))
+        {
             refusals.push(Refused {
                 display: base.to_owned(),
                 finding: Finding::new(

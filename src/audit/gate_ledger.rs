@@ -29,7 +29,12 @@ pub(crate) struct Audited {
 }
 
 /// Audits `.omo/evidence-gate/ledger.jsonl`; `None` when it does not exist.
-pub(crate) fn audit(root: &Dir, strict: bool, progress: &mut dyn Progress) -> Option<Audited> {
+pub(crate) fn audit(
+    root: &Dir,
+    strict: bool,
+    allow_legacy: bool,
+    progress: &mut dyn Progress,
+) -> Option<Audited> {
     let display = format!("{STATE_DIR}/{FILE}");
     let rel = RelPath::parse(STATE_DIR, PathLimits::default()).expect("constant");
     let mut report = ReportBuilder::new(&display, ReportKind::GateLedger);
@@ -41,7 +46,7 @@ pub(crate) fn audit(root: &Dir, strict: bool, progress: &mut dyn Progress) -> Op
             report.push(Finding::new(code, Some(STATE_DIR), why));
             return Some(Audited {
                 report,
-                files: LedgerFiles::new(&display),
+                files: LedgerFiles::gate(&display),
                 checked: false,
                 records: 0,
             });
@@ -53,14 +58,14 @@ pub(crate) fn audit(root: &Dir, strict: bool, progress: &mut dyn Progress) -> Op
             report.push(f);
             return Some(Audited {
                 report,
-                files: LedgerFiles::new(&display),
+                files: LedgerFiles::gate(&display),
                 checked: false,
                 records: 0,
             });
         }
         Opened::File(f, size) => (f, size),
     };
-    let mut files = LedgerFiles::new(&display);
+    let mut files = LedgerFiles::gate(&display);
     let mut accepted: HashMap<String, (u64, Claimant)> = HashMap::new();
     let mut findings = Vec::new();
     let escalate = |f: Finding| {
@@ -106,7 +111,13 @@ pub(crate) fn audit(root: &Dir, strict: bool, progress: &mut dyn Progress) -> Op
                 if !listed {
                     files.record(line, v, receipt, "receipt");
                 }
-                let Some(sha) = receipt.get("sha256").and_then(Value::as_str) else {
+                // The normalized digest reuse protection keys on (I4); entries
+                // of older builds carry only the exact one.
+                let Some(sha) = receipt
+                    .get("normalized_sha256")
+                    .or_else(|| receipt.get("sha256"))
+                    .and_then(Value::as_str)
+                else {
                     return;
                 };
                 let me = Claimant::of(v);
@@ -178,7 +189,7 @@ pub(crate) fn audit(root: &Dir, strict: bool, progress: &mut dyn Progress) -> Op
     let records = match scan_ledger(file, &display, ForeignSeverity::Error, progress, &mut visit) {
         Ok(s) => {
             for f in s.findings {
-                report.push(f);
+                report.push(super::state_dir::legacy(f, allow_legacy));
             }
             s.chain.records
         }

@@ -37,8 +37,11 @@ pub use payloads::SUFFIX as PAYLOAD_SUFFIX;
 pub use progress::{Progress, Silent};
 
 use crate::evidence::{Code, Finding, Report, ReportBuilder, ReportKind, Root};
+use crate::gate::GateScope;
+use crate::gate::outcome::GateVerdict;
 use crate::rules::RulesError;
 use crate::rules::evidence::EvidenceRules;
+use crate::rules::gates::GateBook;
 use crate::sandbox::RelPath;
 use recorded::LedgerFiles;
 
@@ -54,6 +57,12 @@ pub struct AuditOptions<'a> {
     pub strict: bool,
     /// Nothing to audit is not a failure (`--allow-empty`).
     pub allow_empty: bool,
+    /// Wholly unchained (legacy) ledgers are warnings, not
+    /// `LEDGER_NOT_CHAINED` errors (`--allow-legacy`).
+    pub allow_legacy: bool,
+    /// The gate rules a recorded final gate is re-validated with (the plan's
+    /// `gateRules` names one); `None` skips the re-validation.
+    pub gates: Option<&'a GateBook>,
 }
 
 /// Counters of one audit.
@@ -168,15 +177,25 @@ pub fn audit(
             b.finish(false)
         })
         .collect();
+    let revalidate = |layout: &ProfileLayout, name: &str, gate: &serde_json::Value| {
+        revalidate_gate(opts.gates?, &roots, layout, name, gate)
+    };
     for t in &targets {
-        let a = state_dir::audit(&t.dir, &t.display, &opts.layouts[t.layout], progress);
+        let a = state_dir::audit(
+            &t.dir,
+            &t.display,
+            &opts.layouts[t.layout],
+            opts.allow_legacy,
+            &revalidate,
+            progress,
+        );
         summary.state_dirs += 1;
         summary.ledger_records += a.records;
         pending.push((a.report, a.checked));
         files.push(a.files);
     }
     if opts.plan_dirs.is_empty()
-        && let Some(g) = gate_ledger::audit(main.dir(), opts.strict, progress)
+        && let Some(g) = gate_ledger::audit(main.dir(), opts.strict, opts.allow_legacy, progress)
     {
         summary.gate_ledgers += 1;
         summary.ledger_records += g.records;
@@ -238,6 +257,41 @@ pub fn audit(
         reports.push(b.finish(false));
     }
     Ok(Audit { reports, summary })
+}
+
+/// threat-model.md I10: the final gate an `aggregate_completed` entry
+/// carries, checked again with the gate rules the checkpoint used, its
+/// artifacts below the profile's evidence root. Plan-context checks
+/// (coverage against the plan's criteria) were made by the checkpoint and are
+/// not repeated here.
+fn revalidate_gate(
+    book: &GateBook,
+    roots: &[Root],
+    layout: &ProfileLayout,
+    name: &str,
+    gate: &serde_json::Value,
+) -> Option<String> {
+    let Some(rules) = book.get(name) else {
+        return Some(format!(
+            "the plan's gateRules `{name}` names no gate rule file of the audit's rules"
+        ));
+    };
+    let root = roots
+        .iter()
+        .find(|r| r.evidence_root() == &layout.evidence_root)?;
+    let scope = GateScope::Standalone {
+        dir: layout.evidence_root.clone(),
+    };
+    let bytes = serde_json::to_vec(gate).ok()?;
+    let outcome = crate::gate::validate(root, rules, &bytes, &scope);
+    if outcome.verdict() == GateVerdict::Pass {
+        return None;
+    }
+    let first = outcome.findings().iter().find(|f| f.is_failure())?;
+    Some(format!(
+        "{} at `{}` ({} rules): {}",
+        first.code, first.field, name, first.message
+    ))
 }
 
 fn kind_rank(k: ReportKind) -> u8 {

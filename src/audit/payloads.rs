@@ -73,18 +73,30 @@ pub(crate) fn find(roots: &[Root], errors: &mut Vec<Finding>) -> Vec<Found> {
                 },
             );
         };
-        if let Err(we) = walk::walk(
+        match walk::walk(
             &start,
             base.as_str(),
             &mut |_| true,
             &mut visit,
             &mut |_| {},
         ) {
-            errors.push(Finding::new(
+            Ok(walked) => {
+                for dir in walked.too_deep {
+                    errors.push(Finding::new(
+                        Code::WalkDepthLimit,
+                        Some(&dir),
+                        format!(
+                            "evidence root: this directory is nested more than {} levels below {base}; it was not entered, so payloads below it were not audited. Flatten or remove it",
+                            walk::MAX_DEPTH
+                        ),
+                    ));
+                }
+            }
+            Err(we) => errors.push(Finding::new(
                 Code::IoError,
                 Some(&we.path),
                 format!("could not read directory: {}", we.error),
-            ));
+            )),
         }
     }
     found.into_values().collect()
@@ -144,7 +156,13 @@ fn verify_one(root: &Root, path: &str) -> Report {
     });
     match bytes {
         Ok(bytes) => match evidence::payload::parse(&bytes, max) {
-            Ok(payload) => evidence::verify_payload(root, &payload, path, VerifyOptions::default()),
+            Ok(payload) => {
+                let opts = VerifyOptions {
+                    payload_path: Some(path),
+                    ..VerifyOptions::default()
+                };
+                evidence::verify_payload(root, &payload, path, opts)
+            }
             Err(f) => {
                 b.push(*f);
                 b.finish(false)

@@ -4,10 +4,13 @@
 //!
 //! A path may be recorded many times (a deliverable changed by a later goal
 //! is recorded again). The tree must match the *latest* recording of each
-//! path: within one ledger the last line wins; across ledgers, a recording
-//! is superseded by another ledger's last recording of the same path with a
-//! strictly later timestamp. Every recording that is not superseded must
-//! match the file.
+//! path, and no agent-written clock decides which one that is
+//! (threat-model.md I11): within one ledger the last record in chain order
+//! wins (`at`/`ts` are never compared); across ledgers nothing is superseded
+//! by a later timestamp. Every goal ledger's last recording of a path must
+//! match the file; a hook gate-ledger recording yields only to a goal
+//! ledger's recording of the same path (the goal engine's recording decides),
+//! and never excuses a goal-ledger mismatch.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -15,7 +18,7 @@ use cap_std::fs::Dir;
 use serde_json::{Value, json};
 
 use super::progress::Progress;
-use super::scan::{entry_kind, entry_time_ms};
+use super::scan::entry_kind;
 use crate::evidence::verify::{lexical_code, problem_finding};
 use crate::evidence::{Code, Finding, VerifiedFile};
 use crate::sandbox::open::{self, FileChecks, FileProblem, HashedFile};
@@ -29,7 +32,6 @@ struct Recording {
     line: u64,
     seq: Option<u64>,
     kind: Option<String>,
-    at_ms: Option<u64>,
     role: Option<String>,
 }
 
@@ -37,6 +39,8 @@ struct Recording {
 #[derive(Debug)]
 pub(crate) struct LedgerFiles {
     ledger: String,
+    /// The hook gate ledger (its recordings yield to a goal ledger's).
+    gate: bool,
     last: HashMap<String, Recording>,
     pub(crate) invalid: Vec<Finding>,
 }
@@ -46,8 +50,17 @@ impl LedgerFiles {
     pub(crate) fn new(ledger: &str) -> LedgerFiles {
         LedgerFiles {
             ledger: ledger.to_owned(),
+            gate: false,
             last: HashMap::new(),
             invalid: Vec::new(),
+        }
+    }
+
+    /// Recordings of the hook gate ledger shown as `ledger`.
+    pub(crate) fn gate(ledger: &str) -> LedgerFiles {
+        LedgerFiles {
+            gate: true,
+            ..LedgerFiles::new(ledger)
         }
     }
 
@@ -88,7 +101,6 @@ impl LedgerFiles {
                 line,
                 seq: entry.get("seq").and_then(Value::as_u64),
                 kind: entry_kind(entry).map(str::to_owned),
-                at_ms: entry_time_ms(entry),
                 role: item.get("role").and_then(Value::as_str).map(str::to_owned),
             },
         );
@@ -141,12 +153,13 @@ pub(crate) fn check(
     let mut jobs: BTreeMap<&str, Vec<(usize, &Recording)>> = BTreeMap::new();
     for (i, l) in ledgers.iter().enumerate() {
         for (path, rec) in &l.last {
-            let superseded = ledgers.iter().enumerate().any(|(j, other)| {
-                j != i
-                    && other.last.get(path).is_some_and(
-                        |o| matches!((o.at_ms, rec.at_ms), (Some(a), Some(b)) if a > b),
-                    )
-            });
+            // Never by timestamp (I11): a gate-ledger recording yields to a
+            // goal ledger's recording of the same path; a goal ledger's
+            // recording yields to nothing.
+            let superseded = l.gate
+                && ledgers
+                    .iter()
+                    .any(|other| !other.gate && other.last.contains_key(path));
             if !superseded {
                 jobs.entry(path.as_str()).or_default().push((i, rec));
             }

@@ -85,17 +85,6 @@ pub(crate) fn scan_ledger(
     Ok(Scanned { chain, findings })
 }
 
-/// `at` of an engine entry, `ts` of Ultragoal-style and gate-ledger entries,
-/// as epoch milliseconds.
-pub(crate) fn entry_time_ms(entry: &Value) -> Option<u64> {
-    entry
-        .get("at")
-        .or_else(|| entry.get("ts"))
-        .and_then(Value::as_str)
-        .and_then(crate::time::parse_rfc3339)
-        .map(crate::time::epoch_ms)
-}
-
 /// `kind` of an entry (`event` in Ultragoal-style ledgers).
 pub(crate) fn entry_kind(entry: &Value) -> Option<&str> {
     entry

@@ -18,7 +18,7 @@ use crate::evidence::{Code, Finding, ReportBuilder, ReportKind};
 use crate::goals::journal::Head;
 use crate::goals::plan::Plan;
 use crate::goals::txn::{self, Consistency};
-use crate::ledger::chain_fields;
+use crate::ledger::{ForeignSeverity, chain_fields};
 use crate::sandbox::open::FileProblem;
 use crate::sandbox::walk::{self, EntryKind};
 
@@ -51,6 +51,8 @@ pub(crate) fn audit(
     dir: &Dir,
     display: &str,
     layout: &ProfileLayout,
+    allow_legacy: bool,
+    gates: &Revalidate<'_>,
     progress: &mut dyn Progress,
 ) -> Audited {
     let mut report = ReportBuilder::new(display, ReportKind::Plan);
@@ -71,6 +73,7 @@ pub(crate) fn audit(
     let mut files = LedgerFiles::new(&ledger_display);
     let mut got = Collected::default();
     let mut head: Option<(Head, bool)> = None;
+    let mut wholly_unchained = false;
     match open_state_file(dir, LEDGER, &ledger_display) {
         Opened::Absent => {}
         Opened::Problem(f) => report.push(f),
@@ -93,17 +96,21 @@ pub(crate) fn audit(
                     got.landed += 1;
                 }
             };
+            // threat-model.md I10: after the first chained record an
+            // unchained one is an error, whatever the profile's
+            // `ledger.foreignRecords` says.
             match scan_ledger(
                 file,
                 &ledger_display,
-                layout.foreign_records(),
+                ForeignSeverity::Error,
                 progress,
                 &mut visit,
             ) {
                 Ok(s) => {
                     let torn = s.findings.iter().any(|f| f.code == Code::LedgerTornTail);
+                    wholly_unchained = s.chain.records > 0 && s.chain.chained == 0;
                     for f in s.findings {
-                        report.push(f);
+                        report.push(legacy(f, allow_legacy));
                     }
                     if let Some(f) = index_mismatch(dir, display, &ledger_display) {
                         report.push(f);
@@ -139,11 +146,25 @@ pub(crate) fn audit(
     }
     if let Some(p) = &plan {
         let last_seq = head.as_ref().map_or(0, |(h, _)| h.last_seq);
-        for f in completion::check(p, &got.finals, last_seq, &goals_display) {
+        let legacy_ok = allow_legacy && wholly_unchained;
+        let rules_name = p.str("gateRules").map(str::to_owned);
+        let revalidate = |gate: &Value| {
+            rules_name
+                .as_deref()
+                .and_then(|name| gates(layout, name, gate))
+        };
+        for f in completion::check(
+            p,
+            &got.finals,
+            last_seq,
+            legacy_ok,
+            &goals_display,
+            &revalidate,
+        ) {
             report.push(f);
         }
     }
-    let archives = archives(dir, display, layout, progress, &mut report);
+    let archives = archives(dir, display, allow_legacy, progress, &mut report);
     if let Some((line, first)) = &got.first {
         archive_link(
             &mut report,
@@ -167,6 +188,35 @@ pub(crate) fn audit(
         files,
         checked,
         records,
+    }
+}
+
+/// Re-validates a recorded final gate with the named gate rules in the
+/// profile's evidence root: why it fails, or `None`.
+pub(crate) type Revalidate<'a> = dyn Fn(&ProfileLayout, &str, &Value) -> Option<String> + 'a;
+
+/// `LEDGER_NOT_CHAINED` (threat-model.md I10): an error that names its fix,
+/// or, with `--allow-legacy`, a warning that says the ledger was accepted as
+/// legacy.
+pub(crate) fn legacy(f: Finding, allow_legacy: bool) -> Finding {
+    if f.code != Code::LedgerNotChained {
+        return f;
+    }
+    if allow_legacy {
+        let message = format!(
+            "{}; accepted as a legacy (Node-written) ledger because of --allow-legacy",
+            f.message
+        );
+        Finding {
+            message,
+            ..f.with_severity(crate::evidence::Severity::Warning)
+        }
+    } else {
+        let message = format!(
+            "{}: nothing proves its records were not rewritten. A Node-written ledger passes with `--allow-legacy`; otherwise the chain was stripped",
+            f.message
+        );
+        Finding { message, ..f }
     }
 }
 
@@ -255,7 +305,7 @@ fn agreement(
 fn archives(
     dir: &Dir,
     display: &str,
-    layout: &ProfileLayout,
+    allow_legacy: bool,
     progress: &mut dyn Progress,
     report: &mut ReportBuilder,
 ) -> BTreeMap<String, Option<String>> {
@@ -281,13 +331,16 @@ fn archives(
         }
     };
     let mut entries = Vec::new();
+    // One level (`descend` is always false): the depth bound is never met.
     if let Err(e) = walk::walk(
         &adir,
         &archive_display,
         &mut |_| false,
         &mut |e| entries.push(e.clone()),
         &mut |_| {},
-    ) {
+    )
+    .map(|w| debug_assert!(w.too_deep.is_empty()))
+    {
         report.push(Finding::new(
             Code::IoError,
             Some(&e.path),
@@ -323,13 +376,13 @@ fn archives(
                 match scan_ledger(
                     file,
                     &ledger,
-                    layout.foreign_records(),
+                    ForeignSeverity::Error,
                     progress,
                     &mut |_, _| {},
                 ) {
                     Ok(s) => {
                         for f in s.findings {
-                            report.push(f);
+                            report.push(legacy(f, allow_legacy));
                         }
                         s.chain.head
                     }
@@ -362,12 +415,20 @@ fn archive_link(
     let Some(replaced) = first.get("replaced") else {
         return;
     };
-    let (Some(archive), Some(expected)) = (
+    let (Some(named), Some(expected)) = (
         replaced.get("archive").and_then(Value::as_str),
-        replaced.get("previousHead").and_then(Value::as_str),
+        crate::ledger::previous_head_sha256(replaced),
     ) else {
         return;
     };
+    // State-relative (`.archive/<name>`), or repo-relative as earlier
+    // versions wrote it.
+    let archive = if named.starts_with(&format!("{ARCHIVE}/")) {
+        format!("{display}/{named}")
+    } else {
+        named.to_owned()
+    };
+    let archive = archive.as_str();
     let inside = archive
         .strip_prefix(display)
         .and_then(|r| r.strip_prefix('/'))

@@ -19,7 +19,7 @@ use crate::gate::{self, GateOutcome, GateScope};
 use crate::goals::profile::Profiles;
 use crate::rules::evidence::EvidenceRules;
 use crate::rules::gates::GateBook;
-use crate::rules::{Layer, RulesError, load_workspace};
+use crate::rules::{RulesError, load_workspace};
 use crate::sandbox::open::{self, FileChecks};
 use crate::sandbox::{PathLimits, RelPath};
 
@@ -177,11 +177,13 @@ fn run_check(
         ),
         None => None,
     };
-    let rule_set = load_workspace(
-        &dir,
-        extra.as_ref().map(|(n, b)| Layer { name: n, bytes: b }),
-    )
-    .map_err(|e| rules_error(&e))?;
+    let mut owned: Vec<(String, Vec<u8>)> = crate::rules::read_user_config(amb)
+        .map_err(|e| rules_error(&e))?
+        .into_iter()
+        .collect();
+    owned.extend(extra);
+    let rule_set =
+        load_workspace(&dir, &crate::rules::layers(&owned)).map_err(|e| rules_error(&e))?;
     let book = GateBook::from_rules(&rule_set).map_err(|e| rules_error(&e))?;
     let evidence: EvidenceRules = rule_set.family().map_err(|e| rules_error(&e))?;
     let root = Root::new(dir, &evidence).map_err(|e| rules_error(&e))?;

@@ -9,7 +9,7 @@ use clap::Args;
 use cap_std::fs::Dir;
 
 use super::progress::TerminalProgress;
-use super::render::{self, Format, Run, Scope};
+use super::render::{self, Format, Policy, Run, Scope};
 use super::{EXIT_USAGE, Io};
 use crate::ambient::{self, Ambient, ReadError};
 use crate::audit::{self, Audit, AuditError, AuditOptions, Silent, Summary};
@@ -17,7 +17,7 @@ use crate::evidence::{
     self, Code, Finding, Report, ReportBuilder, ReportKind, Root, VerifyOptions,
 };
 use crate::rules::evidence::EvidenceRules;
-use crate::rules::{Layer, RuleSet, RulesError, load_workspace};
+use crate::rules::{REPO_OVERRIDE, RuleSet, RulesError, read_repo_override};
 use crate::sandbox::{PathLimits, RelPath};
 
 #[derive(Args, Debug)]
@@ -28,9 +28,19 @@ pub(crate) struct VerifyArgs {
     /// Workspace root every declared path is relative to.
     #[arg(long, value_name = "DIR", default_value = ".")]
     root: PathBuf,
-    /// Extra rules file, applied after the repository's `.evidence-gate/rules.json`.
+    /// Extra rules file, applied after the embedded defaults (and after the
+    /// repository's `.evidence-gate/rules.json` with `--repo-rules`).
     #[arg(long, value_name = "FILE")]
     rules: Option<PathBuf>,
+    /// Also apply the audited repository's own `.evidence-gate/rules.json`
+    /// (by default the repository does not configure its auditor).
+    #[arg(long)]
+    repo_rules: bool,
+    /// Repository mode: accept wholly unchained (legacy, Node-written)
+    /// ledgers and their unchained completion entries, reported as legacy
+    /// warnings; without it they are LEDGER_NOT_CHAINED errors.
+    #[arg(long)]
+    allow_legacy: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -63,10 +73,10 @@ impl VerifyArgs {
 }
 
 pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
-    if !args.repository() && (args.allow_empty || args.strict) {
+    if !args.repository() && (args.allow_empty || args.strict || args.allow_legacy) {
         let _ = writeln!(
             io.stderr,
-            "error: --allow-empty and --strict apply to repository mode; give no PAYLOAD, or add --ledger"
+            "error: --allow-empty, --strict and --allow-legacy apply to repository mode; give no PAYLOAD, or add --ledger"
         );
         return EXIT_USAGE;
     }
@@ -122,7 +132,9 @@ pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
                 match repository(args, &plan_dirs, &ws, amb, io) {
                     Ok(audit) => {
                         reports.extend(audit.reports);
-                        Run::with_scope(reports, Scope::Repository(audit.summary))
+                        let mut run = Run::with_scope(reports, Scope::Repository(audit.summary));
+                        run.policy = Some(ws.policy.clone());
+                        run
                     }
                     Err(Usage(message)) => {
                         let _ = writeln!(io.stderr, "error: {message}");
@@ -185,11 +197,17 @@ fn repository(
             )));
         }
     }
+    let book = match crate::rules::gates::GateBook::from_rules(&ws.rules) {
+        Ok(b) => b,
+        Err(e) => return Ok(error_audit(rules_finding(&e))),
+    };
     let opts = AuditOptions {
+        gates: Some(&book),
         layouts: &layouts,
         plan_dirs,
         strict: args.strict,
         allow_empty: args.allow_empty,
+        allow_legacy: args.allow_legacy,
     };
     let result = if io.stderr_is_terminal {
         let mut progress = TerminalProgress::new(&mut *io.stderr);
@@ -260,6 +278,25 @@ fn subject(p: &Path) -> String {
     }
 }
 
+/// The payload file's path relative to the root, when both are spelled so
+/// that this follows lexically (a relative payload under a relative root, or
+/// an absolute payload under an absolute root); `None` otherwise, e.g. for
+/// standard input.
+fn in_root(root: &Path, payload: &Path) -> Option<String> {
+    if payload.as_os_str() == "-" || root.is_absolute() != payload.is_absolute() {
+        return None;
+    }
+    let root = path_clean::clean(root);
+    let payload = path_clean::clean(payload);
+    let rel = if root == Path::new(".") {
+        payload.as_path()
+    } else {
+        payload.strip_prefix(&root).ok()?
+    };
+    let s = rel.to_str()?;
+    (!s.is_empty() && !s.starts_with("..")).then(|| s.replace('\\', "/"))
+}
+
 fn error_reports(args: &VerifyArgs, finding: &Finding) -> Vec<Report> {
     args.payloads
         .iter()
@@ -282,6 +319,7 @@ struct Workspace {
     dir: Dir,
     rules: RuleSet,
     evidence: EvidenceRules,
+    policy: Policy,
 }
 
 fn workspace(args: &VerifyArgs, amb: &dyn Ambient) -> Result<Workspace, Box<Finding>> {
@@ -307,18 +345,35 @@ fn workspace(args: &VerifyArgs, amb: &dyn Ambient) -> Result<Workspace, Box<Find
         },
         None => None,
     };
-    let rules = load_workspace(
-        &dir,
-        extra.as_ref().map(|(n, b)| Layer { name: n, bytes: b }),
-    )
-    .map_err(|e| Box::new(rules_finding(&e)))?;
+    // threat-model.md I9: the audited repository does not configure its
+    // auditor unless the caller asks for it (`--repo-rules`).
+    let mut owned: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut repository_rules = None;
+    if args.repo_rules {
+        if let Some(b) = read_repo_override(&dir).map_err(|e| Box::new(rules_finding(&e)))? {
+            owned.push((REPO_OVERRIDE.to_owned(), b));
+            repository_rules = Some("applied");
+        }
+    } else if args.repository() && dir.symlink_metadata(REPO_OVERRIDE).is_ok() {
+        // Not read, not applied: only reported, whatever it is.
+        repository_rules = Some("ignored");
+    }
+    owned.extend(extra);
+    let rules =
+        RuleSet::load(&crate::rules::layers(&owned)).map_err(|e| Box::new(rules_finding(&e)))?;
     let evidence = rules
         .family::<EvidenceRules>()
         .map_err(|e| Box::new(rules_finding(&e)))?;
+    let policy = Policy {
+        digest: rules.digest().to_owned(),
+        sources: rules.sources().to_vec(),
+        repository_rules,
+    };
     Ok(Workspace {
         dir,
         rules,
         evidence,
+        policy,
     })
 }
 
@@ -356,7 +411,12 @@ fn payload_reports(
             match bytes {
                 Ok(bytes) => match evidence::payload::parse(&bytes, max) {
                     Ok(payload) => {
-                        evidence::verify_payload(&root, &payload, &name, VerifyOptions::default())
+                        let own = in_root(&args.root, p);
+                        let opts = VerifyOptions {
+                            payload_path: own.as_deref(),
+                            ..VerifyOptions::default()
+                        };
+                        evidence::verify_payload(&root, &payload, &name, opts)
                     }
                     Err(f) => {
                         b.push(*f);

@@ -18,7 +18,7 @@ use crate::hooks::host::{Host, decode::wire_events};
 use crate::hooks::subagent_stop::{self, Policy};
 use crate::hooks::{HookCode, code::DiagClass};
 use crate::rules::hooks::{HooksRules, SubagentStopRules, is_anchored};
-use crate::rules::{Layer, RuleSet, load_workspace};
+use crate::rules::{RuleSet, load_workspace};
 use crate::sandbox::{PathLimits, RelPath};
 use crate::store::{self, Durability, LockOptions, MutationLock};
 
@@ -43,8 +43,16 @@ pub(super) fn rules_valid(
         Some((p, Ok(b))) => Some((p.display().to_string(), b)),
         None => None,
     };
-    let layer = bytes.as_ref().map(|(n, b)| Layer { name: n, bytes: b });
-    let set = match load_workspace(root, layer).and_then(|s| s.validate().map(|()| s)) {
+    let mut owned: Vec<(String, Vec<u8>)> = match crate::rules::read_user_config(amb) {
+        Ok(u) => u.into_iter().collect(),
+        Err(e) => {
+            checks.push(Check::new(id, Status::Fail, e.to_string()));
+            return None;
+        }
+    };
+    owned.extend(bytes);
+    let trusted = crate::rules::layers(&owned);
+    let set = match load_workspace(root, &trusted).and_then(|s| s.validate().map(|()| s)) {
         Ok(s) => s,
         Err(e) => {
             checks.push(Check::new(id, Status::Fail, e.to_string()).hint(
@@ -84,6 +92,22 @@ pub(super) fn rules_valid(
             "the block reason exceeds hooks.max_reason_bytes",
         ));
         return None;
+    }
+    for r in set.relaxations() {
+        checks.push(
+            Check::new(
+                "rules.relaxation",
+                Status::Warn,
+                format!(
+                    "RULES_RELAXATION_IGNORED {}: {} ({}) was ignored: {}",
+                    crate::rules::REPO_OVERRIDE,
+                    r.pointer,
+                    r.direction,
+                    r.why
+                ),
+            )
+            .hint("a repository override may only tighten; relax the key in the user's rules file ($XDG_CONFIG_HOME/evidence-gate/rules.json) or the wiring's --rules"),
+        );
     }
     let rules = policy.rules.clone();
     if is_anchored(&rules.gated_agents) {
@@ -182,7 +206,6 @@ pub(super) fn lock_works(
     let outcome = (|| -> Result<(), String> {
         let opts = LockOptions {
             timeout: Duration::from_millis(wait),
-            foreign_stale: Duration::from_secs(30),
             command: "doctor".into(),
         };
         let lock = MutationLock::acquire(dir, name, &opts)
@@ -237,6 +260,34 @@ pub(super) fn hosts_support(hosts: &[Host], checks: &mut Vec<Check>) {
     let mut c = Check::new("hosts.support", status, message);
     if !experimental.is_empty() {
         c = c.hint("no recorded host payload backs these cells yet (fixtures/hosts/README.md)");
+    }
+    checks.push(c);
+}
+
+/// `hosts.records`: for which hosts a compaction record shape is pinned by a
+/// recorded capture (threat-model.md I5); for the others the context-pressure
+/// escape is off (fail closed).
+pub(super) fn hosts_records(hosts: &[Host], checks: &mut Vec<Check>) {
+    let (on, off): (Vec<Host>, Vec<Host>) = hosts
+        .iter()
+        .partition(|h| crate::hooks::host_records::escape_enabled(**h));
+    let names = |v: &[Host]| list(&v.iter().map(|h| h.name().to_owned()).collect::<Vec<_>>());
+    let message = format!(
+        "context-pressure escape on (host compaction record pinned): {}; off (no recorded compaction record, fail closed): {}",
+        names(&on),
+        names(&off)
+    );
+    let mut c = Check::new(
+        "hosts.records",
+        if off.is_empty() {
+            Status::Ok
+        } else {
+            Status::Warn
+        },
+        message,
+    );
+    if !off.is_empty() {
+        c = c.hint("a worker under context pressure there is held to its receipt until the attempt cap releases it (recorded as an override); a recorded compaction capture turns the escape on (fixtures/hosts/README.md)");
     }
     checks.push(c);
 }

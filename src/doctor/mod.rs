@@ -159,6 +159,7 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Vec<Check>, String> {
         &mut checks,
     );
     local::hosts_support(&hosts, &mut checks);
+    local::hosts_records(&hosts, &mut checks);
     local::diagnostics_recent(&root, &gated, &mut checks);
     Ok(checks)
 }

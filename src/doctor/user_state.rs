@@ -278,7 +278,6 @@ fn restore_mirror(
     }
     let opts = LockOptions {
         timeout: Duration::from_millis(2000),
-        foreign_stale: Duration::from_secs(30),
         command: "doctor --fix".into(),
     };
     let lock = MutationLock::acquire(hs.dir(), witness::LOCK, &opts)

@@ -62,7 +62,7 @@ macro_rules! codes {
 codes! {
     // §2 step 1: lexical.
     PathEmpty = "PATH_EMPTY", Fail, "A declared path is empty.";
-    PathControlChar = "PATH_CONTROL_CHAR", Fail, "A path contains NUL or another control character.";
+    PathControlChar = "PATH_CONTROL_CHAR", Fail, "A path contains NUL, another control character or a bidirectional control (U+061C, U+200E–U+200F, U+202A–U+202E, U+2066–U+2069).";
     PathBackslash = "PATH_BACKSLASH", Fail, "A path contains a backslash; paths use forward slashes.";
     PathAbsolute = "PATH_ABSOLUTE", Fail, "A path is absolute (leading `/`, drive letter or UNC prefix); paths are relative to the root.";
     PathTraversal = "PATH_TRAVERSAL", Fail, "A path contains a `..` component.";
@@ -93,6 +93,7 @@ codes! {
     EvidenceParseError = "EVIDENCE_PARSE_ERROR", Fail, "The payload is not JSON, is over the size limit, is not UTF-8 or has duplicate keys.";
     EvidenceSchemaInvalid = "EVIDENCE_SCHEMA_INVALID", Fail, "The payload has wrong types, unknown or missing fields, or `evidence` is not 1.";
     EvidenceNoDeliverables = "EVIDENCE_NO_DELIVERABLES", Fail, "`deliverables` is empty: nothing to check is a failure, never a pass.";
+    EvidenceSelfOnly = "EVIDENCE_SELF_ONLY", Fail, "Every deliverable is the payload (or receipt) file itself or lies under the evidence root: evidence must prove something other than itself; name a file the work changed.";
     ArtifactIdDuplicate = "ARTIFACT_ID_DUPLICATE", Fail, "Two artifacts share one `id`.";
     ArtifactRefUnknown = "ARTIFACT_REF_UNKNOWN", Fail, "A verification check names an artifact id that does not exist.";
     ArtifactKindUnknown = "ARTIFACT_KIND_UNKNOWN", Fail, "An artifact `kind` is not listed in the rules' `artifactKinds`.";
@@ -107,15 +108,16 @@ codes! {
     RootUnavailable = "ROOT_UNAVAILABLE", Unverifiable, "The root directory does not exist or cannot be opened.";
     PayloadUnreadable = "PAYLOAD_UNREADABLE", Unverifiable, "The payload file itself cannot be read (missing, not a regular file, permission denied).";
     VerifyTimeout = "VERIFY_TIMEOUT", Unverifiable, "Verification did not finish within its time budget.";
+    WalkDepthLimit = "WALK_DEPTH_LIMIT", Unverifiable, "A directory walk (glob expansion, evidence payload discovery) met a directory nested deeper than 128 levels below its start and did not enter it, so what lies below was not checked.";
     // goal-engine.md §2.5.4: ledger chain verification.
     LedgerTornTail = "LEDGER_TORN_TAIL", Fail, "Bytes after the ledger's last newline do not parse as a JSON object (a torn write).";
     LedgerUnterminated = "LEDGER_UNTERMINATED", Warning, "The ledger's last record is a JSON object without its terminating newline.";
     LedgerRecordInvalid = "LEDGER_RECORD_INVALID", Fail, "A ledger record is not a JSON object.";
-    LedgerNotChained = "LEDGER_NOT_CHAINED", Warning, "The ledger has no hash-chained record at all (written only by legacy tools).";
+    LedgerNotChained = "LEDGER_NOT_CHAINED", Fail, "The ledger has no hash-chained record at all (written only by legacy tools, or stripped of its chain); a warning with `--allow-legacy`.";
     LedgerChainBroken = "LEDGER_CHAIN_BROKEN", Fail, "A chained record's `prev` differs from the hash of the record before it (an edit).";
     LedgerSeqGap = "LEDGER_SEQ_GAP", Fail, "A chained record's `seq` is not the previous chained `seq` + 1.";
     LedgerRevisionRegressed = "LEDGER_REVISION_REGRESSED", Fail, "A chained record's `revision` is lower than an earlier one's.";
-    LedgerForeignRecord = "LEDGER_FOREIGN_RECORD", Fail, "An unchained record appears after the chain start.";
+    LedgerForeignRecord = "LEDGER_FOREIGN_RECORD", Fail, "An unchained record appears after the chain start (always an error in the CI audit: no downgrade).";
     LedgerBehindPlan = "LEDGER_BEHIND_PLAN", Warning, "The plan is one revision ahead of the ledger and carries the missing entries (recoverable).";
     LedgerPlanMismatch = "LEDGER_PLAN_MISMATCH", Fail, "The plan's revision and the ledger's last revision disagree beyond recovery.";
     LedgerArchiveMismatch = "LEDGER_ARCHIVE_MISMATCH", Fail, "`plan_created.replaced.previousHead` differs from the archived ledger's last record.";

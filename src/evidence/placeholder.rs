@@ -21,10 +21,11 @@ impl Placeholders {
         }
     }
 
-    /// True when `text`, trimmed, equals a placeholder word or contains a
-    /// placeholder pattern (ignoring case).
+    /// True when `text`, folded ([`crate::text::fold`]: NUL and format
+    /// characters removed, whitespace collapsed), equals a placeholder word or
+    /// contains a placeholder pattern (ignoring case).
     pub fn is_placeholder(&self, text: &str) -> bool {
-        let t = text.trim().to_lowercase();
+        let t = crate::text::fold(text).to_lowercase();
         self.words.contains(&t) || self.patterns.iter().any(|p| t.contains(p.as_str()))
     }
 }
@@ -44,5 +45,10 @@ mod tests {
         assert!(p.is_placeholder("see <REPLACE:summary>"));
         assert!(p.is_placeholder("{{x}}"));
         assert!(!p.is_placeholder("todo: add docs was done"));
+        // Invisible characters do not hide a placeholder (I6).
+        assert!(p.is_placeholder("T\u{200B}O\u{00AD}D\u{0}O"));
+        assert!(p.is_placeholder("{\u{2060}{x}}"));
+        assert!(p.is_placeholder("\u{FEFF} n/a \u{200D}"));
+        assert!(!p.is_placeholder("Überprüft: 完了"));
     }
 }

@@ -264,7 +264,7 @@ mod tests {
     #[test]
     fn warnings_do_not_fail_but_errors_do() {
         let mut b = ReportBuilder::new("x", ReportKind::Plan);
-        b.push(Finding::new(Code::LedgerNotChained, None, "legacy"));
+        b.push(Finding::new(Code::LedgerUnterminated, None, "no newline"));
         assert_eq!(b.finish(true).verdict(), Verdict::Pass);
         let mut b = ReportBuilder::new("x", ReportKind::Plan);
         b.push(Finding::new(Code::IoError, None, "eacces"));

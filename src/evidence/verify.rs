@@ -208,6 +208,10 @@ pub struct VerifyOptions<'a> {
     pub plan: Option<&'a dyn PlanContext>,
     /// Stop with `VERIFY_TIMEOUT` after this instant.
     pub deadline: Option<Instant>,
+    /// The payload file's own root-relative path, when it lies in the root:
+    /// a glob never counts it, and a deliverable naming it proves nothing
+    /// (threat-model.md I4).
+    pub payload_path: Option<&'a str>,
 }
 
 /// How a claimed file is checked by policy (step 2).
@@ -274,6 +278,21 @@ pub fn verify_payload(
             .with_detail(json!({"globs": globs, "max": max_globs})),
         );
     }
+    let own = opts
+        .payload_path
+        .and_then(|p| RelPath::parse(p.trim_start_matches("./"), root.limits).ok());
+    let is_own = |p: &RelPath| {
+        own.as_ref()
+            .is_some_and(|o| o.as_str().eq_ignore_ascii_case(p.as_str()))
+    };
+    // Deliverables that prove something other than the payload: not the
+    // payload file, not under the evidence root (I4).
+    let mut proving = 0usize;
+    // A deliverable refused on its own (reported, so the payload fails
+    // anyway) leaves the self-only question open: no second finding.
+    let mut refused = false;
+    let proves =
+        |p: &RelPath| !is_own(p) && !p.starts_with_ignore_case(root.evidence_root.as_str());
     let mut glob_index = 0usize;
     for (i, d) in payload.deliverables.iter().enumerate() {
         report.stats.items_checked += 1;
@@ -285,6 +304,11 @@ pub fn verify_payload(
                     field: format!("deliverables[{i}]"),
                     policy: ClaimPolicy::Deliverable,
                 };
+                match root.check_path(&f.path) {
+                    Ok(p) if proves(&p) => proving += 1,
+                    Ok(_) => {}
+                    Err(_) => refused = true,
+                }
                 add_claim(root, &claim, &mut jobs, &mut report);
             }
             Deliverable::Glob(g) => {
@@ -298,6 +322,7 @@ pub fn verify_payload(
                     min: g.min,
                     max: g.max,
                     field: &field,
+                    exclude: &is_own,
                 };
                 let found = expand_glob(
                     root,
@@ -307,6 +332,8 @@ pub fn verify_payload(
                     &mut walked,
                     &mut report,
                 );
+                refused |= found.is_empty();
+                proving += found.iter().filter(|p| proves(p)).count();
                 for path in found {
                     let job = jobs.entry(path.clone()).or_insert_with(|| Job {
                         path,
@@ -320,6 +347,19 @@ pub fn verify_payload(
                 }
             }
         }
+    }
+    if proving == 0 && !refused && !payload.deliverables.is_empty() {
+        report.push(
+            Finding::new(
+                Code::EvidenceSelfOnly,
+                own.as_ref().map(RelPath::as_str),
+                format!(
+                    "deliverables: every deliverable is the payload itself or lies under the evidence root `{}`; name at least one file the work changed or produced outside it",
+                    root.evidence_root
+                ),
+            )
+            .with_detail(json!({"evidenceRoot": root.evidence_root.as_str()})),
+        );
     }
     let mut ids = HashSet::new();
     for (i, a) in payload.artifacts.iter().enumerate() {
@@ -391,7 +431,7 @@ pub fn verify_files(
 }
 
 fn payload_checks(root: &Root, p: &Payload, opts: VerifyOptions<'_>, report: &mut ReportBuilder) {
-    let summary = p.summary.trim();
+    let summary = crate::text::fold(&p.summary);
     let chars = summary.chars().count();
     if chars == 0 || chars > 4000 {
         report.push(Finding::new(
@@ -399,7 +439,7 @@ fn payload_checks(root: &Root, p: &Payload, opts: VerifyOptions<'_>, report: &mu
             None,
             format!("summary: must be 1–4000 characters after trimming (has {chars})"),
         ));
-    } else if root.placeholders.is_placeholder(summary) {
+    } else if root.placeholders.is_placeholder(&summary) {
         report.push(Finding::new(
             Code::PlaceholderText,
             None,
@@ -414,7 +454,7 @@ fn payload_checks(root: &Root, p: &Payload, opts: VerifyOptions<'_>, report: &mu
         ));
     }
     let v = &p.verification;
-    if v.by.trim().is_empty() {
+    if crate::text::is_blank(&v.by) {
         report.push(Finding::new(
             Code::EvidenceSchemaInvalid,
             None,
@@ -429,7 +469,7 @@ fn payload_checks(root: &Root, p: &Payload, opts: VerifyOptions<'_>, report: &mu
     }
     let artifact_ids: HashSet<&str> = p.artifacts.iter().map(|a| a.id.as_str()).collect();
     for (i, c) in v.checks.iter().enumerate() {
-        if c.command.trim().is_empty() {
+        if crate::text::is_blank(&c.command) {
             report.push(Finding::new(
                 Code::EvidenceSchemaInvalid,
                 None,
@@ -729,6 +769,8 @@ struct GlobClaim<'a> {
     min: Option<u64>,
     max: Option<u64>,
     field: &'a str,
+    /// Matches that do not count (the payload file itself).
+    exclude: &'a dyn Fn(&RelPath) -> bool,
 }
 
 /// The regular files a glob matches. Past `deadline` (or once an earlier
@@ -785,6 +827,7 @@ fn expand_glob(
             }
         },
     };
+    let matches: Vec<RelPath> = matches.into_iter().filter(|m| !(glob.exclude)(m)).collect();
     let n = matches.len() as u64;
     if n < min {
         report.push(
@@ -920,17 +963,32 @@ fn walk_glob(
                 }
                 _ => {}
             };
-            if let Err(we) = walk::walk(&start, &base_str, &mut descend, &mut visit, &mut |_| {
+            match walk::walk(&start, &base_str, &mut descend, &mut visit, &mut |_| {
                 non_utf8 += 1
             }) {
-                findings.push(
+                Ok(walked) => {
+                    for dir in walked.too_deep {
+                        findings.push(
+                            Finding::new(
+                                Code::WalkDepthLimit,
+                                Some(&dir),
+                                format!(
+                                    "{field}: glob `{pattern}` would descend more than {} levels below its base; this directory was not entered, so the match count is incomplete. Flatten or remove it",
+                                    walk::MAX_DEPTH
+                                ),
+                            )
+                            .with_detail(json!({"field": field, "glob": pattern})),
+                        );
+                    }
+                }
+                Err(we) => findings.push(
                     Finding::new(
                         Code::IoError,
                         Some(&we.path),
                         format!("{field}: could not read directory: {}", we.error),
                     )
                     .with_detail(json!({"field": field, "glob": pattern})),
-                );
+                ),
             }
         }
         Err(FileProblem::Missing | FileProblem::NotRegular { .. }) => {}

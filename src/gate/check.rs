@@ -133,7 +133,7 @@ impl<'a> Checker<'a> {
                 );
                 None
             }
-            Some(Value::String(s)) if s.trim().is_empty() => {
+            Some(Value::String(s)) if crate::text::is_blank(s) => {
                 self.finding(
                     Code::GateFieldRequired,
                     field,

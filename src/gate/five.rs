@@ -363,7 +363,7 @@ fn adversarial_rows(
                 ck.optional_text(obj, &field, "reason");
             }
             Some("not_applicable") => match obj.get("reason") {
-                Some(Value::String(s)) if !s.trim().is_empty() => {
+                Some(Value::String(s)) if !crate::text::is_blank(s) => {
                     ck.text(obj, &field, "reason");
                 }
                 _ => ck.push(

@@ -215,13 +215,13 @@ pub fn new_goal(
 ) -> Result<Map<String, Value>, GoalError> {
     let title = title.trim();
     let objective = objective.trim();
-    if title.is_empty() {
+    if crate::text::is_blank(title) {
         return Err(GoalError::new(
             ErrorKind::ArgumentMissing { flag: None },
             "Missing title.",
         ));
     }
-    if objective.is_empty() {
+    if crate::text::is_blank(objective) {
         return Err(GoalError::new(
             ErrorKind::ArgumentMissing { flag: None },
             "Missing objective.",

@@ -549,6 +549,22 @@ impl GoalError {
         )
     }
 
+    /// `ULW_LOOP_STATE_UNSAFE` for a mutation-lock path that is not a regular
+    /// file (`what` from `LockError::Unsafe`): refused at once, never waited on.
+    pub fn unsafe_lock(path: &str, what: &str) -> GoalError {
+        GoalError::unsafe_state(
+            path,
+            if what == "a symlink" {
+                "PATH_SYMLINK"
+            } else {
+                "NOT_REGULAR_FILE"
+            },
+            &format!(
+                "it is {what}, and only a regular file is ever locked. Remove it (`rm -r -- {path}`) and retry"
+            ),
+        )
+    }
+
     /// `ULW_LOOP_ARGUMENT_MISSING` for a command-line flag.
     pub fn missing_flag(flag: &str) -> GoalError {
         GoalError::new(

@@ -206,6 +206,7 @@ pub fn verify_all(
             VerifyOptions {
                 plan: Some(&ctx),
                 deadline: None,
+                payload_path: Some(&p.path),
             },
         );
         let findings = findings_json(report.findings());

@@ -126,8 +126,20 @@ fn open_ledger(dir: &Dir, paths: &state::StatePaths) -> Result<Option<(File, u64
 /// Reads the head without writing anything: the index when it is valid (or
 /// valid for a prefix, then the suffix is parsed in memory), else one scan.
 pub fn view(dir: &Dir, paths: &state::StatePaths, max_record: u64) -> Result<View, GoalError> {
-    let display = paths.ledger();
-    let Some((mut file, len)) = open_ledger(dir, paths)? else {
+    view_of(dir, paths, state::LEDGER, max_record)
+}
+
+/// [`view`] of the ledger file `name` (the replaced run's ledger while an
+/// interrupted `create-goals --force` is pending, see `txn::switch`).
+pub fn view_of(
+    dir: &Dir,
+    paths: &state::StatePaths,
+    name: &str,
+    max_record: u64,
+) -> Result<View, GoalError> {
+    let display = paths.file(name);
+    let opened = state::open_file(dir, name, &display)?.map(|(f, m)| (f, m.len()));
+    let Some((mut file, len)) = opened else {
         return Ok(View {
             head: Head::default(),
             trailing: Vec::new(),

@@ -219,13 +219,11 @@ pub fn progress_digest(plan: &Plan) -> String {
 /// check and touch neither plan nor ledger under it.
 pub fn lock_side_files(
     dir: &Dir,
-    profile: &Profile,
     wait: Duration,
     command: &str,
 ) -> Result<MutationLock, LockError> {
     let opts = LockOptions {
         timeout: wait,
-        foreign_stale: Duration::from_millis(profile.lock.foreign_stale_ms),
         command: command.to_owned(),
     };
     MutationLock::acquire(dir, state::LOCK, &opts)

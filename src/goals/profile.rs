@@ -286,8 +286,6 @@ pub struct LockRules {
     pub timeout_ms: u64,
     /// Lock wait inside hook handlers.
     pub hook_timeout_ms: u64,
-    /// Age after which a Node tool's lock file is stale.
-    pub foreign_stale_ms: u64,
 }
 
 /// `ledger` keys.

@@ -26,6 +26,11 @@ pub const INDEX: &str = ".ledger.idx";
 pub const KEYS: &str = ".ledger.keys";
 /// Previous runs.
 pub const ARCHIVE: &str = ".archive";
+/// Marker of a `create-goals --force` switch in progress (threat-model.md
+/// I14): the next lock holder finishes or undoes it.
+pub const SWITCH: &str = ".force-switch.json";
+/// The replaced run's ledger while a switch is in progress.
+pub const SWITCH_LEDGER: &str = ".force-switch.ledger.jsonl";
 
 /// Repo-relative paths of one scope's state.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -84,7 +84,7 @@ diag_codes! {
     HookEventMismatch = "HOOK_EVENT_MISMATCH", Plumbing, Error, "The payload's event belongs to another hook subcommand.";
     HookEventUnsupported = "HOOK_EVENT_UNSUPPORTED", Plumbing, Error, "The host cannot deliver this event (hooks.md §2.3).";
     HookCwdInvalid = "HOOK_CWD_INVALID", Plumbing, Error, "The payload's `cwd` is not an existing directory.";
-    HookRulesInvalid = "HOOK_RULES_INVALID", Degraded, Warn, "The repository's rules override failed validation; embedded defaults were used.";
+    HookRulesInvalid = "HOOK_RULES_INVALID", Degraded, Warn, "A rules override failed validation; the hook continued without the repository's file (or, when the user's file or `--rules` is invalid, on the embedded defaults).";
     HookStateIo = "HOOK_STATE_IO", TrustState, Error, "Hook trust state (the per-user state directory, the gate-ledger mirror, a goal state directory) could not be read or written; the gated call was blocked or denied until the user runs `evidence-gate doctor --fix`.";
     HookLockTimeout = "HOOK_LOCK_TIMEOUT", TrustState, Error, "The gate lock or a goal state lock was not taken within its wait; the gated call was blocked or denied.";
     HookDeadline = "HOOK_DEADLINE", Plumbing, Error, "The watchdog fired at `hooks.deadline_ms`; the hook allowed.";
@@ -98,7 +98,10 @@ diag_codes! {
     HookEnvInvalid = "HOOK_ENV_INVALID", Degraded, Warn, "`OMO_SPAWN_FANOUT_LIMIT` is not a positive integer; `spawn.fanout_limit` was used.";
     HookPlanUnreadable = "HOOK_PLAN_UNREADABLE", Plumbing, Error, "The session's goal plan is unreadable or corrupt; the hook allowed.";
     StopStuck = "STOP_STUCK", Policy, Info, "Auto-resume paused: goal and criteria state did not change over the allowed resumes; a stuck marker was written.";
+    StopDeferUnverified = "STOP_DEFER_UNVERIFIED", Policy, Info, "A continuation owner's file (`.omo/boulder.json`) claims the session, but a file the agent can write does not silence a resume by itself (threat-model.md I5): the resume went ahead.";
     SteerWorkerIgnored = "STEER_WORKER_IGNORED", Policy, Info, "A steering directive from a team worker was ignored (only the leader changes goal state).";
+    // threat-model.md I9: repository policy only tightens.
+    RulesRelaxationIgnored = "RULES_RELAXATION_IGNORED", Policy, Warn, "A value of the repository's `.evidence-gate/rules.json` would relax policy and was ignored (threat-model.md I9); relax it in `$XDG_CONFIG_HOME/evidence-gate/rules.json` or the wiring's `--rules`.";
 }
 
 impl fmt::Display for HookCode {
@@ -131,7 +134,8 @@ mod tests {
              HOOK_JSON_INVALID HOOK_PAYLOAD_INVALID HOOK_EVENT_MISMATCH HOOK_EVENT_UNSUPPORTED \
              HOOK_CWD_INVALID HOOK_RULES_INVALID HOOK_STATE_IO HOOK_LOCK_TIMEOUT HOOK_DEADLINE \
              HOOK_PANIC HOOK_OUTPUT_WRITE SUBAGENT_CAP_REACHED SUBAGENT_CONTEXT_PRESSURE \
-             GATE_LEDGER_REWOUND GATE_LEDGER_FORGED HOOK_ENV_INVALID HOOK_PLAN_UNREADABLE STOP_STUCK STEER_WORKER_IGNORED"
+             GATE_LEDGER_REWOUND GATE_LEDGER_FORGED HOOK_ENV_INVALID HOOK_PLAN_UNREADABLE STOP_STUCK \
+             STOP_DEFER_UNVERIFIED STEER_WORKER_IGNORED RULES_RELAXATION_IGNORED"
         );
         for c in HookCode::ALL {
             assert!(c.summary().ends_with('.'));

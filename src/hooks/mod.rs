@@ -16,6 +16,7 @@ pub mod event;
 pub mod gate_ledger;
 pub mod goal_loop;
 pub mod host;
+pub mod host_records;
 pub mod input;
 pub mod io_report;
 pub mod receipt;

@@ -29,7 +29,7 @@ use super::subagent_stop;
 use crate::ambient::{self, Ambient};
 use crate::cli::Io;
 use crate::rules::hooks::{HooksRules, PlumbingPolicy};
-use crate::rules::{Layer, RuleSet, load_workspace};
+use crate::rules::{RuleSet, load_workspace};
 
 /// `EVIDENCE_GATE_HOOKS=off` makes every hook allow (the user's switch).
 pub const SWITCH_ENV: &str = "EVIDENCE_GATE_HOOKS";
@@ -246,34 +246,39 @@ fn park_forever() -> ! {
     }
 }
 
-/// Rules for a root: embedded + `.evidence-gate/rules.json` + `--rules`;
-/// anything invalid falls back to the embedded defaults alone.
+/// Rules for a root: embedded, the user's configuration and `--rules` in
+/// full, then `.evidence-gate/rules.json` tighten-only (threat-model.md I9).
+/// An invalid repository override falls back to the trusted layers alone;
+/// invalid trusted layers fall back to the embedded defaults.
 fn load_rules(
     amb: &dyn Ambient,
     root: Option<&Dir>,
     rules_file: Option<&Path>,
 ) -> (RuleSet, Option<String>) {
-    let extra = match rules_file {
-        Some(p) => match ambient::read_file(amb, p, 4 * 1024 * 1024) {
-            Ok(b) => Some((p.display().to_string(), b)),
-            Err(e) => {
-                let embedded = RuleSet::embedded().expect("embedded rules validate");
-                return (embedded, Some(format!("{}: {e}", p.display())));
-            }
-        },
-        None => None,
-    };
-    let layer = extra.as_ref().map(|(name, bytes)| Layer { name, bytes });
+    let embedded = || RuleSet::embedded().expect("embedded rules validate");
+    let mut owned = Vec::new();
+    match crate::rules::read_user_config(amb) {
+        Ok(Some(l)) => owned.push(l),
+        Ok(None) => {}
+        Err(e) => return (embedded(), Some(e.to_string())),
+    }
+    if let Some(p) = rules_file {
+        match ambient::read_file(amb, p, 4 * 1024 * 1024) {
+            Ok(b) => owned.push((p.display().to_string(), b)),
+            Err(e) => return (embedded(), Some(format!("{}: {e}", p.display()))),
+        }
+    }
+    let trusted = crate::rules::layers(&owned);
     let loaded = match root {
-        Some(dir) => load_workspace(dir, layer),
-        None => RuleSet::load(layer.as_slice()),
+        Some(dir) => load_workspace(dir, &trusted),
+        None => RuleSet::load(&trusted),
     };
     match loaded {
         Ok(r) => (r, None),
-        Err(e) => (
-            RuleSet::embedded().expect("embedded rules validate"),
-            Some(e.to_string()),
-        ),
+        Err(e) => match RuleSet::load(&trusted) {
+            Ok(r) => (r, Some(e.to_string())),
+            Err(_) => (embedded(), Some(e.to_string())),
+        },
     }
 }
 
@@ -382,7 +387,7 @@ fn main_path(
             message,
             detail,
         }) => {
-            report_rules_error(diag, &rules_error);
+            report_rules(diag, &rules, &rules_error);
             return plumbing.fail(code, &message, detail);
         }
     };
@@ -395,7 +400,7 @@ fn main_path(
             message,
             detail,
         }) => {
-            report_rules_error(diag, &rules_error);
+            report_rules(diag, &rules, &rules_error);
             return plumbing.fail(code, &message, detail);
         }
     };
@@ -412,7 +417,7 @@ fn main_path(
     let decoded = match decode::decode(a.event, host, host_source, &obj, &ctx) {
         Ok(d) => d,
         Err(e) => {
-            report_rules_error(diag, &rules_error);
+            report_rules(diag, &rules, &rules_error);
             let (code, message, detail) = match e {
                 DecodeError::PayloadInvalid { field, problem } => (
                     HookCode::HookPayloadInvalid,
@@ -440,7 +445,7 @@ fn main_path(
     let root = match amb.open_dir(&decoded.envelope.cwd) {
         Ok(d) => d,
         Err(e) => {
-            report_rules_error(diag, &rules_error);
+            report_rules(diag, &rules, &rules_error);
             return plumbing.fail(
                 HookCode::HookCwdInvalid,
                 "the payload's cwd is not an existing directory",
@@ -455,7 +460,7 @@ fn main_path(
         hooks = hooks_rules(&rules);
         diag.set_rules(rules.digest(), hooks.diagnostics_max_bytes);
     }
-    report_rules_error(diag, &rules_error);
+    report_rules(diag, &rules, &rules_error);
     let (policy, loop_policy) = match compile_policies(&rules) {
         Ok(p) => p,
         Err(e) => {
@@ -534,13 +539,27 @@ fn compile_policies(rules: &RuleSet) -> Result<(subagent_stop::Policy, goal_loop
     ))
 }
 
-fn report_rules_error(diag: &Diagnostics, e: &Option<String>) {
+fn report_rules(diag: &Diagnostics, rules: &RuleSet, e: &Option<String>) {
     if let Some(problem) = e {
         diag.write(
             HookCode::HookRulesInvalid,
             "allow",
-            "the rules override is invalid; the hook continues on the embedded defaults",
+            "the rules override is invalid; the hook continues without it",
             Some(json!({"problem": super::host::encode::cap_bytes(problem, 1500)})),
+        );
+    }
+    for r in rules.relaxations() {
+        diag.write(
+            HookCode::RulesRelaxationIgnored,
+            "ignored",
+            &format!(
+                "{}: {} ({}) was ignored: {}; relax it in the user's rules file or the wiring's --rules",
+                crate::rules::REPO_OVERRIDE,
+                r.pointer,
+                r.direction,
+                r.why
+            ),
+            Some(json!({"file": crate::rules::REPO_OVERRIDE, "pointer": r.pointer, "direction": r.direction})),
         );
     }
 }

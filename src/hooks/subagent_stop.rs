@@ -166,7 +166,6 @@ pub fn decide(c: &Ctx<'_>) -> Decision {
     };
     let lock_opts = LockOptions {
         timeout: Duration::from_millis(c.hooks.lock_wait_ms),
-        foreign_stale: Duration::from_secs(30),
         command: "hook subagent-stop".into(),
     };
     let lock = match MutationLock::acquire(hs.dir(), witness::LOCK, &lock_opts) {
@@ -279,18 +278,20 @@ fn decide_locked(
         Err(f) => return halt(c, HookCode::HookStateIo, &f),
     }
     let findings = match checked {
-        Ok(v) if rules.reuse_protection => match reuse::check(state, &v.sha256, &v.path, &me) {
-            Ok(None) => Ok(v),
-            Ok(Some(f)) => Err(vec![f]),
-            Err(e) => {
-                let f = StateFault::io(
-                    hs.display(reuse::DIR),
-                    "the receipt index could not be read",
-                    &e,
-                );
-                return halt(c, HookCode::HookStateIo, &f);
+        Ok(v) if rules.reuse_protection => {
+            match reuse::check(state, &v.normalized_sha256, &v.path, &me) {
+                Ok(None) => Ok(v),
+                Ok(Some(f)) => Err(vec![f]),
+                Err(e) => {
+                    let f = StateFault::io(
+                        hs.display(reuse::DIR),
+                        "the receipt index could not be read",
+                        &e,
+                    );
+                    return halt(c, HookCode::HookStateIo, &f);
+                }
             }
-        },
+        }
         other => other,
     };
     let counter = attempts::file_name(me.session_id.as_deref(), me.agent_id.as_deref());
@@ -390,7 +391,7 @@ fn accept(c: &Ctx<'_>, hs: &HookState, v: &Verified, earlier: usize, counter: &s
         return halt(c, HookCode::HookStateIo, &f);
     }
     if c.policy.rules.reuse_protection
-        && let Err(e) = reuse::claim(state, &v.sha256, &v.path, &claimant(c.env))
+        && let Err(e) = reuse::claim(state, &v.normalized_sha256, &v.path, &claimant(c.env))
     {
         let f = StateFault::io(
             hs.display(reuse::DIR),
@@ -410,8 +411,11 @@ fn accept(c: &Ctx<'_>, hs: &HookState, v: &Verified, earlier: usize, counter: &s
     Decision::Allow
 }
 
-/// A marker in the child transcript's tail releases the worker, unless its
-/// own final message carries one (writing the phrase is no escape).
+/// A marker inside a compaction record the host wrote in the child
+/// transcript's tail releases the worker (threat-model.md I5), unless its
+/// own final message carries one (writing the phrase is no escape). Tool
+/// output, assistant and user text never count; a host without a recorded
+/// compaction record shape has no escape at all.
 fn context_pressure(c: &Ctx<'_>) -> bool {
     let markers = Markers::new(&c.hooks.context_pressure_markers);
     if c.stop
@@ -421,11 +425,13 @@ fn context_pressure(c: &Ctx<'_>) -> bool {
     {
         return false;
     }
-    c.stop
-        .child_transcript
-        .as_deref()
-        .and_then(|p| transcript::read_tail(c.amb, p, c.hooks.transcript_tail_bytes))
-        .is_some_and(|tail| markers.found_in(&tail))
+    transcript::host_pressure(
+        c.amb,
+        c.env.host,
+        c.stop.child_transcript.as_deref(),
+        c.hooks.transcript_tail_bytes,
+        &markers,
+    )
 }
 
 /// A fault in the hook's own trust state blocks (threat-model.md I2): the

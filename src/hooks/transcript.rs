@@ -24,6 +24,12 @@ pub fn open_transcript(amb: &dyn Ambient, path: &Path) -> Option<(File, Metadata
 
 /// The last `max` bytes of a transcript (one seek, one read).
 pub fn read_tail(amb: &dyn Ambient, path: &Path, max: u64) -> Option<Vec<u8>> {
+    read_tail_cut(amb, path, max).map(|(buf, _)| buf)
+}
+
+/// [`read_tail`], and whether the tail starts inside the file (its first
+/// line may then be the end of a longer record).
+pub fn read_tail_cut(amb: &dyn Ambient, path: &Path, max: u64) -> Option<(Vec<u8>, bool)> {
     let (mut file, meta) = open_transcript(amb, path)?;
     let len = meta.len();
     let start = len.saturating_sub(max);
@@ -31,7 +37,27 @@ pub fn read_tail(amb: &dyn Ambient, path: &Path, max: u64) -> Option<Vec<u8>> {
     let mut buf = Vec::with_capacity((len - start) as usize);
     file.take(max).read_to_end(&mut buf).ok()?;
     io_report::note_read("transcript", path, buf.len() as u64);
-    Some(buf)
+    Some((buf, start > 0))
+}
+
+/// True when the transcript's tail holds a compaction record the host wrote
+/// itself (threat-model.md I5) carrying one of `markers`. Always false for a
+/// host without a recorded record shape ([`super::host_records::SHAPES`]).
+pub fn host_pressure(
+    amb: &dyn Ambient,
+    host: super::host::Host,
+    path: Option<&Path>,
+    max: u64,
+    markers: &Markers,
+) -> bool {
+    let shapes = super::host_records::compaction_shapes(super::host_records::SHAPES, host);
+    if shapes.is_empty() {
+        return false;
+    }
+    path.and_then(|p| read_tail_cut(amb, p, max))
+        .is_some_and(|(tail, cut)| {
+            super::host_records::pressure_record(&tail, cut, &shapes, markers)
+        })
 }
 
 /// The transcript's birth time, when the platform and filesystem record it.

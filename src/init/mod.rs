@@ -262,16 +262,17 @@ fn shape(o: &Options, amb: &dyn Ambient) -> Result<wiring::Shape, Error> {
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    let layer = bytes.as_ref().map(|b| crate::rules::Layer {
-        name: &name,
-        bytes: b,
-    });
+    let mut owned: Vec<(String, Vec<u8>)> = crate::rules::read_user_config(amb)
+        .map_err(|e| Error::Usage(e.to_string()))?
+        .into_iter()
+        .collect();
+    owned.extend(bytes.map(|b| (name, b)));
     let root = amb
         .current_dir()
         .and_then(|d| amb.open_dir(&d))
         .map_err(|e| Error::Io(e.to_string()))?;
-    let rules: RuleSet =
-        crate::rules::load_workspace(&root, layer).map_err(|e| Error::Usage(e.to_string()))?;
+    let rules: RuleSet = crate::rules::load_workspace(&root, &crate::rules::layers(&owned))
+        .map_err(|e| Error::Usage(e.to_string()))?;
     wiring::Shape::from_rules(&rules, &o.profile, o.with_ultrawork, o.team_guard)
         .map_err(|e| Error::Usage(e.to_string()))
 }

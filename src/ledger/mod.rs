@@ -21,6 +21,16 @@ use crate::digest::sha256_hex;
 /// `prev` of the first record of a file.
 pub const ZERO_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
+/// The archived ledger's last-record digest a `plan_created.replaced` object
+/// names: `previousHead.sha256` (`previousHead: {seq, sha256}`), or the bare
+/// digest string earlier versions wrote.
+pub fn previous_head_sha256(replaced: &Value) -> Option<&str> {
+    match replaced.get("previousHead")? {
+        Value::String(s) => Some(s),
+        v => v.get("sha256")?.as_str(),
+    }
+}
+
 /// Hash of a record's exact bytes (without the terminating newline).
 pub fn record_hash(record: &[u8]) -> String {
     sha256_hex(record)

@@ -7,6 +7,7 @@
 //! ([`RuleFamily`]); adding one means adding its file to [`EMBEDDED`] and its
 //! validator to [`FAMILIES`], never changing the loader.
 
+pub mod direction;
 pub mod evidence;
 pub mod gates;
 pub mod goal_loop;
@@ -290,6 +291,7 @@ pub struct RuleSet {
     merged: Value,
     digest: std::sync::OnceLock<String>,
     sources: Vec<String>,
+    relaxations: Vec<direction::Relaxation>,
 }
 
 impl RuleSet {
@@ -298,10 +300,22 @@ impl RuleSet {
         RuleSet::load(&[])
     }
 
-    /// Embedded defaults, then each layer in order (repository file first,
-    /// `--rules FILE` last). Every layer must be a JSON object whose keys are
-    /// known families; the merged result must validate.
+    /// Embedded defaults, then each layer in order, each applied in full
+    /// (trusted layers: the user's configuration, `--rules FILE`). Every
+    /// layer must be a JSON object whose keys are known families; the merged
+    /// result must validate.
     pub fn load(layers: &[Layer<'_>]) -> Result<RuleSet, RulesError> {
+        RuleSet::load_tightened(layers, None)
+    }
+
+    /// Embedded defaults, then the trusted `layers` in full, then the
+    /// repository override `repo` tighten-only (threat-model.md I9): its
+    /// values that do not tighten are ignored and listed in
+    /// [`RuleSet::relaxations`].
+    pub fn load_tightened(
+        layers: &[Layer<'_>],
+        repo: Option<Layer<'_>>,
+    ) -> Result<RuleSet, RulesError> {
         let mut merged = Value::Object(Default::default());
         for e in EMBEDDED {
             let value = match e.content {
@@ -320,37 +334,36 @@ impl RuleSet {
         // override layer is validated together with what it merges into.
         let mut sources = vec!["embedded".to_owned()];
         for layer in layers {
-            let overlay = json::parse_strict(layer.bytes).map_err(|err| RulesError {
-                file: layer.name.into(),
-                pointer: String::new(),
-                problem: format!("not valid JSON: {err}"),
-            })?;
-            let Value::Object(map) = &overlay else {
-                return Err(RulesError {
-                    file: layer.name.into(),
-                    pointer: String::new(),
-                    problem: "must be a JSON object with one key per rule family".into(),
-                });
-            };
-            for key in map.keys() {
-                if !FAMILIES.iter().any(|f| f.key == key) {
-                    let known: Vec<&str> = FAMILIES.iter().map(|f| f.key).collect();
-                    return Err(RulesError {
-                        file: layer.name.into(),
-                        pointer: format!("/{}", pointer_token(key)),
-                        problem: format!("unknown rule family; known: {}", known.join(", ")),
-                    });
-                }
-            }
+            let overlay = parse_layer(layer)?;
             deep_merge(&mut merged, &overlay);
             validate_all(&merged, &|_| layer.name.to_owned())?;
             sources.push(layer.name.to_owned());
+        }
+        let mut relaxations = Vec::new();
+        if let Some(layer) = repo {
+            let overlay = parse_layer(&layer)?;
+            relaxations = direction::apply_tightening(&mut merged, &overlay);
+            validate_all(&merged, &|_| layer.name.to_owned())?;
+            sources.push(format!("{} (tighten-only)", layer.name));
         }
         Ok(RuleSet {
             merged,
             digest: std::sync::OnceLock::new(),
             sources,
+            relaxations,
         })
+    }
+
+    /// Repository values that were ignored because they do not tighten
+    /// (`RULES_RELAXATION_IGNORED`).
+    pub fn relaxations(&self) -> &[direction::Relaxation] {
+        &self.relaxations
+    }
+
+    /// The merged document.
+    #[cfg(test)]
+    pub(crate) fn merged(&self) -> &Value {
+        &self.merged
     }
 
     /// Validates every family of the merged document (the embedded defaults
@@ -401,6 +414,32 @@ impl RuleSet {
     pub fn sources(&self) -> &[String] {
         &self.sources
     }
+}
+
+fn parse_layer(layer: &Layer<'_>) -> Result<Value, RulesError> {
+    let overlay = json::parse_strict(layer.bytes).map_err(|err| RulesError {
+        file: layer.name.into(),
+        pointer: String::new(),
+        problem: format!("not valid JSON: {err}"),
+    })?;
+    let Value::Object(map) = &overlay else {
+        return Err(RulesError {
+            file: layer.name.into(),
+            pointer: String::new(),
+            problem: "must be a JSON object with one key per rule family".into(),
+        });
+    };
+    for key in map.keys() {
+        if !FAMILIES.iter().any(|f| f.key == key) {
+            let known: Vec<&str> = FAMILIES.iter().map(|f| f.key).collect();
+            return Err(RulesError {
+                file: layer.name.into(),
+                pointer: format!("/{}", pointer_token(key)),
+                problem: format!("unknown rule family; known: {}", known.join(", ")),
+            });
+        }
+    }
+    Ok(overlay)
 }
 
 fn mount(doc: &mut Value, pointer: &str, value: Value) {
@@ -454,27 +493,23 @@ fn embedded_file_for(pointer: &str) -> String {
 /// Repository override file, relative to the workspace root.
 pub const REPO_OVERRIDE: &str = ".evidence-gate/rules.json";
 
-/// Loads the rules for a workspace: embedded defaults, then the repository's
-/// `.evidence-gate/rules.json` (read through the sandbox: no symlink, regular
-/// file, at most 4 MiB), then `extra` (`--rules FILE`, already read).
-pub fn load_workspace(
-    root: &cap_std::fs::Dir,
-    extra: Option<Layer<'_>>,
-) -> Result<RuleSet, RulesError> {
+/// Reads the repository override `.evidence-gate/rules.json` through the
+/// sandbox (no symlink, regular file, at most 4 MiB); `None` when absent.
+pub fn read_repo_override(root: &cap_std::fs::Dir) -> Result<Option<Vec<u8>>, RulesError> {
     use crate::sandbox::{FileChecks, FileProblem, PathLimits, RelPath, open};
     const MAX: u64 = 4 * 1024 * 1024;
     let path = RelPath::parse(REPO_OVERRIDE, PathLimits::default()).expect("constant path");
-    let repo_bytes = match open::open_leaf(root, &path) {
+    let fail = |problem: String| RulesError {
+        file: REPO_OVERRIDE.into(),
+        pointer: String::new(),
+        problem,
+    };
+    match open::open_leaf(root, &path) {
         Ok((mut file, meta)) => {
             let checks = FileChecks {
                 reject_hard_links: false,
                 max_bytes: MAX,
                 reject_empty: false,
-            };
-            let fail = |problem: String| RulesError {
-                file: REPO_OVERRIDE.into(),
-                pointer: String::new(),
-                problem,
             };
             if let Err(p) = open::check_handle(&meta, &checks) {
                 return Err(fail(describe_problem(&p)));
@@ -482,28 +517,73 @@ pub fn load_workspace(
             let mut kept = Vec::new();
             open::hash_handle(&mut file, &meta, &checks, None, MAX as usize, &mut kept)
                 .map_err(|p| fail(describe_problem(&p)))?;
-            Some(kept)
+            Ok(Some(kept))
         }
-        Err(FileProblem::Missing) => None,
-        Err(p) => {
-            return Err(RulesError {
-                file: REPO_OVERRIDE.into(),
-                pointer: String::new(),
-                problem: describe_problem(&p),
-            });
-        }
-    };
-    let mut layers = Vec::new();
-    if let Some(b) = &repo_bytes {
-        layers.push(Layer {
+        Err(FileProblem::Missing) => Ok(None),
+        Err(p) => Err(fail(describe_problem(&p))),
+    }
+}
+
+/// Loads the rules for hooks and the goal engine: embedded defaults, the
+/// trusted layers in full (the user's configuration, then `--rules FILE`,
+/// already read), then the repository's `.evidence-gate/rules.json`
+/// tighten-only (threat-model.md I9).
+pub fn load_workspace(
+    root: &cap_std::fs::Dir,
+    trusted: &[Layer<'_>],
+) -> Result<RuleSet, RulesError> {
+    let repo_bytes = read_repo_override(root)?;
+    RuleSet::load_tightened(
+        trusted,
+        repo_bytes.as_ref().map(|b| Layer {
             name: REPO_OVERRIDE,
             bytes: b,
-        });
+        }),
+    )
+}
+
+/// The user's rules file: `$XDG_CONFIG_HOME/evidence-gate/rules.json`, else
+/// `$HOME/.config/evidence-gate/rules.json` (`None` when neither is set).
+pub fn user_config_path(amb: &dyn crate::ambient::Ambient) -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let base = crate::ambient::var(amb, "XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty() && std::path::Path::new(v).is_absolute())
+        .map(PathBuf::from)
+        .or_else(|| {
+            crate::ambient::var(amb, "HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".config"))
+        })?;
+    Some(base.join("evidence-gate").join("rules.json"))
+}
+
+/// Reads the user's rules file (see [`user_config_path`]): `(name, bytes)`,
+/// `None` when it does not exist. It may relax policy: it lies outside the
+/// workspace, where the gated agent cannot write when the host sandboxes it.
+pub fn read_user_config(
+    amb: &dyn crate::ambient::Ambient,
+) -> Result<Option<(String, Vec<u8>)>, RulesError> {
+    let Some(path) = user_config_path(amb) else {
+        return Ok(None);
+    };
+    let name = path.display().to_string();
+    match crate::ambient::read_file(amb, &path, 4 * 1024 * 1024) {
+        Ok(bytes) => Ok(Some((name, bytes))),
+        Err(crate::ambient::ReadError::NotFound) => Ok(None),
+        Err(e) => Err(RulesError {
+            file: name,
+            pointer: String::new(),
+            problem: format!("cannot read the user's rules file: {e}"),
+        }),
     }
-    if let Some(l) = extra {
-        layers.push(l);
-    }
-    RuleSet::load(&layers)
+}
+
+/// The trusted layers of owned `(name, bytes)` pairs, in order.
+pub fn layers(owned: &[(String, Vec<u8>)]) -> Vec<Layer<'_>> {
+    owned
+        .iter()
+        .map(|(name, bytes)| Layer { name, bytes })
+        .collect()
 }
 
 fn describe_problem(p: &crate::sandbox::FileProblem) -> String {

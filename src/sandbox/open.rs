@@ -182,6 +182,20 @@ pub fn hash_handle(
     keep: usize,
     kept: &mut Vec<u8>,
 ) -> Result<HashedFile, FileProblem> {
+    hash_handle_with(file, before, checks, deadline, keep, kept, &mut |_| {})
+}
+
+/// [`hash_handle`], also handing every chunk read to `sink` (a second
+/// digest over the same single read, e.g. a normalized one).
+pub fn hash_handle_with(
+    file: &mut File,
+    before: &Metadata,
+    checks: &FileChecks,
+    deadline: Option<Instant>,
+    keep: usize,
+    kept: &mut Vec<u8>,
+    sink: &mut dyn FnMut(&[u8]),
+) -> Result<HashedFile, FileProblem> {
     let start = Stamp::of(before);
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
@@ -205,6 +219,7 @@ pub fn hash_handle(
             kept.extend_from_slice(&buf[..take]);
         }
         hasher.update(&buf[..n]);
+        sink(&buf[..n]);
         if deadline.is_some_and(|d| Instant::now() > d) {
             return Err(FileProblem::Deadline);
         }

@@ -33,7 +33,9 @@ impl LexicalProblem {
     pub fn describe(self) -> &'static str {
         match self {
             Self::Empty => "the path is empty",
-            Self::ControlChar => "the path contains NUL or another control character",
+            Self::ControlChar => {
+                "the path contains NUL, another control character or a bidirectional control"
+            }
             Self::Backslash => "the path contains a backslash; use forward slashes",
             Self::Absolute => "the path is absolute; paths are relative to the workspace root",
             Self::Traversal => "the path contains a `..` component",
@@ -73,7 +75,11 @@ impl RelPath {
         if s.is_empty() {
             return Err(LexicalProblem::Empty);
         }
-        if s.chars().any(char::is_control) {
+        // A bidi control makes a path read differently from what it names
+        // (threat-model.md I6): refused like any other control character.
+        if s.chars()
+            .any(|c| c.is_control() || crate::text::is_bidi_control(c))
+        {
             return Err(LexicalProblem::ControlChar);
         }
         if s.contains('\\') {
@@ -172,6 +178,24 @@ mod tests {
         assert_eq!(p(""), Err(LexicalProblem::Empty));
         assert_eq!(p("a\0b"), Err(LexicalProblem::ControlChar));
         assert_eq!(p("a\nb"), Err(LexicalProblem::ControlChar));
+        // Bidi controls (I6): a right-to-left override hides what a path names.
+        for c in [
+            '\u{061C}', '\u{200E}', '\u{200F}', '\u{202A}', '\u{202E}', '\u{2066}', '\u{2069}',
+        ] {
+            assert_eq!(
+                p(&format!("src/a{c}b.rs")),
+                Err(LexicalProblem::ControlChar),
+                "{c:?}"
+            );
+        }
+        // Other non-ASCII names stay valid (a joiner in an emoji, accents, CJK).
+        for ok in [
+            "docs/Überprüft.md",
+            "src/完了.rs",
+            "img/\u{1F469}\u{200D}\u{1F4BB}.png",
+        ] {
+            assert!(p(ok).is_ok(), "{ok}");
+        }
         assert_eq!(p("a\\b"), Err(LexicalProblem::Backslash));
         assert_eq!(p("/etc/passwd"), Err(LexicalProblem::Absolute));
         assert_eq!(p("C:/x"), Err(LexicalProblem::Absolute));

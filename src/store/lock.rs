@@ -1,15 +1,23 @@
-//! The cross-process mutation lock (goal-engine.md §2.7).
+//! The cross-process mutation lock (goal-engine.md §2.7, threat-model.md I3).
 //!
-//! An OS advisory lock (`File::try_lock`) on `<dir>/<name>`, with a bounded,
-//! jittered wait, an identity check (the locked handle must still be the
-//! directory entry), takeover of stale lock files left by Node tools (which
-//! use exclusive-create without an OS lock), and deletion of the file on
-//! release so those tools never wait on it.
+//! Holding the lock means holding an OS advisory lock (`File::try_lock`) on an
+//! open descriptor of `<dir>/<name>`; nothing else does. The lock file's
+//! existence, content or modification time never means "held": a file left by
+//! a crashed process or written by the agent is simply locked and reused. The
+//! wait is bounded and jittered; the locked handle must still be the directory
+//! entry (identity check); the file is deleted on release. A path that is not
+//! a regular file (symlink, FIFO, directory, socket, device) is refused at
+//! once: the open is non-blocking and never follows a symlink, so no file the
+//! agent can create wedges a caller beyond the one bounded wait.
+//!
+//! Node tools take their lock by exclusive create without an OS lock; their
+//! lock files are not honoured (README, "Differences from the Node tools"):
+//! a file is something the gated agent can forge.
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::time::{Duration, Instant, SystemTime};
 
-use cap_fs_ext::{FollowSymlinks, MetadataExt, OpenOptionsFollowExt};
+use cap_fs_ext::{FollowSymlinks, MetadataExt, OpenOptionsFollowExt, OpenOptionsSyncExt};
 use cap_std::fs::{Dir, OpenOptions};
 use serde_json::{Value, json};
 
@@ -18,8 +26,6 @@ use serde_json::{Value, json};
 pub struct LockOptions {
     /// Give up after this long.
     pub timeout: Duration,
-    /// A Node tool's lock file older than this is stale and taken over.
-    pub foreign_stale: Duration,
     /// Recorded in the holder record.
     pub command: String,
 }
@@ -34,9 +40,10 @@ pub enum LockError {
         /// The holder record, if it could be read.
         holder: Option<Value>,
     },
-    /// The lock file is a symlink or not a regular file.
+    /// The lock path is a symlink or not a regular file.
     Unsafe {
-        /// What it is.
+        /// What it is: `"a symlink"`, `"a directory"`, `"a FIFO"` or
+        /// `"not a regular file"`.
         what: &'static str,
     },
     /// Any other I/O error.
@@ -50,8 +57,6 @@ pub struct MutationLock {
     dir: Dir,
     name: String,
     file: Option<std::fs::File>,
-    /// A Node tool's stale lock that was taken over: `{holder, ageMs}`.
-    pub broken: Option<Value>,
 }
 
 impl MutationLock {
@@ -66,7 +71,6 @@ impl MutationLock {
                 dir: dir.try_clone().map_err(LockError::Io)?,
                 name: name.to_owned(),
                 file: None,
-                broken: None,
             });
         }
         #[cfg_attr(feature = "drill-unlocked", allow(unreachable_code))]
@@ -76,13 +80,12 @@ impl MutationLock {
             u64::from(std::process::id()) ^ (crate::time::epoch_ms(SystemTime::now()) << 8);
         let mut last_holder: Option<Value> = None;
         loop {
-            match try_once(dir, name, opts)? {
-                Attempt::Acquired(file, broken) => {
+            match try_once(dir, name)? {
+                Attempt::Acquired(file) => {
                     let mut lock = MutationLock {
                         dir: dir.try_clone().map_err(LockError::Io)?,
                         name: name.to_owned(),
                         file: Some(file),
-                        broken,
                     };
                     lock.write_holder(&opts.command).map_err(LockError::Io)?;
                     return Ok(lock);
@@ -147,31 +150,57 @@ impl Drop for MutationLock {
 }
 
 enum Attempt {
-    Acquired(std::fs::File, Option<Value>),
+    Acquired(std::fs::File),
     Busy(Option<Value>),
 }
 
-fn try_once(dir: &Dir, name: &str, opts: &LockOptions) -> Result<Attempt, LockError> {
+/// What a non-regular entry at the lock path is.
+fn describe(m: &cap_std::fs::Metadata) -> &'static str {
+    let ft = m.file_type();
+    if ft.is_symlink() {
+        "a symlink"
+    } else if ft.is_dir() {
+        "a directory"
+    } else if is_fifo(&ft) {
+        "a FIFO"
+    } else {
+        "not a regular file"
+    }
+}
+
+#[cfg(unix)]
+fn is_fifo(ft: &cap_std::fs::FileType) -> bool {
+    use cap_std::fs::FileTypeExt;
+    ft.is_fifo()
+}
+
+#[cfg(not(unix))]
+fn is_fifo(_: &cap_std::fs::FileType) -> bool {
+    false
+}
+
+fn try_once(dir: &Dir, name: &str) -> Result<Attempt, LockError> {
+    // Non-blocking and no-follow: a FIFO opens at once (and is refused
+    // below), a symlink fails to open.
     let mut o = OpenOptions::new();
     o.read(true)
         .write(true)
         .create(true)
-        .follow(FollowSymlinks::No);
+        .follow(FollowSymlinks::No)
+        .nonblock(true);
     let file = match dir.open_with(name, &o) {
         Ok(f) => f,
         Err(e) => {
-            if let Ok(m) = dir.symlink_metadata(name) {
-                if m.file_type().is_symlink() {
-                    return Err(LockError::Unsafe { what: "a symlink" });
-                }
-                if !m.is_file() {
-                    return Err(LockError::Unsafe {
-                        what: "not a regular file",
-                    });
-                }
+            if let Ok(m) = dir.symlink_metadata(name)
+                && !m.is_file()
+            {
+                return Err(LockError::Unsafe { what: describe(&m) });
             }
-            // A releasing holder may be deleting the file right now.
-            if e.kind() == io::ErrorKind::NotFound || e.kind() == io::ErrorKind::PermissionDenied {
+            // A releasing holder may be deleting the file right now (on
+            // Windows a file pending deletion refuses opens).
+            if e.kind() == io::ErrorKind::NotFound
+                || (cfg!(windows) && e.kind() == io::ErrorKind::PermissionDenied)
+            {
                 return Ok(Attempt::Busy(None));
             }
             return Err(LockError::Io(e));
@@ -180,7 +209,7 @@ fn try_once(dir: &Dir, name: &str, opts: &LockOptions) -> Result<Attempt, LockEr
     let meta = file.metadata().map_err(LockError::Io)?;
     if !meta.is_file() {
         return Err(LockError::Unsafe {
-            what: "not a regular file",
+            what: describe(&meta),
         });
     }
     let mut std_file = file.into_std();
@@ -200,24 +229,9 @@ fn try_once(dir: &Dir, name: &str, opts: &LockOptions) -> Result<Attempt, LockEr
             return Ok(Attempt::Busy(None));
         }
     }
-    // A Node tool's exclusive-create lock: respect it until it is stale.
-    let mut broken = None;
-    if let Some(holder) = read_holder(&mut std_file) {
-        let ours = holder.get("tool").and_then(Value::as_str) == Some("evidence-gate");
-        if !ours && holder.get("pid").is_some_and(Value::is_number) {
-            let age = meta
-                .modified()
-                .ok()
-                .and_then(|t| SystemTime::now().duration_since(t.into_std()).ok())
-                .unwrap_or_default();
-            if age < opts.foreign_stale {
-                let _ = std_file.unlock();
-                return Ok(Attempt::Busy(Some(holder)));
-            }
-            broken = Some(json!({"holder": holder, "ageMs": age.as_millis() as u64}));
-        }
-    }
-    Ok(Attempt::Acquired(std_file, broken))
+    // Whatever the file holds (a Node tool's holder record, a forged one,
+    // a future modification time) is not a lock: the OS lock is ours.
+    Ok(Attempt::Acquired(std_file))
 }
 
 fn read_holder(f: &mut std::fs::File) -> Option<Value> {
@@ -237,7 +251,6 @@ mod tests {
     fn opts(ms: u64) -> LockOptions {
         LockOptions {
             timeout: Duration::from_millis(ms),
-            foreign_stale: Duration::from_secs(30),
             command: "test".into(),
         }
     }
@@ -260,22 +273,54 @@ mod tests {
         assert!(!dir.exists(".mutation.lock"));
     }
 
+    /// I3: a holder record and a modification time in the future are not a
+    /// lock (today's main waited on such a file forever).
     #[test]
-    fn fresh_node_lock_is_respected_and_stale_one_is_broken() {
+    fn a_forged_future_dated_holder_file_is_not_a_lock() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
         dir.write(".mutation.lock", br#"{"pid":1234,"createdAt":"x"}"#)
             .unwrap();
+        let future = SystemTime::now() + Duration::from_secs(365 * 24 * 3600);
+        std::fs::File::options()
+            .write(true)
+            .open(tmp.path().join(".mutation.lock"))
+            .unwrap()
+            .set_modified(future)
+            .unwrap();
+        let lock = MutationLock::acquire(&dir, ".mutation.lock", &opts(30)).unwrap();
+        // The honest holder is still excluded by the OS lock.
         assert!(matches!(
             MutationLock::acquire(&dir, ".mutation.lock", &opts(30)),
             Err(LockError::Timeout { .. })
         ));
-        let stale = LockOptions {
-            foreign_stale: Duration::ZERO,
-            ..opts(30)
-        };
-        let lock = MutationLock::acquire(&dir, ".mutation.lock", &stale).unwrap();
-        assert_eq!(lock.broken.as_ref().unwrap()["holder"]["pid"], 1234);
+        lock.release().unwrap();
+        assert!(!dir.exists(".mutation.lock"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_directory_at_the_lock_path_is_refused_without_blocking() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let fifo = tmp.path().join(".mutation.lock");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // A blocking open of a FIFO would wait for a writer forever; the
+        // timeout is long so that only an immediate refusal passes quickly.
+        match MutationLock::acquire(&dir, ".mutation.lock", &opts(60_000)) {
+            Err(LockError::Unsafe { what }) => assert_eq!(what, "a FIFO"),
+            other => panic!("expected Unsafe, got {other:?}"),
+        }
+        std::fs::remove_file(&fifo).unwrap();
+        std::fs::create_dir(&fifo).unwrap();
+        match MutationLock::acquire(&dir, ".mutation.lock", &opts(60_000)) {
+            Err(LockError::Unsafe { what }) => assert_eq!(what, "a directory"),
+            other => panic!("expected Unsafe, got {other:?}"),
+        }
     }
 
     #[cfg(unix)]
@@ -285,8 +330,8 @@ mod tests {
         std::os::unix::fs::symlink("/tmp/elsewhere", tmp.path().join(".mutation.lock")).unwrap();
         let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
         assert!(matches!(
-            MutationLock::acquire(&dir, ".mutation.lock", &opts(30)),
-            Err(LockError::Unsafe { .. })
+            MutationLock::acquire(&dir, ".mutation.lock", &opts(60_000)),
+            Err(LockError::Unsafe { what: "a symlink" })
         ));
     }
 }

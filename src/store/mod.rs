@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
-use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
 use cap_std::fs::{Dir, File, OpenOptions};
 
 pub use diagnostics::{DIAGNOSTICS_DIR, DIAGNOSTICS_FILE, DIAGNOSTICS_ROTATED, append_diagnostic};
@@ -85,6 +85,39 @@ pub fn create_exclusive(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<bool>
         sync_dir(dir)?;
     }
     result
+}
+
+/// Copies the regular file `name` of `src` to `dst_name` in `dst` (no-follow,
+/// non-blocking open; content written under a temp name, synced, renamed
+/// into place). Returns `false` when `name` does not exist; a symlink or
+/// non-regular entry is an error of kind `InvalidInput`.
+pub fn copy_file(src: &Dir, name: &str, dst: &Dir, dst_name: &str) -> io::Result<bool> {
+    let mut opts = OpenOptions::new();
+    opts.read(true).follow(FollowSymlinks::No).nonblock(true);
+    let mut from = match src.open_with(name, &opts) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    if !from.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("`{name}` is not a regular file"),
+        ));
+    }
+    let tmp = temp_name(dst_name);
+    let result = (|| {
+        let mut w = OpenOptions::new();
+        w.write(true).create_new(true).follow(FollowSymlinks::No);
+        let mut to = dst.open_with(&tmp, &w)?;
+        io::copy(&mut from, &mut to)?;
+        to.sync_all()?;
+        dst.rename(&tmp, dst, dst_name)
+    })();
+    if result.is_err() {
+        let _ = dst.remove_file(&tmp);
+    }
+    result.map(|()| true)
 }
 
 /// Creates `name` (which must not exist; never through a symlink) holding

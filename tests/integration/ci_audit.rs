@@ -42,8 +42,14 @@ fn an_untouched_repository_passes_and_lists_every_recorded_file() {
         .sum();
     let text = r.run("verify-evidence", &[], None);
     assert_eq!(text.code, 0);
+    // threat-model.md I9: the header names the policy the audit used.
+    let (header, text_stdout) = text.stdout.split_once('\n').unwrap();
+    assert!(
+        header.starts_with("policy sha256:") && header.ends_with(" (embedded)"),
+        "{header}"
+    );
     assert_eq!(
-        text.stdout,
+        text_stdout,
         format!(
             "PASSED: audited 1 state directory, 0 gate ledgers and 0 payloads: 4 ledger records verified, 3 recorded files ({bytes} bytes) re-hashed, no failures\n"
         )
@@ -202,10 +208,17 @@ fn an_empty_repository_is_nothing_to_verify_unless_allowed() {
     assert_eq!(out.codes(), ["NOTHING_TO_VERIFY"]);
     let allowed = audit(&r, &["--allow-empty"]);
     assert_eq!(allowed.code, 0);
-    assert_eq!(allowed.json(), json!({"verdict": "pass", "reports": []}));
+    let mut v = allowed.json();
+    let policy = v.as_object_mut().unwrap().remove("policy").unwrap();
+    assert!(policy["digest"].as_str().unwrap().starts_with("sha256:"));
+    assert_eq!(v, json!({"verdict": "pass", "reports": []}));
     let text = r.run("verify-evidence", &["--allow-empty"], None);
     assert!(
-        text.stdout.starts_with("PASSED: nothing to audit"),
+        text.stdout
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("PASSED: nothing to audit"),
         "{}",
         text.stdout
     );

@@ -136,9 +136,10 @@ const CASES: &[(&str, Setup, &str, &str, i32)] = &[
                 .shift_remove("aggregateCompletion");
             run.write_plan(r);
         },
+        // threat-model.md I10: an error unless --allow-legacy (was a warning).
         "LEDGER_NOT_CHAINED",
-        "warning",
-        0,
+        "error",
+        1,
     ),
     (
         "seq gap",

@@ -13,7 +13,7 @@ use crate::goals_support::*;
 /// A finished two-goal ulw-loop run: G001-a's first criterion is proven by
 /// an evidence payload with a deliverable, G002-b completes the run through
 /// the final checkpoint with a filled quality gate.
-fn finished_run(profile: &str, state: &str) -> Repo {
+pub(crate) fn finished_run(profile: &str, state: &str) -> Repo {
     let repo = Repo::new();
     let run = |args: &[&str]| {
         let mut all = args.to_vec();

@@ -24,6 +24,8 @@ fn audit_lib(r: &Repo) -> Vec<Verdict> {
             plan_dirs: &[],
             strict: false,
             allow_empty: false,
+            allow_legacy: false,
+            gates: None,
         },
         &mut Silent,
     )

@@ -17,16 +17,27 @@ pub fn bin(name: &str) -> PathBuf {
     }
 }
 
-/// A temporary repository.
+/// A temporary repository, and a private user configuration directory
+/// (`XDG_CONFIG_HOME` of every command run in it).
 pub struct Repo {
     pub dir: tempfile::TempDir,
+    pub config: tempfile::TempDir,
 }
 
 impl Repo {
     pub fn new() -> Repo {
         Repo {
             dir: tempfile::tempdir().expect("tempdir"),
+            config: tempfile::tempdir().expect("tempdir"),
         }
+    }
+
+    /// Writes the user's rules file (`$XDG_CONFIG_HOME/evidence-gate/rules.json`),
+    /// the place that may relax policy (threat-model.md I9).
+    pub fn user_rules(&self, content: impl AsRef<[u8]>) {
+        let dir = self.config.path().join("evidence-gate");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("rules.json"), content).unwrap();
     }
 
     pub fn path(&self) -> &Path {
@@ -64,7 +75,14 @@ impl Repo {
 
     /// Runs a binary with `args` in the repository, feeding `stdin`.
     pub fn run(&self, name: &str, args: &[&str], stdin: Option<&[u8]>) -> Run {
-        run_in(self.path(), name, args, stdin, &[])
+        let config = self.config.path().to_str().unwrap();
+        run_in(
+            self.path(),
+            name,
+            args,
+            stdin,
+            &[("XDG_CONFIG_HOME", config)],
+        )
     }
 
     /// Like [`Repo::run`] with extra environment variables.
@@ -75,7 +93,11 @@ impl Repo {
         stdin: Option<&[u8]>,
         env: &[(&str, &str)],
     ) -> Run {
-        run_in(self.path(), name, args, stdin, env)
+        // The repository's own user configuration directory wins.
+        let config = self.config.path().to_str().unwrap();
+        let mut all = env.to_vec();
+        all.push(("XDG_CONFIG_HOME", config));
+        run_in(self.path(), name, args, stdin, &all)
     }
 
     /// Digest of every file under the repository (path, size, content hash,
@@ -139,6 +161,13 @@ impl Run {
     }
 }
 
+/// An empty directory shared by every test as `XDG_CONFIG_HOME`.
+pub fn empty_config_home() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("tempdir"))
+        .path()
+}
+
 pub fn run_in(
     dir: &Path,
     name: &str,
@@ -153,6 +182,9 @@ pub fn run_in(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd.env_remove("NO_COLOR");
+    // Never the real home's configuration: an empty directory unless the
+    // caller names one.
+    cmd.env("XDG_CONFIG_HOME", empty_config_home());
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -504,12 +504,12 @@ fn invalid_rules_are_could_not_verify_and_name_the_file() {
         (run.code, run.codes()),
         (2, vec!["RULES_INVALID".to_owned()])
     );
-    // The repository override is validated the same way.
+    // The repository override (applied with --repo-rules) is validated the same way.
     r.write(
         ".evidence-gate/rules.json",
         r#"{"evidence":{"limits":{"maxFileBytes":"big"}}}"#,
     );
-    let run = verify(&r, &p, &[]);
+    let run = verify(&r, &p, &["--repo-rules"]);
     assert_eq!(
         (run.code, run.codes()),
         (2, vec!["RULES_INVALID".to_owned()])
@@ -528,11 +528,19 @@ fn rules_override_deny_and_size_limit() {
         ".evidence-gate/rules.json",
         r#"{"evidence":{"deliverables":{"deny":["secrets/**"]}}}"#,
     );
+    // threat-model.md I9: the repository does not configure its verifier
+    // unless --repo-rules says so.
+    let run = verify(&r, &payload(json!([{"path": "secrets/key.txt"}])), &[]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
     assert_fail(
-        &verify(&r, &payload(json!([{"path": "secrets/key.txt"}])), &[]),
+        &verify(
+            &r,
+            &payload(json!([{"path": "secrets/key.txt"}])),
+            &["--repo-rules"],
+        ),
         "PATH_NOT_ALLOWED",
     );
-    // --rules applies after the repository file.
+    // --rules applies after the embedded defaults.
     r.write(
         "small.json",
         r#"{"evidence":{"limits":{"maxFileBytes":4}}}"#,

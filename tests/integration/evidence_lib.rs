@@ -52,6 +52,7 @@ fn plan_context_checks_goal_and_criteria() {
     let opts = VerifyOptions {
         plan: Some(&Plan),
         deadline: None,
+        payload_path: None,
     };
     let r = verify_payload(&root, &p, "p", opts);
     assert_eq!(
@@ -95,6 +96,7 @@ fn an_expired_deadline_is_could_not_verify_never_a_pass() {
         VerifyOptions {
             plan: None,
             deadline: Some(past),
+            payload_path: None,
         },
     );
     assert_eq!(

@@ -117,6 +117,8 @@ const HOSTILE: &[Case] = &[
     ("incompatible-artifact", &[], "GATE_SURFACE_ARTIFACT_INCOMPATIBLE", "manualQa.surfaceEvidence", 1, Setup::None),
     ("empty-artifact-list", &[], "GATE_ARRAY_EMPTY", "iteration.rerunCommands", 1, Setup::None),
     ("blank-text", &[], "GATE_FIELD_REQUIRED", "criteriaCoverage.originalIntent", 1, Setup::None),
+    // I6: zero-width space, NUL, word joiner and BOM show nothing; the text is blank.
+    ("invisible-text", &[], "GATE_FIELD_REQUIRED", "criteriaCoverage.originalIntent", 1, Setup::None),
     ("text-wrong-type", &[], "GATE_FIELD_TYPE", "criteriaCoverage.originalIntent", 1, Setup::None),
     ("many-errors", &[], "GATE_COVERAGE_NOT_INTEGER", "criteriaCoverage.totalCriteria", 1, Setup::None),
     ("ultragoal-watch", &["--profile", "ultragoal"], "GATE_VALUE_MISMATCH", "codeReview.architectStatus", 1, Setup::None),

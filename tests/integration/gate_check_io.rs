@@ -49,10 +49,7 @@ fn hard_linked_artifacts_follow_the_sandbox_policy() {
     let run = check(&r, "lazycodex.json", &[]);
     assert_eq!(run.code, 1);
     assert_eq!(first_error(&run)["code"], "FILE_HARDLINKED");
-    r.write(
-        ".evidence-gate/rules.json",
-        r#"{"evidence":{"hardLinks":"allow"}}"#,
-    );
+    r.user_rules(r#"{"evidence":{"hardLinks":"allow"}}"#);
     assert_eq!(check(&r, "lazycodex.json", &[]).code, 0);
 }
 
@@ -102,8 +99,10 @@ fn permission_denied_is_unverifiable() {
     } else {
         std::process::Command::new(&bin)
     };
+    // Run as `nobody`: the user's rules file is looked up where nothing is.
     let out = cmd
         .args(["gate", "check", "lazycodex.json", "--json"])
+        .env("XDG_CONFIG_HOME", "/nonexistent/evidence-gate-test-config")
         .current_dir(r.path())
         .output()
         .unwrap();
@@ -211,14 +210,11 @@ fn invalid_rules_and_usage_errors_exit_2() {
         run.json()["error"]["details"]["pointer"],
         "/gates/lazycodex/acceptors/codeReview"
     );
-    r.write(
-        ".evidence-gate/rules.json",
-        r#"{"gate":{"surface":"nonesuch"}}"#,
-    );
+    r.user_rules(r#"{"gate":{"surface":"nonesuch"}}"#);
     let run = check(&r, "lazycodex.json", &[]);
     assert_eq!(run.code, 2);
     assert_eq!(run.json()["error"]["code"], "RULES_INVALID");
-    std::fs::remove_file(r.join(".evidence-gate/rules.json")).unwrap();
+    std::fs::remove_file(r.config.path().join("evidence-gate/rules.json")).unwrap();
     let run = check(&r, "lazycodex.json", &["--rules", "no-such-rules.json"]);
     assert_eq!(run.code, 2);
     assert_eq!(run.json()["error"]["code"], "RULES_INVALID");
@@ -291,11 +287,8 @@ fn surface_resolution_env_repository_and_default() {
     );
     assert_eq!(run.code, 0, "{}", run.stdout);
     assert_eq!(run.json()["rules"], "omo-senpi");
-    // An unknown environment value falls through to the repository setting.
-    r.write(
-        ".evidence-gate/rules.json",
-        r#"{"gate":{"surface":"omo-senpi"}}"#,
-    );
+    // An unknown environment value falls through to the user's setting.
+    r.user_rules(r#"{"gate":{"surface":"omo-senpi"}}"#);
     let env = [("OMO_AGENT_TOOLKIT_SURFACE", "laxest")];
     let run = r.run_env(
         "evidence-gate",

@@ -325,14 +325,11 @@ fn schemas_print_for_every_goal_document() {
 #[test]
 fn rules_file_that_fails_validation_is_rules_invalid() {
     let repo = Repo::new();
-    repo.write(
-        ".evidence-gate/rules.json",
-        r#"{"profiles":{"ulw-loop":{"stateDir":"../escape"}}}"#,
-    );
+    repo.user_rules(r#"{"profiles":{"ulw-loop":{"stateDir":"../escape"}}}"#);
     let e = expect_error(&ulw(&repo, &["status"]), "ULW_LOOP_RULES_INVALID");
     assert_eq!(e["details"]["pointer"], "/profiles/ulw-loop/stateDir");
     repo.write("extra.json", r#"{"blockers":{"authWords":[]}}"#);
-    std::fs::remove_file(repo.join(".evidence-gate/rules.json")).unwrap();
+    std::fs::remove_file(repo.config.path().join("evidence-gate/rules.json")).unwrap();
     let e = expect_error(
         &ulw(&repo, &["status", "--rules", "extra.json"]),
         "ULW_LOOP_RULES_INVALID",
@@ -344,8 +341,7 @@ fn rules_file_that_fails_validation_is_rules_invalid() {
 #[test]
 fn profile_overrides_change_behaviour_without_code() {
     let repo = Repo::new();
-    repo.write(
-        ".evidence-gate/rules.json",
+    repo.user_rules(
         r#"{"profiles":{"ulw-loop":{"stateDir":".work/loop","criteria":{"seed":false,"requireNonEmpty":true,"seededMarkers":[]}}}}"#,
     );
     let v = expect_ok(&ulw(&repo, &["create-goals", "--brief", "- a"]));

@@ -848,13 +848,21 @@ fn validation_batches_open_at_the_run_final_goal() {
 }
 
 #[test]
-fn lock_timeout_against_a_fresh_foreign_lock() {
+fn lock_timeout_against_a_held_lock() {
+    // Holding is an OS lock on an open descriptor (threat-model.md I3); the
+    // holder record in the file only describes the holder.
     let repo = repo_with_plan("- a");
     std::fs::write(
         state(&repo, ".mutation.lock"),
         r#"{"pid":4242,"createdAt":"now"}"#,
     )
     .unwrap();
+    let held = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open(state(&repo, ".mutation.lock"))
+        .unwrap();
+    held.lock().unwrap();
     let e = expect_error(
         &ulw(
             &repo,
@@ -875,6 +883,7 @@ fn lock_timeout_against_a_fresh_foreign_lock() {
     assert_eq!(e["details"]["holder"]["pid"], 4242);
     assert!(e["details"]["waitedMs"].as_u64().unwrap() >= 150);
     assert_eq!(goal_ids(&repo).len(), 1, "nothing written");
+    drop(held);
 }
 
 #[test]

@@ -92,8 +92,7 @@ fn oversized_ledger_entry_leaves_the_plan_untouched() {
 #[test]
 fn unknown_steering_kind_in_profile_is_rules_invalid() {
     let repo = Repo::new();
-    repo.write(
-        ".evidence-gate/rules.json",
+    repo.user_rules(
         r#"{"profiles":{"ulw-loop":{"steering":{"kinds":["add_subgoal","add_sub_goal"]}}}}"#,
     );
     let e = expect_error(

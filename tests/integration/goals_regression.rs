@@ -514,8 +514,7 @@ fn r10_31_attempt_dir_is_persisted_at_start() {
     );
     // Whatever later changes the inputs of the computation (here the
     // template itself), the started attempt keeps its directory.
-    repo.write(
-        ".evidence-gate/rules.json",
+    repo.user_rules(
         r#"{"profiles":{"ulw-loop":{"attemptDirTemplate":".omo/evidence/moved/{sid}/{goalId}/a{attempt}"}}}"#,
     );
     let s = expect_ok(&ulw(&repo, &["status"]));

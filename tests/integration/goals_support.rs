@@ -34,6 +34,8 @@ pub fn clean_env() -> Vec<(&'static str, &'static str)> {
         ("OMAGY_ULTRAGOAL_SESSION_ID", ""),
         ("OMAGY_SESSION_ID", ""),
         ("EVIDENCE_GATE_LOCK_TIMEOUT_MS", ""),
+        // Never the real home's rules file (`Repo::run_env` sets its own).
+        ("XDG_CONFIG_HOME", "/nonexistent/evidence-gate-test-config"),
     ]
 }
 

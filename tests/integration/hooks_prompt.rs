@@ -152,8 +152,7 @@ fn ultrawork_needs_the_flag_a_willing_profile_and_no_context_pressure() {
 fn an_existing_skill_file_gets_the_pointer() {
     let h = HookRepo::new();
     h.write("skills/ultrawork/SKILL.md", "# Ultrawork\n");
-    h.write(
-        ".evidence-gate/rules.json",
+    h.user_rules(
         r#"{"user_prompt_submit": {"ultrawork_skill_path": "skills/ultrawork/SKILL.md"}}"#,
     );
     let text = context_text(&prompt(&h, &["--with-ultrawork"], &ulw(&h)));
@@ -183,10 +182,7 @@ fn a_long_directive_is_cut_at_a_line_with_a_note() {
         ));
     }
     long.push_str("</ultrawork-mode>\n");
-    h.write(
-        ".evidence-gate/rules.json",
-        json!({"directives": {"ultrawork": long}}).to_string(),
-    );
+    h.user_rules(json!({"directives": {"ultrawork": long}}).to_string());
     let text = context_text(&prompt(&h, &["--with-ultrawork"], &ulw(&h)));
     assert!(
         h.diagnostics().is_empty(),
@@ -445,10 +441,7 @@ fn a_rejected_directive_is_audited_with_its_reasons() {
 fn a_busy_state_asks_to_resend() {
     let h = HookRepo::new();
     engine_plan(&h);
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"hooks": {"steering_lock_wait_ms": 50}}"#,
-    );
+    h.user_rules(r#"{"hooks": {"steering_lock_wait_ms": 50}}"#);
     let lock = std::fs::OpenOptions::new()
         .read(true)
         .write(true)

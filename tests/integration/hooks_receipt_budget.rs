@@ -54,6 +54,7 @@ fn an_expired_deadline_stops_glob_expansion() {
     let opts = VerifyOptions {
         plan: None,
         deadline: Some(past),
+        payload_path: None,
     };
     let r = verify_payload(&root, &p, "p", opts);
     let codes: Vec<Code> = r.findings().iter().map(|f| f.code).collect();
@@ -99,7 +100,7 @@ fn a_budget_past_the_watchdog_is_invalid_rules() {
         ),
     ] {
         let h = HookRepo::new();
-        h.write(".evidence-gate/rules.json", rules);
+        h.user_rules(rules);
         let run = h.stop(&h.codex(Some("no receipt")));
         let reason = block_reason(&run);
         let codes = h.diag_codes();

@@ -89,10 +89,7 @@ fn byte_order_marks_are_handled() {
 #[test]
 fn oversized_stdin_is_not_drained() {
     let h = HookRepo::new();
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"hooks":{"max_stdin_bytes":65536}}"#,
-    );
+    h.user_rules(r#"{"hooks":{"max_stdin_bytes":65536}}"#);
     let big = format!("{{\"pad\":\"{}\"}}", "x".repeat(70_000));
     let run = h.run(&["hook", "subagent-stop"], big.as_bytes(), &[]);
     let d = one_diag(&h, &run, "HOOK_STDIN_TOO_LARGE");
@@ -193,10 +190,7 @@ fn invalid_repository_rules_continue_on_embedded_defaults() {
     );
     // A template with an unknown placeholder is invalid too.
     let h = HookRepo::new();
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"directives":{"subagent-stop":"{{NOPE}} {{RECEIPT_MARKER}}"}}"#,
-    );
+    h.user_rules(r#"{"directives":{"subagent-stop":"{{NOPE}} {{RECEIPT_MARKER}}"}}"#);
     let reason = block_reason(&h.stop(&h.codex(Some("done"))));
     assert!(reason.contains("evidence-gate refused this stop"));
     assert_eq!(h.diag_codes(), ["HOOK_RULES_INVALID"]);
@@ -289,10 +283,7 @@ fn failed_stdout_write_is_recorded() {
 #[test]
 fn allow_and_notify_policy_for_plumbing_failures() {
     let h = HookRepo::new();
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"hooks":{"on_plumbing_failure":"allow_and_notify"}}"#,
-    );
+    h.user_rules(r#"{"hooks":{"on_plumbing_failure":"allow_and_notify"}}"#);
     let run = h.run(&["hook", "subagent-stop"], b"{oops", &[]);
     assert_eq!(run.code, 0);
     let v = run.json();
@@ -313,6 +304,7 @@ fn multi_call_name_acts_as_hook_with_auto_host() {
     let out = std::process::Command::new(&link)
         .current_dir(h.path())
         .env("XDG_STATE_HOME", h.state_home.path())
+        .env("XDG_CONFIG_HOME", h.state_home.path().join("config"))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -346,10 +338,7 @@ fn diagnostics_go_to_the_user_state_dir_outside_repositories() {
 #[test]
 fn diagnostics_records_have_the_documented_fields_and_rotate() {
     let h = HookRepo::new();
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"hooks":{"diagnostics_max_bytes":4096}}"#,
-    );
+    h.user_rules(r#"{"hooks":{"diagnostics_max_bytes":4096}}"#);
     for _ in 0..12 {
         assert_allow(&h.run(&["hook", "subagent-stop"], b"nope", &[]));
     }

@@ -96,10 +96,7 @@ fn regression_8_parallel_spawns_count_exactly_under_the_lock() {
     gate_ready_plan(&h, "lazycodex");
     // The test is about counting, not waiting: give 20 processes on a shared
     // machine time to queue for the lock.
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"hooks": {"lock_wait_ms": 3500}}"#,
-    );
+    h.user_rules(r#"{"hooks": {"lock_wait_ms": 3500}}"#);
     let payload = worker_spawn(&h);
     let runs: Vec<crate::common::Run> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..20)
@@ -293,10 +290,7 @@ fn claude_task_spawns_count_and_reset_rules_apply() {
             .unwrap(),
         json!({"count": 1, "resetKey": "G1#a1"})
     );
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"spawn": {"reset": "never", "fanout_limit": 1}}"#,
-    );
+    h.user_rules(r#"{"spawn": {"reset": "never", "fanout_limit": 1}}"#);
     assert_allow(&spawn_env(&h, "claude-code", &task, &[]));
     let reason = deny_reason(&spawn_env(&h, "claude-code", &task, &[]));
     assert!(reason.contains("(1/1)"), "{reason}");
@@ -308,10 +302,7 @@ fn claude_task_spawns_count_and_reset_rules_apply() {
 fn a_busy_lock_denies_uncounted() {
     let h = HookRepo::new();
     gate_ready_plan(&h, "lazycodex");
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"hooks": {"lock_wait_ms": 30}}"#,
-    );
+    h.user_rules(r#"{"hooks": {"lock_wait_ms": 30}}"#);
     let path = h.side_path(&format!("{ULW}/{SID}/.mutation.lock"));
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let lock = std::fs::File::create(&path).unwrap();

@@ -176,7 +176,11 @@ fn null_agent_fields_are_the_main_thread_and_resume() {
 }
 
 #[test]
-fn context_pressure_only_counts_in_the_transcript_tail() {
+fn a_context_compacted_sentence_does_not_silence_the_resume() {
+    // Threat-model I5: only a compaction record the host writes itself
+    // counts, and no host's record shape is pinned by a recorded capture
+    // yet, so no transcript line stops the resume: not the synthetic
+    // event line, not the agent's own words, not a tool's output.
     let h = HookRepo::new();
     live_plan(&h);
     let tail = std::fs::read(
@@ -185,18 +189,26 @@ fn context_pressure_only_counts_in_the_transcript_tail() {
     )
     .unwrap();
     h.write("transcripts/pressure.jsonl", &tail);
+    let fresh = || std::fs::remove_file(h.side_path(&format!("{ULW}/{SID}/auto-resume-G001.json")));
     let mut p = h.codex_stop(SID);
     p["transcript_path"] = json!(h.join("transcripts/pressure.jsonl"));
-    assert_allow(&stop(&h, &p));
-    // The same marker 1 MB before the end is history, not pressure (the Node
-    // hook read the whole file and never resumed again).
+    block_reason(&stop(&h, &p));
+    fresh().unwrap();
+    h.write(
+        "transcripts/said.jsonl",
+        "{\"type\":\"response_item\",\"payload\":{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"Context compacted; I will stop here.\"}]}}\n\
+         {\"type\":\"response_item\",\"payload\":{\"type\":\"function_call_output\",\"output\":\"context_length_exceeded\"}}\n",
+    );
+    p["transcript_path"] = json!(h.join("transcripts/said.jsonl"));
+    block_reason(&stop(&h, &p));
+    fresh().unwrap();
+    // A marker 1 MB before the end is history, not pressure either.
     let mut big = tail.clone();
     let filler = b"{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"working on it\"}\n";
     while big.len() < 1024 * 1024 {
         big.extend_from_slice(filler);
     }
     h.write("transcripts/old-pressure.jsonl", &big);
-    let fresh = || std::fs::remove_file(h.side_path(&format!("{ULW}/{SID}/auto-resume-G001.json")));
     p["transcript_path"] = json!(h.join("transcripts/old-pressure.jsonl"));
     block_reason(&stop(&h, &p));
     fresh().unwrap();
@@ -332,10 +344,7 @@ fn regression_5_an_unscoped_plan_owned_by_the_session_resumes_and_a_foreign_one_
     let h = HookRepo::new();
     h.write_plan(ULW, &plan(None, Some("G001"), goals()));
     assert_allow(&stop(&h, &h.codex_stop("sess-1")));
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"stop": {"adopt_unowned_unscoped_plan": true}}"#,
-    );
+    h.user_rules(r#"{"stop": {"adopt_unowned_unscoped_plan": true}}"#);
     block_reason(&stop(&h, &h.codex_stop("sess-1")));
     assert!(h.diagnostics().is_empty(), "{:?}", h.diagnostics());
 }
@@ -414,7 +423,10 @@ fn the_latest_live_plan_wins_across_profiles() {
 }
 
 #[test]
-fn defers_to_an_active_boulder_continuation() {
+fn a_boulder_claim_does_not_silence_the_resume() {
+    // Threat-model I5: `.omo/boulder.json` and its plan are files the agent
+    // can write. A claim no longer silences the resume; it is reported
+    // (STOP_DEFER_UNVERIFIED) and the resume goes ahead.
     let h = HookRepo::new();
     live_plan(&h);
     h.write("plans/work.md", "# Work\n\n- [x] first step\n");
@@ -424,8 +436,17 @@ fn defers_to_an_active_boulder_continuation() {
                                 "active_plan": "plans/work.md"}}})
         .to_string(),
     );
-    assert_allow(&stop(&h, &h.codex_stop(SID)));
-    // Flat legacy shape, plan relative to the worktree.
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(reason.contains("resume 1 of 2"), "{reason}");
+    assert_eq!(h.diag_codes(), ["STOP_DEFER_UNVERIFIED"]);
+    let d = &h.diagnostics()[0];
+    assert_eq!(
+        (d["level"].as_str(), d["detail"]["file"].as_str()),
+        (Some("info"), Some(".omo/boulder.json"))
+    );
+    std::fs::remove_dir_all(h.join(&format!("{ULW}/{SID}"))).unwrap();
+    live_plan(&h);
+    // Flat legacy shape, plan relative to the worktree: the same.
     let wt = h.join("wt");
     h.write("wt/plan.md", "- [ ] todo\n");
     h.write(
@@ -434,8 +455,16 @@ fn defers_to_an_active_boulder_continuation() {
                       "active_plan": "plan.md", "worktree_path": wt}})
         .to_string(),
     );
-    assert_allow(&stop(&h, &h.codex_stop(SID)));
-    // Not this session, no checklist, a finished owner, or a broken file: resume.
+    block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert_eq!(h.diag_codes().len(), 2);
+    // The host's own continuation signal still ends the chain (step 2).
+    let mut active = h.codex_stop(SID);
+    active["stop_hook_active"] = json!(true);
+    assert_allow(&stop(&h, &active));
+    std::fs::remove_dir_all(h.join(&format!("{ULW}/{SID}"))).unwrap();
+    live_plan(&h);
+    // Not this session, no checklist, a finished owner, or a broken file:
+    // resume, and nothing claims the session.
     for boulder in [
         json!({"w1": {"status": "active", "session_ids": ["codex:other"], "active_plan": "plans/work.md"}}).to_string(),
         json!({"w1": {"status": "done", "session_ids": [format!("codex:{SID}")], "active_plan": "plans/work.md"}}).to_string(),
@@ -445,6 +474,7 @@ fn defers_to_an_active_boulder_continuation() {
         h.write("README.md", "# no checklist\n");
         h.write(".omo/boulder.json", &boulder);
         block_reason(&stop(&h, &h.codex_stop(SID)));
+        assert_eq!(h.diag_codes().len(), 2, "no claim: {boulder}");
         std::fs::remove_dir_all(h.join(&format!("{ULW}/{SID}"))).ok();
         // The resume counters live in the per-user state: a fresh run.
         std::fs::remove_dir_all(h.side_path(&format!("{ULW}/{SID}/x")).parent().unwrap()).ok();
@@ -468,10 +498,7 @@ fn an_unreadable_plan_allows_with_a_diagnostic() {
 fn a_busy_state_lock_blocks_with_a_diagnostic() {
     let h = HookRepo::new();
     live_plan(&h);
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"hooks": {"lock_wait_ms": 50}}"#,
-    );
+    h.user_rules(r#"{"hooks": {"lock_wait_ms": 50}}"#);
     // The side-file lock lives in the per-user state; held by another
     // process past its wait, the stop is blocked, not allowed (I2).
     let path = h.side_path(&format!("{ULW}/{SID}/.mutation.lock"));
@@ -534,10 +561,7 @@ fn unusable_side_files_block_with_a_diagnostic() {
 fn notify_when_stuck_can_be_switched_off() {
     let h = HookRepo::new();
     live_plan(&h);
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"stop": {"notify_when_stuck": false, "max_resumes_without_progress": 1}}"#,
-    );
+    h.user_rules(r#"{"stop": {"notify_when_stuck": false, "max_resumes_without_progress": 1}}"#);
     assert!(block_reason(&stop(&h, &h.codex_stop(SID))).contains("resume 1 of 1"));
     assert_allow(&stop(&h, &h.codex_stop(SID)));
     let d = h.diagnostics();
@@ -598,10 +622,7 @@ fn every_host_gets_its_own_block_shape() {
 fn an_invalid_goal_loop_override_falls_back_to_the_embedded_rules() {
     let h = HookRepo::new();
     live_plan(&h);
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"directives": {"stop-resume": "resume {{NOPE}}"}}"#,
-    );
+    h.user_rules(r#"{"directives": {"stop-resume": "resume {{NOPE}}"}}"#);
     let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
     assert!(
         reason.contains("still has unfinished goals"),
@@ -644,10 +665,17 @@ fn reads_only_the_tails_and_never_the_ledger() {
             .unwrap(),
     )
     .unwrap();
-    assert_eq!(
-        r["reads"],
-        json!([{"kind": "transcript", "path": h.join("transcripts/main.jsonl").to_str().unwrap(), "bytes": 65536}])
-    );
+    // The transcript is read only for a host whose compaction record shape
+    // is pinned (threat-model I5), and then only its 64 KiB tail.
+    let tail = json!([{"kind": "transcript", "path": h.join("transcripts/main.jsonl").to_str().unwrap(), "bytes": 65536}]);
+    let want = if evidence_gate::hooks::host_records::escape_enabled(
+        evidence_gate::hooks::host::Host::Codex,
+    ) {
+        tail
+    } else {
+        json!([])
+    };
+    assert_eq!(r["reads"], want);
     if let Some(bytes) = r["file_bytes"].as_u64() {
         assert!(bytes < 1024 * 1024, "{bytes} bytes read from files");
     }

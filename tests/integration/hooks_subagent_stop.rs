@@ -130,7 +130,10 @@ fn parent_transcript_marker_releases_no_worker() {
 }
 
 #[test]
-fn child_tail_marker_releases_and_records_a_waiver() {
+fn a_child_tail_marker_outside_a_host_record_releases_no_worker() {
+    // Threat-model I5 replaces the old "any marker in the child's tail"
+    // escape: this synthetic line is no record a host is known to write,
+    // so the worker is held to its receipt and nothing is waived.
     let h = pressure_repo();
     let p = with_transcripts(
         &h,
@@ -138,14 +141,52 @@ fn child_tail_marker_releases_and_records_a_waiver() {
         "transcripts/clean.jsonl",
         "transcripts/child.jsonl",
     );
-    assert_allow(&h.stop(&p));
-    assert_eq!(h.diag_codes(), ["SUBAGENT_CONTEXT_PRESSURE"]);
-    assert_eq!(h.diagnostics()[0]["level"], "info");
-    let l = h.ledger();
-    assert_eq!(l[0]["kind"], "receipt_waived");
-    assert_eq!(l[0]["reason"], "context_pressure");
-    assert_eq!(l[0]["findings"][0]["code"], "RECEIPT_MISSING");
-    assert!(h.attempts().is_empty());
+    blocked_with(&h, &p, "RECEIPT_MISSING");
+    assert!(h.ledger().is_empty(), "no waiver");
+    assert!(
+        !h.diag_codes()
+            .contains(&"SUBAGENT_CONTEXT_PRESSURE".to_owned())
+    );
+}
+
+#[test]
+fn a_worker_printing_a_marker_in_a_shell_command_does_not_waive_its_receipt() {
+    // The attack: `echo context_length_exceeded` lands in the child's
+    // transcript as tool output (Codex rollout `function_call_output`,
+    // Claude Code `tool_result`), right at the end of the tail.
+    let h = HookRepo::new();
+    h.write(
+        "transcripts/codex-child.jsonl",
+        "{\"type\":\"response_item\",\"payload\":{\"type\":\"function_call\",\"name\":\"shell\",\"arguments\":\"{\\\"command\\\":[\\\"echo\\\",\\\"context_length_exceeded\\\"]}\"}}\n\
+         {\"type\":\"response_item\",\"payload\":{\"type\":\"function_call_output\",\"output\":\"context_length_exceeded\\nContext compacted\"}}\n",
+    );
+    h.write("transcripts/clean.jsonl", "{\"msg\":\"working\"}\n");
+    let p = with_transcripts(
+        &h,
+        "done",
+        "transcripts/clean.jsonl",
+        "transcripts/codex-child.jsonl",
+    );
+    for _ in 0..3 {
+        blocked_with(&h, &p, "RECEIPT_MISSING");
+    }
+    assert!(h.ledger().is_empty(), "never a waiver");
+    h.repo.write(
+        "transcripts/subagents/agent-a1b2c3d4.jsonl",
+        "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"content\":\"context_length_exceeded\"}]}}\n",
+    );
+    let p = fixture(
+        "claude-code/subagent-stop/synth-stop-hook-active-absent.json",
+        h.path(),
+    );
+    let run = h.stop_env(&p, &[("CLAUDE_PROJECT_DIR", h.path().to_str().unwrap())]);
+    assert_eq!(reason_codes(&block_reason(&run)), ["RECEIPT_MISSING"]);
+    // The honest path next to it: a valid receipt still passes.
+    h.write(R, RECEIPT_TEXT);
+    let mut ok = h.codex_receipt(R);
+    ok["agent_transcript_path"] = json!(h.join("transcripts/codex-child.jsonl").to_str().unwrap());
+    assert_allow(&h.stop(&ok));
+    assert_eq!(h.ledger().last().unwrap()["kind"], "receipt_accepted");
 }
 
 #[test]
@@ -187,7 +228,9 @@ fn marker_outside_the_child_tail_does_not_release() {
 }
 
 #[test]
-fn claude_child_transcript_marker_releases() {
+fn claude_child_transcript_marker_without_a_recorded_shape_releases_no_worker() {
+    // Claude Code's compaction record has not been captured from the real
+    // host: the escape is off for it (threat-model §6, fail closed).
     let h = HookRepo::new();
     h.repo.write(
         "transcripts/subagents/agent-a1b2c3d4.jsonl",
@@ -197,10 +240,9 @@ fn claude_child_transcript_marker_releases() {
         "claude-code/subagent-stop/synth-stop-hook-active-absent.json",
         h.path(),
     );
-    assert_allow(&h.stop_env(&p, &[("CLAUDE_PROJECT_DIR", h.path().to_str().unwrap())]));
-    assert_eq!(h.diag_codes(), ["SUBAGENT_CONTEXT_PRESSURE"]);
-    assert_eq!(h.diagnostics()[0]["host"], "claude-code");
-    assert_eq!(h.diagnostics()[0]["host_source"], "env");
+    let run = h.stop_env(&p, &[("CLAUDE_PROJECT_DIR", h.path().to_str().unwrap())]);
+    assert_eq!(reason_codes(&block_reason(&run)), ["RECEIPT_MISSING"]);
+    assert!(h.ledger().is_empty());
 }
 
 // --- (3) last receipt wins, reuse, staleness ------------------------------------
@@ -328,10 +370,7 @@ fn three_blocks_then_override_and_notify() {
 #[test]
 fn override_without_notify_is_a_silent_allow() {
     let h = HookRepo::new();
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"subagent_stop":{"max_attempts":1,"notify_on_override":false}}"#,
-    );
+    h.user_rules(r#"{"subagent_stop":{"max_attempts":1,"notify_on_override":false}}"#);
     let p = h.codex(Some("done"));
     assert!(block_reason(&h.stop(&p)).contains("attempt 1 of 1"));
     assert_allow(&h.stop(&p));
@@ -625,11 +664,8 @@ fn block_reason_is_single_pass_and_bounded() {
 #[test]
 fn custom_directive_template_from_rules() {
     let h = HookRepo::new();
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"directives":{"short":"Refused {{ATTEMPT_COUNT}}/{{MAX_ATTEMPTS}}: {{FINDINGS}} -> {{RECEIPT_MARKER}}"},
-            "subagent_stop":{"directive":"short"}}"#,
-    );
+    h.user_rules(r#"{"directives":{"short":"Refused {{ATTEMPT_COUNT}}/{{MAX_ATTEMPTS}}: {{FINDINGS}} -> {{RECEIPT_MARKER}}"},
+            "subagent_stop":{"directive":"short"}}"#);
     let reason = block_reason(&h.stop(&h.codex(Some("done"))));
     assert!(
         reason.starts_with("Refused 1/3: - RECEIPT_MISSING:"),
@@ -668,8 +704,15 @@ fn transcripts_and_ledgers_are_read_only_at_their_tails() {
     block["transcript_path"] = json!(h.join("transcripts/parent.jsonl").to_str().unwrap());
     let r = io_report(&h, &block);
     let reads = r["reads"].as_array().unwrap();
-    assert_eq!(reads.len(), 1, "only the child transcript: {reads:?}");
-    assert_eq!(reads[0]["bytes"], 65536);
+    // Only the child transcript's tail, and only for a host whose compaction
+    // record shape is pinned (threat-model I5).
+    let pinned =
+        evidence_gate::hooks::host_records::escape_enabled(evidence_gate::hooks::host::Host::Codex);
+    assert_eq!(reads.len(), usize::from(pinned), "{reads:?}");
+    if pinned {
+        assert_eq!(reads[0]["bytes"], 65536);
+        assert_eq!(reads[0]["path"], block["agent_transcript_path"]);
+    }
     if cfg!(target_os = "linux") {
         assert!(r["file_bytes"].as_u64().unwrap() < 1024 * 1024, "{r}");
     }

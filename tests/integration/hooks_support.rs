@@ -65,6 +65,14 @@ impl HookRepo {
         self.repo.path()
     }
 
+    /// Writes the user's rules file (`$XDG_CONFIG_HOME/evidence-gate/rules.json`),
+    /// the place that may relax policy (threat-model.md I9).
+    pub fn user_rules(&self, content: impl AsRef<[u8]>) {
+        let dir = self.state_home.path().join("config/evidence-gate");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("rules.json"), content).unwrap();
+    }
+
     pub fn join(&self, rel: &str) -> PathBuf {
         self.repo.join(rel)
     }
@@ -91,6 +99,8 @@ impl HookRepo {
         for (k, v) in env {
             cmd.env(k, v);
         }
+        // The user's rules file of this repository (`user_rules`) always.
+        cmd.env("XDG_CONFIG_HOME", self.state_home.path().join("config"));
         cmd
     }
 

@@ -211,10 +211,7 @@ fn a_worker_environment_marks_a_worker_on_hosts_without_agent_fields() {
 #[test]
 fn deny_for_can_narrow_workers_to_agent_types() {
     let h = HookRepo::new();
-    h.write(
-        ".evidence-gate/rules.json",
-        r#"{"team_guard": {"deny_for": {"agent_type": "^team-"}}}"#,
-    );
+    h.user_rules(r#"{"team_guard": {"deny_for": {"agent_type": "^team-"}}}"#);
     let p = fixture(
         "codex/pre-tool-use/synth-worker-shell-checkpoint.json",
         h.path(),

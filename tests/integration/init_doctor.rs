@@ -451,6 +451,17 @@ fn doctor_passes_after_init_write() {
         "warn",
         "synth fixtures only: experimental"
     );
+    // Threat-model §6 "I5 without fixtures": no recorded compaction record,
+    // so the context-pressure escape is off for codex, and doctor says so.
+    assert_eq!(status(&checks, "hosts.records"), "warn");
+    let records = checks.iter().find(|c| c["id"] == "hosts.records").unwrap();
+    assert!(
+        records["message"]
+            .as_str()
+            .unwrap()
+            .contains("off (no recorded compaction record, fail closed): codex"),
+        "{records}"
+    );
     let text = h.run(
         &["doctor"],
         b"",
@@ -522,7 +533,7 @@ fn doctor_reports_invalid_rules_and_recent_panics() {
     let h = HookRepo::new();
     h.write(
         ".evidence-gate/rules.json",
-        r#"{"subagent_stop":{"max_attempts":0}}"#,
+        r#"{"subagent_stop":{"max_attempts":11}}"#,
     );
     let (code, checks) = doctor(&h, &["--host", "codex"]);
     assert_eq!(code, 1);
@@ -621,6 +632,7 @@ fn agy_write_links_argument_free_executables() {
     let out = std::process::Command::new(&link)
         .current_dir(h.path())
         .env("XDG_STATE_HOME", h.state_home.path())
+        .env("XDG_CONFIG_HOME", h.state_home.path().join("config"))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()

@@ -147,7 +147,7 @@ fn gate_check_refuses_an_evidence_root_the_path_limits_reject() {
 fn gate_check_text_output_escapes_control_characters() {
     let r = Repo::new();
     r.write("gate.json", r#"{"x\n::error::forged": 1}"#);
-    // A repository may name its own gate rules; the name is shown in the header.
+    // The user may name their own gate rules; the name is shown in the header.
     let name = "evil\n::error::forged";
     let mut rules: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(concat!(
@@ -158,10 +158,7 @@ fn gate_check_text_output_escapes_control_characters() {
     )
     .unwrap();
     rules["name"] = json!(name);
-    r.write(
-        ".evidence-gate/rules.json",
-        json!({"gates": {name: rules}}).to_string(),
-    );
+    r.user_rules(json!({"gates": {name: rules}}).to_string());
     let run = r.run(
         "evidence-gate",
         &["gate", "check", "gate.json", "--surface", name],
@@ -284,7 +281,10 @@ fn allow_empty_accepts_an_empty_named_state_directory_and_an_empty_ledger() {
         None,
     );
     assert_eq!(run.code, 0, "{} {}", run.stdout, run.stderr);
-    assert_eq!(run.json(), json!({"verdict": "pass", "reports": []}));
+    let mut v = run.json();
+    let policy = v.as_object_mut().unwrap().remove("policy").unwrap();
+    assert_eq!(policy["sources"], json!(["embedded"]));
+    assert_eq!(v, json!({"verdict": "pass", "reports": []}));
 
     r.write(".omo/evidence-gate/ledger.jsonl", "");
     let run = r.run("verify-evidence", &["--format", "json"], None);

@@ -137,13 +137,14 @@ impl Args {
         Ok(Some(list[0].as_deref()))
     }
 
-    /// The trimmed, non-empty value of a flag (blank or missing ⇒ `None`).
+    /// The trimmed, non-blank value of a flag (blank — nothing shows after
+    /// [`crate::text::fold`] — or missing ⇒ `None`).
     pub fn text(&self, name: &str) -> Result<Option<String>, GoalError> {
         Ok(self
             .one(name)?
             .flatten()
             .map(str::trim)
-            .filter(|v| !v.is_empty())
+            .filter(|v| !crate::text::is_blank(v))
             .map(str::to_owned))
     }
 

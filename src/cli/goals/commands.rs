@@ -149,7 +149,7 @@ fn create_goals(engine: &Engine, rest: &[String], io: &mut Io<'_>) -> Result<Rep
     } else {
         a.positionals.join(" ")
     };
-    if brief.trim().is_empty() {
+    if crate::text::is_blank(&brief) {
         return Err(GoalError::new(
             ErrorKind::BriefRequired,
             "Missing brief text. Pass --brief, --brief-file, --from-stdin, or positional text.",

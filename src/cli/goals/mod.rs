@@ -18,7 +18,7 @@ use crate::ambient::{self, Ambient};
 use crate::goals::plan::Plan;
 use crate::goals::profile::Profiles;
 use crate::goals::{Engine, EngineOptions, ErrorKind, GoalError, session};
-use crate::rules::{Layer, RuleSet};
+use crate::rules::RuleSet;
 
 /// Subcommands this build implements.
 pub(crate) const SUBCOMMANDS: &[&str] = &[
@@ -331,11 +331,17 @@ fn dispatch(
         Ok(d) => d,
         Err(e) => return fail(GoalError::io(".", "open", &e)),
     };
-    let extra = match globals.text("--rules") {
+    let mut owned = Vec::new();
+    match crate::rules::read_user_config(amb) {
+        Ok(Some(l)) => owned.push(l),
+        Ok(None) => {}
+        Err(e) => return fail(e.into()),
+    }
+    match globals.text("--rules") {
         Err(e) => return fail(e),
-        Ok(None) => None,
+        Ok(None) => {}
         Ok(Some(path)) => match ambient::read_file(amb, Path::new(&path), 4 * 1024 * 1024) {
-            Ok(bytes) => Some((path, bytes)),
+            Ok(bytes) => owned.push((path, bytes)),
             Err(e) => {
                 return fail(GoalError::from(crate::rules::RulesError {
                     file: path.clone(),
@@ -344,11 +350,8 @@ fn dispatch(
                 }));
             }
         },
-    };
-    let rules = match crate::rules::load_workspace(
-        &root,
-        extra.as_ref().map(|(n, b)| Layer { name: n, bytes: b }),
-    ) {
+    }
+    let rules = match crate::rules::load_workspace(&root, &crate::rules::layers(&owned)) {
         Ok(r) => r,
         Err(e) => return fail(e.into()),
     };
@@ -402,9 +405,32 @@ fn dispatch(
         return fail(crate::goals::team::forbidden(&engine.profile, head, marker));
     }
     match commands::run(&engine, head, rest, io, worker.as_deref()) {
-        Ok(r) => Outcome::Reply(r),
+        Ok(mut r) => {
+            r.warnings.extend(relaxation_warnings(&rules));
+            Outcome::Reply(r)
+        }
         Err(e) => fail(e),
     }
+}
+
+/// `RULES_RELAXATION_IGNORED` warnings: repository values that would relax
+/// policy and were ignored (threat-model.md I9).
+pub(crate) fn relaxation_warnings(rules: &RuleSet) -> Vec<Value> {
+    rules
+        .relaxations()
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "code": "RULES_RELAXATION_IGNORED",
+                "message": format!(
+                    "{}: {} ({}) was ignored: {}. Relax it in the user's rules file or with --rules.",
+                    crate::rules::REPO_OVERRIDE, r.pointer, r.direction, r.why
+                ),
+                "file": crate::rules::REPO_OVERRIDE,
+                "pointer": r.pointer,
+            })
+        })
+        .collect()
 }
 
 /// Builds the engine of `profile` for the scope named by `explicit` (the

@@ -153,11 +153,15 @@ fn finding_line(r: &Report, f: &Finding) -> String {
     )
 }
 
-/// XML text and attribute escaping; characters XML 1.0 cannot carry become U+FFFD.
+/// XML text and attribute escaping; characters XML 1.0 cannot carry become U+FFFD,
+/// format characters and line separators are written as `\u{..}` (I6).
 fn xml(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
+            c if c == '\u{2028}' || c == '\u{2029}' || crate::text::is_format(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
@@ -200,13 +204,14 @@ pub fn sarif(run: &Run) -> Value {
                 "ruleId": f.code.name(),
                 "ruleIndex": index,
                 "level": level(f.severity),
-                "message": {"text": f.message},
+                "message": {"text": super::printable(&f.message)},
                 "locations": [{"physicalLocation": location}],
             });
+            let subject = super::printable(r.subject());
             if let Some(d) = &f.detail {
-                result["properties"] = json!({"detail": d, "subject": r.subject()});
+                result["properties"] = json!({"detail": d, "subject": subject});
             } else {
-                result["properties"] = json!({"subject": r.subject()});
+                result["properties"] = json!({"subject": subject});
             }
             results.push(result);
         }
@@ -278,6 +283,11 @@ mod tests {
             "&lt;a &amp; &quot;b&quot;&gt;\u{FFFD}"
         );
         assert_eq!(uri_reference("src/a b#.rs"), "src/a%20b%23.rs");
+        // Bidi controls and other format characters never reach a report raw (I6).
+        assert_eq!(escape_property("src/\u{202E}gpj.rs"), "src/\\u{202e}gpj.rs");
+        assert_eq!(escape_data("a\u{200B}\u{2066}b"), "a\\u{200b}\\u{2066}b");
+        assert_eq!(xml("x\u{202E}y\u{2028}"), "x\\u{202e}y\\u{2028}");
+        assert_eq!(xml("Überprüft 完了"), "Überprüft 完了");
         assert_eq!(camel("PATH_NOT_CLEAN"), "PathNotClean");
     }
 }

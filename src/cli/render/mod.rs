@@ -33,11 +33,27 @@ pub enum Scope {
     Repository(Summary),
 }
 
+/// The policy a repository audit used (threat-model.md I9).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Policy {
+    /// `sha256:<hex>` of the merged rules document.
+    pub digest: String,
+    /// The layers applied, embedded first.
+    pub sources: Vec<String>,
+    /// The repository's `.evidence-gate/rules.json`: `applied`
+    /// (`--repo-rules`), `ignored`, or absent (`null`).
+    pub repository_rules: Option<&'static str>,
+}
+
 /// A whole verification run.
 #[derive(Debug, Serialize)]
 pub struct Run {
     /// Worst verdict over the reports.
     pub verdict: Verdict,
+    /// The policy of a repository audit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Policy>,
     /// One report per payload (or audited state directory).
     pub reports: Vec<Report>,
     /// What was verified (wording of the summary line).
@@ -57,6 +73,7 @@ impl Run {
         let verdict = Verdict::worst(reports.iter().map(Report::verdict));
         Run {
             verdict,
+            policy: None,
             reports,
             scope,
         }
@@ -95,6 +112,17 @@ fn text(run: &Run, quiet: bool, color: bool) -> String {
     if quiet && run.verdict == Verdict::Pass {
         return out;
     }
+    if let Some(p) = &run.policy {
+        let _ = write!(out, "policy {} ({})", p.digest, p.sources.join(" + "));
+        match p.repository_rules {
+            Some("ignored") => {
+                out.push_str("; .evidence-gate/rules.json not applied (--repo-rules applies it)")
+            }
+            Some(_) => out.push_str("; .evidence-gate/rules.json applied (--repo-rules)"),
+            None => {}
+        }
+        out.push('\n');
+    }
     for r in &run.reports {
         for f in r.findings() {
             let sev = match f.severity {
@@ -120,23 +148,14 @@ fn text(run: &Run, quiet: bool, color: bool) -> String {
     out
 }
 
-/// Escapes control characters of text that came from the verified tree or
-/// payload (paths, messages quoting them): a newline would forge a finding,
-/// summary or CI workflow-command line, an escape sequence would drive the
-/// terminal.
+/// Escapes the non-printable characters of text that came from the verified
+/// tree or payload (paths, messages quoting them) as `\u{..}`: a newline
+/// would forge a finding, summary or CI workflow-command line, an escape
+/// sequence would drive the terminal, and a format character (a bidi
+/// override, a zero-width space) would make the line read differently from
+/// what it names (threat-model.md I6; [`crate::text::is_unprintable`]).
 pub(crate) fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if c.is_control() {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
+    crate::text::escape_unprintable(s)
 }
 
 /// The one summary line: `PASSED: …`, `FAILED: N findings in M payloads` or

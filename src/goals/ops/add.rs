@@ -68,7 +68,7 @@ pub fn run(engine: &Engine, req: AddRequest) -> Result<AddOutcome, GoalError> {
         .evidence
         .as_deref()
         .map(str::trim)
-        .filter(|e| !e.is_empty())
+        .filter(|e| !crate::text::is_blank(e))
     {
         goal.insert("evidence".into(), json!(ev));
     }

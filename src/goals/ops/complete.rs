@@ -80,14 +80,8 @@ pub fn run(engine: &Engine, retry_failed: bool) -> Result<CompleteOutcome, GoalE
             head: committed.head,
         });
     }
-    let head = if locked.lock_was_broken() {
-        let revision = plan.revision();
-        locked.commit(Write::AuditOnly { revision }, entries)?.head
-    } else {
-        let head = locked.view.head.clone();
-        locked.finish()?;
-        head
-    };
+    let head = locked.view.head.clone();
+    locked.finish()?;
     Ok(CompleteOutcome {
         report: report(engine, &plan, &outcome),
         revision: plan.revision(),

@@ -132,15 +132,21 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
         };
         let old_rev = old.as_ref().map_or(0, Plan::revision);
         let stamp = crate::time::compact_stamp(std::time::SystemTime::now());
-        let (dir, hash, head) = locked.archive(old_rev, &stamp)?;
+        let (rel, head) = locked.archive(old_rev, &stamp)?;
+        // `archive` is state-relative; `previousHead` is the archived
+        // ledger's last record (`plan_archived`), which the CI audit checks.
+        let previous_head = head.as_ref().map_or(
+            Value::Null,
+            |h| json!({"seq": h.last_seq, "sha256": h.last_hash}),
+        );
         replaced = Some(json!({
-            "archive": dir,
-            "previousHead": if hash.is_empty() { Value::Null } else { json!(hash) },
+            "archive": rel,
+            "previousHead": previous_head,
             "previousRevision": old_rev,
-            "previousLastSeq": head.last_seq,
+            "previousLastSeq": head.as_ref().map_or(0, |h| h.last_seq),
             "previousConsistency": consistency,
         }));
-        archived = Some(dir);
+        archived = Some(engine.paths.file(&rel));
     }
 
     let mut brief_text = req.brief.clone();

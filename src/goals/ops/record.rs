@@ -111,13 +111,13 @@ pub fn run(engine: &Engine, req: RecordRequest) -> Result<RecordOutcome, GoalErr
         .evidence
         .as_deref()
         .map(str::trim)
-        .filter(|e| !e.is_empty())
+        .filter(|e| !crate::text::is_blank(e))
         .map(str::to_owned)
         .or_else(|| {
             parsed
                 .first()
                 .map(|p| p.payload.summary.trim().to_owned())
-                .filter(|s| !s.is_empty())
+                .filter(|s| !crate::text::is_blank(s))
         })
         .ok_or_else(|| {
             GoalError::new(
@@ -133,7 +133,7 @@ pub fn run(engine: &Engine, req: RecordRequest) -> Result<RecordOutcome, GoalErr
         .accept_seeded
         .as_deref()
         .map(str::trim)
-        .filter(|r| !r.is_empty());
+        .filter(|r| !crate::text::is_blank(r));
     if status == CriterionStatus::Pass && seeded && accept_seeded.is_none() {
         return Err(GoalError::new(
             ErrorKind::CriterionSeeded {

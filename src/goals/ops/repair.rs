@@ -89,7 +89,11 @@ fn check(engine: &Engine) -> Result<RepairOutcome, GoalError> {
         &engine.now().1,
     )?;
     let dir = dir.expect("a plan was read");
-    let display = engine.paths.ledger();
+    // The replaced run's ledger while an interrupted create-goals --force
+    // has not yet put the new plan in place (txn::switch).
+    let ledger_file =
+        txn::switch::ledger_name(&dir, &engine.paths, engine.profile.limits.max_plan_bytes);
+    let display = engine.paths.file(ledger_file);
     let foreign = match engine.profile.ledger.foreign_records {
         ForeignRecords::Error => ForeignSeverity::Error,
         ForeignRecords::Warning => ForeignSeverity::Warning,
@@ -98,7 +102,7 @@ fn check(engine: &Engine) -> Result<RepairOutcome, GoalError> {
     let mut first: Option<Value> = None;
     let mut head = Head::default();
     let mut torn = false;
-    if let Some((file, _)) = state::open_file(&dir, state::LEDGER, &display)? {
+    if let Some((file, _)) = state::open_file(&dir, ledger_file, &display)? {
         let mut reader = BufReader::with_capacity(256 * 1024, file);
         let rep = verify_chain(&mut reader, foreign, &mut |_, v| {
             if first.is_none() {
@@ -111,9 +115,16 @@ fn check(engine: &Engine) -> Result<RepairOutcome, GoalError> {
                 f.finding.code,
                 Code::LedgerTornTail | Code::LedgerUnterminated
             );
+            // The engine continues legacy (Node-written) ledgers; only the
+            // CI audit makes an unchained ledger an error (threat-model.md I10).
+            let severity = if f.finding.code == Code::LedgerNotChained {
+                Severity::Warning
+            } else {
+                f.finding.severity
+            };
             findings.push(finding(
                 f.finding.code,
-                f.finding.severity,
+                severity,
                 f.line,
                 f.seq,
                 f.finding.message.clone(),
@@ -125,12 +136,13 @@ fn check(engine: &Engine) -> Result<RepairOutcome, GoalError> {
         head.last_hash = rep.head.clone();
     }
     let lm_landed = |rev: u64, from: u64, want: usize| -> usize {
-        let view = crate::goals::index::view(
+        let view = crate::goals::index::view_of(
             &dir,
             &engine.paths,
+            ledger_file,
             engine.profile.limits.max_ledger_record_bytes,
         );
-        view.map(|v| txn::count_landed(&dir, &v.head, rev, from, want))
+        view.map(|v| txn::count_landed_in(&dir, ledger_file, &v.head, rev, from, want))
             .unwrap_or(0)
     };
     let a = txn::assess(Some(&plan), &head, torn, &mut |r, f, w| lm_landed(r, f, w));
@@ -188,8 +200,14 @@ fn archive_finding(
     }
     let replaced = first.get("replaced")?;
     let archive = replaced.get("archive")?.as_str()?;
-    let expected = replaced.get("previousHead")?.as_str()?;
-    let rel = archive.strip_prefix(&format!("{}/", engine.paths.dir))?;
+    let expected = crate::ledger::previous_head_sha256(replaced)?;
+    // State-relative (`.archive/<name>`), or repo-relative as earlier
+    // versions wrote it.
+    let rel = if archive.starts_with(&format!("{}/", state::ARCHIVE)) {
+        archive
+    } else {
+        archive.strip_prefix(&format!("{}/", engine.paths.dir))?
+    };
     let actual = state::open_chain(dir, rel, false)
         .ok()
         .flatten()
@@ -230,6 +248,9 @@ fn recover(engine: &Engine, rebuild: bool) -> Result<RepairOutcome, GoalError> {
     let plan = locked.read_plan()?;
     let a = locked.reconcile(Some(&plan), OnMismatch::Ignore)?;
     let mut actions: Vec<Value> = locked.repaired.iter().map(action_of).collect();
+    if let Some(s) = &locked.switch_recovered {
+        actions.insert(0, s.clone());
+    }
     if locked.rebuilt_index {
         actions.insert(
             0,

@@ -92,21 +92,31 @@ pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome,
     )?;
     let dir = dir.expect("a plan was read");
     let max = engine.profile.limits.max_ledger_record_bytes;
-    let view = index::view(&dir, &engine.paths, max)?;
+    // While an interrupted create-goals --force is pending and the old plan
+    // is still live, its ledger is the renamed one (txn::switch).
+    let ledger_file =
+        txn::switch::ledger_name(&dir, &engine.paths, engine.profile.limits.max_plan_bytes);
+    let view = index::view_of(&dir, &engine.paths, ledger_file, max)?;
     let head = view.head.clone();
     let a = txn::assess(
         Some(&plan),
         &head,
         !view.trailing.is_empty(),
-        &mut |rev, from, want| txn::count_landed(&dir, &head, rev, from, want),
+        &mut |rev, from, want| txn::count_landed_in(&dir, ledger_file, &head, rev, from, want),
     );
-    let ledger = json!({
+    let mut ledger = json!({
         "records": head.records,
         "lastSeq": head.last_seq,
         "head": head.last_hash,
         "consistency": a.consistency.as_str(),
         "mutationInProgress": mutation_in_progress(&dir),
     });
+    if let Ok(Some(p)) = txn::switch::pending(&dir, &engine.paths) {
+        ledger["forceSwitchPending"] = json!({
+            "archive": engine.paths.file(&p.archive),
+            "resolvedBy": format!("{} repair", engine.profile.command_prefix),
+        });
+    }
     let current_attempt_dir = plan
         .layout_v2()
         .then(|| plan.active_goal_id().and_then(|id| plan.goal(id)))

@@ -265,7 +265,7 @@ fn text(ctx: &Ctx, field: &str, v: &Value) -> Result<Value, GoalError> {
         return Err(ctx.wrong_type(field, "a string"));
     };
     let t = s.trim();
-    if t.is_empty() {
+    if crate::text::is_blank(t) {
         return Err(ctx.empty(field));
     }
     Ok(Value::String(t.to_owned()))
@@ -289,7 +289,7 @@ fn strings(ctx: &Ctx, field: &str, v: &Value) -> Result<Value, GoalError> {
             ));
         };
         let t = s.trim();
-        if t.is_empty() {
+        if crate::text::is_blank(t) {
             return Err(ctx.empty(field));
         }
         out.push(Value::String(t.to_owned()));
@@ -326,7 +326,7 @@ fn children(ctx: &Ctx, field: &str, v: &Value) -> Result<Value, GoalError> {
                 return Err(invalid());
             };
             let t = s.trim();
-            if t.is_empty() {
+            if crate::text::is_blank(t) {
                 return Err(ctx.empty(&format!("child.{key}")));
             }
             child.insert(key.into(), Value::String(t.to_owned()));

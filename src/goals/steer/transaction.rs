@@ -335,13 +335,11 @@ pub fn apply_batch(
     let writes_plan = evals
         .iter()
         .any(|(_, e)| matches!(&e.eval, Eval::Accepted { applied, .. } if applied.writes_plan));
-    let broken = usize::from(locked.lock_was_broken());
-    let prefix = broken
-        + if writes_plan && !rejected {
-            plan.pending.len()
-        } else {
-            0
-        };
+    let prefix = if writes_plan && !rejected {
+        plan.pending.len()
+    } else {
+        0
+    };
     let first_seq = locked.view.head.last_seq + 1 + prefix as u64;
     let batch_seq = |item: usize| (!rejected).then_some(first_seq + item as u64);
     let max_record = engine.profile.limits.max_ledger_record_bytes;

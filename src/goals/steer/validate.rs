@@ -358,7 +358,7 @@ fn revise_criterion(p: &Proposal, target: Option<Goal<'_>>, out: &mut Out) {
     let model = p.fields.get("userModel");
     let model_given = match model {
         None => false,
-        Some(Value::String(s)) => !s.trim().is_empty(),
+        Some(Value::String(s)) => !crate::text::is_blank(s),
         Some(_) => true,
     };
     if p.text("scenario").is_none() && p.text("expectedEvidence").is_none() && !model_given {

@@ -112,7 +112,19 @@ pub fn assess(
 /// `repair.recoveredCount`) share the revision but are not entries of
 /// `lastMutation`; the entry `repair --accept-plan` commits is, so it counts.
 pub fn count_landed(dir: &Dir, head: &Head, rev: u64, from_seq: u64, want: usize) -> usize {
-    let Ok(Some((mut file, _))) = state::open_file(dir, state::LEDGER, state::LEDGER) else {
+    count_landed_in(dir, state::LEDGER, head, rev, from_seq, want)
+}
+
+/// [`count_landed`] in the ledger file `name`.
+pub fn count_landed_in(
+    dir: &Dir,
+    name: &str,
+    head: &Head,
+    rev: u64,
+    from_seq: u64,
+    want: usize,
+) -> usize {
+    let Ok(Some((mut file, _))) = state::open_file(dir, name, name) else {
         return 0;
     };
     let mut n = 0;

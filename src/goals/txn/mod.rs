@@ -9,8 +9,11 @@ use serde_json::{Map, Value, json};
 
 use super::Engine;
 mod assess;
+pub mod switch;
 
-pub use assess::{Assessment, Consistency, assess, count_landed, is_recovery_marker};
+pub use assess::{
+    Assessment, Consistency, assess, count_landed, count_landed_in, is_recovery_marker,
+};
 
 use super::error::{ErrorKind, GoalError};
 use super::index::{self, Source, View};
@@ -65,13 +68,16 @@ pub struct Locked<'e> {
     /// The ledger head (after recovery).
     pub view: View,
     torn: Option<Value>,
-    broken: Option<Value>,
     /// The command's timestamp.
     pub now: String,
     /// Entries the recovery check appended.
     pub repaired: Vec<Value>,
     /// Whether the index had to be rebuilt.
     pub rebuilt_index: bool,
+    /// An interrupted `create-goals --force` this lock finished or undid.
+    pub switch_recovered: Option<Value>,
+    /// A switch of this command is under way ([`Locked::archive`]).
+    switching: bool,
 }
 
 impl Engine {
@@ -102,7 +108,6 @@ impl Engine {
         let lock_path = self.paths.file(state::LOCK);
         let opts = LockOptions {
             timeout,
-            foreign_stale: Duration::from_millis(self.profile.lock.foreign_stale_ms),
             command: command.to_owned(),
         };
         let lock = MutationLock::acquire(&dir, state::LOCK, &opts).map_err(|e| match e {
@@ -117,20 +122,12 @@ impl Engine {
                     self.profile.display_name
                 ),
             ),
-            LockError::Unsafe { what } => GoalError::unsafe_state(
-                &lock_path,
-                if what == "a symlink" {
-                    "PATH_SYMLINK"
-                } else {
-                    "NOT_REGULAR_FILE"
-                },
-                &format!("it is {what}"),
-            ),
+            LockError::Unsafe { what } => GoalError::unsafe_lock(&lock_path, what),
             LockError::Io(e) => GoalError::io(&lock_path, "lock", &e),
         })?;
-        let broken = lock.broken.clone();
         let (now_t, now) = self.now();
         remove_stale_temps(&dir, now_t);
+        let switch_recovered = switch::recover(&dir, &self.paths, &self.profile.limits, &now)?;
         let max_record = self.profile.limits.max_ledger_record_bytes;
         let (view, rebuilt) = index::refresh(&dir, &self.paths, max_record, rebuild_index)?;
         if rebuilt {
@@ -142,10 +139,11 @@ impl Engine {
             lock: Some(lock),
             view,
             torn: None,
-            broken,
             now,
             repaired: Vec::new(),
             rebuilt_index: rebuilt,
+            switch_recovered,
+            switching: false,
         };
         locked.repair_torn_tail(now_t)?;
         Ok(locked)
@@ -353,80 +351,82 @@ impl<'e> Locked<'e> {
     /// The seq the entry at `index` of the command's entries will get, given
     /// the plan the command will write (prefix entries come first).
     pub fn seq_of(&self, plan: &Plan, index: usize) -> u64 {
-        let prefix = usize::from(self.broken.is_some()) + plan.pending.len();
+        let prefix = plan.pending.len();
         self.view.head.last_seq + 1 + (prefix + index) as u64
     }
 
-    /// Moves the current run into `.archive/<stamp>[-n]/` (goal-engine.md
-    /// §2.9 steps 2–3). Returns the repo-relative archive directory and the
-    /// hash of the `plan_archived` record.
+    /// Archives the current run into `.archive/<stamp>[-n]/` and moves its
+    /// ledger aside (goal-engine.md §2.9 steps 2–3, made crash-safe by
+    /// [`switch`]: steps 1–3 of its protocol). The next [`Locked::commit`]
+    /// writes the new run and ends the switch. Returns the state-relative
+    /// archive directory (`.archive/<name>`) and the head of the archived
+    /// ledger (`None` when the replaced run had no ledger).
     pub fn archive(
         &mut self,
         old_revision: u64,
         stamp: &str,
-    ) -> Result<(String, String, Head), GoalError> {
+    ) -> Result<(String, Option<Head>), GoalError> {
         let paths = &self.engine.paths;
         let base = state::open_chain(&self.dir, state::ARCHIVE, true)?.expect("created");
         let mut name = stamp.to_owned();
         let mut n = 1;
-        loop {
-            match base.create_dir(&name) {
-                Ok(()) => break,
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    name = format!("{stamp}-{n}");
-                    n += 1;
-                }
-                Err(e) => return Err(GoalError::io(&paths.file(state::ARCHIVE), "create", &e)),
-            }
+        while base.symlink_metadata(&name).is_ok() {
+            name = format!("{stamp}-{n}");
+            n += 1;
         }
-        let rel = format!("{}/{}/{name}", paths.dir, state::ARCHIVE);
-        let mut previous_head = self.view.head.clone();
-        let mut record_hash = String::new();
+        let rel = switch::archive_rel(&name);
+        let display = paths.file(&rel);
+        let had_brief = self.dir.exists(state::BRIEF);
+        switch::begin(&self.dir, paths, &name, had_brief)?;
+        base.create_dir(&name)
+            .map_err(|e| GoalError::io(&display, "create", &e))?;
+        let target = state::open_chain(&base, &name, false)?.ok_or_else(|| {
+            GoalError::io(
+                &display,
+                "open",
+                &std::io::Error::from(std::io::ErrorKind::NotFound),
+            )
+        })?;
+        for file in [state::GOALS, state::BRIEF] {
+            store::copy_file(&self.dir, file, &target, file)
+                .map_err(|e| GoalError::io(&paths.file(file), "archive", &e))?;
+        }
+        let mut previous_head = None;
         if self.ledger_exists() {
-            // A broken Node lock belongs to the run it interrupted: audit it
-            // in the ledger being archived, so the new ledger starts with
-            // `plan_created`.
-            let mut entries = Vec::new();
-            if let Some(b) = self.broken.take() {
-                entries.push(self.lock_broken_entry(&b, Some(old_revision)));
-            }
+            let archived_ledger = format!("{display}/{}", state::LEDGER);
+            store::copy_file(&self.dir, state::LEDGER, &target, state::LEDGER)
+                .map_err(|e| GoalError::io(&paths.ledger(), "archive", &e))?;
             let mut e = Map::new();
             e.insert("at".into(), json!(self.now));
             e.insert("kind".into(), json!("plan_archived"));
             e.insert(
                 "message".into(),
                 json!(format!(
-                    "Run archived to {rel} before create-goals --force."
+                    "Run archived to {display} before create-goals --force."
                 )),
             );
-            e.insert("archive".into(), json!(rel));
+            e.insert("archive".into(), json!(display));
             e.insert("revision".into(), json!(old_revision));
-            entries.push(e);
             let max = self.engine.profile.limits.max_ledger_record_bytes;
-            let a = journal::append(&self.dir, &paths.ledger(), &self.view.head, &entries, max)?;
-            record_hash = a.records.last().map(|r| r.hash.clone()).unwrap_or_default();
-            previous_head = a.head;
+            let a = journal::append(&target, &archived_ledger, &self.view.head, &[e], max)?;
+            previous_head = Some(a.head);
         }
-        let target = state::open_chain(&self.dir, &format!("{}/{name}", state::ARCHIVE), false)?
-            .ok_or_else(|| {
-                GoalError::io(
-                    &rel,
-                    "open",
-                    &std::io::Error::from(std::io::ErrorKind::NotFound),
-                )
-            })?;
-        for file in [state::GOALS, state::LEDGER, state::BRIEF] {
-            match self.dir.rename(file, &target, file) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(GoalError::io(&paths.file(file), "archive", &e)),
-            }
+        store::sync_dir(&target)
+            .and_then(|()| store::sync_dir(&base))
+            .map_err(|e| GoalError::io(&display, "sync", &e))?;
+        // Step 3: the old ledger steps aside; readers find it by the marker.
+        match self
+            .dir
+            .rename(state::LEDGER, &self.dir, state::SWITCH_LEDGER)
+        {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(GoalError::io(&paths.ledger(), "archive", &e)),
         }
         index::remove_quietly(&self.dir, state::INDEX);
         index::remove_quietly(&self.dir, state::KEYS);
-        store::sync_dir(&target)
-            .and_then(|()| store::sync_dir(&self.dir))
-            .map_err(|e| GoalError::io(&rel, "sync", &e))?;
+        store::sync_dir(&self.dir).map_err(|e| GoalError::io(&paths.dir, "sync", &e))?;
+        self.switching = true;
         self.view = View {
             head: Head::default(),
             trailing: Vec::new(),
@@ -435,25 +435,7 @@ impl<'e> Locked<'e> {
             new_keys: Vec::new(),
             keys_bytes: 0,
         };
-        Ok((rel, record_hash, previous_head))
-    }
-
-    fn lock_broken_entry(&self, broken: &Value, revision: Option<u64>) -> Map<String, Value> {
-        let mut m = Map::new();
-        m.insert("at".into(), json!(self.now));
-        m.insert("kind".into(), json!("lock_broken"));
-        m.insert(
-            "holder".into(),
-            broken.get("holder").cloned().unwrap_or(Value::Null),
-        );
-        m.insert(
-            "ageMs".into(),
-            broken.get("ageMs").cloned().unwrap_or(Value::Null),
-        );
-        if let Some(r) = revision {
-            m.insert("revision".into(), json!(r));
-        }
-        m
+        Ok((rel, previous_head))
     }
 
     /// Writes a file of the state directory atomically with fsync.
@@ -469,9 +451,6 @@ impl<'e> Locked<'e> {
         entries: Vec<Map<String, Value>>,
     ) -> Result<Committed, GoalError> {
         let mut all = Vec::new();
-        if let Some(b) = self.broken.take() {
-            all.push(self.lock_broken_entry(&b, None));
-        }
         let (revision, written_plan) = match write {
             Write::Plan(mut plan) => {
                 all.append(&mut plan.pending);
@@ -517,6 +496,9 @@ impl<'e> Locked<'e> {
         let keys_bytes =
             index::append_keys(&self.dir, &self.engine.paths, self.view.keys_bytes, &a.keys)?;
         index::write(&self.dir, &self.engine.paths, &a.head, keys_bytes)?;
+        if self.switching {
+            switch::finish(&self.dir, &self.engine.paths)?;
+        }
         if let Some(lock) = self.lock.take() {
             lock.release()
                 .map_err(|e| GoalError::io(&self.engine.paths.file(state::LOCK), "release", &e))?;
@@ -537,12 +519,6 @@ impl<'e> Locked<'e> {
                 .map_err(|e| GoalError::io(&self.engine.paths.file(state::LOCK), "release", &e))?;
         }
         Ok(std::mem::take(&mut self.repaired))
-    }
-
-    /// Whether a stale Node lock was taken over (its `lock_broken` entry is
-    /// still to be written).
-    pub fn lock_was_broken(&self) -> bool {
-        self.broken.is_some()
     }
 }
 

@@ -247,7 +247,6 @@ impl Location {
         let lock_path = format!("{}/{LOCK}", self.dir);
         let opts = LockOptions {
             timeout,
-            foreign_stale: timeout,
             command: command.to_owned(),
         };
         MutationLock::acquire(&dir, LOCK, &opts).map_err(|e| match e {
@@ -261,15 +260,7 @@ impl Location {
                     "Timed out after {waited_ms} ms waiting for the workflow registry lock {lock_path}. Retry."
                 ),
             ),
-            LockError::Unsafe { what } => GoalError::unsafe_state(
-                &lock_path,
-                if what == "a symlink" {
-                    "PATH_SYMLINK"
-                } else {
-                    "NOT_REGULAR_FILE"
-                },
-                &format!("it is {what}"),
-            ),
+            LockError::Unsafe { what } => GoalError::unsafe_lock(&lock_path, what),
             LockError::Io(e) => GoalError::io(&lock_path, "lock", &e),
         })
     }

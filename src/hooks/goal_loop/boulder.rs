@@ -1,6 +1,8 @@
-//! Deferring to other continuation owners (hooks.md §4.3): the start-work
-//! continuation ("boulder") keeps a session going by itself, so a resume from
-//! us would double it. Any read or parse problem means "do not defer".
+//! Other continuation owners (hooks.md §4.3): the start-work continuation
+//! ("boulder") keeps a session going by itself. Its state lives in the
+//! workspace, where the agent can write it, so a claim found here never
+//! silences a resume (threat-model.md I5); the Stop hook only reports it
+//! (`STOP_DEFER_UNVERIFIED`). Any read or parse problem means "no claim".
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -12,14 +14,17 @@ use crate::hooks::{io_report, transcript};
 use crate::rules::goal_loop::{DeferKind, DeferOwner};
 use crate::sandbox::{PathLimits, RelPath, open};
 
-/// True when some continuation owner claims this session.
-pub(super) fn defers(c: &Ctx<'_>) -> bool {
-    let Some(sid) = c.env.session_id.as_deref() else {
-        return false;
-    };
-    c.policy.stop.defer_owners.iter().any(|o| match o.kind {
-        DeferKind::Boulder => boulder(c, o, sid),
-    })
+/// The file of the first continuation owner that claims this session.
+pub(super) fn claimant(c: &Ctx<'_>) -> Option<String> {
+    let sid = c.env.session_id.as_deref()?;
+    c.policy
+        .stop
+        .defer_owners
+        .iter()
+        .find(|o| match o.kind {
+            DeferKind::Boulder => boulder(c, o, sid),
+        })
+        .map(|o| o.file.clone())
 }
 
 fn boulder(c: &Ctx<'_>, o: &DeferOwner, sid: &str) -> bool {

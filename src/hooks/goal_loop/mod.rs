@@ -516,7 +516,7 @@ impl<'a> Ctx<'a> {
         })?;
         let wait = std::time::Duration::from_millis(self.hooks.lock_wait_ms);
         let lock_path = format!("{base}/{}", crate::goals::state::LOCK);
-        let lock = match loop_state::lock_side_files(&dir, &found.profile.profile, wait, "hook") {
+        let lock = match loop_state::lock_side_files(&dir, wait, "hook") {
             Ok(l) => l,
             Err(LockError::Timeout { waited_ms, .. }) => {
                 return Err(self.fault(

@@ -30,23 +30,40 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
     };
     c.observe_head(&found);
     let plan = &found.located.plan;
-    if lifecycle::run_complete(plan) || boulder::defers(c) || main_context_pressure(c) {
+    if lifecycle::run_complete(plan) || main_context_pressure(c) {
         return Decision::Allow;
     }
     let Some(goal) = loop_state::resumable_goal(plan) else {
         return Decision::Allow;
     };
+    // `.omo/boulder.json` and its plan are workspace files the agent can
+    // write: a claim there does not silence the resume (threat-model.md I5).
+    // When start-work really continues the session, its block and ours fall
+    // on the same stop; the host runs one continuation, whose next stop
+    // carries `stop_hook_active` (step 2), and §4.4 bounds the repeats.
+    if let Some(owner) = boulder::claimant(c) {
+        c.diag.write(
+            HookCode::StopDeferUnverified,
+            "resume",
+            "a continuation owner's file claims this session; a file the agent can write does not silence the resume",
+            Some(json!({"file": owner, "goal": goal.id()})),
+        );
+    }
     resume(c, &found, goal)
 }
 
-/// A context-pressure marker in the main transcript's tail: resuming would
-/// only feed an exhausted context.
+/// A context-pressure marker inside a compaction record the host wrote in
+/// the main transcript's tail: resuming would only feed an exhausted
+/// context. A sentence the agent wrote ("context compacted" in its text or a
+/// tool's output) never counts (threat-model.md I5).
 fn main_context_pressure(c: &Ctx<'_>) -> bool {
-    c.env
-        .transcript
-        .as_deref()
-        .and_then(|p| transcript::read_tail(c.amb, p, c.hooks.transcript_tail_bytes))
-        .is_some_and(|tail| Markers::new(&c.hooks.context_pressure_markers).found_in(&tail))
+    transcript::host_pressure(
+        c.amb,
+        c.env.host,
+        c.env.transcript.as_deref(),
+        c.hooks.transcript_tail_bytes,
+        &Markers::new(&c.hooks.context_pressure_markers),
+    )
 }
 
 /// The side-file key of a goal: its id when that is a plain name, else `h`

@@ -54,6 +54,9 @@ pub struct Verified {
     pub size: u64,
     /// SHA-256 of the file.
     pub sha256: String,
+    /// The normalized digest reuse protection keys on (threat-model.md I4;
+    /// [`reuse::Normalized`]).
+    pub normalized_sha256: String,
     /// Its form.
     pub form: Form,
     /// `checked`, `unchecked` or `disabled`.
@@ -69,6 +72,7 @@ impl Verified {
             "path": self.path,
             "size": self.size,
             "sha256": self.sha256,
+            "normalized_sha256": self.normalized_sha256,
             "form": self.form.as_str(),
             "freshness": self.freshness,
         })
@@ -127,8 +131,18 @@ pub fn verify(c: &Check<'_>) -> Result<Verified, Vec<Finding>> {
         plain::INSPECT_BYTES
     };
     let mut head = Vec::new();
-    let hashed = open::hash_handle(&mut file, &meta, &checks, Some(c.deadline), keep, &mut head)
-        .map_err(|p| one(problem(display, &p)))?;
+    let mut normalized = reuse::Normalized::new();
+    let hashed = open::hash_handle_with(
+        &mut file,
+        &meta,
+        &checks,
+        Some(c.deadline),
+        keep,
+        &mut head,
+        &mut |b| normalized.update(b),
+    )
+    .map_err(|p| one(problem(display, &p)))?;
+    let mut normalized_sha256 = normalized.finish();
     let mtime = meta.modified().ok().map(|t| t.into_std());
     let starts_with_brace = head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     let mut form = Form::Plain;
@@ -150,6 +164,7 @@ pub fn verify(c: &Check<'_>) -> Result<Verified, Vec<Finding>> {
         })?;
         if value.get("evidence").is_some() {
             form = Form::Payload;
+            normalized_sha256 = reuse::normalized_payload(&value);
             deliverables =
                 structured::verify(c.root, display, value, c.binding, c.evidence, c.deadline)?;
         }
@@ -190,6 +205,7 @@ pub fn verify(c: &Check<'_>) -> Result<Verified, Vec<Finding>> {
         path: display.to_owned(),
         size: hashed.size,
         sha256: hashed.sha256,
+        normalized_sha256,
         form,
         freshness,
         deliverables,

@@ -30,7 +30,7 @@ pub fn check(path: &str, head: &[u8], size: u64, rules: &Substance) -> Result<()
             )));
         }
     };
-    let chars = text.trim().chars().count();
+    let chars = crate::text::fold(text).chars().count();
     if chars < rules.min_chars {
         return Err(Box::new(Finding::new(
             Code::ReceiptTooShort,
@@ -41,7 +41,7 @@ pub fn check(path: &str, head: &[u8], size: u64, rules: &Substance) -> Result<()
             ),
         )));
     }
-    let lower = text.to_lowercase();
+    let lower = crate::text::fold(text).to_lowercase();
     if let Some(p) = rules
         .placeholder_patterns
         .iter()

@@ -1,7 +1,16 @@
-//! Reuse protection (hooks.md §3.7): accepting a receipt claims its digest by
-//! exclusive create of `receipts/<sha256>.json`; the same digest is accepted
-//! again only for the same session and agent with the same turn (or a turn
-//! id absent on either side: a re-fire of the same stop).
+//! Reuse protection (hooks.md §3.7, threat-model.md I4): accepting a receipt
+//! claims its *normalized* digest by exclusive create of
+//! `receipts/<sha256>.json`, holding the `(session, agent)` it was accepted
+//! for; the same normalized digest is accepted again only for the same
+//! session and agent with the same turn (or a turn id absent on either side:
+//! a re-fire of the same stop).
+//!
+//! The normalized digest ([`Normalized`]) folds what a copier would change
+//! to look new without saying anything new: whitespace runs and line endings
+//! (CRLF, CR, tabs, an added space), NUL and invisible format characters. A
+//! payload's digest is taken over its canonical JSON (keys sorted, no
+//! insignificant whitespace) without its `agent` binding, so re-binding a
+//! copied payload to another agent does not make it new either.
 
 use std::io::{self, Read};
 use std::time::SystemTime;
@@ -9,6 +18,7 @@ use std::time::SystemTime;
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
 use cap_std::fs::{Dir, OpenOptions};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::evidence::{Code, Finding};
 use crate::store::Durability;
@@ -49,6 +59,86 @@ impl Claimant {
         self.session_id == other.session_id
             && self.agent_id == other.agent_id
             && (self.turn_id.is_none() || other.turn_id.is_none() || self.turn_id == other.turn_id)
+    }
+}
+
+/// The normalized digest of a text receipt, fed chunk by chunk.
+#[derive(Debug, Default)]
+pub struct Normalized {
+    fold: crate::text::FoldStream,
+    hasher: Sha256,
+}
+
+impl Normalized {
+    /// A new digest.
+    pub fn new() -> Normalized {
+        Normalized::default()
+    }
+
+    /// Feeds raw file bytes.
+    pub fn update(&mut self, chunk: &[u8]) {
+        let hasher = &mut self.hasher;
+        self.fold.update(chunk, &mut |b| hasher.update(b));
+    }
+
+    /// The lowercase hex digest of the folded text.
+    pub fn finish(self) -> String {
+        let Normalized { fold, mut hasher } = self;
+        fold.finish(&mut |b| hasher.update(b));
+        crate::digest::hex(&hasher.finalize())
+    }
+}
+
+/// The normalized digest of a text.
+pub fn normalized_text(bytes: &[u8]) -> String {
+    let mut n = Normalized::new();
+    n.update(bytes);
+    n.finish()
+}
+
+/// The normalized digest of an evidence payload: its canonical JSON (object
+/// keys sorted, no whitespace between tokens) without the top-level `agent`
+/// binding, folded like a text.
+pub fn normalized_payload(doc: &Value) -> String {
+    let mut out = String::new();
+    match doc {
+        Value::Object(m) => {
+            let mut m = m.clone();
+            m.remove("agent");
+            canonical(&Value::Object(m), &mut out);
+        }
+        other => canonical(other, &mut out),
+    }
+    normalized_text(out.as_bytes())
+}
+
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical(&m[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(x, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
     }
 }
 
@@ -139,6 +229,43 @@ mod tests {
             agent_type: Some("lazycodex-worker-low".into()),
             turn_id: turn.map(str::to_owned),
         }
+    }
+
+    #[test]
+    fn copies_that_only_change_spacing_share_the_normalized_digest() {
+        let a = normalized_text(b"Changed src/a.rs; ran cargo test: 12 passed.\n");
+        for copy in [
+            &b"Changed src/a.rs;  ran cargo test: 12 passed.\n"[..],
+            b"Changed src/a.rs; ran cargo test: 12 passed.\r\n",
+            b"  Changed\tsrc/a.rs;\r\nran cargo test: 12 passed.",
+            b"Changed src/a.rs;\xe2\x80\x8b ran cargo test: 12 passed.\0\n",
+        ] {
+            assert_eq!(
+                normalized_text(copy),
+                a,
+                "{}",
+                String::from_utf8_lossy(copy)
+            );
+        }
+        assert_ne!(
+            normalized_text(b"Changed src/b.rs; ran cargo test: 12 passed.\n"),
+            a,
+            "different words are a different receipt"
+        );
+        let p: Value = serde_json::from_str(
+            r#"{"evidence":1,"summary":"Did it.","agent":{"id":"a1"},"deliverables":[{"path":"x"}]}"#,
+        )
+        .unwrap();
+        let q: Value = serde_json::from_str(
+            "{ \"deliverables\" : [ {\"path\":\"x\"} ],\r\n \"agent\":{\"id\":\"b2\"},\"summary\":\"Did  it.\",\"evidence\":1}",
+        )
+        .unwrap();
+        assert_eq!(normalized_payload(&p), normalized_payload(&q));
+        let r: Value = serde_json::from_str(
+            r#"{"evidence":1,"summary":"Did it.","deliverables":[{"path":"y"}]}"#,
+        )
+        .unwrap();
+        assert_ne!(normalized_payload(&p), normalized_payload(&r));
     }
 
     #[test]

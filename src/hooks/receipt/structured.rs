@@ -52,6 +52,7 @@ pub fn verify(
     let opts = VerifyOptions {
         plan: None,
         deadline: Some(deadline),
+        payload_path: Some(path),
     };
     let report = verify_payload(&root, &payload, path, opts);
     if report.verdict() == Verdict::Pass {

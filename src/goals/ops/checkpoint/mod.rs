@@ -122,13 +122,13 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
         .evidence
         .as_deref()
         .map(str::trim)
-        .filter(|e| !e.is_empty())
+        .filter(|e| !crate::text::is_blank(e))
         .map(str::to_owned)
         .or_else(|| {
             parsed
                 .first()
                 .map(|p| p.payload.summary.trim().to_owned())
-                .filter(|s| !s.is_empty())
+                .filter(|s| !crate::text::is_blank(s))
         })
         .ok_or_else(|| {
             GoalError::new(
