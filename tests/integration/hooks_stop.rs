@@ -445,6 +445,8 @@ fn a_boulder_claim_does_not_silence_the_resume() {
         (Some("info"), Some(".omo/boulder.json"))
     );
     std::fs::remove_dir_all(h.join(&format!("{ULW}/{SID}"))).unwrap();
+    // A fresh run: the resume counters live in the per-user state.
+    std::fs::remove_dir_all(h.side_path(&format!("{ULW}/{SID}/x")).parent().unwrap()).ok();
     live_plan(&h);
     // Flat legacy shape, plan relative to the worktree: the same.
     let wt = h.join("wt");
@@ -462,6 +464,8 @@ fn a_boulder_claim_does_not_silence_the_resume() {
     active["stop_hook_active"] = json!(true);
     assert_allow(&stop(&h, &active));
     std::fs::remove_dir_all(h.join(&format!("{ULW}/{SID}"))).unwrap();
+    // A fresh run: the resume counters live in the per-user state.
+    std::fs::remove_dir_all(h.side_path(&format!("{ULW}/{SID}/x")).parent().unwrap()).ok();
     live_plan(&h);
     // Not this session, no checklist, a finished owner, or a broken file:
     // resume, and nothing claims the session.
