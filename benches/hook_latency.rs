@@ -93,6 +93,12 @@ fn time_once(
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    // The hooks' per-user state (threat-model.md §3) never reaches the real
+    // home: one temporary state home for the whole run.
+    static STATE_HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let home = STATE_HOME.get_or_init(|| tempfile::tempdir().unwrap());
+    cmd.env("XDG_STATE_HOME", home.path())
+        .env("HOME", home.path());
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -39,6 +39,9 @@ pub trait Ambient: Sync {
             "running git is not available here",
         ))
     }
+    /// The canonical form of an ambient path (symlinks resolved); it names
+    /// the per-user state of a workspace (threat-model.md §3).
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
 }
 
 /// What one `git` run printed.

@@ -285,6 +285,9 @@ mod tests {
         fn terminate(&self, code: i32) -> ! {
             panic!("terminate({code})")
         }
+        fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+            std::fs::canonicalize(path)
+        }
     }
 
     fn fake(state: &Path) -> Fake {

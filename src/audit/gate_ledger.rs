@@ -161,6 +161,28 @@ pub(crate) fn audit(
                 )
                 .with_detail(json!({"line": line, "count": v.get("count"), "findings": codes})),
             )),
+            Some("gate_ledger_rewound") => findings.push(escalate(
+                Finding::new(
+                    Code::GateLedgerRewound,
+                    Some(&display),
+                    format!(
+                        "line {line}: the hook restored {} record(s) of this ledger from its per-user witness: someone deleted or truncated it",
+                        v.get("restored_records").and_then(Value::as_u64).unwrap_or(0)
+                    ),
+                )
+                .with_detail(json!({"line": line, "restored_records": v.get("restored_records")})),
+            )),
+            Some("gate_ledger_forged") => findings.push(escalate(
+                Finding::new(
+                    Code::GateLedgerForged,
+                    Some(&display),
+                    format!(
+                        "line {line}: the hook dropped {} record(s) from this ledger that its per-user witness never wrote",
+                        v.get("forged_records").and_then(Value::as_u64).unwrap_or(0)
+                    ),
+                )
+                .with_detail(json!({"line": line, "forged_records": v.get("forged_records"), "forged_sha256": v.get("forged_sha256")})),
+            )),
             _ => {}
         }
     };

@@ -21,6 +21,10 @@ pub(crate) struct DoctorArgs {
     /// Extra rules file to validate with the repository's.
     #[arg(long, value_name = "FILE")]
     rules: Option<PathBuf>,
+    /// Repair what can be repaired: create the per-user hook state, remove
+    /// junk planted where hook state belongs, restore the gate-ledger mirror.
+    #[arg(long)]
+    fix: bool,
 }
 
 pub(crate) fn run(a: &DoctorArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
@@ -36,6 +40,7 @@ pub(crate) fn run(a: &DoctorArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         &Options {
             host,
             rules: a.rules.clone(),
+            fix: a.fix,
         },
         amb,
     ) {

@@ -233,7 +233,10 @@ fn repository(
         audit::audit(&ws.dir, &ws.evidence, &opts, &mut Silent)
     };
     let mut audit = match result {
-        Ok(a) => a,
+        Ok(mut a) => {
+            rewound_ledgers(args, amb, &ws.dir, &mut a);
+            a
+        }
         Err(AuditError::Rules(e)) => return Ok(error_audit(rules_finding(&e))),
         Err(AuditError::Io(e)) => {
             return Ok(error_audit(Finding::new(
@@ -311,6 +314,47 @@ fn against_base(
             strict,
         },
     ))
+}
+
+/// Local runs only (threat-model.md §3): every goal ledger a hook saw on
+/// this machine must still reach the head it saw. A machine without the
+/// per-user witness (CI) skips the check silently.
+fn rewound_ledgers(args: &VerifyArgs, amb: &dyn Ambient, root: &Dir, audit: &mut Audit) {
+    let Ok(canonical) = amb.canonicalize(&args.root) else {
+        return;
+    };
+    for head in crate::hooks::witness::observed_heads(amb, &canonical) {
+        let Ok(rel) = RelPath::parse(&head.state_dir, crate::sandbox::PathLimits::default()) else {
+            continue;
+        };
+        let display = format!("{}/ledger.jsonl", head.state_dir);
+        let now = crate::sandbox::open::open_dir(root, &rel)
+            .ok()
+            .and_then(|d| crate::hooks::witness::ledger_head(&d, &head.state_dir));
+        let why = match &now {
+            None => format!(
+                "the ledger is gone or holds no chained record, but a hook saw it at seq {}",
+                head.seq
+            ),
+            Some(n) if n.seq < head.seq => format!(
+                "the ledger ends at seq {} but a hook saw it at seq {}: records were cut",
+                n.seq, head.seq
+            ),
+            Some(n) if n.seq == head.seq && n.sha256 != head.sha256 => format!(
+                "the record at seq {} differs from the one a hook saw: it was rewritten",
+                n.seq
+            ),
+            Some(_) => continue,
+        };
+        let mut b = ReportBuilder::new(display.clone(), ReportKind::Plan);
+        b.push(
+            Finding::new(Code::LedgerRewound, Some(&display), why).with_detail(serde_json::json!({
+                "observed": {"seq": head.seq, "sha256": head.sha256},
+                "now": now.as_ref().map(|n| serde_json::json!({"seq": n.seq, "sha256": n.sha256})),
+            })),
+        );
+        audit.reports.push(b.finish(true));
+    }
 }
 
 fn subject(p: &Path) -> String {

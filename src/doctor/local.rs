@@ -134,26 +134,29 @@ pub(super) fn rules_valid(
 }
 
 /// `state.writable`: create, fsync, rename and delete a temp file in the
-/// hooks' state directory and its subfolders.
-pub(super) fn state_writable(root: &Dir, profile_dirs: &[String], checks: &mut Vec<Check>) {
+/// hook state directories that exist (the per-user `hooks/`, the in-tree
+/// mirror's directory, goal state directories). Doctor never creates one
+/// here (`--fix` does, in `state.user`).
+pub(super) fn state_writable(
+    root: &Dir,
+    hooks: Option<&Dir>,
+    profile_dirs: &[String],
+    checks: &mut Vec<Check>,
+) {
     let id = "state.writable";
     let probe = |dir: &Dir| -> std::io::Result<()> {
         store::atomic_replace(dir, ".doctor-probe", b"probe", Durability::Synced)?;
         dir.remove_file(".doctor-probe")
     };
-    let mut checked = vec![format!("{STATE_DIR}/")];
+    let mut checked = Vec::new();
     let result = (|| -> Result<(), String> {
-        for sub in [
-            STATE_DIR,
-            ".omo/evidence-gate/attempts",
-            ".omo/evidence-gate/receipts",
-        ] {
-            let rel = RelPath::parse(sub, PathLimits::default()).expect("constant");
-            let dir = store::create_dirs(root, &rel).map_err(|e| format!("{sub}/: {e}"))?;
-            probe(&dir).map_err(|e| format!("{sub}/: {e}"))?;
+        if let Some(h) = hooks {
+            probe(h).map_err(|e| format!("the per-user hooks/ state: {e}"))?;
+            checked.push("the per-user hooks/ state".to_owned());
         }
-        // Existing goal state directories only: doctor never creates one.
-        for d in profile_dirs {
+        let mut dirs = vec![STATE_DIR.to_owned()];
+        dirs.extend(profile_dirs.iter().cloned());
+        for d in &dirs {
             match crate::goals::state::open_chain(root, d, false) {
                 Ok(Some(dir)) => {
                     probe(&dir).map_err(|e| format!("{d}/: {e}"))?;
@@ -166,34 +169,48 @@ pub(super) fn state_writable(root: &Dir, profile_dirs: &[String], checks: &mut V
         Ok(())
     })();
     checks.push(match result {
+        Ok(()) if checked.is_empty() => Check::new(
+            id,
+            Status::Ok,
+            "no hook state directory exists yet (the first hook call creates them)",
+        ),
         Ok(()) => Check::new(
             id,
             Status::Ok,
             format!("{} accept create, fsync, rename and delete", checked.join(", ")),
         ),
         Err(e) => Check::new(id, Status::Fail, e)
-            .hint("hooks allow every call whose state they cannot record (HOOK_STATE_IO); fix the permissions"),
+            .hint("hooks block every gated call whose state they cannot record (HOOK_STATE_IO); fix the permissions or run `evidence-gate doctor --fix`"),
     });
 }
 
-/// `lock.works`: the gate lock is taken within `hooks.lock_wait_ms`, and a
-/// second handle's try-lock fails while it is held.
-pub(super) fn lock_works(root: &Dir, hooks: Option<&HooksRules>, checks: &mut Vec<Check>) {
+/// `lock.works`: the gate lock in the per-user `hooks/` state is taken
+/// within `hooks.lock_wait_ms`, and a second handle's try-lock fails while
+/// it is held.
+pub(super) fn lock_works(
+    hooks_dir: Option<&Dir>,
+    hooks: Option<&HooksRules>,
+    checks: &mut Vec<Check>,
+) {
     let id = "lock.works";
+    let Some(dir) = hooks_dir else {
+        checks.push(Check::new(
+            id,
+            Status::Ok,
+            "the per-user hook state does not exist yet; the gate lock is checked once it does",
+        ));
+        return;
+    };
     let wait = hooks.map_or(500, |h| h.lock_wait_ms);
-    let rel = RelPath::parse(STATE_DIR, PathLimits::default()).expect("constant");
+    let name = crate::hooks::witness::LOCK;
     let outcome = (|| -> Result<(), String> {
-        let dir = store::create_dirs(root, &rel).map_err(|e| e.to_string())?;
         let opts = LockOptions {
             timeout: Duration::from_millis(wait),
             command: "doctor".into(),
         };
-        let lock = MutationLock::acquire(&dir, ".mutation.lock", &opts)
+        let lock = MutationLock::acquire(dir, name, &opts)
             .map_err(|e| format!("not taken within {wait} ms: {e:?}"))?;
-        let second = dir
-            .open(".mutation.lock")
-            .map_err(|e| e.to_string())?
-            .into_std();
+        let second = dir.open(name).map_err(|e| e.to_string())?.into_std();
         let exclusive = matches!(second.try_lock(), Err(std::fs::TryLockError::WouldBlock));
         drop(second);
         lock.release().map_err(|e| e.to_string())?;
@@ -207,9 +224,9 @@ pub(super) fn lock_works(root: &Dir, hooks: Option<&HooksRules>, checks: &mut Ve
         Ok(()) => Check::new(
             id,
             Status::Ok,
-            format!("{STATE_DIR}/.mutation.lock is exclusive"),
+            format!("the per-user hooks/{name} is exclusive"),
         ),
-        Err(e) => Check::new(id, Status::Fail, e),
+        Err(e) => Check::new(id, Status::Fail, e).hint("run `evidence-gate doctor --fix`"),
     });
 }
 

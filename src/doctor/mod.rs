@@ -4,6 +4,7 @@
 
 mod local;
 mod roundtrip;
+mod user_state;
 mod wired;
 
 use std::path::{Path, PathBuf};
@@ -62,6 +63,10 @@ pub struct Options {
     pub host: Option<Host>,
     /// `--rules FILE`.
     pub rules: Option<PathBuf>,
+    /// `--fix`: create the per-user state, remove junk planted where hook
+    /// state belongs, restore the gate-ledger mirror. Without it doctor
+    /// creates nothing.
+    pub fix: bool,
 }
 
 /// Host/event cells backed by a `recorded-` fixture (hooks.md §2.7) and
@@ -90,6 +95,16 @@ impl Places {
         let hit = |base: &Path| amb.open_dir(&base.join(rel)).is_ok();
         hit(&self.workspace) || self.home.as_deref().is_some_and(hit)
     }
+}
+
+/// The per-user `hooks/` directory, when it exists (never created here).
+fn hooks_state_dir(amb: &dyn Ambient, workspace: &Path) -> Option<cap_std::fs::Dir> {
+    let canonical = amb.canonicalize(workspace).ok()?;
+    let path = crate::userstate::base_path(amb)?
+        .join(crate::userstate::LAYOUT)
+        .join(crate::userstate::workspace_id(&canonical))
+        .join(crate::hooks::witness::HOOKS_DIR);
+    amb.open_dir(&path).ok()
 }
 
 /// Runs every check; `Err` when doctor could not run at all (exit 2).
@@ -146,8 +161,14 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Vec<Check>, String> {
         .family::<crate::goals::profile::Profiles>()
         .map(|p| p.0.values().map(|p| p.state_dir.clone()).collect())
         .unwrap_or_default();
-    local::state_writable(&root, &profile_dirs, &mut checks);
-    local::lock_works(&root, rules.as_ref().map(|(_, _, h)| h), &mut checks);
+    user_state::check(amb, &places.workspace, &root, o.fix, &mut checks);
+    let hooks_dir = hooks_state_dir(amb, &places.workspace);
+    local::state_writable(&root, hooks_dir.as_ref(), &profile_dirs, &mut checks);
+    local::lock_works(
+        hooks_dir.as_ref(),
+        rules.as_ref().map(|(_, _, h)| h),
+        &mut checks,
+    );
     local::hosts_support(&hosts, &mut checks);
     local::hosts_records(&hosts, &mut checks);
     local::diagnostics_recent(&root, &gated, &mut checks);

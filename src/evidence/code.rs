@@ -181,6 +181,9 @@ codes! {
     LedgerReceiptReused = "LEDGER_RECEIPT_REUSED", Fail, "The hook gate ledger accepts one receipt digest for two different agents or turns.";
     LedgerReceiptWaived = "LEDGER_RECEIPT_WAIVED", Warning, "The hook gate ledger records a `receipt_waived` entry: a worker stopped without accepted evidence under context pressure (a failure with `--strict`).";
     LedgerReceiptOverride = "LEDGER_RECEIPT_OVERRIDE", Warning, "The hook gate ledger records a `receipt_override` entry: the attempt cap let a worker stop without accepted evidence (a failure with `--strict`).";
+    LedgerRewound = "LEDGER_REWOUND", Fail, "A goal ledger in the tree fell behind the head a hook observed on this machine (per-user witness): records were cut or rewritten. Checked only by local `verify-evidence` where the witness exists.";
+    GateLedgerRewound = "GATE_LEDGER_REWOUND", Warning, "The hook gate ledger records that its in-tree copy had lost records of the per-user witness (deleted or truncated) and was restored (a failure with `--strict`).";
+    GateLedgerForged = "GATE_LEDGER_FORGED", Warning, "The hook gate ledger records that its in-tree copy held records the per-user witness never wrote; they were dropped (a failure with `--strict`).";
     NothingToVerify = "NOTHING_TO_VERIFY", Fail, "Repository mode found no goal-engine state directory, hook gate ledger or evidence payload to audit (`--allow-empty` accepts that).";
     // evidence.md §7 step 1: legacy lines before the chain start.
     LedgerLegacyPrefix = "LEDGER_LEGACY_PREFIX", Info, "Unchained records written before hash chaining precede the first chained record; the chain does not cover them (the last one is anchored by the first chained record's `prev`).";

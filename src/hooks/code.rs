@@ -17,6 +17,9 @@ pub enum DiagClass {
     Degraded,
     /// A policy decision worth recording (cap reached, waiver).
     Policy,
+    /// A fault in the hooks' own trust state: the gated call was blocked or
+    /// denied (threat-model.md I2).
+    TrustState,
 }
 
 /// Level written in the `level` field.
@@ -82,13 +85,15 @@ diag_codes! {
     HookEventUnsupported = "HOOK_EVENT_UNSUPPORTED", Plumbing, Error, "The host cannot deliver this event (hooks.md §2.3).";
     HookCwdInvalid = "HOOK_CWD_INVALID", Plumbing, Error, "The payload's `cwd` is not an existing directory.";
     HookRulesInvalid = "HOOK_RULES_INVALID", Degraded, Warn, "A rules override failed validation; the hook continued without the repository's file (or, when the user's file or `--rules` is invalid, on the embedded defaults).";
-    HookStateIo = "HOOK_STATE_IO", Plumbing, Error, "Hook state (under `.omo/evidence-gate/` or a goal state directory) could not be read or written.";
-    HookLockTimeout = "HOOK_LOCK_TIMEOUT", Plumbing, Error, "The gate lock or a goal state lock was not taken within its wait.";
+    HookStateIo = "HOOK_STATE_IO", TrustState, Error, "Hook trust state (the per-user state directory, the gate-ledger mirror, a goal state directory) could not be read or written; the gated call was blocked or denied until the user runs `evidence-gate doctor --fix`.";
+    HookLockTimeout = "HOOK_LOCK_TIMEOUT", TrustState, Error, "The gate lock or a goal state lock was not taken within its wait; the gated call was blocked or denied.";
     HookDeadline = "HOOK_DEADLINE", Plumbing, Error, "The watchdog fired at `hooks.deadline_ms`; the hook allowed.";
     HookPanic = "HOOK_PANIC", Plumbing, Error, "A panic was caught; the hook allowed.";
     HookOutputWrite = "HOOK_OUTPUT_WRITE", Plumbing, Error, "Writing the decision to standard output failed.";
     SubagentCapReached = "SUBAGENT_CAP_REACHED", Policy, Warn, "The attempt cap was reached; the worker stopped without accepted evidence and an override was recorded.";
     SubagentContextPressure = "SUBAGENT_CONTEXT_PRESSURE", Policy, Info, "Context pressure in the child transcript waived the receipt; a waiver was recorded.";
+    GateLedgerRewound = "GATE_LEDGER_REWOUND", Policy, Warn, "The in-tree gate ledger had lost records of its per-user witness; they were restored and the rewind recorded in both.";
+    GateLedgerForged = "GATE_LEDGER_FORGED", Policy, Warn, "The in-tree gate ledger held records its per-user witness never wrote; they were dropped from it and recorded in both.";
     // Goal-loop hooks (hooks.md §4–§6).
     HookEnvInvalid = "HOOK_ENV_INVALID", Degraded, Warn, "`OMO_SPAWN_FANOUT_LIMIT` is not a positive integer; `spawn.fanout_limit` was used.";
     HookPlanUnreadable = "HOOK_PLAN_UNREADABLE", Plumbing, Error, "The session's goal plan is unreadable or corrupt; the hook allowed.";
@@ -130,8 +135,9 @@ mod tests {
              HOOK_JSON_INVALID HOOK_PAYLOAD_INVALID HOOK_EVENT_MISMATCH HOOK_EVENT_UNSUPPORTED \
              HOOK_CWD_INVALID HOOK_RULES_INVALID HOOK_STATE_IO HOOK_LOCK_TIMEOUT HOOK_DEADLINE \
              HOOK_PANIC HOOK_OUTPUT_WRITE SUBAGENT_CAP_REACHED SUBAGENT_CONTEXT_PRESSURE \
-             HOOK_ENV_INVALID HOOK_PLAN_UNREADABLE STOP_STUCK STOP_DEFER_UNVERIFIED \
-             STEER_WORKER_IGNORED RULES_RELAXATION_IGNORED USER_DECISION_UNVERIFIED"
+             GATE_LEDGER_REWOUND GATE_LEDGER_FORGED HOOK_ENV_INVALID HOOK_PLAN_UNREADABLE STOP_STUCK \
+             STOP_DEFER_UNVERIFIED STEER_WORKER_IGNORED RULES_RELAXATION_IGNORED \
+             USER_DECISION_UNVERIFIED"
         );
         for c in HookCode::ALL {
             assert!(c.summary().ends_with('.'));

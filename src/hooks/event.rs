@@ -177,6 +177,15 @@ pub enum Decision {
         /// Never empty.
         reason: String,
     },
+    /// The agent keeps working because the hook's own trust state is at
+    /// fault (threat-model.md I2): `reason` tells the agent, `message` tells
+    /// the user that they must act (stop family).
+    Halt {
+        /// Never empty.
+        reason: String,
+        /// The user-visible `systemMessage`.
+        message: String,
+    },
     /// The tool call is refused (tool family).
     Deny {
         /// Never empty.
@@ -195,7 +204,7 @@ impl Decision {
         match self {
             Self::Allow => "allow",
             Self::Notify { .. } => "notify",
-            Self::Block { .. } => "block",
+            Self::Block { .. } | Self::Halt { .. } => "block",
             Self::Deny { .. } => "deny",
             Self::Context { .. } => "context",
         }

@@ -23,6 +23,7 @@ pub mod receipt;
 mod runner;
 pub mod subagent_stop;
 pub mod transcript;
+pub mod witness;
 
 pub use args::SYNOPSIS;
 pub use code::HookCode;

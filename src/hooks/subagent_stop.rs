@@ -17,6 +17,7 @@ use super::gate_ledger;
 use super::host::encode::cap_bytes;
 use super::receipt::{self, Binding, FilePolicy, Verified, attempts, grammar, path, plain, reuse};
 use super::transcript::{self, Markers};
+use super::witness::{self, HookState, StateFault};
 use crate::ambient::Ambient;
 use crate::evidence::Finding;
 use crate::rules::RuleSet;
@@ -159,35 +160,43 @@ pub fn decide(c: &Ctx<'_>) -> Decision {
     }
     let mut earlier = 0;
     let checked = check_receipt(c, &mut earlier);
-    let rel = RelPath::parse(STATE_DIR, PathLimits::default()).expect("constant");
-    let state = match crate::store::create_dirs(c.root, &rel) {
-        Ok(d) => d,
-        Err(e) => return state_io(c, "the hook state directory could not be created", &e),
+    let hs = match HookState::open(c.amb, &c.env.cwd, c.canonical_cwd) {
+        Ok(s) => s,
+        Err(f) => return halt(c, HookCode::HookStateIo, &f),
     };
     let lock_opts = LockOptions {
         timeout: Duration::from_millis(c.hooks.lock_wait_ms),
         command: "hook subagent-stop".into(),
     };
-    let lock = match MutationLock::acquire(&state, ".mutation.lock", &lock_opts) {
+    let lock = match MutationLock::acquire(hs.dir(), witness::LOCK, &lock_opts) {
         Ok(l) => l,
         Err(LockError::Timeout { waited_ms, .. }) => {
-            c.diag.write(
-                HookCode::HookLockTimeout,
-                "allow",
-                "the gate lock was not taken in time; the stop was allowed",
-                Some(
-                    json!({"lock": format!("{STATE_DIR}/.mutation.lock"), "waited_ms": waited_ms}),
-                ),
-            );
-            return Decision::Allow;
+            let f = StateFault {
+                path: hs.display(witness::LOCK),
+                what: format!("the gate lock was not taken within {waited_ms} ms"),
+                error: "another hook call holds it".into(),
+                fix: "wait for the other hook call to end; if none runs, run `evidence-gate doctor --fix`",
+            };
+            return halt(c, HookCode::HookLockTimeout, &f);
         }
         Err(LockError::Unsafe { what }) => {
-            let e = std::io::Error::other(format!("the lock file is {what}"));
-            return state_io(c, "the gate lock file is unusable", &e);
+            let f = StateFault::io(
+                hs.display(witness::LOCK),
+                "the gate lock file is unusable",
+                &format!("the lock file is {what}"),
+            );
+            return halt(c, HookCode::HookStateIo, &f);
         }
-        Err(LockError::Io(e)) => return state_io(c, "the gate lock could not be taken", &e),
+        Err(LockError::Io(e)) => {
+            let f = StateFault::io(
+                hs.display(witness::LOCK),
+                "the gate lock could not be taken",
+                &e,
+            );
+            return halt(c, HookCode::HookStateIo, &f);
+        }
     };
-    let decision = decide_locked(c, &state, checked, earlier);
+    let decision = decide_locked(c, &hs, checked, earlier);
     let _ = lock.release();
     decision
 }
@@ -253,33 +262,49 @@ fn verify_deadline(now: Instant, started: Instant, budget_ms: u64, deadline_ms: 
 
 fn decide_locked(
     c: &Ctx<'_>,
-    state: &Dir,
+    hs: &HookState,
     checked: Result<Verified, Vec<Finding>>,
     earlier: usize,
 ) -> Decision {
     let me = claimant(c.env);
     let rules = &c.policy.rules;
+    let state = hs.dir();
+    let ttl = Duration::from_secs(rules.attempt_ttl_hours * 3600);
+    if let Err(f) = hs.migrate(c.root, ttl) {
+        return halt(c, HookCode::HookStateIo, &f);
+    }
+    match hs.reconcile(c.root, &base_entry(c, "")) {
+        Ok(r) => report_reconciled(c, &r),
+        Err(f) => return halt(c, HookCode::HookStateIo, &f),
+    }
     let findings = match checked {
         Ok(v) if rules.reuse_protection => {
             match reuse::check(state, &v.normalized_sha256, &v.path, &me) {
                 Ok(None) => Ok(v),
                 Ok(Some(f)) => Err(vec![f]),
-                Err(e) => return state_io(c, "the receipt index could not be read", &e),
+                Err(e) => {
+                    let f = StateFault::io(
+                        hs.display(reuse::DIR),
+                        "the receipt index could not be read",
+                        &e,
+                    );
+                    return halt(c, HookCode::HookStateIo, &f);
+                }
             }
         }
         other => other,
     };
     let counter = attempts::file_name(me.session_id.as_deref(), me.agent_id.as_deref());
     let findings = match findings {
-        Ok(v) => return accept(c, state, &v, earlier, &counter),
+        Ok(v) => return accept(c, hs, &v, earlier, &counter),
         Err(f) => f,
     };
     if context_pressure(c) {
         let mut entry = base_entry(c, "receipt_waived");
         entry.insert("reason".into(), json!("context_pressure"));
         entry.insert("findings".into(), findings_value(&findings));
-        if let Err(e) = gate_ledger::append(state, entry) {
-            return state_io(c, "the gate ledger could not be appended", &e);
+        if let Err(f) = hs.append(c.root, entry) {
+            return halt(c, HookCode::HookStateIo, &f);
         }
         c.diag.write(
             HookCode::SubagentContextPressure,
@@ -290,7 +315,6 @@ fn decide_locked(
         let _ = attempts::clear(state, &counter);
         return Decision::Allow;
     }
-    let ttl = Duration::from_secs(rules.attempt_ttl_hours * 3600);
     let count = attempts::read(state, &counter, ttl);
     let max = rules.max_attempts;
     if count < max {
@@ -300,7 +324,12 @@ fn decide_locked(
             agent_type: me.agent_type.as_deref(),
         };
         if let Err(e) = attempts::write(state, &counter, &owner, count + 1, &findings) {
-            return state_io(c, "the attempt counter could not be written", &e);
+            let f = StateFault::io(
+                hs.display(attempts::DIR),
+                "the attempt counter could not be written",
+                &e,
+            );
+            return halt(c, HookCode::HookStateIo, &f);
         }
         let agent_type = me.agent_type.as_deref().unwrap_or_default();
         return Decision::Block {
@@ -317,14 +346,18 @@ fn decide_locked(
     let mut entry = base_entry(c, "receipt_override");
     entry.insert("findings".into(), findings_value(&findings));
     entry.insert("count".into(), json!(count));
-    let ledger = gate_ledger::append(state, entry);
+    // The release is recorded in the witness and the mirror (I1); a release
+    // that cannot be recorded does not happen.
+    if let Err(f) = hs.append(c.root, entry) {
+        return halt(c, HookCode::HookStateIo, &f);
+    }
     let notify = rules.notify_on_override;
     let outcome = if notify { "notify" } else { "allow" };
     c.diag.write(
         HookCode::SubagentCapReached,
         outcome,
         "the attempt cap was reached; the worker stopped without accepted evidence",
-        Some(json!({"count": count, "max": max, "findings": codes(&findings), "ledger_recorded": ledger.is_ok()})),
+        Some(json!({"count": count, "max": max, "findings": codes(&findings), "ledger_recorded": true})),
     );
     let _ = attempts::clear(state, &counter);
     if notify {
@@ -340,7 +373,8 @@ fn decide_locked(
     }
 }
 
-fn accept(c: &Ctx<'_>, state: &Dir, v: &Verified, earlier: usize, counter: &str) -> Decision {
+fn accept(c: &Ctx<'_>, hs: &HookState, v: &Verified, earlier: usize, counter: &str) -> Decision {
+    let state = hs.dir();
     let mut entry = base_entry(c, "receipt_accepted");
     entry.insert("receipt".into(), v.ledger_value());
     let mut files = vec![json!({"path": v.path, "size": v.size, "sha256": v.sha256})];
@@ -353,16 +387,26 @@ fn accept(c: &Ctx<'_>, state: &Dir, v: &Verified, earlier: usize, counter: &str)
     if earlier > 0 {
         entry.insert("earlier_receipts".into(), json!(earlier));
     }
-    if let Err(e) = gate_ledger::append(state, entry) {
-        return state_io(c, "the gate ledger could not be appended", &e);
+    if let Err(f) = hs.append(c.root, entry) {
+        return halt(c, HookCode::HookStateIo, &f);
     }
     if c.policy.rules.reuse_protection
         && let Err(e) = reuse::claim(state, &v.normalized_sha256, &v.path, &claimant(c.env))
     {
-        return state_io(c, "the receipt digest could not be claimed", &e);
+        let f = StateFault::io(
+            hs.display(reuse::DIR),
+            "the receipt digest could not be claimed",
+            &e,
+        );
+        return halt(c, HookCode::HookStateIo, &f);
     }
     if let Err(e) = attempts::clear(state, counter) {
-        return state_io(c, "the attempt counter could not be deleted", &e);
+        let f = StateFault::io(
+            hs.display(attempts::DIR),
+            "the attempt counter could not be deleted",
+            &e,
+        );
+        return halt(c, HookCode::HookStateIo, &f);
     }
     Decision::Allow
 }
@@ -390,20 +434,55 @@ fn context_pressure(c: &Ctx<'_>) -> bool {
     )
 }
 
-fn state_io(c: &Ctx<'_>, what: &str, e: &std::io::Error) -> Decision {
+/// A fault in the hook's own trust state blocks (threat-model.md I2): the
+/// agent is told what failed and the user, in `systemMessage`, that they
+/// must act.
+fn halt(c: &Ctx<'_>, code: HookCode, f: &StateFault) -> Decision {
     c.diag.write(
-        HookCode::HookStateIo,
-        "allow",
-        &format!("{what}; the stop was allowed"),
-        Some(json!({"error": e.to_string(), "dir": STATE_DIR})),
+        code,
+        "block",
+        &format!("{}; the stop was blocked until the user acts", f.what),
+        Some(json!({"path": f.path, "error": f.error, "fix": f.fix})),
     );
-    Decision::Allow
+    Decision::Halt {
+        reason: format!(
+            "evidence-gate {code}: {} ({}: {}). This is a fault in the hook's own state, not in your work: do not try to work around it. The stop stays blocked until the user fixes it ({}).",
+            f.what, f.path, f.error, f.fix
+        ),
+        message: format!(
+            "evidence-gate: {code} at {} — the user must act: {}. Gated worker stops are blocked until then.",
+            f.path, f.fix
+        ),
+    }
+}
+
+/// Records in diagnostics what the mirror compare repaired (the ledger
+/// records themselves were appended by the reconciliation).
+fn report_reconciled(c: &Ctx<'_>, r: &witness::Reconciled) {
+    if r.rewound > 0 {
+        c.diag.write(
+            HookCode::GateLedgerRewound,
+            "repair",
+            "the in-tree gate ledger had lost records of its witness; it was restored",
+            Some(json!({"restored_records": r.rewound, "file": format!("{STATE_DIR}/{}", gate_ledger::FILE)})),
+        );
+    }
+    if r.forged > 0 {
+        c.diag.write(
+            HookCode::GateLedgerForged,
+            "repair",
+            "the in-tree gate ledger held records its witness never wrote; they were dropped and recorded",
+            Some(json!({"forged_records": r.forged, "file": format!("{STATE_DIR}/{}", gate_ledger::FILE)})),
+        );
+    }
 }
 
 fn base_entry(c: &Ctx<'_>, kind: &str) -> Map<String, Value> {
     let agent = c.env.agent.clone().unwrap_or_default();
     let mut m = Map::new();
-    m.insert("kind".into(), json!(kind));
+    if !kind.is_empty() {
+        m.insert("kind".into(), json!(kind));
+    }
     m.insert(
         "ts".into(),
         json!(crate::time::rfc3339_ms(SystemTime::now())),

@@ -88,7 +88,7 @@ fn a_digest_accepted_for_two_agents_is_reused() {
     assert_eq!(audit(&h, &[]).code, 0);
     // A lost reuse index lets a second agent's identical receipt through;
     // the audit still catches it from the ledger.
-    std::fs::remove_dir_all(h.join(".omo/evidence-gate/receipts")).unwrap();
+    std::fs::remove_dir_all(h.hook_state().join("receipts")).unwrap();
     let mut other = h.codex_receipt(R);
     other["agent_id"] = json!("agent-2");
     assert_allow(&h.stop(&other));

@@ -63,6 +63,10 @@ fn run_bounded(repo: &Repo, args: &[&str], stdin: &[u8]) -> Run {
         cmd.env(k, v);
     }
     cmd.env_remove("EVIDENCE_GATE_HOOKS");
+    // The per-user state (threat-model.md §3) never reaches the real home.
+    let state_home = tempfile::tempdir().unwrap();
+    cmd.env("XDG_STATE_HOME", state_home.path())
+        .env("HOME", state_home.path());
     let mut child = cmd.spawn().unwrap();
     let pid = child.id();
     let mut si = child.stdin.take().unwrap();

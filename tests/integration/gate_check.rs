@@ -543,6 +543,10 @@ const TESTED_ELSEWHERE: &[&str] = &[
     "GATE_CRITERION_REF_AMBIGUOUS",
     "GATE_CRITERION_UNCOVERED",
     "GATE_RULES_NOT_PLAN",
+    // Not quality-gate codes: the hook gate ledger's witness records, asserted
+    // in hooks_subagent_stop (a deleted/truncated mirror, a forged line).
+    "GATE_LEDGER_REWOUND",
+    "GATE_LEDGER_FORGED",
 ];
 
 #[test]

@@ -25,7 +25,7 @@ fn spawn(h: &HookRepo, payload: &Value) -> crate::common::Run {
 }
 
 fn counter(h: &HookRepo) -> Option<Value> {
-    h.read_json(&format!("{ULW}/{SID}/spawn-count.json"))
+    h.read_side(&format!("{ULW}/{SID}/spawn-count.json"))
 }
 
 /// A layout-v2 plan whose final candidate G002 has every criterion passed.
@@ -61,7 +61,7 @@ fn spawns_are_counted_per_goal_attempt_and_the_61st_is_denied() {
         counter(&h).unwrap(),
         json!({"count": 3, "resetKey": "G002#a1"})
     );
-    h.write(
+    h.write_side(
         &format!("{ULW}/{SID}/spawn-count.json"),
         json!({"count": 59, "resetKey": "G002#a1"}).to_string(),
     );
@@ -240,7 +240,7 @@ fn no_plan_or_another_tool_counts_nothing() {
 fn an_invalid_limit_variable_uses_the_rules_limit() {
     let h = HookRepo::new();
     gate_ready_plan(&h, "lazycodex");
-    h.write(
+    h.write_side(
         &format!("{ULW}/{SID}/spawn-count.json"),
         json!({"count": 60, "resetKey": "G002#a1"}).to_string(),
     );
@@ -286,7 +286,7 @@ fn claude_task_spawns_count_and_reset_rules_apply() {
     );
     assert_allow(&spawn_env(&h, "claude-code", &task, &[]));
     assert_eq!(
-        h.read_json(&format!("{ULW}/{sid}/spawn-count.json"))
+        h.read_side(&format!("{ULW}/{sid}/spawn-count.json"))
             .unwrap(),
         json!({"count": 1, "resetKey": "G1#a1"})
     );
@@ -296,30 +296,57 @@ fn claude_task_spawns_count_and_reset_rules_apply() {
     assert!(reason.contains("(1/1)"), "{reason}");
 }
 
+/// The counter's lock is held past its wait: the spawn is denied, not
+/// allowed uncounted (threat-model.md I2).
 #[test]
-fn a_busy_lock_allows_uncounted() {
+fn a_busy_lock_denies_uncounted() {
     let h = HookRepo::new();
     gate_ready_plan(&h, "lazycodex");
     h.user_rules(r#"{"hooks": {"lock_wait_ms": 30}}"#);
-    let lock = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(h.join(&format!("{ULW}/{SID}/.mutation.lock")))
-        .unwrap();
+    let path = h.side_path(&format!("{ULW}/{SID}/.mutation.lock"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let lock = std::fs::File::create(&path).unwrap();
     lock.lock().unwrap();
-    assert_allow(&spawn(&h, &worker_spawn(&h)));
+    let reason = deny_reason(&spawn(&h, &worker_spawn(&h)));
     drop(lock);
+    assert!(reason.contains("HOOK_LOCK_TIMEOUT"), "{reason}");
     assert_eq!(h.diag_codes(), ["HOOK_LOCK_TIMEOUT"]);
     assert!(counter(&h).is_none());
 }
 
+/// An unusable per-user counter denies with `HOOK_STATE_IO`.
 #[test]
-fn an_unusable_counter_allows_with_a_diagnostic() {
+fn an_unusable_counter_denies_with_a_diagnostic() {
     let h = HookRepo::new();
     gate_ready_plan(&h, "lazycodex");
-    h.repo.mkdir(&format!("{ULW}/{SID}/spawn-count.json"));
-    assert_allow(&spawn(&h, &worker_spawn(&h)));
+    std::fs::create_dir_all(h.side_path(&format!("{ULW}/{SID}/spawn-count.json"))).unwrap();
+    let reason = deny_reason(&spawn(&h, &worker_spawn(&h)));
+    assert!(reason.contains("HOOK_STATE_IO"), "{reason}");
     assert_eq!(h.diag_codes(), ["HOOK_STATE_IO"]);
+}
+
+/// Attack (issue 13): a FIFO lock, a directory counter or a reset counter
+/// planted in the tree no longer switches the fan-out cap off.
+#[test]
+fn sabotaged_in_tree_state_does_not_switch_the_cap_off() {
+    let h = HookRepo::new();
+    gate_ready_plan(&h, "lazycodex");
+    let fifo = h.join(&format!("{ULW}/{SID}/.mutation.lock"));
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    h.write_side(
+        &format!("{ULW}/{SID}/spawn-count.json"),
+        json!({"count": 60, "resetKey": "G002#a1"}).to_string(),
+    );
+    h.write(
+        &format!("{ULW}/{SID}/spawn-count.json"),
+        json!({"count": 0, "resetKey": "G002#a1"}).to_string(),
+    );
+    let reason = deny_reason(&spawn(&h, &worker_spawn(&h)));
+    assert!(reason.contains("fan-out cap is reached"), "{reason}");
 }

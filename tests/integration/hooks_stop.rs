@@ -31,11 +31,11 @@ fn live_plan(h: &HookRepo) {
 }
 
 fn counter(h: &HookRepo, goal: &str) -> Option<Value> {
-    h.read_json(&format!("{ULW}/{SID}/auto-resume-{goal}.json"))
+    h.read_side(&format!("{ULW}/{SID}/auto-resume-{goal}.json"))
 }
 
 fn stuck(h: &HookRepo, goal: &str) -> Option<Value> {
-    h.read_json(&format!("{ULW}/{SID}/auto-resume-{goal}.stuck"))
+    h.read_side(&format!("{ULW}/{SID}/auto-resume-{goal}.stuck"))
 }
 
 #[test]
@@ -87,12 +87,13 @@ fn resumes_an_engine_plan_with_the_session_flag() {
     assert!(reason.contains("resume 1 of 2"), "{reason}");
     assert!(reason.len() <= 2048);
     let c = h
-        .read_json(&format!("{ULW}/s1/auto-resume-{first}.json"))
+        .read_side(&format!("{ULW}/s1/auto-resume-{first}.json"))
         .unwrap();
     assert_eq!(c["count"], 1);
     assert!(c["progressDigest"].as_str().unwrap().len() == 64);
     assert!(
-        !h.join(&format!("{ULW}/s1/.mutation.lock")).exists(),
+        !h.side_path(&format!("{ULW}/s1/.mutation.lock")).exists()
+            && !h.join(&format!("{ULW}/s1/.mutation.lock")).exists(),
         "the state lock is released"
     );
     // The engine still accepts its state after the hook wrote side files.
@@ -188,7 +189,7 @@ fn a_context_compacted_sentence_does_not_silence_the_resume() {
     )
     .unwrap();
     h.write("transcripts/pressure.jsonl", &tail);
-    let fresh = || std::fs::remove_file(h.join(&format!("{ULW}/{SID}/auto-resume-G001.json")));
+    let fresh = || std::fs::remove_file(h.side_path(&format!("{ULW}/{SID}/auto-resume-G001.json")));
     let mut p = h.codex_stop(SID);
     p["transcript_path"] = json!(h.join("transcripts/pressure.jsonl"));
     block_reason(&stop(&h, &p));
@@ -334,7 +335,7 @@ fn regression_5_an_unscoped_plan_owned_by_the_session_resumes_and_a_foreign_one_
         "unscoped: no --session-id: {reason}"
     );
     assert!(
-        h.read_json(&format!("{ULW}/auto-resume-G001.json"))
+        h.read_side(&format!("{ULW}/auto-resume-G001.json"))
             .is_some()
     );
     let h = HookRepo::new();
@@ -352,11 +353,11 @@ fn regression_5_an_unscoped_plan_owned_by_the_session_resumes_and_a_foreign_one_
 fn node_format_side_files_count_as_no_budget_used() {
     let h = HookRepo::new();
     live_plan(&h);
-    h.write(
+    h.write_side(
         &format!("{ULW}/{SID}/auto-resume-G001.json"),
         r#"{"count":5,"ledgerLineCount":12}"#,
     );
-    h.write(
+    h.write_side(
         &format!("{ULW}/{SID}/auto-resume-G001.stuck"),
         "no ledger progress after 2 resumes\n",
     );
@@ -380,8 +381,12 @@ fn crafted_goal_ids_stay_inside_the_state_directory() {
         ),
     );
     block_reason(&stop(&h, &h.codex_stop(SID)));
-    let files = h.files_in(&format!("{ULW}/{SID}"));
-    assert_eq!(files.len(), 2, "{files:?}");
+    let side = h.side_path(&format!("{ULW}/{SID}/x"));
+    let files: Vec<String> = std::fs::read_dir(side.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
     assert!(files[0].starts_with("auto-resume-h") && files[0].ends_with(".json"));
     assert!(!h.join("escape").exists() && !h.join(".omo/escape.json").exists());
 }
@@ -440,6 +445,8 @@ fn a_boulder_claim_does_not_silence_the_resume() {
         (Some("info"), Some(".omo/boulder.json"))
     );
     std::fs::remove_dir_all(h.join(&format!("{ULW}/{SID}"))).unwrap();
+    // A fresh run: the resume counters live in the per-user state.
+    std::fs::remove_dir_all(h.side_path(&format!("{ULW}/{SID}/x")).parent().unwrap()).ok();
     live_plan(&h);
     // Flat legacy shape, plan relative to the worktree: the same.
     let wt = h.join("wt");
@@ -457,6 +464,8 @@ fn a_boulder_claim_does_not_silence_the_resume() {
     active["stop_hook_active"] = json!(true);
     assert_allow(&stop(&h, &active));
     std::fs::remove_dir_all(h.join(&format!("{ULW}/{SID}"))).unwrap();
+    // A fresh run: the resume counters live in the per-user state.
+    std::fs::remove_dir_all(h.side_path(&format!("{ULW}/{SID}/x")).parent().unwrap()).ok();
     live_plan(&h);
     // Not this session, no checklist, a finished owner, or a broken file:
     // resume, and nothing claims the session.
@@ -471,6 +480,8 @@ fn a_boulder_claim_does_not_silence_the_resume() {
         block_reason(&stop(&h, &h.codex_stop(SID)));
         assert_eq!(h.diag_codes().len(), 2, "no claim: {boulder}");
         std::fs::remove_dir_all(h.join(&format!("{ULW}/{SID}"))).ok();
+        // The resume counters live in the per-user state: a fresh run.
+        std::fs::remove_dir_all(h.side_path(&format!("{ULW}/{SID}/x")).parent().unwrap()).ok();
         live_plan(&h);
     }
 }
@@ -488,45 +499,65 @@ fn an_unreadable_plan_allows_with_a_diagnostic() {
 }
 
 #[test]
-fn a_busy_state_lock_allows_with_a_diagnostic() {
+fn a_busy_state_lock_blocks_with_a_diagnostic() {
     let h = HookRepo::new();
     live_plan(&h);
     h.user_rules(r#"{"hooks": {"lock_wait_ms": 50}}"#);
-    let lock = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(h.join(&format!("{ULW}/{SID}/.mutation.lock")))
-        .unwrap();
+    // The side-file lock lives in the per-user state; held by another
+    // process past its wait, the stop is blocked, not allowed (I2).
+    let path = h.side_path(&format!("{ULW}/{SID}/.mutation.lock"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let lock = std::fs::File::create(&path).unwrap();
     lock.lock().unwrap();
-    assert_allow(&stop(&h, &h.codex_stop(SID)));
+    let (reason, message) = halt_reason(&stop(&h, &h.codex_stop(SID)));
     drop(lock);
+    assert!(reason.contains("HOOK_LOCK_TIMEOUT"), "{reason}");
+    assert!(message.contains("the user must act"), "{message}");
     let d = h.diagnostics();
     assert_eq!(d.len(), 1, "{d:?}");
     assert_eq!(d[0]["code"], "HOOK_LOCK_TIMEOUT");
-    assert_eq!(
-        d[0]["detail"]["lock"],
-        format!("{ULW}/{SID}/.mutation.lock")
-    );
+    assert_eq!(d[0]["outcome"], "block");
     assert!(
         counter(&h, "G001").is_none(),
-        "no block without a durable counter"
+        "no counted resume without the lock"
     );
 }
 
+/// Junk the agent plants where earlier versions kept the side files is
+/// ignored: the resume still blocks and counts (threat-model.md §3).
 #[test]
-fn unusable_side_files_allow_with_a_diagnostic() {
+fn side_files_planted_in_the_tree_change_nothing() {
     let h = HookRepo::new();
     live_plan(&h);
     h.repo.mkdir(&format!("{ULW}/{SID}/auto-resume-G001.stuck"));
-    assert_allow(&stop(&h, &h.codex_stop(SID)));
-    let d = h.diagnostics();
-    assert_eq!(d.len(), 1, "{d:?}");
-    assert_eq!(d[0]["code"], "HOOK_STATE_IO");
-    std::fs::remove_dir(h.join(&format!("{ULW}/{SID}/auto-resume-G001.stuck"))).unwrap();
     h.repo.mkdir(&format!("{ULW}/{SID}/auto-resume-G001.json"));
-    assert_allow(&stop(&h, &h.codex_stop(SID)));
+    let fifo = h.join(&format!("{ULW}/{SID}/.mutation.lock"));
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(reason.contains("resume 1 of 2"), "{reason}");
+    assert_eq!(counter(&h, "G001").unwrap()["count"], 1);
+}
+
+/// Unusable side files in the per-user state block the stop with
+/// `HOOK_STATE_IO` and tell the user to act (I2), instead of allowing.
+#[test]
+fn unusable_side_files_block_with_a_diagnostic() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    let stuck = h.side_path(&format!("{ULW}/{SID}/auto-resume-G001.stuck"));
+    std::fs::create_dir_all(&stuck).unwrap();
+    let (reason, message) = halt_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(reason.contains("HOOK_STATE_IO"), "{reason}");
+    assert!(message.contains("evidence-gate doctor --fix"), "{message}");
+    std::fs::remove_dir(&stuck).unwrap();
+    std::fs::create_dir_all(h.side_path(&format!("{ULW}/{SID}/auto-resume-G001.json"))).unwrap();
+    halt_reason(&stop(&h, &h.codex_stop(SID)));
     assert_eq!(h.diag_codes(), ["HOOK_STATE_IO", "HOOK_STATE_IO"]);
 }
 
@@ -694,4 +725,47 @@ fn a_plan_created_in_claudes_shell_is_resumed_by_claudes_stop() {
     let mut other = p.clone();
     other["session_id"] = serde_json::json!("another-session");
     assert_allow(&h.hook("stop", &["--host", "claude-code"], &other, &clean_env()));
+}
+
+/// Ledger heads observed (threat-model.md §3): the Stop hook records the
+/// goal ledger's head in the per-user state; a ledger cut back afterwards is
+/// `LEDGER_REWOUND` for local `verify-evidence`, silently skipped on a
+/// machine without the witness (CI).
+#[test]
+fn a_rewound_goal_ledger_is_reported_by_local_verify_evidence() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    let e: serde_json::Map<String, Value> =
+        serde_json::from_value(json!({"kind": "note", "at": "2026-01-01T00:00:00.000Z"})).unwrap();
+    let (ledger, _) = evidence_gate::ledger::chain_records(0, None, &vec![e; 3]);
+    let path = format!("{ULW}/{SID}/ledger.jsonl");
+    h.write(&path, &ledger);
+    block_reason(&stop(&h, &h.codex_stop(SID)));
+    let home = h.state_home.path().to_str().unwrap().to_owned();
+    let verify = |env: &[(&str, &str)]| {
+        let mut all = vec![("XDG_STATE_HOME", home.as_str()), ("HOME", home.as_str())];
+        all.extend_from_slice(env);
+        h.repo
+            .run_env("verify-evidence", &["--format", "json"], None, &all)
+    };
+    // Honest: the ledger still reaches the head the hook saw.
+    let run = verify(&[]);
+    assert!(!run.stdout.contains("LEDGER_REWOUND"), "{}", run.stdout);
+    // The agent cuts the last record.
+    let text = String::from_utf8(ledger.clone()).unwrap();
+    let cut: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
+    h.write(&path, &cut);
+    let run = verify(&[]);
+    assert!(
+        run.stdout.contains("LEDGER_REWOUND"),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    // A machine without the witness (CI) skips the check silently.
+    let ci = tempfile::tempdir().unwrap();
+    let home = ci.path().to_str().unwrap();
+    let run = verify(&[("XDG_STATE_HOME", home), ("HOME", home)]);
+    assert!(!run.stdout.contains("LEDGER_REWOUND"), "{}", run.stdout);
 }

@@ -26,10 +26,15 @@ fn valid_receipt_passes_and_is_recorded() {
     assert_eq!(e["agent_type"], WORKER);
     assert!(e["rules_digest"].as_str().unwrap().starts_with("sha256:"));
     let sha = e["receipt"]["sha256"].as_str().unwrap();
+    // The claim lives in the per-user state, the accept is in the witness,
+    // and the in-tree ledger is its byte-identical mirror.
     assert!(
-        h.join(&format!(".omo/evidence-gate/receipts/{sha}.json"))
+        h.hook_state()
+            .join(format!("receipts/{sha}.json"))
             .is_file()
     );
+    assert!(!h.join(".omo/evidence-gate/receipts").exists());
+    assert_eq!(h.witness(), ledger);
     assert!(h.attempts().is_empty());
     assert!(h.diagnostics().is_empty(), "an accept writes no diagnostic");
 }
@@ -281,19 +286,19 @@ fn second_agents_identical_receipt_is_reused() {
 fn a_torn_reuse_claim_claims_nothing_and_is_replaced() {
     let h = with_receipt();
     let digest = evidence_gate::digest::sha256_hex(RECEIPT_TEXT.as_bytes());
-    let claim = format!(".omo/evidence-gate/receipts/{digest}.json");
-    h.write(&claim, "");
+    let claim = h.hook_state().join(format!("receipts/{digest}.json"));
+    std::fs::create_dir_all(claim.parent().unwrap()).unwrap();
+    std::fs::write(&claim, "").unwrap();
     assert_allow(&h.stop(&h.codex_receipt(R)));
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(h.join(&claim)).unwrap())
-            .expect("a whole claim replaced the torn one");
+    let rec: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&claim).unwrap())
+        .expect("a whole claim replaced the torn one");
     assert_eq!(rec["path"], R, "{rec}");
     // And it protects again: another agent's copy is reuse.
     h.write(".omo/evidence/copy.md", RECEIPT_TEXT);
     let mut other = h.codex_receipt(".omo/evidence/copy.md");
     other["agent_id"] = json!("agent-2");
     blocked_with(&h, &other, "RECEIPT_REUSED");
-    let names: Vec<_> = std::fs::read_dir(h.join(".omo/evidence-gate/receipts"))
+    let names: Vec<_> = std::fs::read_dir(h.hook_state().join("receipts"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
@@ -390,7 +395,7 @@ fn expired_counter_counts_zero() {
     let p = h.codex(Some("done"));
     block_reason(&h.stop(&p));
     block_reason(&h.stop(&p));
-    let dir = h.join(".omo/evidence-gate/attempts");
+    let dir = h.hook_state().join("attempts");
     let file = std::fs::read_dir(&dir)
         .unwrap()
         .next()
@@ -403,57 +408,236 @@ fn expired_counter_counts_zero() {
     assert!(block_reason(&h.stop(&p)).contains("attempt 1 of 3"));
 }
 
+// --- Trust state out of the agent's reach (threat-model.md §3, I2) -------------
+
+/// Attack (issue 13): a regular file where `.omo/evidence-gate/` should be.
+/// Before, the hook allowed every receipt-less stop with no record; now the
+/// counters live in the per-user state, and the mirror that cannot be kept
+/// blocks with `HOOK_STATE_IO`, the file and the fix, telling the user.
 #[test]
-fn unwritable_state_never_blocks() {
-    // A state directory that cannot be created (a file in its place).
+fn a_file_in_place_of_the_state_dir_still_blocks() {
     let h = HookRepo::new();
     h.write(".omo/evidence-gate", "not a directory");
-    assert_allow(&h.stop(&h.codex(Some("done"))));
-    // A read-only state directory, for a process that is not root.
+    for _ in 0..4 {
+        let (reason, message) = halt_reason(&h.stop(&h.codex(Some("done"))));
+        assert!(reason.contains("HOOK_STATE_IO"), "{reason}");
+        assert!(reason.contains(".omo/evidence-gate"), "{reason}");
+        assert!(message.contains("the user must act"), "{message}");
+        assert!(message.contains("evidence-gate doctor --fix"), "{message}");
+    }
+}
+
+/// Attack (issue 13): a regular file where `attempts/` was kept, a FIFO as
+/// `.mutation.lock` and a future-dated lock file. None of them is hook
+/// state any more: the stop is blocked and counted as for anyone.
+#[test]
+fn planted_locks_and_counters_in_the_tree_change_nothing() {
     let h = HookRepo::new();
-    let state = h.repo.mkdir(".omo/evidence-gate");
-    chmod(h.path(), 0o755);
-    chmod(&h.join(".omo"), 0o755);
-    chmod(&state, 0o777);
-    chmod(&h.join(".omo/evidence"), 0o755);
-    let run_nobody = |p: &serde_json::Value| {
-        h.run_with(
-            &["hook", "subagent-stop"],
-            Stdin::Bytes(p.to_string().as_bytes()),
-            Stdout::Piped,
-            &[],
-            true,
-        )
-    };
-    // Diagnostics are writable, the gate state is not.
-    std::fs::create_dir(state.join("attempts")).unwrap();
-    chmod(&state.join("attempts"), 0o555);
-    for _ in 0..4 {
-        assert_allow(&run_nobody(&h.codex(Some("done"))));
+    h.write(".omo/evidence-gate/attempts", "junk");
+    let lock = h.join(".omo/evidence-gate/.mutation.lock");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&lock)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let reason = blocked_with(&h, &h.codex(Some("done")), "RECEIPT_MISSING");
+    assert!(reason.contains("attempt 1 of 3"), "{reason}");
+    std::fs::remove_file(&lock).unwrap();
+    h.write(
+        ".omo/evidence-gate/.mutation.lock",
+        r#"{"pid":1,"acquiredAt":"2099-01-01T00:00:00.000Z"}"#,
+    );
+    let f = std::fs::File::options().write(true).open(&lock).unwrap();
+    f.set_modified(SystemTime::now() + Duration::from_secs(3600 * 24 * 365))
+        .unwrap();
+    let reason = blocked_with(&h, &h.codex(Some("done")), "RECEIPT_MISSING");
+    assert!(reason.contains("attempt 2 of 3"), "{reason}");
+    assert_eq!(h.attempts()[0]["count"], 2);
+    assert!(h.diag_codes().is_empty(), "{:?}", h.diag_codes());
+}
+
+/// The per-user counter cannot be written: blocked with `HOOK_STATE_IO`
+/// forever (no release without the counter), the user told to act.
+#[test]
+fn an_unwritable_counter_blocks_with_state_io() {
+    let h = HookRepo::new();
+    std::fs::create_dir_all(h.hook_state()).unwrap();
+    std::fs::write(h.hook_state().join("attempts"), "junk").unwrap();
+    for _ in 0..5 {
+        let (reason, _) = halt_reason(&h.stop(&h.codex(Some("done"))));
+        assert!(reason.contains("HOOK_STATE_IO"), "{reason}");
+        assert!(reason.contains("attempts"), "{reason}");
     }
-    let codes = h.diag_codes();
-    assert_eq!(codes.len(), 4, "{codes:?}");
-    assert!(codes.iter().all(|c| c == "HOOK_STATE_IO"), "{codes:?}");
-    // The whole state directory read-only: not even a diagnostic can be
-    // written, and still nothing blocks.
-    chmod(&state.join("attempts"), 0o755);
-    chmod(&state, 0o555);
-    for _ in 0..4 {
-        assert_allow(&run_nobody(&h.codex(Some("done"))));
-    }
-    chmod(&state, 0o755);
+    assert!(h.ledger().is_empty(), "no override was recorded");
+}
+
+/// A per-user state directory inside the workspace (XDG_STATE_HOME pointed
+/// into the repository) is refused: blocked, with the fix.
+#[test]
+fn a_state_home_inside_the_workspace_blocks() {
+    let h = HookRepo::new();
+    let inside = h.join("state");
+    let run = h.stop_env(
+        &h.codex(Some("done")),
+        &[("XDG_STATE_HOME", inside.to_str().unwrap())],
+    );
+    let (reason, message) = halt_reason(&run);
+    assert!(reason.contains("HOOK_STATE_IO"), "{reason}");
+    assert!(message.contains("XDG_STATE_HOME"), "{message}");
 }
 
 #[test]
-fn held_gate_lock_times_out_to_an_allow() {
+fn held_gate_lock_times_out_to_a_block() {
     let h = HookRepo::new();
-    let state = h.repo.mkdir(".omo/evidence-gate");
-    let lock = std::fs::File::create(state.join(".mutation.lock")).unwrap();
+    std::fs::create_dir_all(h.hook_state()).unwrap();
+    let lock = std::fs::File::create(h.hook_state().join("gate.lock")).unwrap();
     lock.lock().unwrap();
-    assert_allow(&h.stop(&h.codex(Some("done"))));
+    let (reason, message) = halt_reason(&h.stop(&h.codex(Some("done"))));
+    assert!(reason.contains("HOOK_LOCK_TIMEOUT"), "{reason}");
+    assert!(message.contains("the user must act"), "{message}");
     assert_eq!(h.diag_codes(), ["HOOK_LOCK_TIMEOUT"]);
     assert!(h.attempts().is_empty());
     lock.unlock().unwrap();
+}
+
+/// Honest use: a fresh repository with no prior state blocks, counts,
+/// releases at the cap and records the override in witness and mirror.
+#[test]
+fn the_cap_release_is_recorded_in_witness_and_mirror() {
+    let h = HookRepo::new();
+    let p = h.codex(Some("done"));
+    for n in 1..=3 {
+        assert!(block_reason(&h.stop(&p)).contains(&format!("attempt {n} of 3")));
+    }
+    h.stop(&p);
+    let ledger = h.ledger();
+    assert_eq!(ledger.len(), 1, "{ledger:?}");
+    assert_eq!(ledger[0]["kind"], "receipt_override");
+    assert_eq!(h.witness(), ledger);
+}
+
+/// Attack (issue 13): deleting or truncating the in-tree gate ledger. The
+/// witness restores it and `GATE_LEDGER_REWOUND` is recorded in both.
+#[test]
+fn a_deleted_or_truncated_mirror_is_restored_and_recorded() {
+    let h = with_receipt();
+    assert_allow(&h.stop(&h.codex_receipt(R)));
+    let mirror = h.join(".omo/evidence-gate/ledger.jsonl");
+    std::fs::remove_file(&mirror).unwrap();
+    blocked_with(&h, &h.codex(Some("done")), "RECEIPT_MISSING");
+    let ledger = h.ledger();
+    assert_eq!(ledger[0]["kind"], "receipt_accepted", "{ledger:?}");
+    assert_eq!(ledger[1]["kind"], "gate_ledger_rewound");
+    assert_eq!(ledger[1]["code"], "GATE_LEDGER_REWOUND");
+    assert_eq!(ledger[1]["restored_records"], 1);
+    assert_eq!(h.witness(), ledger);
+    assert!(h.diag_codes().contains(&"GATE_LEDGER_REWOUND".to_owned()));
+    // Truncated to nothing: restored again, with a second record.
+    std::fs::write(&mirror, "").unwrap();
+    blocked_with(&h, &h.codex(Some("done")), "RECEIPT_MISSING");
+    let ledger = h.ledger();
+    assert_eq!(ledger.len(), 3);
+    assert_eq!(ledger[2]["kind"], "gate_ledger_rewound");
+    assert_eq!(h.witness(), ledger);
+    // The restored chain verifies.
+    let home = h.state_home.path().to_str().unwrap();
+    let run = h.repo.run_env(
+        "verify-evidence",
+        &["--format", "json"],
+        None,
+        &[("XDG_STATE_HOME", home), ("HOME", home)],
+    );
+    assert!(
+        run.stdout.contains("GATE_LEDGER_REWOUND"),
+        "CI sees the rewind: {}{}",
+        run.stdout,
+        run.stderr
+    );
+}
+
+/// Attack (issue 14): a hand-written mirror line the witness never wrote.
+/// It is dropped from the mirror, `GATE_LEDGER_FORGED` is recorded in both,
+/// and no later decision sees it.
+#[test]
+fn a_forged_mirror_line_is_dropped_and_recorded() {
+    let h = with_receipt();
+    assert_allow(&h.stop(&h.codex_receipt(R)));
+    let mirror = h.join(".omo/evidence-gate/ledger.jsonl");
+    let mut bytes = std::fs::read(&mirror).unwrap();
+    let last = evidence_gate::ledger::record_hash(bytes.strip_suffix(b"\n").unwrap());
+    let e: serde_json::Map<String, serde_json::Value> = serde_json::from_value(json!({
+        "kind": "receipt_accepted", "ts": "2099-01-01T00:00:00.000Z",
+        "receipt": {"path": "src/stub.rs", "sha256": "0".repeat(64)}
+    }))
+    .unwrap();
+    let (forged, _) = evidence_gate::ledger::chain_records(1, Some(&last), &[e]);
+    bytes.extend_from_slice(&forged);
+    std::fs::write(&mirror, &bytes).unwrap();
+    blocked_with(&h, &h.codex(Some("done")), "RECEIPT_MISSING");
+    let ledger = h.ledger();
+    assert_eq!(ledger.len(), 2, "{ledger:?}");
+    assert_eq!(ledger[1]["kind"], "gate_ledger_forged");
+    assert_eq!(ledger[1]["forged_records"], 1);
+    assert_eq!(
+        ledger[1]["forged_sha256"][0],
+        evidence_gate::ledger::record_hash(forged.strip_suffix(b"\n").unwrap())
+    );
+    assert!(
+        !std::fs::read_to_string(&mirror)
+            .unwrap()
+            .contains("stub.rs")
+    );
+    assert_eq!(h.witness(), ledger);
+    assert!(h.diag_codes().contains(&"GATE_LEDGER_FORGED".to_owned()));
+}
+
+/// Migration: counters and claims an earlier version kept in the tree are
+/// read once (larger counter, union of claims), then never again.
+#[test]
+fn old_in_tree_counters_and_claims_are_migrated_once() {
+    let h = with_receipt();
+    let p = h.codex(Some("done"));
+    let name = {
+        // The counter file name of session `sess-1`, agent `agent-1`.
+        block_reason(&h.stop(&p));
+        let dir = h.hook_state().join("attempts");
+        let n = std::fs::read_dir(&dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .file_name();
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_file(h.hook_state().join("migrated.json")).unwrap();
+        n.into_string().unwrap()
+    };
+    let now = evidence_gate::time::rfc3339_ms(SystemTime::now());
+    h.write(
+        &format!(".omo/evidence-gate/attempts/{name}"),
+        json!({"v": 1, "count": 2, "updated_at": now}).to_string(),
+    );
+    let digest = evidence_gate::digest::sha256_hex(b"another receipt");
+    h.write(
+        &format!(".omo/evidence-gate/receipts/{digest}.json"),
+        json!({"v": 1, "path": "x.md", "session_id": "s-old", "agent_id": "a-old"}).to_string(),
+    );
+    assert!(block_reason(&h.stop(&p)).contains("attempt 3 of 3"));
+    assert!(
+        h.hook_state()
+            .join(format!("receipts/{digest}.json"))
+            .is_file()
+    );
+    assert!(h.hook_state().join("migrated.json").is_file());
+    // After the migration the tree is never read again: resetting the old
+    // counter does not reset the per-user one.
+    h.write(
+        &format!(".omo/evidence-gate/attempts/{name}"),
+        json!({"v": 1, "count": 0, "updated_at": now}).to_string(),
+    );
+    h.stop(&p);
+    assert_eq!(h.ledger().last().unwrap()["kind"], "receipt_override");
 }
 
 // --- Block reason rendering --------------------------------------------------------------
@@ -512,6 +696,9 @@ fn transcripts_and_ledgers_are_read_only_at_their_tails() {
     let (ledger, _) = evidence_gate::ledger::chain_records(0, None, &vec![e; 10_000]);
     assert!(ledger.len() > 3 * 1024 * 1024);
     h.write(".omo/evidence-gate/ledger.jsonl", &ledger);
+    // The witness agrees with its mirror: only their tails are compared.
+    std::fs::create_dir_all(h.hook_state()).unwrap();
+    std::fs::write(h.hook_state().join("ledger.jsonl"), &ledger).unwrap();
     let mut block = h.codex(Some("done"));
     block["agent_transcript_path"] = json!(h.join("transcripts/child.jsonl").to_str().unwrap());
     block["transcript_path"] = json!(h.join("transcripts/parent.jsonl").to_str().unwrap());
@@ -540,4 +727,61 @@ fn transcripts_and_ledgers_are_read_only_at_their_tails() {
         assert!(r["file_bytes"].as_u64().unwrap() < 1024 * 1024, "{r}");
     }
     assert_eq!(h.ledger().last().unwrap()["seq"], 10_001);
+}
+
+// --- doctor --fix ----------------------------------------------------------------
+
+fn doctor_checks(h: &HookRepo, args: &[&str]) -> Vec<serde_json::Value> {
+    let mut a = vec!["doctor", "--json"];
+    a.extend_from_slice(args);
+    let run = h.run(&a, b"", &[]);
+    let v: serde_json::Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout));
+    v["checks"].as_array().unwrap().clone()
+}
+
+fn check_status(checks: &[serde_json::Value], id: &str) -> String {
+    let c = checks
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no {id}: {checks:?}"));
+    c["status"].as_str().unwrap().to_owned()
+}
+
+/// Without `--fix`, doctor reports and creates nothing.
+#[test]
+fn doctor_creates_no_state_without_fix() {
+    let h = HookRepo::new();
+    let checks = doctor_checks(&h, &[]);
+    assert_eq!(check_status(&checks, "state.user"), "warn", "{checks:?}");
+    assert!(!h.hook_state().exists());
+    assert!(!h.join(".omo/evidence-gate").exists());
+    let checks = doctor_checks(&h, &["--fix"]);
+    assert_eq!(check_status(&checks, "state.user"), "ok", "{checks:?}");
+    assert!(h.hook_state().join("attempts").is_dir());
+}
+
+/// The agent replaced `.omo/evidence-gate/` by a file: stops are blocked
+/// (`HOOK_STATE_IO`) until `doctor --fix` removes it and restores the
+/// mirror from the witness; then the gate works again.
+#[test]
+fn doctor_fix_removes_planted_junk_and_restores_the_mirror() {
+    let h = with_receipt();
+    assert_allow(&h.stop(&h.codex_receipt(R)));
+    std::fs::remove_dir_all(h.join(".omo/evidence-gate")).unwrap();
+    h.write(".omo/evidence-gate", "junk");
+    halt_reason(&h.stop(&h.codex(Some("done"))));
+    let checks = doctor_checks(&h, &[]);
+    assert_eq!(check_status(&checks, "state.tree"), "fail", "{checks:?}");
+    assert!(
+        h.join(".omo/evidence-gate").is_file(),
+        "nothing changed without --fix"
+    );
+    let checks = doctor_checks(&h, &["--fix"]);
+    assert_eq!(check_status(&checks, "state.tree"), "ok", "{checks:?}");
+    let ledger = h.ledger();
+    assert_eq!(ledger[0]["kind"], "receipt_accepted", "{ledger:?}");
+    assert_eq!(ledger[1]["kind"], "gate_ledger_rewound");
+    assert_eq!(h.witness(), ledger);
+    blocked_with(&h, &h.codex(Some("done")), "RECEIPT_MISSING");
 }

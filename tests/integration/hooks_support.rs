@@ -111,6 +111,7 @@ impl HookRepo {
             cmd.env_remove(k);
         }
         cmd.env("XDG_STATE_HOME", self.state_home.path());
+        cmd.env("HOME", self.state_home.path());
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -130,6 +131,12 @@ impl HookRepo {
             for d in [self.state_home.path(), dir.as_path()] {
                 std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
             }
+            // The unprivileged user keeps its per-user state here too.
+            std::fs::set_permissions(
+                self.state_home.path(),
+                std::fs::Permissions::from_mode(0o777),
+            )
+            .unwrap();
             if std::fs::hard_link(bin("evidence-gate"), &target).is_err() {
                 std::fs::copy(bin("evidence-gate"), &target).unwrap();
             }
@@ -229,8 +236,44 @@ impl HookRepo {
         read_jsonl(&self.join(".omo/evidence-gate/ledger.jsonl"))
     }
 
+    /// The hooks' per-user state directory of this workspace
+    /// (threat-model.md §3): `<XDG_STATE_HOME>/evidence-gate/v1/<id>/hooks`.
+    pub fn hook_state(&self) -> PathBuf {
+        let canonical = std::fs::canonicalize(self.path()).unwrap();
+        self.state_home
+            .path()
+            .join("evidence-gate/v1")
+            .join(evidence_gate::userstate::workspace_id(&canonical))
+            .join("hooks")
+    }
+
+    /// The gate-ledger witness (the authoritative copy).
+    pub fn witness(&self) -> Vec<Value> {
+        read_jsonl(&self.hook_state().join("ledger.jsonl"))
+    }
+
+    /// Where the goal-loop hooks keep the side file `rel` =
+    /// `<state dir>/<name>` (resume and spawn counters, stuck markers).
+    pub fn side_path(&self, rel: &str) -> PathBuf {
+        let (dir, name) = rel.rsplit_once('/').unwrap();
+        let key = &evidence_gate::digest::sha256_hex(format!("{dir}/").as_bytes())[..16];
+        self.hook_state().join("goal-loop").join(key).join(name)
+    }
+
+    pub fn read_side(&self, rel: &str) -> Option<Value> {
+        let text = std::fs::read_to_string(self.side_path(rel)).ok()?;
+        Some(serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    pub fn write_side(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.side_path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, content).unwrap();
+        p
+    }
+
     pub fn attempts(&self) -> Vec<Value> {
-        let dir = self.join(".omo/evidence-gate/attempts");
+        let dir = self.hook_state().join("attempts");
         let Ok(entries) = std::fs::read_dir(dir) else {
             return Vec::new();
         };
@@ -269,6 +312,25 @@ pub fn block_reason(run: &Run) -> String {
     let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["decision", "reason"], "only allowed keys");
     v["reason"].as_str().unwrap().to_owned()
+}
+
+/// The reason and `systemMessage` of a block on a fault in the hook's own
+/// state (threat-model.md I2).
+pub fn halt_reason(run: &Run) -> (String, String) {
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let v = run.json();
+    assert_eq!(v["decision"], "block", "not a block: {}", run.stdout);
+    let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        ["decision", "reason", "systemMessage"],
+        "{}",
+        run.stdout
+    );
+    (
+        v["reason"].as_str().unwrap().to_owned(),
+        v["systemMessage"].as_str().unwrap().to_owned(),
+    )
 }
 
 /// Asserts an allow: exit 0, nothing on stdout.

@@ -60,6 +60,9 @@ impl Ambient for System {
             stderr: out.stderr,
         })
     }
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::canonicalize(path)
+    }
 }
 
 /// Runs the CLI on the real process streams.

@@ -25,6 +25,7 @@ use super::code::HookCode;
 use super::diagnostics::Diagnostics;
 use super::directive::Template;
 use super::event::{Body, Decision, Envelope, HookEvent};
+use super::witness::HookState;
 use crate::ambient::{self, Ambient};
 use crate::goals::lifecycle;
 use crate::goals::loop_state::{self, Located};
@@ -35,6 +36,7 @@ use crate::rules::goal_loop::{
     CreateGoalGuardRules, DenyFor, SpawnRules, StopRules, TeamGuardRules, UserPromptSubmitRules,
 };
 use crate::rules::hooks::{Directives, HooksRules};
+use crate::store::{LockError, MutationLock};
 
 /// Placeholders of the stop-resume templates (hooks.md §4.5).
 pub const STOP_PLACEHOLDERS: &[&str] = &[
@@ -475,26 +477,165 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Writes a `HOOK_STATE_IO` line and allows.
+    /// A fault in goal-loop state a decision depends on (threat-model.md
+    /// I2): writes a `HOOK_STATE_IO` line and blocks the stop (`tool`:
+    /// denies the call), telling the user to act. A sabotaged side file must
+    /// not switch the resume or the fan-out cap off.
     pub fn state_io(&self, what: &str, path: &str, e: &dyn std::fmt::Display) -> Decision {
-        self.diag.write(
+        self.fault(
             HookCode::HookStateIo,
-            "allow",
-            &format!("{what}; the call was allowed"),
-            Some(json!({"path": path, "error": e.to_string()})),
-        );
-        Decision::Allow
+            what,
+            path,
+            &e.to_string(),
+            false,
+            DOCTOR_FIX,
+        )
     }
 
-    /// Writes a `HOOK_LOCK_TIMEOUT` line and allows.
-    pub fn lock_timeout(&self, path: &str, waited_ms: u64) -> Decision {
+    /// [`Ctx::state_io`] for the tool family: the call is denied.
+    pub fn state_io_tool(&self, what: &str, path: &str, e: &dyn std::fmt::Display) -> Decision {
+        self.fault(
+            HookCode::HookStateIo,
+            what,
+            path,
+            &e.to_string(),
+            true,
+            DOCTOR_FIX,
+        )
+    }
+
+    /// Opens the per-user directory that keeps the hooks' side files of the
+    /// plan `found` (resume and spawn counters, stuck markers, their lock):
+    /// `<user state>/hooks/goal-loop/<16 hex of the state path>/`, out of
+    /// the agent's reach (threat-model.md §3). A fault blocks (`tool`: denies).
+    pub fn side_state(&self, found: &Found<'_>, tool: bool) -> Result<SideState, Decision> {
+        let hs = HookState::open(self.amb, &self.env.cwd, None).map_err(|f| {
+            self.fault(
+                HookCode::HookStateIo,
+                &f.what,
+                &f.path,
+                &f.error,
+                tool,
+                f.fix,
+            )
+        })?;
+        let key = &crate::digest::sha256_hex(found.located.paths.file("").as_bytes())[..16];
+        let rel = format!("goal-loop/{key}");
+        let base = hs.display(&rel);
+        let dir = hs.subdir(&rel).map_err(|e| {
+            self.fault(
+                HookCode::HookStateIo,
+                "the per-user goal-loop state could not be opened",
+                &base,
+                &e.to_string(),
+                tool,
+                DOCTOR_FIX,
+            )
+        })?;
+        let wait = std::time::Duration::from_millis(self.hooks.lock_wait_ms);
+        let lock_path = format!("{base}/{}", crate::goals::state::LOCK);
+        let lock = match loop_state::lock_side_files(&dir, wait, "hook") {
+            Ok(l) => l,
+            Err(LockError::Timeout { waited_ms, .. }) => {
+                return Err(self.fault(
+                    HookCode::HookLockTimeout,
+                    &format!("the goal-loop side-file lock was not taken within {waited_ms} ms"),
+                    &lock_path,
+                    "another hook call holds it",
+                    tool,
+                    "wait for the other hook call to end; if none runs, run `evidence-gate doctor --fix`",
+                ));
+            }
+            Err(LockError::Unsafe { what }) => {
+                return Err(self.fault(
+                    HookCode::HookStateIo,
+                    "the goal-loop side-file lock is unusable",
+                    &lock_path,
+                    &format!("it is {what}"),
+                    tool,
+                    DOCTOR_FIX,
+                ));
+            }
+            Err(LockError::Io(e)) => {
+                return Err(self.fault(
+                    HookCode::HookStateIo,
+                    "the goal-loop side-file lock could not be taken",
+                    &lock_path,
+                    &e.to_string(),
+                    tool,
+                    DOCTOR_FIX,
+                ));
+            }
+        };
+        Ok(SideState { dir, base, lock })
+    }
+
+    /// Records the head of the plan's goal ledger in the per-user state
+    /// (threat-model.md §3), so that local `verify-evidence` can tell a
+    /// ledger that fell behind. Best effort: no gated decision depends on
+    /// it, and a fault is left to `doctor`.
+    pub fn observe_head(&self, found: &Found<'_>) {
+        let state_dir = found.located.paths.file("");
+        let state_dir = state_dir.trim_end_matches('/');
+        let Some(head) = super::witness::ledger_head(&found.located.dir, state_dir) else {
+            return;
+        };
+        if let Ok(hs) = HookState::open(self.amb, &self.env.cwd, None) {
+            let _ = hs.observe_head(&head);
+        }
+    }
+
+    fn fault(
+        &self,
+        code: HookCode,
+        what: &str,
+        path: &str,
+        error: &str,
+        tool: bool,
+        fix: &str,
+    ) -> Decision {
         self.diag.write(
-            HookCode::HookLockTimeout,
-            "allow",
-            "the goal state lock was not taken in time; the call was allowed",
-            Some(json!({"lock": path, "waited_ms": waited_ms})),
+            code,
+            if tool { "deny" } else { "block" },
+            &format!("{what}; the call was refused until the user acts"),
+            Some(json!({"path": path, "error": error, "fix": fix})),
         );
-        Decision::Allow
+        let reason = format!(
+            "evidence-gate {code}: {what} ({path}: {error}). This is a fault in the hook's own state, not in your work: do not try to work around it; the user must fix it ({fix})."
+        );
+        if tool {
+            Decision::Deny { reason }
+        } else {
+            Decision::Halt {
+                reason,
+                message: format!(
+                    "evidence-gate: {code} at {path} — the user must act: {fix}. The goal loop is held until then."
+                ),
+            }
+        }
+    }
+}
+
+/// The fix shown with a fault in hook state.
+const DOCTOR_FIX: &str = "run `evidence-gate doctor --fix`";
+
+/// The per-user side-file directory of one plan, locked.
+pub struct SideState {
+    /// The directory.
+    pub dir: Dir,
+    base: String,
+    lock: MutationLock,
+}
+
+impl SideState {
+    /// The ambient path of a side file (messages only).
+    pub fn display(&self, name: &str) -> String {
+        format!("{}/{name}", self.base)
+    }
+
+    /// Releases the lock.
+    pub fn release(self) {
+        let _ = self.lock.release();
     }
 }
 

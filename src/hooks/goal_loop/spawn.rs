@@ -3,10 +3,9 @@
 //! directory's mutation lock, so parallel spawns serialise and only allowed
 //! spawns are counted.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
+use super::SideState;
 use super::{Ctx, Found};
 use crate::ambient;
 use crate::gate::preflight;
@@ -18,7 +17,6 @@ use crate::hooks::event::{Decision, ToolEvent};
 use crate::rules::gates::GateBook;
 use crate::rules::goal_loop::SpawnReset;
 use crate::sandbox::{RelPath, open};
-use crate::store::LockError;
 
 /// File name of the counter in `<state>`.
 pub const COUNTER: &str = "spawn-count.json";
@@ -45,27 +43,15 @@ pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
             );
         }
     }
-    let lock_path = found.located.paths.file(crate::goals::state::LOCK);
-    let lock = match loop_state::lock_side_files(
-        &found.located.dir,
-        Duration::from_millis(c.hooks.lock_wait_ms),
-        "hook pre-tool-use-spawn",
-    ) {
-        Ok(l) => l,
-        Err(LockError::Timeout { waited_ms, .. }) => return c.lock_timeout(&lock_path, waited_ms),
-        Err(LockError::Unsafe { what }) => {
-            return c.state_io(
-                "the goal state lock is unusable",
-                &lock_path,
-                &format!("it is {what}"),
-            );
-        }
-        Err(LockError::Io(e)) => {
-            return c.state_io("the goal state lock could not be taken", &lock_path, &e);
-        }
+    c.observe_head(&found);
+    // The counter and its lock live in the per-user state (threat-model.md
+    // §3): nothing planted in the tree resets or jams the cap.
+    let side = match c.side_state(&found, true) {
+        Ok(s) => s,
+        Err(d) => return d,
     };
-    let decision = decide_locked(c, &found, &t.tool_input);
-    let _ = lock.release();
+    let decision = decide_locked(c, &found, &side, &t.tool_input);
+    side.release();
     decision
 }
 
@@ -90,7 +76,7 @@ fn tampered(found: &Found<'_>, b: &crate::goals::binding::Binding) -> Decision {
     }
 }
 
-fn decide_locked(c: &Ctx<'_>, found: &Found<'_>, input: &Value) -> Decision {
+fn decide_locked(c: &Ctx<'_>, found: &Found<'_>, side: &SideState, input: &Value) -> Decision {
     if is_gate_review(c, input) {
         let missing = preflight_missing(c, found);
         if !missing.is_empty() {
@@ -102,7 +88,7 @@ fn decide_locked(c: &Ctx<'_>, found: &Found<'_>, input: &Value) -> Decision {
             };
         }
     }
-    fanout(c, found)
+    fanout(c, found, side)
 }
 
 /// Either signal marks a gate-review spawn: the spawned agent type (a
@@ -253,15 +239,26 @@ fn reset_key(c: &Ctx<'_>, found: &Found<'_>) -> String {
     }
 }
 
-fn fanout(c: &Ctx<'_>, found: &Found<'_>) -> Decision {
+fn fanout(c: &Ctx<'_>, found: &Found<'_>, side: &SideState) -> Decision {
     let limit = limit(c);
     let key = reset_key(c, found);
-    let dir = &found.located.dir;
-    let display = found.located.paths.file(COUNTER);
+    let dir = &side.dir;
+    let display = side.display(COUNTER);
     let stored = match loop_state::read_side_file(dir, COUNTER, &display, 64 * 1024) {
         Ok(b) => b.and_then(|b| serde_json::from_slice::<Value>(&b).ok()),
-        Err(e) => return c.state_io("the spawn counter could not be read", &display, &e.message),
+        Err(e) => {
+            return c.state_io_tool("the spawn counter could not be read", &display, &e.message);
+        }
     };
+    // Migration: before the per-user counter exists, an earlier version's
+    // in-tree counter still counts (it can only tighten the cap).
+    let stored = stored.or_else(|| {
+        let legacy = found.located.paths.file(COUNTER);
+        loop_state::read_side_file(&found.located.dir, COUNTER, &legacy, 64 * 1024)
+            .ok()
+            .flatten()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+    });
     let count = stored
         .filter(|v| v.get("resetKey").and_then(Value::as_str) == Some(key.as_str()))
         .and_then(|v| v.get("count").and_then(Value::as_u64))
@@ -276,7 +273,7 @@ fn fanout(c: &Ctx<'_>, found: &Found<'_>) -> Decision {
     }
     let v = json!({"count": count + 1, "resetKey": key});
     if let Err(e) = loop_state::write_side_file(dir, COUNTER, v.to_string().as_bytes()) {
-        return c.state_io("the spawn counter could not be written", &display, &e);
+        return c.state_io_tool("the spawn counter could not be written", &display, &e);
     }
     Decision::Allow
 }

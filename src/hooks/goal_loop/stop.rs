@@ -8,6 +8,7 @@ use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
+use super::SideState;
 use super::{Ctx, Found, Policy, boulder, prompts};
 use crate::digest::sha256_hex;
 use crate::goals::lifecycle;
@@ -16,7 +17,6 @@ use crate::goals::plan::Goal;
 use crate::hooks::code::HookCode;
 use crate::hooks::event::{Decision, StopEvent};
 use crate::hooks::transcript::{self, Markers};
-use crate::store::LockError;
 
 /// Evaluates a stop in the order of hooks.md §4.1; every step before the
 /// budget only allows, cheapest first.
@@ -28,6 +28,7 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
     let Some(found) = c.resolve_plan(&candidates) else {
         return Decision::Allow;
     };
+    c.observe_head(&found);
     let plan = &found.located.plan;
     // I7 / I2: a plan its ledger does not vouch for is never "complete" and
     // never "nothing left": block with the code, the file and the fix.
@@ -124,9 +125,9 @@ pub fn goal_key(id: &str) -> String {
 
 /// A side file's JSON: `Ok(None)` when missing, `Value::Null` when it is not
 /// JSON (a Node-format marker).
-fn read_json(c: &Ctx<'_>, found: &Found<'_>, name: &str) -> Result<Option<Value>, Decision> {
-    let display = found.located.paths.file(name);
-    match loop_state::read_side_file(&found.located.dir, name, &display, 64 * 1024) {
+fn read_json(c: &Ctx<'_>, side: &SideState, name: &str) -> Result<Option<Value>, Decision> {
+    let display = side.display(name);
+    match loop_state::read_side_file(&side.dir, name, &display, 64 * 1024) {
         Ok(b) => Ok(b.map(|b| serde_json::from_slice(&b).unwrap_or(Value::Null))),
         Err(e) => Err(c.state_io("a resume side file could not be read", &display, &e.message)),
     }
@@ -165,46 +166,30 @@ fn budgeted(
     label: &str,
     render: &dyn Fn(u64, u64) -> String,
 ) -> Decision {
-    let stuck = format!("auto-resume-{key}.stuck");
-    // An honoured stuck marker is decided without the lock: nothing is written.
-    match read_json(c, found, &stuck) {
+    // The counters, stuck markers and their lock live in the per-user state
+    // (threat-model.md §3): nothing planted in the tree silences the resume.
+    let side = match c.side_state(found, false) {
+        Ok(s) => s,
         Err(d) => return d,
-        Ok(Some(m)) if digest_of(&m) == Some(digest) => return Decision::Allow,
-        Ok(_) => {}
-    }
-    let lock_path = found.located.paths.file(crate::goals::state::LOCK);
-    let wait = std::time::Duration::from_millis(c.hooks.lock_wait_ms);
-    let lock = match loop_state::lock_side_files(&found.located.dir, wait, "hook stop") {
-        Ok(l) => l,
-        Err(LockError::Timeout { waited_ms, .. }) => return c.lock_timeout(&lock_path, waited_ms),
-        Err(LockError::Unsafe { what }) => {
-            return c.state_io(
-                "the goal state lock is unusable",
-                &lock_path,
-                &format!("it is {what}"),
-            );
-        }
-        Err(LockError::Io(e)) => {
-            return c.state_io("the goal state lock could not be taken", &lock_path, &e);
-        }
     };
-    let decision = resume_locked(c, found, label, key, digest, render);
-    let _ = lock.release();
+    let decision = resume_locked(c, found, &side, label, key, digest, render);
+    side.release();
     decision
 }
 
 fn resume_locked(
     c: &Ctx<'_>,
     found: &Found<'_>,
+    side: &SideState,
     label: &str,
     key: &str,
     digest: &str,
     render: &dyn Fn(u64, u64) -> String,
 ) -> Decision {
-    let dir = &found.located.dir;
+    let dir = &side.dir;
     let counter = format!("auto-resume-{key}.json");
     let stuck = format!("auto-resume-{key}.stuck");
-    let marker = match read_json(c, found, &stuck) {
+    let marker = match read_json(c, side, &stuck) {
         Ok(m) => m,
         Err(d) => return d,
     };
@@ -215,12 +200,12 @@ fn resume_locked(
         if let Err(e) = loop_state::remove_side_file(dir, &stuck) {
             return c.state_io(
                 "a stale stuck marker could not be deleted",
-                &found.located.paths.file(&stuck),
+                &side.display(&stuck),
                 &e,
             );
         }
     }
-    let stored = match read_json(c, found, &counter) {
+    let stored = match read_json(c, side, &counter) {
         Ok(v) => v,
         Err(d) => return d,
     };
@@ -238,7 +223,7 @@ fn resume_locked(
         if let Err(e) = loop_state::write_side_file(dir, &counter, v.to_string().as_bytes()) {
             return c.state_io(
                 "the resume counter could not be written",
-                &found.located.paths.file(&counter),
+                &side.display(&counter),
                 &e,
             );
         }
@@ -255,7 +240,7 @@ fn resume_locked(
     if let Err(e) = loop_state::write_side_file(dir, &stuck, v.to_string().as_bytes()) {
         return c.state_io(
             "the stuck marker could not be written",
-            &found.located.paths.file(&stuck),
+            &side.display(&stuck),
             &e,
         );
     }
@@ -264,7 +249,7 @@ fn resume_locked(
         HookCode::StopStuck,
         if notify { "notify" } else { "allow" },
         "auto-resume paused: goal and criteria state did not change over the allowed resumes",
-        Some(json!({"goal": label, "count": count, "marker": found.located.paths.file(&stuck)})),
+        Some(json!({"goal": label, "count": count, "marker": side.display(&stuck)})),
     );
     if !notify {
         return Decision::Allow;

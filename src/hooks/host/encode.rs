@@ -103,6 +103,11 @@ pub fn encode(
                 reason: Some(&non_empty(cap(reason))),
                 system_message: None,
             }),
+            Decision::Halt { reason, message } => to_json(&CodexStop {
+                decision: Some("block"),
+                reason: Some(&non_empty(cap(reason))),
+                system_message: Some(&cap(message)),
+            }),
             _ => return None,
         },
         (
@@ -139,6 +144,12 @@ pub fn encode(
             system_message: None,
             hook_specific_output: None,
         }),
+        (Host::Gemini, Family::Stop, Decision::Halt { reason, message }) => to_json(&Gemini {
+            decision: Some("deny"),
+            reason: Some(&non_empty(cap(reason))),
+            system_message: Some(&cap(message)),
+            hook_specific_output: None,
+        }),
         (Host::Gemini, Family::Prompt, Decision::Context { text }) => to_json(&Gemini {
             decision: None,
             reason: None,
@@ -151,6 +162,11 @@ pub fn encode(
         (Host::Agy, Family::Stop, Decision::Block { reason }) => to_json(&Agy {
             decision: opts.agy_stop_block.as_str(),
             reason: &non_empty(cap(reason)),
+        }),
+        // agy has no user-visible message field: the reason carries both.
+        (Host::Agy, Family::Stop, Decision::Halt { reason, message }) => to_json(&Agy {
+            decision: opts.agy_stop_block.as_str(),
+            reason: &non_empty(cap(&format!("{reason}\n{message}"))),
         }),
         (Host::Agy, Family::Tool, Decision::Deny { reason }) => to_json(&Agy {
             decision: "deny",
@@ -243,9 +259,36 @@ mod tests {
                 message: "m".into(),
             },
             Decision::Block { reason: "r".into() },
+            Decision::Halt {
+                reason: "r".into(),
+                message: "m".into(),
+            },
             Decision::Deny { reason: "r".into() },
             Decision::Context { text: "t".into() },
         ]
+    }
+
+    /// A block on a fault in hook state carries the user's `systemMessage`
+    /// where the host has one (threat-model.md I2); agy's reason carries both.
+    #[test]
+    fn a_halt_blocks_and_tells_the_user() {
+        let halt = Decision::Halt {
+            reason: "r".into(),
+            message: "m".into(),
+        };
+        let out = |h| String::from_utf8(encode(h, Family::Stop, &halt, &OPTS).unwrap()).unwrap();
+        assert_eq!(
+            out(Host::Codex),
+            "{\"decision\":\"block\",\"reason\":\"r\",\"systemMessage\":\"m\"}\n"
+        );
+        assert_eq!(
+            out(Host::Gemini),
+            "{\"decision\":\"deny\",\"reason\":\"r\",\"systemMessage\":\"m\"}\n"
+        );
+        assert_eq!(
+            out(Host::Agy),
+            "{\"decision\":\"block\",\"reason\":\"r\\nm\"}\n"
+        );
     }
 
     /// Every key any encoder can emit, per host and family (hooks.md §2.5).
