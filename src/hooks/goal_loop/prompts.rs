@@ -18,10 +18,8 @@ use serde_json::{Map, Value, json};
 
 use crate::goals::decisions::{self, UserDecision};
 use crate::hooks::code::HookCode;
-use crate::hooks::diagnostics::STATE_DIR;
 use crate::hooks::event::Decision;
-use crate::hooks::gate_ledger;
-use crate::sandbox::{PathLimits, RelPath};
+use crate::hooks::witness::{self, HookState};
 use crate::store::{LockError, LockOptions, MutationLock};
 use crate::userstate::{UserState, UserStateError};
 
@@ -302,20 +300,24 @@ fn unverified(
     }
 }
 
-/// Appends `user_decision_verified` to the in-tree gate ledger under the
-/// gate lock, once per decision.
+/// Appends `user_decision_verified` to the gate-ledger witness and its
+/// in-tree mirror under the gate lock, once per decision.
 fn carry(c: &super::Ctx<'_>, us: &UserState, d: &UserDecision, prompt: &Prompt) -> io::Result<()> {
     let key = verified_key(d);
     if already_carried(us, &key)? {
         return Ok(());
     }
-    let rel = RelPath::parse(STATE_DIR, PathLimits::default()).expect("constant");
-    let state = crate::store::create_dirs(c.root, &rel)?;
+    // The gate ledger's authoritative copy is the per-user witness; the
+    // in-tree ledger is its mirror (threat-model.md §3). Appending to the
+    // mirror alone would be dropped as forged by the next reconcile.
+    let fault =
+        |f: witness::StateFault| io::Error::other(format!("{}: {}: {}", f.path, f.what, f.error));
+    let hs = HookState::open(c.amb, &c.env.cwd, c.canonical_cwd).map_err(fault)?;
     let opts = LockOptions {
         timeout: std::time::Duration::from_millis(c.hooks.lock_wait_ms),
         command: "hook stop".into(),
     };
-    let lock = match MutationLock::acquire(&state, ".mutation.lock", &opts) {
+    let lock = match MutationLock::acquire(hs.dir(), witness::LOCK, &opts) {
         Ok(l) => l,
         Err(LockError::Io(e)) => return Err(e),
         Err(other) => return Err(io::Error::other(format!("the gate lock: {other:?}"))),
@@ -334,8 +336,14 @@ fn carry(c: &super::Ctx<'_>, us: &UserState, d: &UserDecision, prompt: &Prompt) 
     entry.insert("promptSha256".into(), json!(prompt.sha256));
     entry.insert("promptAt".into(), json!(prompt.at));
     entry.insert("waiver".into(), json!(d.waiver));
-    let appended = gate_ledger::append(&state, entry);
+    let mut base = Map::new();
+    base.insert("ts".into(), entry["ts"].clone());
+    base.insert("host".into(), json!(c.env.host.name()));
+    base.insert("session_id".into(), json!(c.env.session_id));
+    let appended = hs
+        .reconcile(c.root, &base)
+        .and_then(|_| hs.append(c.root, entry));
     let _ = lock.release();
-    appended?;
+    appended.map_err(fault)?;
     note_carried(us, &key)
 }
