@@ -189,10 +189,12 @@ pub fn audit(
             &t.dir,
             &t.display,
             &opts.layouts[t.layout],
-            opts.allow_legacy,
-            opts.strict,
-            &revalidate,
-            &verified,
+            &state_dir::Judging {
+                allow_legacy: opts.allow_legacy,
+                strict: opts.strict,
+                gates: &revalidate,
+                verified: &verified,
+            },
             progress,
         );
         summary.state_dirs += 1;

@@ -51,17 +51,33 @@ struct Collected {
     acknowledged: Vec<(u64, Option<u64>, Value)>,
 }
 
+/// How one state directory is judged: the audit's flags and what the
+/// other ledgers established.
+pub(crate) struct Judging<'a> {
+    /// `--allow-legacy`: a wholly unchained ledger is a warning.
+    pub allow_legacy: bool,
+    /// `--strict`.
+    pub strict: bool,
+    /// Re-validates a recorded final gate (I10).
+    pub gates: &'a Revalidate<'a>,
+    /// User decisions the gate ledger backs (I12).
+    pub verified: &'a super::decisions::Verified,
+}
+
 /// Audits the state directory `display` (repo-relative) opened as `dir`.
 pub(crate) fn audit(
     dir: &Dir,
     display: &str,
     layout: &ProfileLayout,
-    allow_legacy: bool,
-    strict: bool,
-    gates: &Revalidate<'_>,
-    verified: &super::decisions::Verified,
+    judging: &Judging<'_>,
     progress: &mut dyn Progress,
 ) -> Audited {
+    let Judging {
+        allow_legacy,
+        strict,
+        gates,
+        verified,
+    } = *judging;
     let mut report = ReportBuilder::new(display, ReportKind::Plan);
     let goals_display = format!("{display}/{GOALS}");
     let ledger_display = format!("{display}/{LEDGER}");

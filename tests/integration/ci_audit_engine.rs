@@ -293,6 +293,7 @@ fn crash_drill(runs: usize, seed: u64, must_kill: bool) {
         x ^= x << 17;
         let note = format!("proof {run}");
         let mut cmd = Command::new(crate::common::bin("evidence-gate"));
+        crate::common::isolate_home(&mut cmd);
         cmd.args([
             "ulw-loop",
             "record-evidence",

@@ -168,6 +168,21 @@ pub fn empty_config_home() -> &'static Path {
         .path()
 }
 
+/// A temporary directory shared by every test as `HOME` (and, below it,
+/// `XDG_STATE_HOME`) where the caller names none.
+pub fn temp_home() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("tempdir"))
+        .path()
+}
+
+/// Points a spawned binary's `HOME` and `XDG_STATE_HOME` at [`temp_home`]
+/// (callers may override them afterwards).
+pub fn isolate_home(cmd: &mut Command) {
+    cmd.env("HOME", temp_home())
+        .env("XDG_STATE_HOME", temp_home().join("state"));
+}
+
 pub fn run_in(
     dir: &Path,
     name: &str,
@@ -185,6 +200,9 @@ pub fn run_in(
     // Never the real home's configuration: an empty directory unless the
     // caller names one.
     cmd.env("XDG_CONFIG_HOME", empty_config_home());
+    // Never the real home's state either (threat-model.md §3: the per-user
+    // witness): a shared temporary home unless the caller names one.
+    isolate_home(&mut cmd);
     for (k, v) in env {
         cmd.env(k, v);
     }

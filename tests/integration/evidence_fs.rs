@@ -252,6 +252,7 @@ fn permission_denied_is_could_not_verify() {
     } else {
         std::process::Command::new(&bin)
     };
+    crate::common::isolate_home(&mut cmd);
     let out = cmd
         .args(["--format", "json", "p.json"])
         .current_dir(r.path())

@@ -99,6 +99,7 @@ fn permission_denied_is_unverifiable() {
     } else {
         std::process::Command::new(&bin)
     };
+    crate::common::isolate_home(&mut cmd);
     // Run as `nobody`: the user's rules file is looked up where nothing is.
     let out = cmd
         .args(["gate", "check", "lazycodex.json", "--json"])

@@ -57,6 +57,7 @@ fn multi_call_names_dispatch_to_their_profile() {
     }
     let run = |name: &str, args: &[&str]| {
         let mut cmd = std::process::Command::new(repo.join(name));
+        crate::common::isolate_home(&mut cmd);
         cmd.args(args).current_dir(repo.path());
         for (k, v) in clean_env() {
             cmd.env(k, v);

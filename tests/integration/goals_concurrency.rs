@@ -21,6 +21,7 @@ pub fn drill_bin() -> std::path::PathBuf {
 
 fn spawn(repo: &Repo, args: &[&str]) -> Child {
     let mut cmd = Command::new(drill_bin());
+    crate::common::isolate_home(&mut cmd);
     cmd.arg("ulw-loop")
         .args(args)
         .arg("--json")

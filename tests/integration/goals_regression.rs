@@ -19,6 +19,7 @@ fn r10_01_parallel_record_evidence_keeps_every_update() {
     for id in goal_ids(&repo) {
         for c in ["C001", "C002", "C003"] {
             let mut cmd = Command::new(crate::common::bin("evidence-gate"));
+            crate::common::isolate_home(&mut cmd);
             cmd.args([
                 "ulw-loop",
                 "record-evidence",

@@ -13,6 +13,7 @@ use serde_json::Value;
 /// per-user state point into the temporary repository.
 pub fn ulw_bounded(repo: &Repo, args: &[&str]) -> Run {
     let mut cmd = Command::new(crate::common::bin("evidence-gate"));
+    crate::common::isolate_home(&mut cmd);
     cmd.arg("ulw-loop")
         .args(args)
         .arg("--json")
@@ -181,6 +182,7 @@ fn a_fifo_directory_or_symlink_lock_path_fails_fast_with_its_code_and_fix() {
 
 fn spawn_ulw(repo: &Repo, args: &[&str]) -> std::process::Child {
     let mut cmd = Command::new(crate::common::bin("evidence-gate"));
+    crate::common::isolate_home(&mut cmd);
     cmd.arg("ulw-loop")
         .args(args)
         .arg("--json")

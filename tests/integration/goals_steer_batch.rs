@@ -484,6 +484,7 @@ fn concurrent_steers_lose_nothing_and_replays_dedupe_once() {
     let repo = three();
     let spawn = |args: Vec<String>| {
         let mut cmd = Command::new(crate::common::bin("evidence-gate"));
+        crate::common::isolate_home(&mut cmd);
         cmd.arg("ulw-loop")
             .arg("steer")
             .args(&args)
