@@ -645,7 +645,7 @@ impl<'e> Locked<'e> {
 }
 
 /// The head the chained records of `entries` will make after `head`.
-fn next_head(head: &Head, entries: &[Map<String, Value>]) -> NamedHead {
+pub(super) fn next_head(head: &Head, entries: &[Map<String, Value>]) -> NamedHead {
     let (_, recs) = crate::ledger::chain_records(head.last_seq, head.last_hash.as_deref(), entries);
     let last = recs.last().expect("entries to append");
     NamedHead {

@@ -181,7 +181,32 @@ fn start_new_ledger(
         }),
     );
     marker.insert("revision".into(), json!(revision));
+    // The plan names the last recovered entry as its head; a record after
+    // the head is the engine's only when it carries the plan body's digest
+    // (threat-model.md I7), as annotations do.
+    if let Some(doc) = plan.as_object() {
+        marker.insert(
+            crate::goals::binding::PLAN_SHA256.into(),
+            json!(crate::goals::binding::body_sha256(doc)),
+        );
+    }
     entries.push(marker);
+    // Plan first (threat-model.md I7): the recovered entries carry
+    // `recovered: true`, so the head they make is not the one the plan
+    // named; a bound plan is re-pointed at it before the append.
+    if let Some(doc) = plan.as_object()
+        && crate::goals::binding::named_head(doc).is_some()
+    {
+        let head = super::next_head(&Head::default(), &entries);
+        let mut doc = doc.clone();
+        if let Some(lm) = doc.get_mut("lastMutation").and_then(Value::as_object_mut) {
+            lm.insert(crate::goals::binding::LEDGER_HEAD.into(), head.to_json());
+            let mut out = serde_json::to_vec_pretty(&doc).expect("JSON values serialise");
+            out.push(b'\n');
+            store::atomic_replace(dir, state::GOALS, &out, Durability::Synced)
+                .map_err(|e| GoalError::io(&paths.goals(), "write", &e))?;
+        }
+    }
     super::super::journal::append(dir, &paths.ledger(), &Head::default(), &entries, max_record)?;
     super::super::index::remove_quietly(dir, state::INDEX);
     super::super::index::remove_quietly(dir, state::KEYS);
