@@ -373,11 +373,10 @@ fn diagnostics_records_have_the_documented_fields_and_rotate() {
     );
     assert_eq!(d[0]["v"], 1);
     assert_eq!(d[0]["event"], "subagent-stop");
-    assert!(
-        h.join(".omo/evidence-gate/diagnostics.jsonl.1").is_file(),
-        "rotated"
-    );
-    let total = d.len() + read_jsonl(&h.join(".omo/evidence-gate/diagnostics.jsonl.1")).len();
+    let rotated = h.hook_state().join("diagnostics.jsonl.1");
+    assert!(rotated.is_file(), "rotated");
+    assert!(!h.join(".omo/evidence-gate/diagnostics.jsonl").exists());
+    let total = d.len() + read_jsonl(&rotated).len();
     assert_eq!(total, 12);
 }
 
