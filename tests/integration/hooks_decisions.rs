@@ -240,7 +240,11 @@ fn regression_i12_an_unusable_witness_fails_closed() {
     // either, so it is not written into the workspace (threat-model.md §3);
     // the stop below tells the user.
     assert!(!h.join(".omo/evidence-gate/diagnostics.jsonl").exists());
-    assert!(!h.path().join(".state/evidence-gate/diagnostics.jsonl").exists());
+    assert!(
+        !h.path()
+            .join(".state/evidence-gate/diagnostics.jsonl")
+            .exists()
+    );
     waive_all(&h, "drop both goals");
     let run = h.hook("stop", &["--host", "codex"], &h.codex_stop(SID), &env);
     let reason = block_reason(&run);
