@@ -300,13 +300,20 @@ fn list(v: &[String]) -> String {
     }
 }
 
-/// `diagnostics.recent`: code counts of the last 24 h, from the file's last
-/// 256 KiB; warns on a panic or a fail-open stop of a gated agent.
-pub(super) fn diagnostics_recent(root: &Dir, gated: &str, checks: &mut Vec<Check>) {
+/// `diagnostics.recent`: code counts of the last 24 h, from the last 256 KiB
+/// of `hooks/diagnostics.jsonl` in the workspace's per-user state directory
+/// (`hooks_dir`; never the workspace, where the agent could delete or plant
+/// records); warns on a panic or a fail-open stop of a gated agent.
+pub(super) fn diagnostics_recent(
+    hooks_dir: Option<&Dir>,
+    hooks_path: Option<&Path>,
+    gated: &str,
+    checks: &mut Vec<Check>,
+) {
     let id = "diagnostics.recent";
-    let rel = RelPath::parse(&format!("{STATE_DIR}/{DIAG_FILE}"), PathLimits::default())
-        .expect("constant");
-    let Ok((mut file, meta)) = crate::sandbox::open::open_leaf(root, &rel) else {
+    let rel = RelPath::parse(DIAG_FILE, PathLimits::default()).expect("constant");
+    let Some(Ok((mut file, meta))) = hooks_dir.map(|d| crate::sandbox::open::open_leaf(d, &rel))
+    else {
         checks.push(Check::new(id, Status::Ok, "no diagnostics recorded"));
         return;
     };
@@ -365,7 +372,11 @@ pub(super) fn diagnostics_recent(root: &Dir, gated: &str, checks: &mut Vec<Check
             format!("{summary} ({alarming} panics or fail-open stops of gated workers)"),
         )
         .hint(format!(
-            "read {STATE_DIR}/{DIAG_FILE}: each fail-open let a worker stop unchecked"
+            "read {}: each fail-open let a worker stop unchecked",
+            hooks_path.map_or_else(
+                || format!("hooks/{DIAG_FILE} in the per-user state directory"),
+                |p| p.join(DIAG_FILE).display().to_string()
+            )
         ))
     } else {
         Check::new(id, Status::Ok, summary)

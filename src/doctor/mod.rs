@@ -97,14 +97,20 @@ impl Places {
     }
 }
 
+/// The per-user `hooks/` directory's path.
+fn hooks_state_path(amb: &dyn Ambient, workspace: &Path) -> Option<PathBuf> {
+    let canonical = amb.canonicalize(workspace).ok()?;
+    Some(
+        crate::userstate::base_path(amb)?
+            .join(crate::userstate::LAYOUT)
+            .join(crate::userstate::workspace_id(&canonical))
+            .join(crate::hooks::witness::HOOKS_DIR),
+    )
+}
+
 /// The per-user `hooks/` directory, when it exists (never created here).
 fn hooks_state_dir(amb: &dyn Ambient, workspace: &Path) -> Option<cap_std::fs::Dir> {
-    let canonical = amb.canonicalize(workspace).ok()?;
-    let path = crate::userstate::base_path(amb)?
-        .join(crate::userstate::LAYOUT)
-        .join(crate::userstate::workspace_id(&canonical))
-        .join(crate::hooks::witness::HOOKS_DIR);
-    amb.open_dir(&path).ok()
+    amb.open_dir(&hooks_state_path(amb, workspace)?).ok()
 }
 
 /// Runs every check; `Err` when doctor could not run at all (exit 2).
@@ -171,6 +177,12 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Vec<Check>, String> {
     );
     local::hosts_support(&hosts, &mut checks);
     local::hosts_records(&hosts, &mut checks);
-    local::diagnostics_recent(&root, &gated, &mut checks);
+    let hooks_path = hooks_state_path(amb, &places.workspace);
+    local::diagnostics_recent(
+        hooks_dir.as_ref(),
+        hooks_path.as_deref(),
+        &gated,
+        &mut checks,
+    );
     Ok(checks)
 }

@@ -1,8 +1,13 @@
 //! The diagnostics file (hooks.md §1.5): one compact JSON object per line in
-//! `<root>/.omo/evidence-gate/diagnostics.jsonl`, or in the per-user state
-//! directory when `<root>` is neither a repository nor has `.omo/`.
-//! Best effort: a failure here never changes a decision, and a panic inside
-//! the writer is swallowed.
+//! `<user state>/hooks/diagnostics.jsonl` of the workspace
+//! (`$XDG_STATE_HOME/evidence-gate/v1/<workspace-id>/hooks/`, threat-model.md
+//! §3), out of reach of the gated agent, which could otherwise delete the
+//! record of a fail-open or plant records `doctor` reports. When `<root>` is
+//! neither a repository nor has `.omo/`, is unknown, or its per-user state
+//! directory is unusable, records go to the base per-user state directory
+//! (`$XDG_STATE_HOME/evidence-gate/diagnostics.jsonl`) instead — never into
+//! the workspace. Best effort: a failure here never changes a decision, and a
+//! panic inside the writer is swallowed.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -16,14 +21,17 @@ use super::code::HookCode;
 use super::event::Envelope;
 use super::host::{Host, HostSource};
 use crate::ambient::Ambient;
-use crate::sandbox::{PathLimits, RelPath};
 
 /// File name of the diagnostics log.
 pub const FILE: &str = crate::store::DIAGNOSTICS_FILE;
 /// Rotated predecessor.
 pub const ROTATED: &str = crate::store::DIAGNOSTICS_ROTATED;
-/// The hooks' state directory, relative to the workspace root.
+/// The hooks' state directory, relative to the workspace root (the
+/// gate-ledger mirror; diagnostics are no longer kept there).
 pub const STATE_DIR: &str = crate::store::DIAGNOSTICS_DIR;
+/// Where messages point users for the records: `doctor` reads them from the
+/// per-user state directory.
+pub const SEE: &str = "run `evidence-gate doctor` (diagnostics are in the per-user state directory, hooks/diagnostics.jsonl)";
 
 const MAX_MESSAGE: usize = 500;
 const MAX_DETAIL: usize = 2048;
@@ -32,9 +40,17 @@ const MAX_DETAIL: usize = 2048;
 enum Target {
     /// Not known yet (before the root was set) or unusable.
     None,
-    /// A workspace root; `.omo/evidence-gate/` is created at the first write.
-    Repo(Dir),
-    /// The per-user state directory, created at the first write.
+    /// A workspace (its canonical root): `<user state>/hooks/` of that
+    /// workspace, created at the first write; when unusable, the fallback
+    /// directory.
+    Workspace {
+        /// The canonical workspace root.
+        canonical: PathBuf,
+        /// The base per-user state directory, unless it lies inside the
+        /// workspace.
+        fallback: Option<PathBuf>,
+    },
+    /// The base per-user state directory, created at the first write.
     User(PathBuf),
 }
 
@@ -87,24 +103,39 @@ impl<'a> Diagnostics<'a> {
     }
 
     /// Sets `<root>` (payload `cwd` or the process working directory): a
-    /// repository or a directory with `.omo/` keeps its diagnostics inside;
-    /// anything else uses the per-user state directory.
+    /// repository or a directory with `.omo/` keeps its diagnostics in its
+    /// per-user state directory; anything else uses the base per-user state
+    /// directory.
     pub fn set_root(&self, root: &Path) {
-        let target = match self.amb.open_dir(root) {
-            Ok(dir) if dir.exists(".omo") || dir.exists(".git") => Target::Repo(dir),
-            _ => user_state_path(self.amb).map_or(Target::None, Target::User),
+        match self.amb.open_dir(root) {
+            Ok(dir) => self.set_root_dir(root, &dir),
+            Err(_) => self.lock().target = self.base_target(None),
+        }
+    }
+
+    /// Sets `<root>` from an already opened workspace directory `dir` at
+    /// `path`.
+    pub fn set_root_dir(&self, path: &Path, dir: &Dir) {
+        let workspace = dir.exists(".omo") || dir.exists(".git");
+        let canonical = self.amb.canonicalize(path).ok();
+        let target = match canonical {
+            Some(canonical) if workspace => {
+                let fallback = user_state_path(self.amb).filter(|b| !b.starts_with(&canonical));
+                Target::Workspace {
+                    canonical,
+                    fallback,
+                }
+            }
+            canonical => self.base_target(canonical.as_deref()),
         };
         self.lock().target = target;
     }
 
-    /// Sets `<root>` from an already opened workspace directory.
-    pub fn set_root_dir(&self, dir: &Dir) {
-        let target = if dir.exists(".omo") || dir.exists(".git") {
-            dir.try_clone().map_or(Target::None, Target::Repo)
-        } else {
-            user_state_path(self.amb).map_or(Target::None, Target::User)
-        };
-        self.lock().target = target;
+    /// The base per-user state directory, unless it lies inside `root`.
+    fn base_target(&self, root: Option<&Path>) -> Target {
+        user_state_path(self.amb)
+            .filter(|b| root.is_none_or(|r| !b.starts_with(r)))
+            .map_or(Target::None, Target::User)
     }
 
     /// Records the host decision.
@@ -148,24 +179,23 @@ impl<'a> Diagnostics<'a> {
 
     fn write_inner(&self, code: HookCode, outcome: &str, message: &str, detail: Option<Value>) {
         let s = self.lock();
+        let open_user = |path: &Path| {
+            self.amb.create_dir_all(path).ok()?;
+            self.amb.open_dir(path).ok()
+        };
         let dir = match &s.target {
-            Target::None => return,
-            Target::User(path) => {
-                if self.amb.create_dir_all(path).is_err() {
-                    return;
-                }
-                match self.amb.open_dir(path) {
-                    Ok(d) => d,
-                    Err(_) => return,
-                }
-            }
-            Target::Repo(root) => {
-                let rel = RelPath::parse(STATE_DIR, PathLimits::default()).expect("constant");
-                match crate::store::create_dirs(root, &rel) {
-                    Ok(d) => d,
-                    Err(_) => return,
-                }
-            }
+            Target::None => None,
+            Target::User(path) => open_user(path),
+            Target::Workspace {
+                canonical,
+                fallback,
+            } => crate::userstate::UserState::open(self.amb, canonical)
+                .ok()
+                .and_then(|u| u.subdir(super::witness::HOOKS_DIR).ok())
+                .or_else(|| fallback.as_deref().and_then(open_user)),
+        };
+        let Some(dir) = dir else {
+            return;
         };
         let record = self.record(&s, code, outcome, message, detail);
         let max = s.max_bytes;

@@ -310,7 +310,8 @@ impl Plumbing<'_> {
         let decision = if notify {
             Decision::Notify {
                 message: format!(
-                    "evidence-gate could not check this stop ({code}) and allowed it; see .omo/evidence-gate/diagnostics.jsonl"
+                    "evidence-gate could not check this stop ({code}) and allowed it; {}",
+                    super::diagnostics::SEE
                 ),
             }
         } else {
@@ -453,7 +454,7 @@ fn main_path(
             );
         }
     };
-    diag.set_root_dir(&root);
+    diag.set_root_dir(&decoded.envelope.cwd, &root);
     let same_as_process = proc_dir.as_ref().is_some_and(|p| same_dir(p, &root));
     if !same_as_process {
         (rules, rules_error) = load_rules(amb, Some(&root), a.rules.as_deref());

@@ -53,6 +53,13 @@ fn assert_same(
 
 /// Runs with a deadline: a hang is a failure, never a wait.
 fn run_bounded(repo: &Repo, args: &[&str], stdin: &[u8]) -> Run {
+    // The per-user state (threat-model.md §3) never reaches the real home.
+    let state_home = tempfile::tempdir().unwrap();
+    run_bounded_in(repo, state_home.path(), args, stdin)
+}
+
+/// [`run_bounded`] with the per-user state under `state_home`.
+fn run_bounded_in(repo: &Repo, state_home: &std::path::Path, args: &[&str], stdin: &[u8]) -> Run {
     let mut cmd = Command::new(bin("evidence-gate"));
     cmd.args(args)
         .current_dir(repo.path())
@@ -63,10 +70,8 @@ fn run_bounded(repo: &Repo, args: &[&str], stdin: &[u8]) -> Run {
         cmd.env(k, v);
     }
     cmd.env_remove("EVIDENCE_GATE_HOOKS");
-    // The per-user state (threat-model.md §3) never reaches the real home.
-    let state_home = tempfile::tempdir().unwrap();
-    cmd.env("XDG_STATE_HOME", state_home.path())
-        .env("HOME", state_home.path());
+    cmd.env("XDG_STATE_HOME", state_home)
+        .env("HOME", state_home);
     let mut child = cmd.spawn().unwrap();
     let pid = child.id();
     let mut si = child.stdin.take().unwrap();
@@ -410,14 +415,27 @@ fn every_hook_on_every_host_allows_bad_stdin_and_changes_nothing_but_diagnostics
         "pre-tool-use-spawn",
     ];
     let hosts = ["auto", "codex", "claude-code", "gemini", "agy"];
-    let diag = repo.join(".omo/evidence-gate/diagnostics.jsonl");
+    // The hooks' diagnostics live in the workspace's per-user state
+    // directory (threat-model.md §3), not in the repository.
+    let state_home = tempfile::tempdir().unwrap();
+    let canonical = std::fs::canonicalize(repo.path()).unwrap();
+    let diag = state_home
+        .path()
+        .join("evidence-gate/v1")
+        .join(evidence_gate::userstate::workspace_id(&canonical))
+        .join("hooks/diagnostics.jsonl");
     for event in events {
         for host in hosts {
             for (name, input) in bad_stdins() {
                 let lines_before = std::fs::read_to_string(&diag)
                     .map(|s| s.lines().count())
                     .unwrap_or(0);
-                let run = run_bounded(&repo, &["hook", event, "--host", host], &input);
+                let run = run_bounded_in(
+                    &repo,
+                    state_home.path(),
+                    &["hook", event, "--host", host],
+                    &input,
+                );
                 let ctx = format!("{event} --host {host} / {name}");
                 assert_eq!(run.code, 0, "{ctx}: hooks always exit 0");
                 assert_eq!(

@@ -236,7 +236,15 @@ fn regression_i12_an_unusable_witness_fails_closed() {
     env.push(("XDG_STATE_HOME", inside));
     let run = h.hook("user-prompt-submit", &["--host", "codex"], &p, &env);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(h.diag_codes().contains(&"HOOK_STATE_IO".to_owned()));
+    // Its HOOK_STATE_IO diagnostic has no place out of the agent's reach
+    // either, so it is not written into the workspace (threat-model.md §3);
+    // the stop below tells the user.
+    assert!(!h.join(".omo/evidence-gate/diagnostics.jsonl").exists());
+    assert!(
+        !h.path()
+            .join(".state/evidence-gate/diagnostics.jsonl")
+            .exists()
+    );
     waive_all(&h, "drop both goals");
     let run = h.hook("stop", &["--host", "codex"], &h.codex_stop(SID), &env);
     let reason = block_reason(&run);

@@ -296,6 +296,12 @@ fn allow_and_notify_policy_for_plumbing_failures() {
             .unwrap()
             .contains("HOOK_JSON_INVALID")
     );
+    let msg = v["systemMessage"].as_str().unwrap();
+    assert!(msg.contains("evidence-gate doctor"), "{msg}");
+    assert!(
+        !msg.contains(".omo/evidence-gate/diagnostics.jsonl"),
+        "{msg}"
+    );
     assert_eq!(h.diagnostics()[0]["outcome"], "notify");
 }
 
@@ -338,6 +344,26 @@ fn diagnostics_go_to_the_user_state_dir_outside_repositories() {
     assert_eq!(d[0]["code"], "HOOK_JSON_INVALID");
 }
 
+/// A per-user state directory that belongs to another workspace is unusable:
+/// the records go to the base per-user directory, never into the workspace.
+#[test]
+fn diagnostics_fall_back_to_the_base_user_dir_when_the_workspace_dir_is_unusable() {
+    let h = HookRepo::new();
+    let ws_dir = h.hook_state().parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(&ws_dir).unwrap();
+    std::fs::write(
+        ws_dir.join("workspace.json"),
+        r#"{"version":1,"root":"/elsewhere"}"#,
+    )
+    .unwrap();
+    assert_allow(&h.run(&["hook", "subagent-stop"], b"nope", &[]));
+    assert!(h.diagnostics().is_empty());
+    assert!(!h.join(".omo/evidence-gate/diagnostics.jsonl").exists());
+    let d = read_jsonl(&h.state_home.path().join("evidence-gate/diagnostics.jsonl"));
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0]["code"], "HOOK_JSON_INVALID");
+}
+
 #[test]
 fn diagnostics_records_have_the_documented_fields_and_rotate() {
     let h = HookRepo::new();
@@ -373,11 +399,10 @@ fn diagnostics_records_have_the_documented_fields_and_rotate() {
     );
     assert_eq!(d[0]["v"], 1);
     assert_eq!(d[0]["event"], "subagent-stop");
-    assert!(
-        h.join(".omo/evidence-gate/diagnostics.jsonl.1").is_file(),
-        "rotated"
-    );
-    let total = d.len() + read_jsonl(&h.join(".omo/evidence-gate/diagnostics.jsonl.1")).len();
+    let rotated = h.hook_state().join("diagnostics.jsonl.1");
+    assert!(rotated.is_file(), "rotated");
+    assert!(!h.join(".omo/evidence-gate/diagnostics.jsonl").exists());
+    let total = d.len() + read_jsonl(&rotated).len();
     assert_eq!(total, 12);
 }
 

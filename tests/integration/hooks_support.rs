@@ -221,8 +221,15 @@ impl HookRepo {
         self.codex(Some(&format!("Done.\nEVIDENCE_RECORDED: {rel}")))
     }
 
+    /// The hooks' diagnostics: `hooks/diagnostics.jsonl` in the per-user
+    /// state directory of this workspace (never the workspace).
     pub fn diagnostics(&self) -> Vec<Value> {
-        read_jsonl(&self.join(".omo/evidence-gate/diagnostics.jsonl"))
+        read_jsonl(&self.diagnostics_path())
+    }
+
+    /// Where the hooks' diagnostics of this workspace are kept.
+    pub fn diagnostics_path(&self) -> PathBuf {
+        self.hook_state().join("diagnostics.jsonl")
     }
 
     pub fn diag_codes(&self) -> Vec<String> {

@@ -576,6 +576,109 @@ fn doctor_reports_invalid_rules_and_recent_panics() {
     assert!(c["message"].as_str().unwrap().contains("HOOK_PANIC×1"));
 }
 
+fn recent(checks: &[Value]) -> Value {
+    checks
+        .iter()
+        .find(|c| c["id"] == "diagnostics.recent")
+        .unwrap()
+        .clone()
+}
+
+/// threat-model.md §3 ("diagnostics"): the hooks' diagnostics live in the
+/// workspace's per-user state directory, so an agent that deletes or plants
+/// `.omo/evidence-gate/diagnostics.jsonl` changes nothing doctor reports.
+#[test]
+fn doctor_ignores_diagnostics_deleted_or_planted_in_the_workspace() {
+    let h = HookRepo::new();
+    h.stop_env(
+        &h.codex(Some("done")),
+        &[("EVIDENCE_GATE_TEST_FAULT", "panic")],
+    );
+    let in_tree = h.join(".omo/evidence-gate/diagnostics.jsonl");
+    assert!(!in_tree.exists(), "no diagnostics in the workspace");
+    let (_, checks) = doctor(&h, &["--host", "codex"]);
+    let before = recent(&checks);
+    assert_eq!(before["status"], "warn");
+    assert!(before["message"].as_str().unwrap().contains("HOOK_PANIC×1"));
+    // The agent deletes whatever it can reach of the record of the panic…
+    let _ = std::fs::remove_file(&in_tree);
+    let _ = std::fs::remove_file(h.join(".omo/evidence-gate/diagnostics.jsonl.1"));
+    let (_, checks) = doctor(&h, &["--host", "codex"]);
+    assert_eq!(
+        recent(&checks),
+        before,
+        "deleting in-tree files hides nothing"
+    );
+    // …and plants records of its own.
+    let ts = "2999-01-01T00:00:00.000Z";
+    let planted: String = (0..20)
+        .map(|_| {
+            format!(
+                "{}\n",
+                json!({"v": 1, "ts": ts, "code": "HOOK_PANIC", "level": "error", "event": "subagent-stop", "agent_type": "worker"})
+            )
+        })
+        .collect();
+    h.write(".omo/evidence-gate/diagnostics.jsonl", planted);
+    let (_, checks) = doctor(&h, &["--host", "codex"]);
+    assert_eq!(
+        recent(&checks),
+        before,
+        "planted in-tree records count for nothing"
+    );
+}
+
+/// Honest use: a fail-open is still recorded (per-user) and doctor shows it.
+#[test]
+fn a_fail_open_is_recorded_per_user_and_shown_by_doctor() {
+    let h = HookRepo::new();
+    let run = h.run(&["hook", "subagent-stop"], b"nope", &[]);
+    assert_eq!(run.code, 0);
+    assert_eq!(run.stdout, "");
+    assert_eq!(h.diag_codes(), ["HOOK_JSON_INVALID"]);
+    assert!(h.diagnostics_path().starts_with(h.state_home.path()));
+    assert!(!h.join(".omo/evidence-gate/diagnostics.jsonl").exists());
+    let (_, checks) = doctor(&h, &["--host", "codex"]);
+    let c = recent(&checks);
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("HOOK_JSON_INVALID×1"),
+        "{c}"
+    );
+}
+
+/// When the per-user state directory lies inside the workspace, the hooks'
+/// diagnostics are not written there either (never into the workspace).
+#[test]
+fn diagnostics_never_fall_back_into_the_workspace() {
+    let h = HookRepo::new();
+    let inside = h.join(".state");
+    let inside = inside.to_str().unwrap();
+    let run = h.run(
+        &["hook", "subagent-stop"],
+        b"nope",
+        &[("XDG_STATE_HOME", inside), ("HOME", inside)],
+    );
+    assert_eq!(run.code, 0);
+    let mut stack = vec![h.path().to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            assert!(
+                !p.to_string_lossy().contains("diagnostics.jsonl"),
+                "diagnostics in the workspace: {}",
+                p.display()
+            );
+            if e.file_type().unwrap().is_dir() {
+                stack.push(p);
+            }
+        }
+    }
+}
+
 #[test]
 fn doctor_catches_a_shell_that_prints_to_stdout() {
     let h = HookRepo::new();

@@ -186,8 +186,10 @@ fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
 /// Codex fails a block with an empty reason; ours are never empty.
 fn non_empty(s: String) -> String {
     if s.trim().is_empty() {
-        "evidence-gate: refused without a stated reason; see .omo/evidence-gate/diagnostics.jsonl"
-            .to_owned()
+        format!(
+            "evidence-gate: refused without a stated reason; {}",
+            crate::hooks::diagnostics::SEE
+        )
     } else {
         s
     }
