@@ -27,7 +27,25 @@ pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
         return Decision::Allow;
     }
     let candidates = c.policy.candidates(c.profile_flag);
-    let Some(found) = c.resolve_plan(&candidates) else {
+    let resolved = c.resolve_plan(&candidates);
+    // I2: a plan that exists but cannot be read decides nothing; refusing
+    // keeps a corrupted plan from switching the cap and the preflight off.
+    if let Some(u) = resolved.unreadable.first() {
+        c.plan_unreadable(
+            u,
+            "deny",
+            "the session's plan exists but cannot be read; the spawn was denied until the user acts",
+        );
+        return Decision::Deny {
+            reason: format!(
+                "evidence-gate: HOOK_PLAN_UNREADABLE: {} exists but cannot be read ({}); no spawn is gated on it. The user must fix it: {}.",
+                u.what.paths.goals(),
+                u.what.error.code(),
+                u.fix()
+            ),
+        };
+    }
+    let Some(found) = resolved.found else {
         return Decision::Allow;
     };
     // I7 / I2: the preflight and the fan-out reset read the plan; a plan its
