@@ -293,6 +293,47 @@ fn an_unreadable_plan_denies_the_spawn() {
     }
 }
 
+/// I2: the gate preflight of a plan whose attempt directory cannot be
+/// resolved is not skipped: the gate-review spawn is denied with
+/// `HOOK_PLAN_UNREADABLE`; a worker spawn of the same plan still counts.
+#[test]
+fn an_unresolvable_attempt_directory_denies_the_gate_review_spawn() {
+    let h = HookRepo::new();
+    let mut g2 = goal("G002", "in_progress", &[("C001", "pass"), ("C002", "pass")]);
+    g2["attemptDir"] = json!("../outside/a1");
+    let mut p = plan(
+        Some(SID),
+        Some("G002"),
+        vec![goal("G001", "complete", &[("C001", "pass")]), g2],
+    );
+    p["evidenceLayoutVersion"] = json!(2);
+    p["gateRules"] = json!("lazycodex");
+    h.write_plan(&format!("{ULW}/{SID}"), &p);
+    let by_message = fixture(
+        "codex/pre-tool-use-spawn/synth-gate-by-message.json",
+        h.path(),
+    );
+    let reason = deny_reason(&spawn(&h, &by_message));
+    assert!(
+        reason.starts_with("evidence-gate: HOOK_PLAN_UNREADABLE"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains(&format!("{ULW}/{SID}/goals.json")),
+        "{reason}"
+    );
+    assert!(reason.contains("goal G002"), "{reason}");
+    let d = h.diagnostics();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(
+        (d[0]["code"].as_str(), d[0]["outcome"].as_str()),
+        (Some("HOOK_PLAN_UNREADABLE"), Some("deny"))
+    );
+    assert!(counter(&h).is_none());
+    assert_allow(&spawn(&h, &worker_spawn(&h)));
+    assert_eq!(counter(&h).unwrap()["count"], 1);
+}
+
 #[test]
 fn an_invalid_limit_variable_uses_the_rules_limit() {
     let h = HookRepo::new();
