@@ -503,9 +503,15 @@ fn mkfifo(p: &std::path::Path) {
 #[test]
 fn an_unreadable_plan_holds_the_stop_until_the_user_acts() {
     let file = format!("{ULW}/{SID}/goals.json");
-    for kind in ["garbage", "fifo", "directory"] {
+    for kind in ["garbage", "fifo", "directory", "symlink"] {
         let h = HookRepo::new();
         match kind {
+            "symlink" => {
+                // A symlink to a plan with nothing left is not that plan.
+                h.write_plan("elsewhere", &plan(Some(SID), None, vec![]));
+                h.repo.mkdir(&format!("{ULW}/{SID}"));
+                std::os::unix::fs::symlink(h.join("elsewhere/goals.json"), h.join(&file)).unwrap();
+            }
             "garbage" => {
                 h.write(&file, "{ not json");
             }
