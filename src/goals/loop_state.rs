@@ -63,6 +63,18 @@ impl Located {
     }
 }
 
+/// A session's plan that exists but cannot be read: corrupt JSON, not a
+/// regular file (a FIFO, a directory, a symlink), over the size limit, or an
+/// unsafe state directory. Its state is unknown, so no gated decision may
+/// read it as "nothing left" (threat-model.md I2).
+#[derive(Debug)]
+pub struct Unreadable {
+    /// The scope whose plan could not be read.
+    pub paths: StatePaths,
+    /// Why.
+    pub error: GoalError,
+}
+
 fn read_in(
     root: &Dir,
     profile: &Profile,
@@ -82,18 +94,23 @@ fn read_in(
 /// Finds the payload session's plan in one profile (hooks.md §4.2 steps
 /// 1–3): the scoped plan of the normalised `raw_sid`; else the unscoped plan
 /// whose recorded owner normalises to the same sid; else, only with
-/// `adopt_unowned`, an unscoped plan that records no owner.
+/// `adopt_unowned`, an unscoped plan that records no owner. A plan that
+/// exists but cannot be read is an [`Unreadable`] naming its scope.
 pub fn locate(
     root: &Dir,
     profile: &Profile,
     raw_sid: Option<&str>,
     adopt_unowned: bool,
     now: &str,
-) -> Result<Option<Located>, GoalError> {
+) -> Result<Option<Located>, Box<Unreadable>> {
     let sid = raw_sid.and_then(session::normalize);
+    let read = |paths: StatePaths| {
+        read_in(root, profile, paths.clone(), now)
+            .map_err(|error| Box::new(Unreadable { paths, error }))
+    };
     if let Some(s) = &sid {
         let paths = StatePaths::new(&profile.state_dir, Some(s));
-        if let Some((dir, plan, paths)) = read_in(root, profile, paths, now)? {
+        if let Some((dir, plan, paths)) = read(paths)? {
             return Ok(Some(Located {
                 paths,
                 dir,
@@ -103,7 +120,7 @@ pub fn locate(
         }
     }
     let paths = StatePaths::new(&profile.state_dir, None);
-    let Some((dir, plan, paths)) = read_in(root, profile, paths, now)? else {
+    let Some((dir, plan, paths)) = read(paths)? else {
         return Ok(None);
     };
     let Some(ownership) = unscoped_ownership(&plan, sid.as_deref(), adopt_unowned) else {

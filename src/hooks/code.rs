@@ -96,7 +96,7 @@ diag_codes! {
     GateLedgerForged = "GATE_LEDGER_FORGED", Policy, Warn, "The in-tree gate ledger held records its per-user witness never wrote; they were dropped from it and recorded in both.";
     // Goal-loop hooks (hooks.md §4–§6).
     HookEnvInvalid = "HOOK_ENV_INVALID", Degraded, Warn, "`OMO_SPAWN_FANOUT_LIMIT` is not a positive integer; `spawn.fanout_limit` was used.";
-    HookPlanUnreadable = "HOOK_PLAN_UNREADABLE", Plumbing, Error, "The session's goal plan is unreadable or corrupt; the hook allowed.";
+    HookPlanUnreadable = "HOOK_PLAN_UNREADABLE", TrustState, Error, "The session's goal plan exists but cannot be read (corrupt JSON, a FIFO, directory or symlink, oversized): the Stop hook held the stop (within the resume budget, then paused with a notice) and the spawn guard denied, until the user restores `goals.json` from version control (`repair --check` says what is wrong); the prompt hook, which gates nothing, passed it over.";
     StopStuck = "STOP_STUCK", Policy, Info, "Auto-resume paused: goal and criteria state did not change over the allowed resumes; a stuck marker was written.";
     StopDeferUnverified = "STOP_DEFER_UNVERIFIED", Policy, Info, "A continuation owner's file (`.omo/boulder.json`) claims the session, but a file the agent can write does not silence a resume by itself (threat-model.md I5): the resume went ahead.";
     SteerWorkerIgnored = "STEER_WORKER_IGNORED", Policy, Info, "A steering directive from a team worker was ignored (only the leader changes goal state).";

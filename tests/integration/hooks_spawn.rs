@@ -236,6 +236,104 @@ fn no_plan_or_another_tool_counts_nothing() {
     assert!(counter(&h).is_none());
 }
 
+/// I2: a plan that exists but cannot be read decides no spawn: garbage, a
+/// FIFO or a directory in place of goals.json denies with
+/// `HOOK_PLAN_UNREADABLE`, the file and the fix (never hanging on the FIFO),
+/// and counts nothing.
+#[test]
+fn an_unreadable_plan_denies_the_spawn() {
+    let file = format!("{ULW}/{SID}/goals.json");
+    for kind in ["garbage", "fifo", "directory"] {
+        let h = HookRepo::new();
+        match kind {
+            "garbage" => {
+                h.write(&file, "{ not json");
+            }
+            "fifo" => {
+                h.repo.mkdir(&format!("{ULW}/{SID}"));
+                assert!(
+                    std::process::Command::new("mkfifo")
+                        .arg(h.join(&file))
+                        .status()
+                        .unwrap()
+                        .success()
+                );
+            }
+            _ => {
+                h.repo.mkdir(&file);
+            }
+        }
+        let started = std::time::Instant::now();
+        let reason = deny_reason(&spawn(&h, &worker_spawn(&h)));
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "{kind}: slow"
+        );
+        assert!(
+            reason.starts_with("evidence-gate: HOOK_PLAN_UNREADABLE"),
+            "{reason}"
+        );
+        assert!(reason.contains(&file), "{kind}: {reason}");
+        assert!(reason.contains("git checkout --"), "{reason}");
+        assert!(reason.contains("repair --session-id"), "{reason}");
+        let d = h.diagnostics();
+        assert_eq!(d.len(), 1, "{kind}: {d:?}");
+        assert_eq!(d[0]["code"], "HOOK_PLAN_UNREADABLE");
+        assert_eq!(d[0]["outcome"], "deny");
+        assert!(counter(&h).is_none(), "{kind}");
+        // Restored: the spawn is allowed and counted.
+        if kind == "directory" {
+            std::fs::remove_dir(h.join(&file)).unwrap();
+        } else {
+            std::fs::remove_file(h.join(&file)).unwrap();
+        }
+        gate_ready_plan(&h, "lazycodex");
+        assert_allow(&spawn(&h, &worker_spawn(&h)));
+        assert_eq!(counter(&h).unwrap()["count"], 1, "{kind}");
+    }
+}
+
+/// I2: the gate preflight of a plan whose attempt directory cannot be
+/// resolved is not skipped: the gate-review spawn is denied with
+/// `HOOK_PLAN_UNREADABLE`; a worker spawn of the same plan still counts.
+#[test]
+fn an_unresolvable_attempt_directory_denies_the_gate_review_spawn() {
+    let h = HookRepo::new();
+    let mut g2 = goal("G002", "in_progress", &[("C001", "pass"), ("C002", "pass")]);
+    g2["attemptDir"] = json!("../outside/a1");
+    let mut p = plan(
+        Some(SID),
+        Some("G002"),
+        vec![goal("G001", "complete", &[("C001", "pass")]), g2],
+    );
+    p["evidenceLayoutVersion"] = json!(2);
+    p["gateRules"] = json!("lazycodex");
+    h.write_plan(&format!("{ULW}/{SID}"), &p);
+    let by_message = fixture(
+        "codex/pre-tool-use-spawn/synth-gate-by-message.json",
+        h.path(),
+    );
+    let reason = deny_reason(&spawn(&h, &by_message));
+    assert!(
+        reason.starts_with("evidence-gate: HOOK_PLAN_UNREADABLE"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains(&format!("{ULW}/{SID}/goals.json")),
+        "{reason}"
+    );
+    assert!(reason.contains("goal G002"), "{reason}");
+    let d = h.diagnostics();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(
+        (d[0]["code"].as_str(), d[0]["outcome"].as_str()),
+        (Some("HOOK_PLAN_UNREADABLE"), Some("deny"))
+    );
+    assert!(counter(&h).is_none());
+    assert_allow(&spawn(&h, &worker_spawn(&h)));
+    assert_eq!(counter(&h).unwrap()["count"], 1);
+}
+
 #[test]
 fn an_invalid_limit_variable_uses_the_rules_limit() {
     let h = HookRepo::new();

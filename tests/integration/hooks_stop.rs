@@ -486,16 +486,119 @@ fn a_boulder_claim_does_not_silence_the_resume() {
     }
 }
 
+fn mkfifo(p: &std::path::Path) {
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(p)
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+/// I2 (threat-model.md §4): a plan that exists but cannot be read is not
+/// "nothing left". Garbage, a FIFO or a directory in place of goals.json
+/// holds the stop with `HOOK_PLAN_UNREADABLE`, the file and the fix, and
+/// tells the user to act; the agent cannot escape the resume by breaking it.
 #[test]
-fn an_unreadable_plan_allows_with_a_diagnostic() {
+fn an_unreadable_plan_holds_the_stop_until_the_user_acts() {
+    let file = format!("{ULW}/{SID}/goals.json");
+    for kind in ["garbage", "fifo", "directory", "symlink"] {
+        let h = HookRepo::new();
+        match kind {
+            "symlink" => {
+                // A symlink to a plan with nothing left is not that plan.
+                h.write_plan("elsewhere", &plan(Some(SID), None, vec![]));
+                h.repo.mkdir(&format!("{ULW}/{SID}"));
+                std::os::unix::fs::symlink(h.join("elsewhere/goals.json"), h.join(&file)).unwrap();
+            }
+            "garbage" => {
+                h.write(&file, "{ not json");
+            }
+            "fifo" => {
+                h.repo.mkdir(&format!("{ULW}/{SID}"));
+                mkfifo(&h.join(&file));
+            }
+            _ => {
+                h.repo.mkdir(&file);
+            }
+        }
+        let started = std::time::Instant::now();
+        let (reason, message) = halt_reason(&stop(&h, &h.codex_stop(SID)));
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "{kind}: slow"
+        );
+        assert!(
+            reason.starts_with("evidence-gate: HOOK_PLAN_UNREADABLE"),
+            "{reason}"
+        );
+        assert!(reason.contains(&file), "{kind}: {reason}");
+        assert!(reason.contains("git checkout --"), "{reason}");
+        assert!(
+            reason.contains("evidence-gate ulw-loop repair --session-id sess-1 --check"),
+            "{reason}"
+        );
+        assert!(message.contains("the user must act"), "{message}");
+        assert!(message.contains(&file), "{message}");
+        let d = h.diagnostics();
+        assert_eq!(d.len(), 1, "{kind}: {d:?}");
+        assert_eq!(d[0]["code"], "HOOK_PLAN_UNREADABLE");
+        assert_eq!(d[0]["outcome"], "block");
+        assert_eq!(d[0]["event"], "stop");
+        assert_eq!(d[0]["detail"]["file"], file.as_str());
+        if kind == "garbage" {
+            assert_eq!(d[0]["detail"]["error"], "ULW_LOOP_PLAN_CORRUPT");
+        }
+    }
+}
+
+/// The hold spends the usual resume budget (default 2) keyed on the file as
+/// it is, then pauses with a notice, so a user is never wedged; a changed
+/// file gets a fresh budget.
+#[test]
+fn an_unreadable_plan_pauses_after_the_resume_budget() {
     let h = HookRepo::new();
-    h.write(&format!("{ULW}/{SID}/goals.json"), "{ not json");
+    let file = format!("{ULW}/{SID}/goals.json");
+    h.write(&file, "{ not json");
+    halt_reason(&stop(&h, &h.codex_stop(SID)));
+    halt_reason(&stop(&h, &h.codex_stop(SID)));
+    let run = stop(&h, &h.codex_stop(SID));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v = run.json();
+    assert_eq!(v.as_object().unwrap().len(), 1, "only systemMessage: {v}");
+    let msg = v["systemMessage"].as_str().unwrap();
+    assert!(msg.contains("HOOK_PLAN_UNREADABLE"), "{msg}");
+    assert!(msg.contains("the user must act"), "{msg}");
+    // Paused: the stuck marker holds while the file stays as it is.
     assert_allow(&stop(&h, &h.codex_stop(SID)));
-    let d = h.diagnostics();
-    assert_eq!(d.len(), 1, "{d:?}");
-    assert_eq!(d[0]["code"], "HOOK_PLAN_UNREADABLE");
-    assert_eq!(d[0]["detail"]["error"], "ULW_LOOP_PLAN_CORRUPT");
-    assert_eq!(d[0]["event"], "stop");
+    assert_eq!(
+        h.diag_codes(),
+        ["HOOK_PLAN_UNREADABLE", "HOOK_PLAN_UNREADABLE", "STOP_STUCK",]
+    );
+    // New garbage is a new fault: held again.
+    h.write(&file, "{ other garbage, longer");
+    halt_reason(&stop(&h, &h.codex_stop(SID)));
+    // Restored: the plan resumes as usual.
+    live_plan(&h);
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(reason.contains("resume 1 of 2"), "{reason}");
+}
+
+/// Honest use: without any plan the stop is allowed, and a valid plan
+/// resumes normally (no `HOOK_PLAN_UNREADABLE`).
+#[test]
+fn no_plan_allows_and_a_valid_plan_resumes_without_the_hold() {
+    let h = HookRepo::new();
+    assert_allow(&stop(&h, &h.codex_stop(SID)));
+    // An empty state directory is no plan either.
+    h.repo.mkdir(&format!("{ULW}/{SID}"));
+    assert_allow(&stop(&h, &h.codex_stop(SID)));
+    assert!(h.diagnostics().is_empty());
+    live_plan(&h);
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(reason.contains("resume 1 of 2"), "{reason}");
+    assert!(h.diagnostics().is_empty());
 }
 
 #[test]

@@ -286,14 +286,54 @@ pub struct Found<'a> {
     pub located: Located,
 }
 
+/// A session's plan that exists but cannot be read, and its profile.
+pub struct UnreadablePlan<'a> {
+    /// The profile.
+    pub profile: &'a LoopProfile,
+    /// The scope and the error.
+    pub what: Box<loop_state::Unreadable>,
+}
+
+impl UnreadablePlan<'_> {
+    /// `--session-id <sid>` for rendered commands of a scoped plan.
+    pub fn scope_flag(&self) -> String {
+        self.what
+            .paths
+            .sid
+            .as_deref()
+            .map(|s| format!(" {} {s}", self.profile.profile.session.flag))
+            .unwrap_or_default()
+    }
+
+    /// The one-line fix shown with `HOOK_PLAN_UNREADABLE`.
+    pub fn fix(&self) -> String {
+        let file = self.what.paths.goals();
+        format!(
+            "restore {file} from version control (`git checkout -- {file}`); `{} repair{} --check` says what is wrong",
+            self.profile.profile.command_prefix,
+            self.scope_flag()
+        )
+    }
+}
+
+/// The plans of a session over the candidate profiles.
+pub struct Resolved<'a> {
+    /// The plan the hooks act on, if one was read.
+    pub found: Option<Found<'a>>,
+    /// Plans that exist but could not be read, in profile order.
+    pub unreadable: Vec<UnreadablePlan<'a>>,
+}
+
 impl<'a> Ctx<'a> {
     /// Resolves the session's plan over `candidates` (hooks.md §4.2): live
     /// plans (not run-complete) beat finished ones, then the latest
-    /// `updatedAt`, then profile order. A plan that cannot be read writes
-    /// `HOOK_PLAN_UNREADABLE` and is passed over.
-    pub fn resolve_plan(&self, candidates: &[&'a LoopProfile]) -> Option<Found<'a>> {
+    /// `updatedAt`, then profile order. A plan that exists but cannot be
+    /// read is returned apart: the Stop hook and the spawn guard refuse on
+    /// it (threat-model.md I2), the prompt hook passes it over.
+    pub fn resolve_plan(&self, candidates: &[&'a LoopProfile]) -> Resolved<'a> {
         let now = crate::time::rfc3339_ms(std::time::SystemTime::now());
         let mut found: Vec<(usize, Found<'a>)> = Vec::new();
+        let mut unreadable = Vec::new();
         for (i, p) in candidates.iter().enumerate() {
             match loop_state::locate(
                 self.root,
@@ -310,19 +350,7 @@ impl<'a> Ctx<'a> {
                     },
                 )),
                 Ok(None) => {}
-                Err(e) => self.diag.write(
-                    HookCode::HookPlanUnreadable,
-                    "allow",
-                    &format!(
-                        "the {} plan of this session could not be read; it was passed over",
-                        p.profile.display_name
-                    ),
-                    Some(json!({
-                        "profile": p.profile.name,
-                        "error": e.code(),
-                        "message": super::host::encode::cap_bytes(&e.message, 800),
-                    })),
-                ),
+                Err(what) => unreadable.push(UnreadablePlan { profile: p, what }),
             }
         }
         found.sort_by(|(ia, a), (ib, b)| {
@@ -335,8 +363,56 @@ impl<'a> Ctx<'a> {
         let best = found.into_iter().next().map(|(_, f)| f);
         if let Some(f) = &best {
             self.diag.set_profile(Some(&f.profile.profile.name));
+        } else if let Some(u) = unreadable.first() {
+            self.diag.set_profile(Some(&u.profile.profile.name));
         }
-        best
+        Resolved {
+            found: best,
+            unreadable,
+        }
+    }
+
+    /// Writes the `HOOK_PLAN_UNREADABLE` line of `u` with `outcome`.
+    pub fn plan_unreadable(&self, u: &UnreadablePlan<'_>, outcome: &str, summary: &str) {
+        self.diag.write(
+            HookCode::HookPlanUnreadable,
+            outcome,
+            summary,
+            Some(json!({
+                "profile": u.profile.profile.name,
+                "file": u.what.paths.goals(),
+                "error": u.what.error.code(),
+                "message": super::host::encode::cap_bytes(&u.what.error.message, 800),
+                "fix": u.fix(),
+            })),
+        );
+    }
+
+    /// A fingerprint of an unreadable plan for the resume budget: its
+    /// error and the `lstat` of `goals.json` (kind, size, mtime, inode; never
+    /// opened, so a FIFO cannot hang the hook). It changes when the file
+    /// does, so a fresh fault gets a fresh budget.
+    pub fn unreadable_digest(&self, u: &UnreadablePlan<'_>) -> String {
+        let file = u.what.paths.goals();
+        let meta = match self.root.symlink_metadata(&file) {
+            Ok(m) => {
+                use cap_fs_ext::MetadataExt;
+                format!(
+                    "{:?} {} {:?} {}",
+                    m.file_type(),
+                    m.len(),
+                    m.modified().ok(),
+                    m.ino()
+                )
+            }
+            Err(e) => format!("{:?}", e.kind()),
+        };
+        let text = format!(
+            "{file}\n{}\n{}\n{meta}",
+            u.what.error.code(),
+            u.what.error.message
+        );
+        crate::digest::sha256_hex(text.as_bytes())
     }
 
     fn env_worker(&self) -> Option<String> {
@@ -509,6 +585,16 @@ impl<'a> Ctx<'a> {
     /// `<user state>/hooks/goal-loop/<16 hex of the state path>/`, out of
     /// the agent's reach (threat-model.md §3). A fault blocks (`tool`: denies).
     pub fn side_state(&self, found: &Found<'_>, tool: bool) -> Result<SideState, Decision> {
+        self.side_state_at(&found.located.paths, tool)
+    }
+
+    /// [`Ctx::side_state`] of the plan scope `paths` (a plan that could not
+    /// be read has its budget there too).
+    pub fn side_state_at(
+        &self,
+        paths: &crate::goals::StatePaths,
+        tool: bool,
+    ) -> Result<SideState, Decision> {
         let hs = HookState::open(self.amb, &self.env.cwd, None).map_err(|f| {
             self.fault(
                 HookCode::HookStateIo,
@@ -519,7 +605,7 @@ impl<'a> Ctx<'a> {
                 f.fix,
             )
         })?;
-        let key = &crate::digest::sha256_hex(found.located.paths.file("").as_bytes())[..16];
+        let key = &crate::digest::sha256_hex(paths.file("").as_bytes())[..16];
         let rel = format!("goal-loop/{key}");
         let base = hs.display(&rel);
         let dir = hs.subdir(&rel).map_err(|e| {

@@ -27,7 +27,25 @@ pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
         return Decision::Allow;
     }
     let candidates = c.policy.candidates(c.profile_flag);
-    let Some(found) = c.resolve_plan(&candidates) else {
+    let resolved = c.resolve_plan(&candidates);
+    // I2: a plan that exists but cannot be read decides nothing; refusing
+    // keeps a corrupted plan from switching the cap and the preflight off.
+    if let Some(u) = resolved.unreadable.first() {
+        c.plan_unreadable(
+            u,
+            "deny",
+            "the session's plan exists but cannot be read; the spawn was denied until the user acts",
+        );
+        return Decision::Deny {
+            reason: format!(
+                "evidence-gate: HOOK_PLAN_UNREADABLE: {} exists but cannot be read ({}); no spawn is gated on it. The user must fix it: {}.",
+                u.what.paths.goals(),
+                u.what.error.code(),
+                u.fix()
+            ),
+        };
+    }
+    let Some(found) = resolved.found else {
         return Decision::Allow;
     };
     // I7 / I2: the preflight and the fan-out reset read the plan; a plan its
@@ -78,7 +96,10 @@ fn tampered(found: &Found<'_>, b: &crate::goals::binding::Binding) -> Decision {
 
 fn decide_locked(c: &Ctx<'_>, found: &Found<'_>, side: &SideState, input: &Value) -> Decision {
     if is_gate_review(c, input) {
-        let missing = preflight_missing(c, found);
+        let missing = match preflight_missing(c, found) {
+            Ok(m) => m,
+            Err(d) => return d,
+        };
         if !missing.is_empty() {
             return Decision::Deny {
                 reason: format!(
@@ -139,16 +160,17 @@ pub(super) fn is_gate_review(c: &Ctx<'_>, input: &Value) -> bool {
 /// The missing reports of the final candidate's gate (hooks.md §6.3 step
 /// 5), as repo-relative paths; empty when the preflight does not apply (no
 /// final candidate, or its criteria are not all `pass`: the gate judges
-/// later) or every report is there.
-fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Vec<String> {
+/// later) or every report is there. A plan whose gate rules or attempt
+/// directory cannot be resolved denies the spawn (threat-model.md I2).
+fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Result<Vec<String>, Decision> {
     let plan = &found.located.plan;
     let Some(goal) = loop_state::final_candidate(plan) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     if goal.status() == GoalStatus::Complete
         || !goal.criteria().all(|k| k.status() == CriterionStatus::Pass)
     {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let engine = match c.engine_for(found.profile, found.located.paths.sid.clone(), true) {
         Ok(e) => e,
@@ -159,7 +181,7 @@ fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Vec<String> {
                 "the gate preflight could not build the goal engine; it was skipped",
                 Some(json!({"problem": crate::hooks::host::encode::cap_bytes(&problem, 800)})),
             );
-            return Vec::new();
+            return Ok(Vec::new());
         }
     };
     let resolved = gate::rules_of(&engine, plan).and_then(|name| {
@@ -169,17 +191,29 @@ fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Vec<String> {
     let (name, base) = match resolved {
         Ok(x) => x,
         Err(e) => {
+            let file = found.located.paths.goals();
+            let fix = format!(
+                "restore {file} from version control (`git checkout -- {file}`); `{} repair --check` says what is wrong",
+                found.profile.profile.command_prefix
+            );
             c.diag.write(
                 HookCode::HookPlanUnreadable,
-                "allow",
-                "the final goal's gate rules or attempt directory could not be resolved; the preflight was skipped",
-                Some(json!({"error": e.code(), "goal": goal.id()})),
+                "deny",
+                "the final goal's gate rules or attempt directory could not be resolved; the gate-review spawn was denied",
+                Some(json!({"error": e.code(), "goal": goal.id(), "file": file, "fix": fix})),
             );
-            return Vec::new();
+            return Err(Decision::Deny {
+                reason: format!(
+                    "evidence-gate: HOOK_PLAN_UNREADABLE: {file}: the gate rules or attempt directory of goal {} cannot be resolved ({}: {}); no gate review is preflighted on it. The user must fix it: {fix}.",
+                    goal.id(),
+                    e.code(),
+                    crate::hooks::host::encode::cap_bytes(&e.message, 400)
+                ),
+            });
         }
     };
     let Some(rules) = engine.gates().get(&name) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let limits = engine.evidence_rules().limits.path_limits();
     let present = |n: &str| {
@@ -188,7 +222,7 @@ fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Vec<String> {
                 .is_ok_and(|(_, meta)| meta.is_file() && meta.len() > 0)
         })
     };
-    preflight::requirements(rules, goal.id())
+    Ok(preflight::requirements(rules, goal.id())
         .into_iter()
         .filter(|r| !r.names.iter().any(|n| present(n)))
         .map(|r| {
@@ -203,7 +237,7 @@ fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Vec<String> {
                 alternatives.join(", ")
             )
         })
-        .collect()
+        .collect())
 }
 
 /// The limit: `spawn.fanout_env` when it is a positive integer, else

@@ -9,8 +9,9 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 
 use super::SideState;
-use super::{Ctx, Found, Policy, boulder, prompts};
+use super::{Ctx, Found, LoopProfile, Policy, UnreadablePlan, boulder, prompts};
 use crate::digest::sha256_hex;
+use crate::goals::StatePaths;
 use crate::goals::lifecycle;
 use crate::goals::loop_state;
 use crate::goals::plan::Goal;
@@ -25,7 +26,13 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
         return Decision::Allow;
     }
     let candidates = c.policy.candidates(c.profile_flag);
-    let Some(found) = c.resolve_plan(&candidates) else {
+    let resolved = c.resolve_plan(&candidates);
+    // I2: a plan that exists but cannot be read is not "nothing left" —
+    // the agent can corrupt it to escape the resume.
+    if let Some(u) = resolved.unreadable.first() {
+        return unreadable(c, u);
+    }
+    let Some(found) = resolved.found else {
         return Decision::Allow;
     };
     c.observe_head(&found);
@@ -70,6 +77,70 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
     resume(c, &found, goal)
 }
 
+/// The hold on a plan that exists but cannot be read (threat-model.md I2):
+/// a halt telling the user to act, within the resume budget (keyed by the
+/// file's fingerprint, so it holds until the file changes), then a pause.
+fn unreadable(c: &Ctx<'_>, u: &UnreadablePlan<'_>) -> Decision {
+    let file = u.what.paths.goals();
+    let fix = u.fix();
+    let reason = format!(
+        "evidence-gate: HOOK_PLAN_UNREADABLE: {file} exists but cannot be read ({}: {}). The run's state is unknown, so it is not finished: do not delete, rewrite or work around this file; the user must fix it: {fix}.",
+        u.what.error.code(),
+        u.what.error.message
+    );
+    let reason = crate::hooks::host::encode::cap_bytes(&reason, c.hooks.max_reason_bytes);
+    let max = c.policy.stop.max_resumes_without_progress;
+    let subject = Subject {
+        profile: u.profile,
+        paths: &u.what.paths,
+        scope_sid: u.what.paths.sid.as_deref(),
+        halt: Some(format!(
+            "evidence-gate: HOOK_PLAN_UNREADABLE at {file} — the user must act: {fix}. The stop is held at most {max} times while the file stays as it is."
+        )),
+    };
+    let render = |_: u64, _: u64| reason.clone();
+    let digest = c.unreadable_digest(u);
+    let d = budgeted(
+        c,
+        &subject,
+        "plan-unreadable",
+        &digest,
+        "HOOK_PLAN_UNREADABLE",
+        &render,
+    );
+    if matches!(d, Decision::Halt { .. }) {
+        c.plan_unreadable(
+            u,
+            d.outcome(),
+            "the session's plan exists but cannot be read; the stop was held until the user acts",
+        );
+    }
+    d
+}
+
+/// Whose resume budget a block spends.
+struct Subject<'s> {
+    profile: &'s LoopProfile,
+    /// The plan scope (names the per-user side-file directory).
+    paths: &'s StatePaths,
+    /// The session id rendered commands name.
+    scope_sid: Option<&'s str>,
+    /// `Some(message)`: a fault the user must act on, held as a
+    /// [`Decision::Halt`] with this `systemMessage`.
+    halt: Option<String>,
+}
+
+impl<'s> Subject<'s> {
+    fn of(found: &'s Found<'_>) -> Subject<'s> {
+        Subject {
+            profile: found.profile,
+            paths: &found.located.paths,
+            scope_sid: found.located.scope_sid(),
+            halt: None,
+        }
+    }
+}
+
 /// The block of a tampered plan, within the resume budget (the counter is
 /// keyed by the tampered body's digest, so it holds until the plan changes).
 fn tampered(c: &Ctx<'_>, found: &Found<'_>, b: &crate::goals::binding::Binding) -> Decision {
@@ -92,7 +163,14 @@ fn tampered(c: &Ctx<'_>, found: &Found<'_>, b: &crate::goals::binding::Binding) 
     );
     let reason = crate::hooks::host::encode::cap_bytes(&reason, c.hooks.max_reason_bytes);
     let render = |_: u64, _: u64| reason.clone();
-    budgeted(c, found, "plan-tampered", &b.body_sha256, code, &render)
+    budgeted(
+        c,
+        &Subject::of(found),
+        "plan-tampered",
+        &b.body_sha256,
+        code,
+        &render,
+    )
 }
 
 /// A context-pressure marker inside a compaction record the host wrote in
@@ -152,7 +230,7 @@ fn resume(c: &Ctx<'_>, found: &Found<'_>, goal: Goal<'_>) -> Decision {
             c.hooks.max_reason_bytes,
         )
     };
-    budgeted(c, found, &key, &digest, goal.id(), &render)
+    budgeted(c, &Subject::of(found), &key, &digest, goal.id(), &render)
 }
 
 /// Blocks with `render(count, max)` at most `stop.max_resumes_without_progress`
@@ -160,7 +238,7 @@ fn resume(c: &Ctx<'_>, found: &Found<'_>, goal: Goal<'_>) -> Decision {
 /// keyed by `key` (`label` names the goal or condition in diagnostics).
 fn budgeted(
     c: &Ctx<'_>,
-    found: &Found<'_>,
+    found: &Subject<'_>,
     key: &str,
     digest: &str,
     label: &str,
@@ -168,7 +246,7 @@ fn budgeted(
 ) -> Decision {
     // The counters, stuck markers and their lock live in the per-user state
     // (threat-model.md §3): nothing planted in the tree silences the resume.
-    let side = match c.side_state(found, false) {
+    let side = match c.side_state_at(found.paths, false) {
         Ok(s) => s,
         Err(d) => return d,
     };
@@ -179,7 +257,7 @@ fn budgeted(
 
 fn resume_locked(
     c: &Ctx<'_>,
-    found: &Found<'_>,
+    found: &Subject<'_>,
     side: &SideState,
     label: &str,
     key: &str,
@@ -227,8 +305,13 @@ fn resume_locked(
                 &e,
             );
         }
-        return Decision::Block {
-            reason: render(count + 1, max),
+        let reason = render(count + 1, max);
+        return match &found.halt {
+            Some(message) => Decision::Halt {
+                reason,
+                message: message.clone(),
+            },
+            None => Decision::Block { reason },
         };
     }
     let v = json!({
@@ -244,7 +327,8 @@ fn resume_locked(
             &e,
         );
     }
-    let notify = c.policy.stop.notify_when_stuck;
+    // A fault the user must act on is always told, paused or not.
+    let notify = c.policy.stop.notify_when_stuck || found.halt.is_some();
     c.diag.write(
         HookCode::StopStuck,
         if notify { "notify" } else { "allow" },
@@ -254,9 +338,15 @@ fn resume_locked(
     if !notify {
         return Decision::Allow;
     }
+    if let Some(message) = &found.halt {
+        return Decision::Notify {
+            message: format!(
+                "evidence-gate: {label}: the stop was held {count} times and is let through now, so the session is not wedged; the fault remains. {message}"
+            ),
+        };
+    }
     let scope = found
-        .located
-        .scope_sid()
+        .scope_sid
         .map(|s| format!(" {} {s}", p.profile.session.flag))
         .unwrap_or_default();
     Decision::Notify {

@@ -163,7 +163,16 @@ fn profile_allows(c: &Ctx<'_>) -> bool {
     {
         return false;
     }
-    match c.resolve_plan(&candidates) {
+    // The prompt hook gates nothing: an unreadable plan is passed over.
+    let resolved = c.resolve_plan(&candidates);
+    for u in &resolved.unreadable {
+        c.plan_unreadable(
+            u,
+            "allow",
+            "the session's plan could not be read; it was passed over (the prompt hook gates nothing)",
+        );
+    }
+    match resolved.found {
         Some(f) => f.profile.profile.hooks.ultrawork_injection,
         None => true,
     }
