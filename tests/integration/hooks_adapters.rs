@@ -295,6 +295,53 @@ fn recorded_claude_subagent_stop_blocks_then_releases() {
     assert!(!run.stdout.contains("\"decision\""), "{}", run.stdout);
 }
 
+/// The recorded Claude Code 2.1.332 SubagentStop of a worker that wrote a
+/// deliverable and a plain receipt and ended with the receipt marker (the
+/// real-host suite's `claude_subagent_stop_with_receipt`): the stop is
+/// accepted on the first try and the gate ledger's witness and its in-tree
+/// mirror both record one `receipt_accepted`. Without the receipt file the
+/// same payload blocks with `RECEIPT_NOT_FOUND`.
+#[test]
+fn recorded_claude_subagent_stop_accepts_a_valid_receipt() {
+    use crate::hooks_support::*;
+    const CASE: &str = "claude-code/subagent-stop/recorded-claude-code-2.1.332-accept-receipt.json";
+    let receipt = "Wrote widget.txt with the line widget v1; verified with cat widget.txt, \
+                   which printed widget v1.\n";
+
+    let missing = HookRepo::new();
+    let claude = [("CLAUDE_PROJECT_DIR", missing.path().to_str().unwrap())];
+    let p = fixture(CASE, missing.path());
+    let reason = block_reason(&missing.stop_env(&p, &claude));
+    assert_eq!(reason_codes(&reason), ["RECEIPT_NOT_FOUND"], "{reason}");
+
+    let h = HookRepo::new();
+    let claude = [("CLAUDE_PROJECT_DIR", h.path().to_str().unwrap())];
+    h.write("widget.txt", "widget v1\n");
+    h.write(".omo/evidence/e2e-receipt.md", receipt);
+    let p = fixture(CASE, h.path());
+    assert!(p.get("turn_id").is_none() && p.get("prompt_id").is_some());
+    assert!(
+        p["last_assistant_message"]
+            .as_str()
+            .unwrap()
+            .ends_with("EVIDENCE_RECORDED: .omo/evidence/e2e-receipt.md")
+    );
+    assert_allow(&h.stop_env(&p, &claude));
+    let mirror = h.ledger();
+    assert_eq!(mirror, h.witness(), "the mirror is the witness");
+    assert_eq!(mirror.len(), 1, "{mirror:?}");
+    assert_eq!(mirror[0]["kind"], "receipt_accepted");
+    assert_eq!(mirror[0]["host"], "claude-code");
+    assert!(
+        mirror[0]["receipt"]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with(".omo/evidence/e2e-receipt.md"),
+        "{}",
+        mirror[0]
+    );
+}
+
 /// `--host gemini-cli` (the adapter folder's and npm package's name) is an
 /// alias of `gemini`, for the hook and for `init`.
 #[test]
