@@ -172,7 +172,10 @@ fn every_adapter_decodes_every_fixture_of_its_host() {
                 if host == Host::Codex {
                     assert!(d.envelope.turn_id.is_some(), "{file}");
                 }
-                if file.contains("with-receipt") || file == "synth-worker.json" {
+                if file.contains("with-receipt")
+                    || file.contains("accept-receipt")
+                    || file == "synth-worker.json"
+                {
                     assert!(
                         s.last_message
                             .as_deref()
