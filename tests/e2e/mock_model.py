@@ -15,7 +15,10 @@ The agent's turn is scripted through the conversation itself:
     "E2E_DONE";
   * when the newest user text holds `E2E_SHELL<<cmd>>`, the reply is one call of the
     host's shell tool running `cmd`;
-  * when it holds `E2E_TOOL<<name>><<json>>`, the reply calls tool `name` with that input;
+  * when it holds `E2E_TOOL<<name>><<json>>`, the reply calls tool `name` with that input
+    (a tool inside a Responses `namespace` is called with its namespace);
+  * when the newest message is a Codex `spawn_agent` result, the reply waits for that
+    agent (`wait_agent`), so the worker runs before the turn ends;
   * otherwise the reply is the final text "E2E_DONE".
 Only the newest user message counts, so a hook's block reason (which arrives as the next
 user message) ends in a final text and the host's own loop guard ends the turn.
@@ -114,12 +117,30 @@ def user_text_before_results(kind, body):
     return ""
 
 
+def spawned_agent(output):
+    """The agent id of a Codex `spawn_agent` result, else None."""
+    try:
+        v = json.loads(output) if isinstance(output, str) else None
+    except ValueError:
+        return None
+    return v.get("agent_id") if isinstance(v, dict) and "nickname" in v else None
+
+
+def namespaced_tools(body):
+    return [x.get("name") for t in body.get("tools") or [] if t.get("type") == "namespace"
+            for x in t.get("tools") or []]
+
+
 def plan(kind, body):
     """Returns ("text", str) or ("tool", name, input) for the newest turn."""
     if kind == "openai":
         items = body.get("input") or []
         last = items[-1] if items else {}
         if last.get("type") in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
+            spawned = spawned_agent(last.get("output"))
+            if spawned and "wait_agent" in namespaced_tools(body):
+                # Codex's spawn_agent returns at once; wait for the worker before ending.
+                return ("tool", "wait_agent", {"targets": [spawned], "timeout_ms": 60000})
             return ("text", final_text(user_text_before_results(kind, body)))
         users = [i for i in items if i.get("role") == "user"]
         newest = text_of(users[-1].get("content")) if users else ""
@@ -213,6 +234,10 @@ def openai_events(body, p):
         cid = next_id("call_")
         item = {"type": "function_call", "id": next_id("fc_"), "call_id": cid, "name": p[1],
                 "arguments": json.dumps(p[2]), "status": "completed"}
+        # A tool inside a namespace (Codex's `multi_agent_v1`) is called with its namespace.
+        for t in body.get("tools") or []:
+            if t.get("type") == "namespace" and any(x.get("name") == p[1] for x in t.get("tools") or []):
+                item["namespace"] = t["name"]
         ev.append(("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}))
         ev.append(("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}))
     ev.append(("response.completed", {"type": "response.completed",

@@ -505,6 +505,15 @@ RECEIPT = ("Wrote widget.txt with the line widget v1; verified with cat widget.t
            "which printed widget v1.")
 
 
+def worker_script():
+    """The worker's script: one shell call writes the deliverable and a plain receipt, then
+    the final message ends with the receipt marker."""
+    cmd = ("mkdir -p .omo/evidence && printf 'widget v1\\n' > widget.txt && "
+           f"printf '%s\\n' '{RECEIPT}' > .omo/evidence/e2e-receipt.md && cat widget.txt")
+    final = "Wrote widget.txt.\nEVIDENCE_RECORDED: .omo/evidence/e2e-receipt.md"
+    return f"E2E_SHELL<<{cmd}>> E2E_FINAL<<{final}>>"
+
+
 def claude_subagent_stop_with_receipt(args, mock):
     env = claude_env(args, mock, "subagent-receipt")
     env.init()
@@ -513,15 +522,31 @@ def claude_subagent_stop_with_receipt(args, mock):
     (agents / "lazycodex-worker-low.md").write_text(
         "---\nname: lazycodex-worker-low\ndescription: e2e worker\ntools: Bash\n---\nDo the work and end with a receipt.\n")
     mock.since_mark()
-    # The worker's script: one shell call writes the deliverable and a plain receipt, then
-    # the final message ends with the receipt marker.
-    cmd = ("mkdir -p .omo/evidence && printf 'widget v1\\n' > widget.txt && "
-           f"printf '%s\\n' '{RECEIPT}' > .omo/evidence/e2e-receipt.md && cat widget.txt")
-    final = "Wrote widget.txt.\nEVIDENCE_RECORDED: .omo/evidence/e2e-receipt.md"
-    call = {"description": "e2e worker", "subagent_type": "lazycodex-worker-low",
-            "prompt": f"E2E_SHELL<<{cmd}>> E2E_FINAL<<{final}>>"}
+    call = {"description": "e2e worker", "subagent_type": "lazycodex-worker-low", "prompt": worker_script()}
     claude(env, "E2E_TOOL<<Agent>><<" + json.dumps(call) + ">>", "print")
-    reqs = mock.since_mark()
+    receipt_accepted(env, mock.since_mark())
+
+
+def codex_subagent_stop_with_receipt(args, mock):
+    env = codex_env(args, mock, "subagent-receipt")
+    env.init()
+    agents = env.repo / ".codex/agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "lazycodex-worker-low.toml").write_text(
+        'name = "lazycodex-worker-low"\ndescription = "e2e worker"\n'
+        'developer_instructions = "Do the work and end with a receipt."\n')
+    mock.since_mark()
+    # spawn_agent returns at once; the mock then has the parent wait_agent for the worker.
+    call = {"agent_type": "lazycodex-worker-low", "message": worker_script()}
+    codex(env, "E2E_TOOL<<spawn_agent>><<" + json.dumps(call) + ">>", "exec")
+    receipt_accepted(env, mock.since_mark())
+    check(hooks_of(env, "subagent-stop")[0]["payload"].get("turn_id"), "Codex's SubagentStop lacks turn_id")
+    spawns = hooks_of(env, "pre-tool-use-spawn")
+    check(spawns and spawns[0]["payload"].get("tool_name") == "spawn_agent", "the spawn guard did not see spawn_agent")
+
+
+def receipt_accepted(env, reqs):
+    """Asserts a worker's valid receipt was accepted on its first SubagentStop."""
     check((env.repo / "widget.txt").read_text() == "widget v1\n", "the worker did not write its deliverable")
     check((env.repo / ".omo/evidence/e2e-receipt.md").exists(), "the worker did not write its receipt")
     subs = hooks_of(env, "subagent-stop")
@@ -542,7 +567,7 @@ def claude_subagent_stop_with_receipt(args, mock):
         check(kinds == ["receipt_accepted"], f"gate ledger {name}: {kinds}")
         rec = entries[0].get("receipt") or {}
         check(rec.get("path", "").endswith(".omo/evidence/e2e-receipt.md"), f"gate ledger {name} receipt: {rec}")
-        check(entries[0].get("host") == "claude-code", f"gate ledger {name} host: {entries[0].get('host')}")
+        check(entries[0].get("host") == env.host, f"gate ledger {name} host: {entries[0].get('host')}")
 
 
 def codex_steering(args, mock):
@@ -563,7 +588,7 @@ def codex_steering(args, mock):
 
 SCENARIOS = {
     "codex": [codex_stop_no_plan, codex_stop_resume, codex_ultrawork_once, codex_create_goal_guard, codex_team_guard_matcher,
-              codex_steering],
+              codex_steering, codex_subagent_stop_with_receipt],
     "claude-code": [claude_stop_no_plan, claude_stop_resume, claude_ultrawork_once,
                     claude_subagent_stop_without_receipt, claude_subagent_stop_with_receipt],
     "gemini": [gemini_stop_no_plan, gemini_stop_resume, gemini_ultrawork_not_on_own_reason],

@@ -306,35 +306,51 @@ fn recorded_claude_subagent_stop_blocks_then_releases() {
 /// same payload blocks with `RECEIPT_NOT_FOUND`.
 #[test]
 fn recorded_claude_subagent_stop_accepts_a_valid_receipt() {
+    recorded_subagent_stop_accepts_a_valid_receipt(
+        "claude-code/subagent-stop/recorded-claude-code-2.1.332-accept-receipt.json",
+        "claude-code",
+    );
+}
+
+/// The recorded Codex 0.171.0 SubagentStop of a `spawn_agent` worker
+/// (`.codex/agents/lazycodex-worker-low.toml`) that wrote a deliverable and a
+/// plain receipt: accepted on the first try, like Claude Code's.
+#[test]
+fn recorded_codex_subagent_stop_accepts_a_valid_receipt() {
+    recorded_subagent_stop_accepts_a_valid_receipt(
+        "codex/subagent-stop/recorded-codex-0.171.0-accept-receipt.json",
+        "codex",
+    );
+}
+
+fn recorded_subagent_stop_accepts_a_valid_receipt(case: &str, host: &str) {
     use crate::hooks_support::*;
-    const CASE: &str = "claude-code/subagent-stop/recorded-claude-code-2.1.332-accept-receipt.json";
     let receipt = "Wrote widget.txt with the line widget v1; verified with cat widget.txt, \
                    which printed widget v1.\n";
 
     let missing = HookRepo::new();
-    let claude = [("CLAUDE_PROJECT_DIR", missing.path().to_str().unwrap())];
-    let p = fixture(CASE, missing.path());
-    let reason = block_reason(&missing.stop_env(&p, &claude));
+    let p = fixture(case, missing.path());
+    let reason = block_reason(&missing.stop_env(&p, &host_env(host, missing.path())));
     assert_eq!(reason_codes(&reason), ["RECEIPT_NOT_FOUND"], "{reason}");
 
     let h = HookRepo::new();
-    let claude = [("CLAUDE_PROJECT_DIR", h.path().to_str().unwrap())];
     h.write("widget.txt", "widget v1\n");
     h.write(".omo/evidence/e2e-receipt.md", receipt);
-    let p = fixture(CASE, h.path());
-    assert!(p.get("turn_id").is_none() && p.get("prompt_id").is_some());
+    let p = fixture(case, h.path());
+    // Claude Code carries `prompt_id` and no `turn_id`; Codex a `turn_id`.
+    assert_eq!(p.get("turn_id").is_some(), host == "codex", "{case}");
     assert!(
         p["last_assistant_message"]
             .as_str()
             .unwrap()
             .ends_with("EVIDENCE_RECORDED: .omo/evidence/e2e-receipt.md")
     );
-    assert_allow(&h.stop_env(&p, &claude));
+    assert_allow(&h.stop_env(&p, &host_env(host, h.path())));
     let mirror = h.ledger();
     assert_eq!(mirror, h.witness(), "the mirror is the witness");
     assert_eq!(mirror.len(), 1, "{mirror:?}");
     assert_eq!(mirror[0]["kind"], "receipt_accepted");
-    assert_eq!(mirror[0]["host"], "claude-code");
+    assert_eq!(mirror[0]["host"], host);
     assert!(
         mirror[0]["receipt"]["path"]
             .as_str()
@@ -343,6 +359,16 @@ fn recorded_claude_subagent_stop_accepts_a_valid_receipt() {
         "{}",
         mirror[0]
     );
+}
+
+/// The environment the host gives its hooks (Claude Code sets
+/// `CLAUDE_PROJECT_DIR`, which host detection reads).
+fn host_env<'a>(host: &str, root: &'a Path) -> Vec<(&'static str, &'a str)> {
+    if host == "claude-code" {
+        vec![("CLAUDE_PROJECT_DIR", root.to_str().unwrap())]
+    } else {
+        Vec::new()
+    }
 }
 
 /// `--host gemini-cli` (the adapter folder's and npm package's name) is an
