@@ -73,6 +73,7 @@ pub struct Options {
 /// proven by the real-host suite (`.ci/real-hosts`): Codex CLI 0.171.0,
 /// Claude Code 2.1.332, Gemini CLI 0.61.0 (`fixtures/hosts/README.md`).
 pub const RECORDED_CELLS: &[(&str, &str)] = &[
+    ("codex", "subagent-stop"),
     ("codex", "stop"),
     ("codex", "user-prompt-submit"),
     ("codex", "pre-tool-use"),

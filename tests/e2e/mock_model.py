@@ -9,10 +9,16 @@ It speaks three wire formats on 127.0.0.1:
 Every request is appended, as one JSON line {"path", "body"}, to the record file.
 
 The agent's turn is scripted through the conversation itself:
-  * when the newest message is a tool result, the reply is a final text "E2E_DONE";
+  * when the newest message is a tool result, the reply is a final text: the `text` of
+    an `E2E_FINAL<<text>>` in the newest user text before it (outside an `E2E_TOOL`
+    call's input, so a spawned worker's script does not end its parent's turn), else
+    "E2E_DONE";
   * when the newest user text holds `E2E_SHELL<<cmd>>`, the reply is one call of the
     host's shell tool running `cmd`;
-  * when it holds `E2E_TOOL<<name>><<json>>`, the reply calls tool `name` with that input;
+  * when it holds `E2E_TOOL<<name>><<json>>`, the reply calls tool `name` with that input
+    (a tool inside a Responses `namespace` is called with its namespace);
+  * when the newest message is a Codex `spawn_agent` result, the reply waits for that
+    agent (`wait_agent`), so the worker runs before the turn ends;
   * otherwise the reply is the final text "E2E_DONE".
 Only the newest user message counts, so a hook's block reason (which arrives as the next
 user message) ends in a final text and the host's own loop guard ends the turn.
@@ -29,7 +35,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SHELL_RE = re.compile(r"E2E_SHELL<<(.+?)>>", re.S)
-TOOL_RE = re.compile(r"E2E_TOOL<<([A-Za-z0-9_.\-]+)>><<(.+?)>>", re.S)
+TOOL_RE = re.compile(r"E2E_TOOL<<([A-Za-z0-9_.\-]+)>><<", re.S)
+FINAL_RE = re.compile(r"E2E_FINAL<<(.+?)>>", re.S)
 LOCK = threading.Lock()
 COUNTER = [0]
 
@@ -57,13 +64,84 @@ def text_of(content):
     return ""
 
 
+def tool_marker(text):
+    """The first `E2E_TOOL<<name>><<json>>` as (name, input, start, end), or None.
+
+    The input may itself hold `>>` (a worker's scripted `E2E_SHELL<<…>>`): the input
+    ends at the first `>>` after which the text parses as JSON.
+    """
+    m = TOOL_RE.search(text)
+    if not m:
+        return None
+    at = m.end()
+    while True:
+        end = text.find(">>", at)
+        if end < 0:
+            return None
+        try:
+            return (m.group(1), json.loads(text[m.end():end]), m.start(), end + 2)
+        except ValueError:
+            at = end + 1
+
+
+def final_text(newest):
+    """The scripted final message of a turn whose user text is `newest`."""
+    t = tool_marker(newest)
+    if t:
+        newest = newest[:t[2]] + newest[t[3]:]
+    m = FINAL_RE.search(newest)
+    return m.group(1) if m else "E2E_DONE"
+
+
+def user_text_before_results(kind, body):
+    """The newest user text that is not a tool result."""
+    if kind == "openai":
+        users = [i for i in body.get("input") or [] if i.get("role") == "user"]
+        return text_of(users[-1].get("content")) if users else ""
+    if kind == "anthropic":
+        for msg in reversed(body.get("messages") or []):
+            c = msg.get("content")
+            if msg.get("role") != "user":
+                continue
+            if isinstance(c, list):
+                texts = [x for x in c if isinstance(x, dict) and x.get("type") == "text"]
+                if texts:
+                    return text_of(texts)
+                continue
+            return text_of(c)
+        return ""
+    for msg in reversed(body.get("contents") or []):
+        parts = msg.get("parts") or []
+        if msg.get("role") == "user" and any("text" in p for p in parts):
+            return "\n".join(p.get("text", "") for p in parts)
+    return ""
+
+
+def spawned_agent(output):
+    """The agent id of a Codex `spawn_agent` result, else None."""
+    try:
+        v = json.loads(output) if isinstance(output, str) else None
+    except ValueError:
+        return None
+    return v.get("agent_id") if isinstance(v, dict) and "nickname" in v else None
+
+
+def namespaced_tools(body):
+    return [x.get("name") for t in body.get("tools") or [] if t.get("type") == "namespace"
+            for x in t.get("tools") or []]
+
+
 def plan(kind, body):
     """Returns ("text", str) or ("tool", name, input) for the newest turn."""
     if kind == "openai":
         items = body.get("input") or []
         last = items[-1] if items else {}
         if last.get("type") in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
-            return ("text", "E2E_DONE")
+            spawned = spawned_agent(last.get("output"))
+            if spawned and "wait_agent" in namespaced_tools(body):
+                # Codex's spawn_agent returns at once; wait for the worker before ending.
+                return ("tool", "wait_agent", {"targets": [spawned], "timeout_ms": 60000})
+            return ("text", final_text(user_text_before_results(kind, body)))
         users = [i for i in items if i.get("role") == "user"]
         newest = text_of(users[-1].get("content")) if users else ""
     elif kind == "anthropic":
@@ -73,18 +151,18 @@ def plan(kind, body):
         if isinstance(content, list) and any(
             isinstance(c, dict) and c.get("type") == "tool_result" for c in content
         ):
-            return ("text", "E2E_DONE")
+            return ("text", final_text(user_text_before_results(kind, body)))
         newest = text_of(content) if last.get("role") == "user" else ""
     else:
         contents = body.get("contents") or []
         last = contents[-1] if contents else {}
         parts = last.get("parts") or []
         if any("functionResponse" in p for p in parts):
-            return ("text", "E2E_DONE")
+            return ("text", final_text(user_text_before_results(kind, body)))
         newest = "\n".join(p.get("text", "") for p in parts) if last.get("role") == "user" else ""
-    m = TOOL_RE.search(newest)
-    if m:
-        return ("tool", m.group(1), json.loads(m.group(2)))
+    t = tool_marker(newest)
+    if t:
+        return ("tool", t[0], t[1])
     m = SHELL_RE.search(newest)
     if m:
         return ("shell", m.group(1))
@@ -156,6 +234,10 @@ def openai_events(body, p):
         cid = next_id("call_")
         item = {"type": "function_call", "id": next_id("fc_"), "call_id": cid, "name": p[1],
                 "arguments": json.dumps(p[2]), "status": "completed"}
+        # A tool inside a namespace (Codex's `multi_agent_v1`) is called with its namespace.
+        for t in body.get("tools") or []:
+            if t.get("type") == "namespace" and any(x.get("name") == p[1] for x in t.get("tools") or []):
+                item["namespace"] = t["name"]
         ev.append(("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}))
         ev.append(("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}))
     ev.append(("response.completed", {"type": "response.completed",

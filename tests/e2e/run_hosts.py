@@ -490,6 +490,86 @@ def claude_subagent_stop_without_receipt(args, mock):
     env.keep("pre-tool-use-spawn", "agent-spawn", spawns[0])
 
 
+def gate_ledgers(env):
+    """The gate ledger's witness (per-user hook state) and its in-tree mirror, as entry lists."""
+    witness = sorted((env.home / ".state/evidence-gate/v1").glob("*/hooks/ledger.jsonl"))
+    check(len(witness) == 1, f"expected one gate-ledger witness, found {witness}")
+    mirror = env.repo / ".omo/evidence-gate/ledger.jsonl"
+    check(mirror.exists(), "the gate ledger's mirror .omo/evidence-gate/ledger.jsonl is missing")
+    check(witness[0].read_bytes() == mirror.read_bytes(), "the mirror is not byte-identical to the witness")
+    read = lambda f: [json.loads(l) for l in f.read_text().splitlines() if l.strip()]
+    return read(witness[0]), read(mirror)
+
+
+RECEIPT = ("Wrote widget.txt with the line widget v1; verified with cat widget.txt, "
+           "which printed widget v1.")
+
+
+def worker_script():
+    """The worker's script: one shell call writes the deliverable and a plain receipt, then
+    the final message ends with the receipt marker."""
+    cmd = ("mkdir -p .omo/evidence && printf 'widget v1\\n' > widget.txt && "
+           f"printf '%s\\n' '{RECEIPT}' > .omo/evidence/e2e-receipt.md && cat widget.txt")
+    final = "Wrote widget.txt.\nEVIDENCE_RECORDED: .omo/evidence/e2e-receipt.md"
+    return f"E2E_SHELL<<{cmd}>> E2E_FINAL<<{final}>>"
+
+
+def claude_subagent_stop_with_receipt(args, mock):
+    env = claude_env(args, mock, "subagent-receipt")
+    env.init()
+    agents = env.repo / ".claude/agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "lazycodex-worker-low.md").write_text(
+        "---\nname: lazycodex-worker-low\ndescription: e2e worker\ntools: Bash\n---\nDo the work and end with a receipt.\n")
+    mock.since_mark()
+    call = {"description": "e2e worker", "subagent_type": "lazycodex-worker-low", "prompt": worker_script()}
+    claude(env, "E2E_TOOL<<Agent>><<" + json.dumps(call) + ">>", "print")
+    receipt_accepted(env, mock.since_mark())
+
+
+def codex_subagent_stop_with_receipt(args, mock):
+    env = codex_env(args, mock, "subagent-receipt")
+    env.init()
+    agents = env.repo / ".codex/agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "lazycodex-worker-low.toml").write_text(
+        'name = "lazycodex-worker-low"\ndescription = "e2e worker"\n'
+        'developer_instructions = "Do the work and end with a receipt."\n')
+    mock.since_mark()
+    # spawn_agent returns at once; the mock then has the parent wait_agent for the worker.
+    call = {"agent_type": "lazycodex-worker-low", "message": worker_script()}
+    codex(env, "E2E_TOOL<<spawn_agent>><<" + json.dumps(call) + ">>", "exec")
+    receipt_accepted(env, mock.since_mark())
+    check(hooks_of(env, "subagent-stop")[0]["payload"].get("turn_id"), "Codex's SubagentStop lacks turn_id")
+    spawns = hooks_of(env, "pre-tool-use-spawn")
+    check(spawns and spawns[0]["payload"].get("tool_name") == "spawn_agent", "the spawn guard did not see spawn_agent")
+
+
+def receipt_accepted(env, reqs):
+    """Asserts a worker's valid receipt was accepted on its first SubagentStop."""
+    check((env.repo / "widget.txt").read_text() == "widget v1\n", "the worker did not write its deliverable")
+    check((env.repo / ".omo/evidence/e2e-receipt.md").exists(), "the worker did not write its receipt")
+    subs = hooks_of(env, "subagent-stop")
+    check(len(subs) == 1, f"expected one SubagentStop (accepted on the first try), got {len(subs)}")
+    sub = subs[0]
+    check(sub["payload"].get("last_assistant_message", "").endswith("EVIDENCE_RECORDED: .omo/evidence/e2e-receipt.md"),
+          f"the final message lacks the receipt marker: {sub['payload'].get('last_assistant_message')!r}")
+    check(sub["rc"] == "0" and '"decision"' not in sub["stdout"], f"the valid receipt was blocked: {sub['stdout'][:300]}")
+    env.keep("subagent-stop", "accept-receipt", sub)
+    # The worker's turns: the shell call and the final message, and no third turn that
+    # would carry a block reason as its next prompt.
+    worker = [r for r in reqs if "E2E_FINAL" in blob(r) and "E2E_TOOL" not in blob(r)]
+    check(len(worker) == 2, f"expected 2 worker model turns, got {len(worker)}")
+    check(not any("RECEIPT_" in blob(r) for r in reqs), "a receipt block reason reached the model")
+    witness, mirror = gate_ledgers(env)
+    for name, entries in (("witness", witness), ("mirror", mirror)):
+        kinds = [e.get("kind") for e in entries]
+        check(kinds == ["receipt_accepted"], f"gate ledger {name}: {kinds}")
+        rec = entries[0].get("receipt") or {}
+        check(rec.get("path", "").endswith(".omo/evidence/e2e-receipt.md"), f"gate ledger {name} receipt: {rec}")
+        check(entries[0].get("host") == env.host, f"gate ledger {name} host: {entries[0].get('host')}")
+
+
 def codex_steering(args, mock):
     env = codex_env(args, mock, "steer")
     env.init()
@@ -508,9 +588,9 @@ def codex_steering(args, mock):
 
 SCENARIOS = {
     "codex": [codex_stop_no_plan, codex_stop_resume, codex_ultrawork_once, codex_create_goal_guard, codex_team_guard_matcher,
-              codex_steering],
+              codex_steering, codex_subagent_stop_with_receipt],
     "claude-code": [claude_stop_no_plan, claude_stop_resume, claude_ultrawork_once,
-                    claude_subagent_stop_without_receipt],
+                    claude_subagent_stop_without_receipt, claude_subagent_stop_with_receipt],
     "gemini": [gemini_stop_no_plan, gemini_stop_resume, gemini_ultrawork_not_on_own_reason],
 }
 

@@ -172,7 +172,10 @@ fn every_adapter_decodes_every_fixture_of_its_host() {
                 if host == Host::Codex {
                     assert!(d.envelope.turn_id.is_some(), "{file}");
                 }
-                if file.contains("with-receipt") || file == "synth-worker.json" {
+                if file.contains("with-receipt")
+                    || file.contains("accept-receipt")
+                    || file == "synth-worker.json"
+                {
                     assert!(
                         s.last_message
                             .as_deref()
@@ -293,6 +296,79 @@ fn recorded_claude_subagent_stop_blocks_then_releases() {
     let run = h.stop_env(&p, &claude);
     assert_eq!(run.code, 0);
     assert!(!run.stdout.contains("\"decision\""), "{}", run.stdout);
+}
+
+/// The recorded Claude Code 2.1.332 SubagentStop of a worker that wrote a
+/// deliverable and a plain receipt and ended with the receipt marker (the
+/// real-host suite's `claude_subagent_stop_with_receipt`): the stop is
+/// accepted on the first try and the gate ledger's witness and its in-tree
+/// mirror both record one `receipt_accepted`. Without the receipt file the
+/// same payload blocks with `RECEIPT_NOT_FOUND`.
+#[test]
+fn recorded_claude_subagent_stop_accepts_a_valid_receipt() {
+    recorded_subagent_stop_accepts_a_valid_receipt(
+        "claude-code/subagent-stop/recorded-claude-code-2.1.332-accept-receipt.json",
+        "claude-code",
+    );
+}
+
+/// The recorded Codex 0.171.0 SubagentStop of a `spawn_agent` worker
+/// (`.codex/agents/lazycodex-worker-low.toml`) that wrote a deliverable and a
+/// plain receipt: accepted on the first try, like Claude Code's.
+#[test]
+fn recorded_codex_subagent_stop_accepts_a_valid_receipt() {
+    recorded_subagent_stop_accepts_a_valid_receipt(
+        "codex/subagent-stop/recorded-codex-0.171.0-accept-receipt.json",
+        "codex",
+    );
+}
+
+fn recorded_subagent_stop_accepts_a_valid_receipt(case: &str, host: &str) {
+    use crate::hooks_support::*;
+    let receipt = "Wrote widget.txt with the line widget v1; verified with cat widget.txt, \
+                   which printed widget v1.\n";
+
+    let missing = HookRepo::new();
+    let p = fixture(case, missing.path());
+    let reason = block_reason(&missing.stop_env(&p, &host_env(host, missing.path())));
+    assert_eq!(reason_codes(&reason), ["RECEIPT_NOT_FOUND"], "{reason}");
+
+    let h = HookRepo::new();
+    h.write("widget.txt", "widget v1\n");
+    h.write(".omo/evidence/e2e-receipt.md", receipt);
+    let p = fixture(case, h.path());
+    // Claude Code carries `prompt_id` and no `turn_id`; Codex a `turn_id`.
+    assert_eq!(p.get("turn_id").is_some(), host == "codex", "{case}");
+    assert!(
+        p["last_assistant_message"]
+            .as_str()
+            .unwrap()
+            .ends_with("EVIDENCE_RECORDED: .omo/evidence/e2e-receipt.md")
+    );
+    assert_allow(&h.stop_env(&p, &host_env(host, h.path())));
+    let mirror = h.ledger();
+    assert_eq!(mirror, h.witness(), "the mirror is the witness");
+    assert_eq!(mirror.len(), 1, "{mirror:?}");
+    assert_eq!(mirror[0]["kind"], "receipt_accepted");
+    assert_eq!(mirror[0]["host"], host);
+    assert!(
+        mirror[0]["receipt"]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with(".omo/evidence/e2e-receipt.md"),
+        "{}",
+        mirror[0]
+    );
+}
+
+/// The environment the host gives its hooks (Claude Code sets
+/// `CLAUDE_PROJECT_DIR`, which host detection reads).
+fn host_env<'a>(host: &str, root: &'a Path) -> Vec<(&'static str, &'a str)> {
+    if host == "claude-code" {
+        vec![("CLAUDE_PROJECT_DIR", root.to_str().unwrap())]
+    } else {
+        Vec::new()
+    }
 }
 
 /// `--host gemini-cli` (the adapter folder's and npm package's name) is an

@@ -456,12 +456,14 @@ fn doctor_passes_after_init_write() {
     let support = checks.iter().find(|c| c["id"] == "hosts.support").unwrap();
     let msg = support["message"].as_str().unwrap();
     assert!(
-        msg.contains("supported: codex/stop, codex/user-prompt-submit, codex/pre-tool-use"),
+        msg.contains(
+            "supported: codex/subagent-stop, codex/stop, codex/user-prompt-submit, codex/pre-tool-use;"
+        ),
         "{msg}"
     );
     assert!(
-        msg.contains("codex/subagent-stop"),
-        "SubagentStop is not proven yet: {msg}"
+        msg.contains("experimental (synth fixtures only): codex/pre-tool-use-spawn"),
+        "the Codex spawn guard has no recorded payload yet: {msg}"
     );
     // Threat-model §6 "I5 without fixtures": no recorded compaction record,
     // so the context-pressure escape is off for codex, and doctor says so.
