@@ -598,8 +598,8 @@ fn codex_trust(
                             .and_then(|n| n.to_str())
                             .is_some_and(|n| n.starts_with("evidence-gate"))
                     });
-                    let Some(hash) = codex_toml::hook_trust_hash(event, matcher, h)
-                        .filter(|_| is_ours)
+                    let Some(hash) =
+                        codex_toml::hook_trust_hash(event, matcher, h).filter(|_| is_ours)
                     else {
                         continue;
                     };
@@ -629,12 +629,17 @@ fn codex_trust(
         return Some(Check::new(
             "codex.trust",
             Status::Ok,
-            format!("{config_name} trusts all {ours} evidence-gate hook(s): each `trusted_hash` matches the hook as wired now"),
+            format!(
+                "{config_name} trusts all {ours} evidence-gate hook(s): each `trusted_hash` matches the hook as wired now"
+            ),
         ));
     }
     let mut parts = Vec::new();
     if !untrusted.is_empty() {
-        parts.push(format!("never trusted (no `trusted_hash`): {}", untrusted.join(", ")));
+        parts.push(format!(
+            "never trusted (no `trusted_hash`): {}",
+            untrusted.join(", ")
+        ));
     }
     if !modified.is_empty() {
         parts.push(format!(
@@ -643,7 +648,10 @@ fn codex_trust(
         ));
     }
     if !disabled.is_empty() {
-        parts.push(format!("disabled (`enabled = false`): {}", disabled.join(", ")));
+        parts.push(format!(
+            "disabled (`enabled = false`): {}",
+            disabled.join(", ")
+        ));
     }
     Some(
         Check::new(

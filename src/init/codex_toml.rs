@@ -397,15 +397,22 @@ mod tests {
     /// for every hook of both recorded wirings (two binaries).
     #[test]
     fn trust_hash_matches_recorded_codex_hooks_list() {
-        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/hosts/codex/hooks-list");
         let mut checked = 0;
-        for name in [
-            "recorded-codex-0.171.0-trusted.json",
-            "recorded-codex-0.171.0-modified.json",
+        for (name, text) in [
+            (
+                "trusted",
+                include_str!(
+                    "../../fixtures/hosts/codex/hooks-list/recorded-codex-0.171.0-trusted.json"
+                ),
+            ),
+            (
+                "modified",
+                include_str!(
+                    "../../fixtures/hosts/codex/hooks-list/recorded-codex-0.171.0-modified.json"
+                ),
+            ),
         ] {
-            let doc: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(base.join(name)).unwrap()).unwrap();
+            let doc: serde_json::Value = serde_json::from_str(text).unwrap();
             for e in doc["result"]["data"][0]["hooks"].as_array().unwrap() {
                 let label = e["key"].as_str().unwrap().split(':').rev().nth(2).unwrap();
                 let event: String = label
@@ -438,7 +445,8 @@ mod tests {
         let stop = serde_json::json!({"type": "command", "command": "/b/evidence-gate hook stop", "timeout": 10});
         let h = |e: &str, m: Option<&str>, v: &serde_json::Value| hook_trust_hash(e, m, v).unwrap();
         assert_eq!(h("Stop", Some("xyz"), &stop), h("Stop", None, &stop));
-        let no_timeout = serde_json::json!({"type": "command", "command": "/b/evidence-gate hook stop"});
+        let no_timeout =
+            serde_json::json!({"type": "command", "command": "/b/evidence-gate hook stop"});
         let t600 = serde_json::json!({"type": "command", "command": "/b/evidence-gate hook stop", "timeout": 600});
         assert_eq!(h("Stop", None, &no_timeout), h("Stop", None, &t600));
         let other = serde_json::json!({"type": "command", "command": "/c/evidence-gate hook stop", "timeout": 10});
@@ -448,9 +456,16 @@ mod tests {
             h("PreToolUse", Some("^a$"), &stop),
             h("PreToolUse", Some("^b$"), &stop)
         );
-        assert_eq!(hook_trust_hash("Stop", None, &serde_json::json!({"type": "prompt"})), None);
         assert_eq!(
-            hook_trust_hash("Stop", None, &serde_json::json!({"type": "command", "command": " "})),
+            hook_trust_hash("Stop", None, &serde_json::json!({"type": "prompt"})),
+            None
+        );
+        assert_eq!(
+            hook_trust_hash(
+                "Stop",
+                None,
+                &serde_json::json!({"type": "command", "command": " "})
+            ),
             None
         );
     }
