@@ -554,38 +554,121 @@ fn codex_checks(amb: &dyn Ambient, places: &Places, checks: &mut Vec<Check>) {
             },
         );
     }
-    // Codex records trust per hook as a hash doctor cannot recompute; an
-    // entry says the hook was trusted once, not that it still matches.
-    let hooks_paths: Vec<String> = [
-        Some(project_hooks),
-        home.as_ref().map(|h| h.join("hooks.json")),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|p| p.display().to_string())
-    .collect();
-    let entries = user_text
+    let mut sources = vec![project_hooks];
+    sources.extend(home.as_ref().map(|h| h.join("hooks.json")));
+    let states = user_text
         .as_deref()
-        .map(codex_toml::hook_state_keys)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|k| hooks_paths.iter().any(|p| k.starts_with(&format!("{p}:"))))
-        .count();
-    checks.push(if entries == 0 {
+        .map(codex_toml::hook_states)
+        .unwrap_or_default();
+    if let Some(check) = codex_trust(amb, &sources, &states, &config_name, &places.workspace) {
+        checks.push(check);
+    }
+}
+
+/// `codex.trust`: every evidence-gate handler in the hooks files Codex
+/// reads needs a `[hooks.state]` entry whose `trusted_hash` equals the hash
+/// Codex computes for it now ([`codex_toml::hook_trust_hash`]); Codex skips
+/// an untrusted or `modified` hook without a word under `codex exec`.
+fn codex_trust(
+    amb: &dyn Ambient,
+    sources: &[PathBuf],
+    states: &[codex_toml::HookState],
+    config_name: &str,
+    workspace: &Path,
+) -> Option<Check> {
+    let mut ours = 0usize;
+    let (mut untrusted, mut modified, mut disabled) = (Vec::new(), Vec::new(), Vec::new());
+    for path in sources {
+        let Some(doc) = read_text(amb, path).and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        else {
+            continue;
+        };
+        let Some(events) = doc.get("hooks").and_then(Value::as_object) else {
+            continue;
+        };
+        for (event, groups) in events {
+            for (gi, g) in groups.as_array().into_iter().flatten().enumerate() {
+                let matcher = g.get("matcher").and_then(Value::as_str);
+                let handlers = g.get("hooks").and_then(Value::as_array);
+                for (hi, h) in handlers.into_iter().flatten().enumerate() {
+                    let cmd = h.get("command").and_then(Value::as_str).unwrap_or_default();
+                    let is_ours = first_token(cmd).is_some_and(|t| {
+                        Path::new(&t)
+                            .file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with("evidence-gate"))
+                    });
+                    let Some(hash) =
+                        codex_toml::hook_trust_hash(event, matcher, h).filter(|_| is_ours)
+                    else {
+                        continue;
+                    };
+                    ours += 1;
+                    let key = format!(
+                        "{}:{}:{gi}:{hi}",
+                        path.display(),
+                        codex_toml::event_label(event)
+                    );
+                    let state = states.iter().rev().find(|s| s.key == key);
+                    match state.and_then(|s| s.trusted_hash.as_deref()) {
+                        None => untrusted.push(key.clone()),
+                        Some(t) if t != hash => modified.push(key.clone()),
+                        Some(_) => {}
+                    }
+                    if state.and_then(|s| s.enabled) == Some(false) {
+                        disabled.push(key);
+                    }
+                }
+            }
+        }
+    }
+    if ours == 0 {
+        return None;
+    }
+    if untrusted.is_empty() && modified.is_empty() && disabled.is_empty() {
+        return Some(Check::new(
+            "codex.trust",
+            Status::Ok,
+            format!(
+                "{config_name} trusts all {ours} evidence-gate hook(s): each `trusted_hash` matches the hook as wired now"
+            ),
+        ));
+    }
+    let mut parts = Vec::new();
+    if !untrusted.is_empty() {
+        parts.push(format!(
+            "never trusted (no `trusted_hash`): {}",
+            untrusted.join(", ")
+        ));
+    }
+    if !modified.is_empty() {
+        parts.push(format!(
+            "modified since trusted (`trusted_hash` no longer matches; Codex lists it as `modified`): {}",
+            modified.join(", ")
+        ));
+    }
+    if !disabled.is_empty() {
+        parts.push(format!(
+            "disabled (`enabled = false`): {}",
+            disabled.join(", ")
+        ));
+    }
+    Some(
         Check::new(
             "codex.trust",
-            Status::Warn,
-            format!("{config_name} records no trust ([hooks.state]) for the evidence-gate hooks: Codex skips untrusted hooks (silently under `codex exec`)"),
+            Status::Fail,
+            format!(
+                "{config_name}: Codex skips these evidence-gate hooks (silently under `codex exec`): {}",
+                parts.join("; ")
+            ),
         )
-        .hint("open `/hooks` in Codex and trust the evidence-gate hooks, or run `codex exec --dangerously-bypass-hook-trust` for one run")
-    } else {
-        Check::new(
-            "codex.trust",
-            Status::Warn,
-            format!("{config_name} records trust for {entries} hook(s); Codex skips any hook whose definition changed since (listed as `modified` in `/hooks`), which doctor cannot check"),
-        )
-        .hint("after `init --write` changed a hook (another --binary, profile or flag), open `/hooks` in Codex and trust it again")
-    });
+        .hint(format!(
+            "run `codex` in {} (with the same CODEX_HOME), open `/hooks` and trust (and enable) the listed evidence-gate hooks; \
+             repeat after every `init --write` that changes a hook (another --binary, profile or flag); \
+             `codex exec --dangerously-bypass-hook-trust` runs them for one run without trust",
+            workspace.display()
+        )),
+    )
 }
 
 fn gemini_enabled(configs: &[Config], checks: &mut Vec<Check>) {

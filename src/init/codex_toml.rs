@@ -112,21 +112,137 @@ pub fn project_trusted(text: &str, path: &str) -> bool {
     false
 }
 
-/// The keys of the `[hooks.state."<key>"]` tables (Codex's per-hook trust
-/// records, `<hooks.json path>:<event>:<group>:<handler>`).
-pub fn hook_state_keys(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| {
-            let l = l.trim();
-            let rest = l.strip_prefix("[hooks.state.")?;
-            let (key, _) = rest.rsplit_once(']')?;
-            Some(
-                key.trim()
-                    .trim_matches(|c| c == '"' || c == '\'')
-                    .to_owned(),
-            )
-        })
-        .collect()
+/// One `[hooks.state."<key>"]` table: Codex's per-hook record of the hash
+/// the user trusted and whether the hook is switched off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookState {
+    /// `<hooks.json path>:<event label>:<group index>:<handler index>`.
+    pub key: String,
+    /// The hash trusted in `/hooks` (`sha256:<hex>`), if any.
+    pub trusted_hash: Option<String>,
+    /// `enabled = false` switches the hook off.
+    pub enabled: Option<bool>,
+}
+
+/// The `[hooks.state."<key>"]` tables with their `trusted_hash` and
+/// `enabled` values (line-based, like the rest of this module).
+pub fn hook_states(text: &str) -> Vec<HookState> {
+    let mut out: Vec<HookState> = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        if is_header_line(line) {
+            inside = false;
+            if let Some(key) = state_key(line) {
+                out.push(HookState {
+                    key,
+                    trusted_hash: None,
+                    enabled: None,
+                });
+                inside = true;
+            }
+            continue;
+        }
+        let Some(cur) = out.last_mut().filter(|_| inside) else {
+            continue;
+        };
+        let value = || {
+            let v = line.split_once('=').map(|(_, v)| v).unwrap_or_default();
+            let v = v.split('#').next().unwrap_or_default().trim();
+            v.to_owned()
+        };
+        match key_of(line) {
+            Some("trusted_hash") => {
+                let v = value();
+                let v = unquote(&v);
+                cur.trusted_hash = Some(v.to_owned());
+            }
+            Some("enabled") => cur.enabled = value().parse().ok(),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn state_key(line: &str) -> Option<String> {
+    let rest = line.trim().strip_prefix("[hooks.state.")?;
+    let (key, _) = rest.rsplit_once(']')?;
+    Some(unquote(key.trim()).to_owned())
+}
+
+/// Codex's label for a hook event in trust keys and hashes
+/// (`PreToolUse` → `pre_tool_use`).
+pub fn event_label(event: &str) -> String {
+    let mut out = String::with_capacity(event.len() + 4);
+    for (i, ch) in event.chars().enumerate() {
+        if ch.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(ch.to_ascii_lowercase());
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+/// The trust hash Codex (0.171.0) computes for one command handler of a
+/// hooks file, the value `codex app-server`'s `hooks/list` reports as
+/// `currentHash` and `/hooks` stores as `trusted_hash` (recorded:
+/// `fixtures/hosts/codex/hooks-list/`). Codex hashes a normalized identity,
+/// not the file text: the event label, the matcher (dropped for
+/// `UserPromptSubmit` and `Stop`, which take none) and the one handler with
+/// `timeout` defaulted to 600 (at least 1), `async` to false and an absent
+/// `statusMessage` left out; that object, keys sorted, compact JSON, is
+/// SHA-256 hashed and written `sha256:<hex>`. `None` for a handler Codex
+/// does not run as a command (another type, an empty command).
+pub fn hook_trust_hash(
+    event: &str,
+    matcher: Option<&str>,
+    handler: &serde_json::Value,
+) -> Option<String> {
+    use serde_json::{Map, Value};
+    use sha2::{Digest, Sha256};
+    if handler.get("type").and_then(Value::as_str) != Some("command") {
+        return None;
+    }
+    let command = handler.get("command").and_then(Value::as_str)?;
+    if command.trim().is_empty() {
+        return None;
+    }
+    let timeout = match handler.get("timeout") {
+        None | Some(Value::Null) => 600,
+        Some(t) => t.as_u64()?.max(1),
+    };
+    let is_async = match handler.get("async") {
+        None | Some(Value::Null) => false,
+        Some(a) => a.as_bool()?,
+    };
+    let status = match handler.get("statusMessage") {
+        None | Some(Value::Null) => None,
+        Some(s) => Some(s.as_str()?),
+    };
+    let label = event_label(event);
+    let matcher = matcher.filter(|_| !matches!(label.as_str(), "user_prompt_submit" | "stop"));
+    // Keys inserted in sorted order (the map keeps insertion order).
+    let mut h = Map::new();
+    h.insert("async".into(), Value::Bool(is_async));
+    h.insert("command".into(), Value::from(command));
+    if let Some(s) = status {
+        h.insert("statusMessage".into(), Value::from(s));
+    }
+    h.insert("timeout".into(), Value::from(timeout));
+    h.insert("type".into(), Value::from("command"));
+    let mut id = Map::new();
+    id.insert("event_name".into(), Value::from(label));
+    id.insert("hooks".into(), Value::Array(vec![Value::Object(h)]));
+    if let Some(m) = matcher {
+        id.insert("matcher".into(), Value::from(m));
+    }
+    let bytes = serde_json::to_vec(&Value::Object(id)).ok()?;
+    let digest = Sha256::digest(&bytes);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Some(format!("sha256:{hex}"))
 }
 
 /// Adds the missing `[features]` keys without touching anything else. An
@@ -232,7 +348,8 @@ mod tests {
             "[other]\ntrust_level = \"trusted\"\n",
             "/w/repo"
         ));
-        assert_eq!(hook_state_keys(t), ["/w/repo/.codex/hooks.json:stop:0:0"]);
+        let keys: Vec<String> = hook_states(t).into_iter().map(|s| s.key).collect();
+        assert_eq!(keys, ["/w/repo/.codex/hooks.json:stop:0:0"]);
     }
 
     #[test]
@@ -246,5 +363,110 @@ mod tests {
             Some("false")
         );
         assert_eq!(feature_value("[other]\nhooks = false\n", "hooks"), None);
+    }
+
+    #[test]
+    fn hook_states_read_hash_and_enabled() {
+        let t = "[hooks.state.\"/r/.codex/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:ab\" # mine\nenabled = false\n[other]\ntrusted_hash = \"x\"\n[hooks.state.'/r/.codex/hooks.json:pre_tool_use:1:0']\nenabled = true\n";
+        assert_eq!(
+            hook_states(t),
+            [
+                HookState {
+                    key: "/r/.codex/hooks.json:stop:0:0".into(),
+                    trusted_hash: Some("sha256:ab".into()),
+                    enabled: Some(false),
+                },
+                HookState {
+                    key: "/r/.codex/hooks.json:pre_tool_use:1:0".into(),
+                    trusted_hash: None,
+                    enabled: Some(true),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn event_labels_are_snake_case() {
+        assert_eq!(event_label("PreToolUse"), "pre_tool_use");
+        assert_eq!(event_label("Stop"), "stop");
+        assert_eq!(event_label("SubagentStop"), "subagent_stop");
+        assert_eq!(event_label("UserPromptSubmit"), "user_prompt_submit");
+    }
+
+    /// The hash equals Codex 0.171.0's own `currentHash` from `hooks/list`
+    /// for every hook of both recorded wirings (two binaries).
+    #[test]
+    fn trust_hash_matches_recorded_codex_hooks_list() {
+        let mut checked = 0;
+        for (name, text) in [
+            (
+                "trusted",
+                include_str!(
+                    "../../fixtures/hosts/codex/hooks-list/recorded-codex-0.171.0-trusted.json"
+                ),
+            ),
+            (
+                "modified",
+                include_str!(
+                    "../../fixtures/hosts/codex/hooks-list/recorded-codex-0.171.0-modified.json"
+                ),
+            ),
+        ] {
+            let doc: serde_json::Value = serde_json::from_str(text).unwrap();
+            for e in doc["result"]["data"][0]["hooks"].as_array().unwrap() {
+                let label = e["key"].as_str().unwrap().split(':').rev().nth(2).unwrap();
+                let event: String = label
+                    .split('_')
+                    .map(|w| w[..1].to_uppercase() + &w[1..])
+                    .collect();
+                let handler = serde_json::json!({
+                    "type": "command",
+                    "command": e["command"],
+                    "timeout": e["timeoutSec"],
+                    "statusMessage": e["statusMessage"],
+                });
+                assert_eq!(
+                    hook_trust_hash(&event, e["matcher"].as_str(), &handler).as_deref(),
+                    e["currentHash"].as_str(),
+                    "{name}: {}",
+                    e["key"]
+                );
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 10);
+    }
+
+    /// Recorded with the same Codex (hand-edited hooks file): `Stop` drops its
+    /// matcher, an absent `timeout` hashes as 600, an absent `statusMessage`
+    /// is left out, and the command, matcher or timeout each change the hash.
+    #[test]
+    fn trust_hash_normalizes_like_codex() {
+        let stop = serde_json::json!({"type": "command", "command": "/b/evidence-gate hook stop", "timeout": 10});
+        let h = |e: &str, m: Option<&str>, v: &serde_json::Value| hook_trust_hash(e, m, v).unwrap();
+        assert_eq!(h("Stop", Some("xyz"), &stop), h("Stop", None, &stop));
+        let no_timeout =
+            serde_json::json!({"type": "command", "command": "/b/evidence-gate hook stop"});
+        let t600 = serde_json::json!({"type": "command", "command": "/b/evidence-gate hook stop", "timeout": 600});
+        assert_eq!(h("Stop", None, &no_timeout), h("Stop", None, &t600));
+        let other = serde_json::json!({"type": "command", "command": "/c/evidence-gate hook stop", "timeout": 10});
+        assert_ne!(h("Stop", None, &stop), h("Stop", None, &other));
+        assert_ne!(h("Stop", None, &stop), h("Stop", None, &t600));
+        assert_ne!(
+            h("PreToolUse", Some("^a$"), &stop),
+            h("PreToolUse", Some("^b$"), &stop)
+        );
+        assert_eq!(
+            hook_trust_hash("Stop", None, &serde_json::json!({"type": "prompt"})),
+            None
+        );
+        assert_eq!(
+            hook_trust_hash(
+                "Stop",
+                None,
+                &serde_json::json!({"type": "command", "command": " "})
+            ),
+            None
+        );
     }
 }

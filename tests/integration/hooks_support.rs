@@ -87,14 +87,12 @@ impl HookRepo {
         let repo = std::fs::canonicalize(self.repo.path()).unwrap();
         let dir = self.state_home.path().join(".codex");
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("config.toml"),
-            format!(
-                "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
-                repo.display()
-            ),
-        )
-        .unwrap();
+        let mut text = format!(
+            "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            repo.display()
+        );
+        text.push_str(&codex_hook_trust(&repo.join(".codex/hooks.json")));
+        std::fs::write(dir.join("config.toml"), text).unwrap();
     }
 
     fn command(&self, args: &[&str], env: &[(&str, &str)], as_nobody: bool) -> Command {
@@ -521,4 +519,34 @@ pub fn deny_reason(run: &Run) -> String {
     assert_eq!(h["hookEventName"], "PreToolUse");
     assert_eq!(h["permissionDecision"], "deny");
     h["permissionDecisionReason"].as_str().unwrap().to_owned()
+}
+
+/// The `[hooks.state]` tables trusting every handler of a Codex hooks file
+/// as it is now, as `/hooks` records them (hash as Codex 0.171.0 computes
+/// it: proven against recorded `hooks/list` output in the library tests).
+pub fn codex_hook_trust(hooks_json: &Path) -> String {
+    let Ok(text) = std::fs::read_to_string(hooks_json) else {
+        return String::new();
+    };
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let mut out = String::new();
+    for (event, groups) in doc["hooks"].as_object().into_iter().flatten() {
+        for (gi, g) in groups.as_array().into_iter().flatten().enumerate() {
+            for (hi, h) in g["hooks"].as_array().into_iter().flatten().enumerate() {
+                let Some(hash) = evidence_gate::init::codex_toml::hook_trust_hash(
+                    event,
+                    g["matcher"].as_str(),
+                    h,
+                ) else {
+                    continue;
+                };
+                let label = evidence_gate::init::codex_toml::event_label(event);
+                out.push_str(&format!(
+                    "[hooks.state.\"{}:{label}:{gi}:{hi}\"]\ntrusted_hash = \"{hash}\"\n",
+                    hooks_json.display()
+                ));
+            }
+        }
+    }
+    out
 }

@@ -444,7 +444,7 @@ fn doctor_passes_after_init_write() {
     assert_eq!(status(&checks, "hooks.matchers.codex"), "ok");
     assert_eq!(status(&checks, "binary.reachable"), "ok");
     assert_eq!(status(&checks, "codex.features"), "ok");
-    assert_eq!(status(&checks, "codex.trust"), "warn");
+    assert_eq!(status(&checks, "codex.trust"), "ok");
     assert_eq!(status(&checks, "rules.valid"), "ok");
     assert_eq!(status(&checks, "state.writable"), "ok");
     assert_eq!(status(&checks, "lock.works"), "ok");
@@ -816,18 +816,146 @@ fn doctor_fails_an_untrusted_codex_project_and_honours_codex_home() {
     );
     let v: Value = serde_json::from_str(&run.stdout).unwrap();
     let checks = v["checks"].as_array().unwrap().clone();
-    assert_eq!(run.code, 0, "{checks:?}");
     assert_eq!(status(&checks, "codex.project_trust"), "ok");
-    // A recorded hash may be stale after a re-wire: never reported as ok.
+    // A recorded hash that no longer matches is a failure naming the hook;
+    // the hooks never trusted are named too.
+    assert_eq!(run.code, 1, "{checks:?}");
     let trust = checks.iter().find(|c| c["id"] == "codex.trust").unwrap();
-    assert_eq!(trust["status"], "warn");
+    assert_eq!(trust["status"], "fail");
+    let msg = trust["message"].as_str().unwrap();
+    assert!(msg.contains(&format!("modified since trusted (`trusted_hash` no longer matches; Codex lists it as `modified`): {key}")), "{trust}");
     assert!(
-        trust["message"].as_str().unwrap().contains("modified"),
+        msg.contains("never trusted") && msg.contains(":pre_tool_use:1:0"),
+        "{trust}"
+    );
+    assert!(
+        trust["hint"].as_str().unwrap().contains("/hooks"),
         "{trust}"
     );
     assert!(
         !trust.to_string().contains("custom subagent roles"),
         "{trust}"
+    );
+}
+
+/// Issue 15 (6): the trust hashes Codex 0.171.0 itself reported
+/// (`hooks/list`, recorded in `fixtures/hosts/codex/hooks-list/`) pass
+/// `codex.trust`; after a re-wire with another binary (the second recording,
+/// where Codex lists every hook as `modified`) the old hashes fail, naming
+/// each hook; an entry-less hook fails as never trusted.
+#[test]
+fn doctor_codex_trust_checks_recorded_codex_hashes() {
+    let h = HookRepo::new();
+    let repo = std::fs::canonicalize(h.repo.path()).unwrap();
+    let load = |name: &str| -> Vec<Value> {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/hosts/codex/hooks-list")
+            .join(name);
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        v["result"]["data"][0]["hooks"].as_array().unwrap().clone()
+    };
+    // Rebuild the hooks file Codex listed, position by position.
+    let wire = |entries: &[Value]| {
+        let mut hooks = serde_json::Map::new();
+        for e in entries {
+            let key = e["key"].as_str().unwrap();
+            let mut it = key.rsplit(':');
+            let (_, gi, label) = (it.next(), it.next().unwrap(), it.next().unwrap());
+            let event: String = label
+                .split('_')
+                .map(|w| w[..1].to_uppercase() + &w[1..])
+                .collect();
+            let mut group = json!({"hooks": [{
+                "type": "command",
+                "command": e["command"],
+                "timeout": e["timeoutSec"],
+                "statusMessage": e["statusMessage"],
+            }]});
+            if let Some(m) = e["matcher"].as_str() {
+                group["matcher"] = json!(m);
+            }
+            let groups = hooks.entry(event).or_insert_with(|| json!([]));
+            let gi: usize = gi.parse().unwrap();
+            let arr = groups.as_array_mut().unwrap();
+            while arr.len() <= gi {
+                arr.push(Value::Null);
+            }
+            arr[gi] = group;
+        }
+        h.write(".codex/hooks.json", json!({ "hooks": hooks }).to_string());
+    };
+    let config = |entries: &[Value], skip: usize| {
+        let mut text = format!(
+            "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            repo.display()
+        );
+        for e in entries.iter().skip(skip) {
+            let key = e["key"]
+                .as_str()
+                .unwrap()
+                .replace("${FIXTURE_ROOT}", repo.to_str().unwrap());
+            text.push_str(&format!(
+                "[hooks.state.\"{key}\"]\ntrusted_hash = \"{}\"\n",
+                e["currentHash"].as_str().unwrap()
+            ));
+        }
+        let dir = h.state_home.path().join(".codex");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.toml"), text).unwrap();
+    };
+    let trust = |h: &HookRepo| -> Value {
+        let (_, checks) = doctor(h, &["--host", "codex"]);
+        checks
+            .into_iter()
+            .find(|c| c["id"] == "codex.trust")
+            .unwrap()
+    };
+    let trusted = load("recorded-codex-0.171.0-trusted.json");
+    assert!(trusted.iter().all(|e| e["trustStatus"] == "trusted"));
+    wire(&trusted);
+    config(&trusted, 0);
+    let t = trust(&h);
+    assert_eq!(t["status"], "ok", "{t}");
+    assert!(
+        t["message"]
+            .as_str()
+            .unwrap()
+            .contains("all 5 evidence-gate hook(s)"),
+        "{t}"
+    );
+    // Re-wired with another binary: Codex reported every hook `modified`.
+    let modified = load("recorded-codex-0.171.0-modified.json");
+    assert!(modified.iter().all(|e| e["trustStatus"] == "modified"));
+    wire(&modified);
+    let t = trust(&h);
+    assert_eq!(t["status"], "fail", "{t}");
+    let msg = t["message"].as_str().unwrap();
+    assert!(msg.contains("modified since trusted"), "{t}");
+    for e in &modified {
+        let key = e["key"]
+            .as_str()
+            .unwrap()
+            .replace("${FIXTURE_ROOT}", repo.to_str().unwrap());
+        assert!(msg.contains(&key), "{key}: {t}");
+    }
+    assert!(!msg.contains("never trusted"), "{t}");
+    // Trusting the new hashes (what `/hooks` records) passes again.
+    config(&modified, 0);
+    assert_eq!(trust(&h)["status"], "ok");
+    // A hook without an entry is named as never trusted.
+    config(&modified, 1);
+    let t = trust(&h);
+    assert_eq!(t["status"], "fail", "{t}");
+    let first = modified[0]["key"]
+        .as_str()
+        .unwrap()
+        .replace("${FIXTURE_ROOT}", repo.to_str().unwrap());
+    assert!(
+        t["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("never trusted (no `trusted_hash`): {first}")),
+        "{t}"
     );
 }
 
