@@ -494,6 +494,7 @@ impl<'a> Ctx<'a> {
             } else {
                 SurfaceInputs::default()
             },
+            diagnostics: crate::goals::diagnostics::Sink::open(self.amb, self.canonical_cwd),
         };
         let root = self.root.try_clone().map_err(|e| e.to_string())?;
         Engine::new(root, self.rules, opts).map_err(|e| e.message)
