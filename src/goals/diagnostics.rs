@@ -1,15 +1,22 @@
 //! Diagnostic lines of the goal engine (goal-engine.md §2.6: an index
 //! rebuild is worth a line). Written best-effort to the diagnostics file that
-//! `hooks.md` §1.5 defines; a failure never changes a command's outcome.
+//! `hooks.md` §1.5 defines, in the workspace's per-user state directory
+//! (`<user state>/hooks/diagnostics.jsonl`, threat-model.md §3) where
+//! `doctor` reads them and the gated agent cannot edit them; when that
+//! directory is unusable, to the base per-user state directory, and never
+//! into the workspace. The front end opens the target through the
+//! [`Ambient`] ([`Sink::open`]); a failure never changes a command's outcome.
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::SystemTime;
 
+use cap_std::fs::Dir;
 use serde_json::json;
 
 use super::Engine;
 use super::index::View;
-use crate::sandbox::{PathLimits, RelPath};
-use crate::store::DIAGNOSTICS_DIR;
+use crate::ambient::Ambient;
 
 /// Rotation threshold (the hooks' default `hooks.diagnostics_max_bytes`).
 const MAX_BYTES: u64 = 1024 * 1024;
@@ -31,21 +38,50 @@ pub fn index_rebuilt(engine: &Engine, command: &str, view: &View) {
         "version": env!("CARGO_PKG_VERSION"),
         "pid": std::process::id(),
     });
-    append(engine.root(), &line.to_string());
+    engine.diagnostics().append(&line.to_string());
 }
 
-fn append(root: &cap_std::fs::Dir, line: &str) {
-    let Ok(rel) = RelPath::parse(DIAGNOSTICS_DIR, PathLimits::default()) else {
-        return;
-    };
-    let Ok(dir) = crate::store::create_dirs(root, &rel) else {
-        return;
-    };
-    crate::store::append_diagnostic(&dir, line.as_bytes(), MAX_BYTES);
+/// Where the engine's diagnostic lines go: an open per-user directory, or
+/// nowhere (no per-user state directory is known or usable).
+#[derive(Debug, Clone, Default)]
+pub struct Sink(Option<Arc<Dir>>);
+
+impl Sink {
+    /// Opens (creating it if needed) `<user state>/hooks/` of the workspace
+    /// whose canonical root is `canonical_root`; when that is unknown or
+    /// unusable, the base per-user state directory unless it lies inside
+    /// the workspace. Never a directory of the workspace.
+    pub fn open(amb: &dyn Ambient, canonical_root: Option<&Path>) -> Sink {
+        if let Some(root) = canonical_root
+            && let Some(dir) = crate::userstate::UserState::open(amb, root)
+                .ok()
+                .and_then(|u| u.subdir(crate::hooks::witness::HOOKS_DIR).ok())
+        {
+            return Sink(Some(Arc::new(dir)));
+        }
+        let base = crate::userstate::base_path(amb)
+            .filter(|b| canonical_root.is_none_or(|r| !b.starts_with(r)));
+        let dir = base.and_then(|b| {
+            amb.create_dir_all(&b).ok()?;
+            amb.open_dir(&b).ok()
+        });
+        Sink(dir.map(Arc::new))
+    }
+
+    /// A sink that writes nothing.
+    pub fn none() -> Sink {
+        Sink(None)
+    }
+
+    fn append(&self, line: &str) {
+        if let Some(dir) = &self.0 {
+            crate::store::append_diagnostic(dir, line.as_bytes(), MAX_BYTES);
+        }
+    }
 }
 
 /// Records a caught panic (reported as `ULW_LOOP_UNEXPECTED`).
-pub fn panicked(root: &cap_std::fs::Dir, profile: &str, command: &str, message: &str) {
+pub fn panicked(sink: &Sink, profile: &str, command: &str, message: &str) {
     let mut message = message.to_owned();
     message.truncate(500);
     let line = json!({
@@ -61,5 +97,5 @@ pub fn panicked(root: &cap_std::fs::Dir, profile: &str, command: &str, message: 
         "version": env!("CARGO_PKG_VERSION"),
         "pid": std::process::id(),
     });
-    append(root, &line.to_string());
+    sink.append(&line.to_string());
 }

@@ -70,6 +70,8 @@ pub struct EngineOptions {
     pub root_abs: Option<String>,
     /// Gate surface inputs read by the front end (quality-gate.md §2.4).
     pub surface: SurfaceInputs,
+    /// Where diagnostic lines go (opened by the front end, per-user).
+    pub diagnostics: diagnostics::Sink,
 }
 
 /// The surface-resolution inputs only the binary can read: the variable named
@@ -103,6 +105,7 @@ pub struct Engine {
     gates: GateBook,
     surface: SurfaceInputs,
     workflows: workflow::WorkflowRules,
+    diagnostics: diagnostics::Sink,
 }
 
 impl Engine {
@@ -152,7 +155,13 @@ impl Engine {
             gates,
             surface: opts.surface,
             workflows,
+            diagnostics: opts.diagnostics,
         })
+    }
+
+    /// Where diagnostic lines go.
+    pub fn diagnostics(&self) -> &diagnostics::Sink {
+        &self.diagnostics
     }
 
     /// The workflow overlap rules (`rules/workflows.json`).

@@ -285,8 +285,17 @@ fn index_rebuild_writes_a_diagnostic_and_reads_stay_pure() {
         &["add-goal", "--title", "b", "--objective", "b"],
     ));
     assert!(state(&repo, ".ledger.idx").exists());
-    let diag = std::fs::read_to_string(repo.join(".omo/evidence-gate/diagnostics.jsonl")).unwrap();
+    // The line goes to the per-user state (threat-model.md §3), where doctor
+    // reads it, never into the workspace the agent can edit.
+    let diag = std::fs::read_to_string(user_diagnostics(&repo)).unwrap();
     assert!(diag.contains("LEDGER_INDEX_REBUILT"), "{diag}");
+    assert!(!repo.join(".omo/evidence-gate/diagnostics.jsonl").exists());
+    let doctor = repo.run_env("evidence-gate", &["doctor", "--json"], None, &clean_env());
+    assert!(
+        doctor.stdout.contains("LEDGER_INDEX_REBUILT"),
+        "doctor counts the engine's lines: {}",
+        doctor.stdout
+    );
     let idx: Value =
         serde_json::from_slice(&std::fs::read(state(&repo, ".ledger.idx")).unwrap()).unwrap();
     assert_eq!(idx["records"], 2);
@@ -309,7 +318,7 @@ fn foreign_appends_are_absorbed_from_the_suffix() {
     let keys = std::fs::read_to_string(state(&repo, ".ledger.keys")).unwrap();
     assert!(keys.contains("\"k:k1\""), "{keys}");
     assert!(
-        !repo.join(".omo/evidence-gate/diagnostics.jsonl").exists(),
+        !user_diagnostics(&repo).exists(),
         "a grown index is not a rebuild"
     );
     let r = ulw(&repo, &["repair", "--check"]);
@@ -535,4 +544,13 @@ fn plan_serialisation_is_two_space_json_with_one_newline() {
         l.trim_end()
             .ends_with(&format!("\"seq\":1,\"prev\":\"{}\"}}", "0".repeat(64)))
     );
+}
+
+/// The workspace's per-user diagnostics file (the tests' shared state home).
+fn user_diagnostics(repo: &Repo) -> std::path::PathBuf {
+    let canonical = std::fs::canonicalize(repo.path()).unwrap();
+    crate::common::temp_home()
+        .join("state/evidence-gate/v1")
+        .join(evidence_gate::userstate::workspace_id(&canonical))
+        .join("hooks/diagnostics.jsonl")
 }

@@ -251,3 +251,77 @@ fn regression_i12_an_unusable_witness_fails_closed() {
     assert!(reason.contains("USER_DECISION_UNVERIFIED"), "{reason}");
     assert!(reason.contains("XDG_STATE_HOME"), "{reason}");
 }
+
+/// Honest use of `unblock` (I12): a goal that needs the user's decision is
+/// unblocked with the decision the user typed, and the Stop hook verifies it
+/// against the prompt witness.
+#[test]
+fn honest_i12_a_real_user_decision_unblocks_a_goal() {
+    let h = setup();
+    let id = ids(&h)[0].clone();
+    // Setup: the goal escalated to the user (hand edit, acknowledged).
+    let rel = format!("{ULW}/{SID}/goals.json");
+    let mut plan: Value = h.read_json(&rel).unwrap();
+    let g = plan["goals"][0].as_object_mut().unwrap();
+    g.insert("status".into(), json!("needs_user_decision"));
+    g.insert("nonRetriable".into(), json!(true));
+    g.insert(
+        "blockerSignature".into(),
+        json!("EXTERNAL_AUTHORIZATION_REQUIRED"),
+    );
+    h.write_plan(&format!("{ULW}/{SID}"), &plan);
+    let run = eg(
+        &h.repo,
+        "ulw-loop",
+        &[
+            "repair",
+            "--session-id",
+            SID,
+            "--accept-tampered",
+            "--rationale",
+            "test setup: hand-edited plan",
+            "--json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    user_prompt(&h, "I rotated the registry token; retry the parser goal.");
+    let run = eg(
+        &h.repo,
+        "ulw-loop",
+        &[
+            "steer",
+            "--session-id",
+            SID,
+            "--kind",
+            "unblock",
+            "--goal-id",
+            &id,
+            "--user-decision",
+            "I rotated the registry token",
+            "--evidence",
+            "the user rotated the token",
+            "--rationale",
+            "retry after the user's fix",
+            "--json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let plan: Value = h.read_json(&rel).unwrap();
+    assert_eq!(plan["goals"][0]["status"], "pending");
+    // The goal is unfinished, so the Stop hook resumes; the decision it
+    // carries is verified against the user's prompt.
+    let _ = stop(&h);
+    let verified: Vec<Value> = h
+        .ledger()
+        .into_iter()
+        .filter(|e| e["kind"] == "user_decision_verified")
+        .collect();
+    assert_eq!(verified.len(), 1, "{verified:?}");
+    assert!(
+        !h.ledger()
+            .iter()
+            .any(|e| e["kind"] == "user_decision_unverified"),
+        "{:?}",
+        h.ledger()
+    );
+}

@@ -385,6 +385,7 @@ fn crafted_goal_ids_stay_inside_the_state_directory() {
     let files: Vec<String> = std::fs::read_dir(side.parent().unwrap())
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n != "migrated.json")
         .collect();
     assert_eq!(files.len(), 1, "{files:?}");
     assert!(files[0].starts_with("auto-resume-h") && files[0].ends_with(".json"));
@@ -645,6 +646,81 @@ fn side_files_planted_in_the_tree_change_nothing() {
     let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
     assert!(reason.contains("resume 1 of 2"), "{reason}");
     assert_eq!(counter(&h, "G001").unwrap()["count"], 1);
+}
+
+/// An earlier version's in-tree resume counter is migrated once: for the
+/// current progress digest its larger count is taken (one resume left), and
+/// afterwards the tree is never read again.
+#[test]
+fn an_old_in_tree_resume_counter_is_migrated_once() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    // Learn the current digest, then forget the per-user state (as before an
+    // upgrade) and plant the earlier version's counter at max - 1.
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(reason.contains("resume 1 of 2"), "{reason}");
+    let digest = counter(&h, "G001").unwrap()["progressDigest"].clone();
+    let side = h.side_path(&format!("{ULW}/{SID}/x"));
+    std::fs::remove_dir_all(side.parent().unwrap()).unwrap();
+    let old =
+        json!({"count": 1, "progressDigest": digest, "updatedAt": "2026-11-30T10:00:00.000Z"});
+    h.write(
+        &format!("{ULW}/{SID}/auto-resume-G001.json"),
+        old.to_string(),
+    );
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(reason.contains("resume 2 of 2"), "{reason}");
+    assert!(h.read_side(&format!("{ULW}/{SID}/migrated.json")).is_some());
+    // Migrated once: resetting the in-tree copy changes nothing.
+    let reset = json!({"count": 0, "progressDigest": digest});
+    h.write(
+        &format!("{ULW}/{SID}/auto-resume-G001.json"),
+        reset.to_string(),
+    );
+    let run = stop(&h, &h.codex_stop(SID));
+    let msg = run.json()["systemMessage"].as_str().unwrap().to_owned();
+    assert!(msg.contains("auto-resume is paused for goal G001"), "{msg}");
+}
+
+/// A planted in-tree counter at (or over) the budget spends at most the
+/// budget of the current progress minus one: the last resume still happens.
+#[test]
+fn a_planted_in_tree_counter_never_spends_the_last_resume() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(reason.contains("resume 1 of 2"), "{reason}");
+    let digest = counter(&h, "G001").unwrap()["progressDigest"].clone();
+    let side = h.side_path(&format!("{ULW}/{SID}/x"));
+    std::fs::remove_dir_all(side.parent().unwrap()).unwrap();
+    let old = json!({"count": 99, "progressDigest": digest});
+    h.write(
+        &format!("{ULW}/{SID}/auto-resume-G001.json"),
+        old.to_string(),
+    );
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(reason.contains("resume 2 of 2"), "{reason}");
+}
+
+/// A stuck marker the agent writes where earlier versions kept it is never
+/// migrated: it does not silence the resume (threat-model.md §3).
+#[test]
+fn an_in_tree_stuck_marker_does_not_silence_the_resume() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(reason.contains("resume 1 of 2"), "{reason}");
+    let digest = counter(&h, "G001").unwrap()["progressDigest"].clone();
+    let side = h.side_path(&format!("{ULW}/{SID}/x"));
+    std::fs::remove_dir_all(side.parent().unwrap()).unwrap();
+    let marker = json!({"reason": "stuck", "count": 2, "progressDigest": digest, "at": "2026-11-30T10:00:00.000Z"});
+    h.write(
+        &format!("{ULW}/{SID}/auto-resume-G001.stuck"),
+        marker.to_string(),
+    );
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(reason.contains("resume 1 of 2"), "{reason}");
+    assert!(stuck(&h, "G001").is_none());
 }
 
 /// Unusable side files in the per-user state block the stop with

@@ -230,14 +230,13 @@ pub(crate) fn run(profile: &str, tokens: Vec<String>, amb: &dyn Ambient, io: &mu
             .map(|s| (*s).to_owned())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".into());
-        if let Ok(root) = amb.open_dir(Path::new(".")) {
-            crate::goals::diagnostics::panicked(&root, profile, head.as_deref().unwrap_or("help"), &what);
-        }
+        let sink = diagnostics_sink(amb);
+        crate::goals::diagnostics::panicked(&sink, profile, head.as_deref().unwrap_or("help"), &what);
         Outcome::Error(
             GoalError::new(
                 ErrorKind::Unexpected,
                 format!(
-                    "internal error: {what}. This is a defect in evidence-gate; please report it (see .omo/evidence-gate/diagnostics.jsonl)."
+                    "internal error: {what}. This is a defect in evidence-gate; please report it (`evidence-gate doctor` lists it; the line is in the per-user state directory, hooks/diagnostics.jsonl)."
                 ),
             ),
             display_name(profile),
@@ -472,8 +471,16 @@ pub(crate) fn build_engine(
             lock_timeout_ms,
             root_abs,
             surface: surface_inputs(rules, amb),
+            diagnostics: diagnostics_sink(amb),
         },
     )
+}
+
+/// The engine's diagnostics target: the per-user state of the workspace at
+/// the current directory (threat-model.md §3), never the workspace itself.
+fn diagnostics_sink(amb: &dyn Ambient) -> crate::goals::diagnostics::Sink {
+    let canonical = amb.canonicalize(Path::new(".")).ok();
+    crate::goals::diagnostics::Sink::open(amb, canonical.as_deref())
 }
 
 /// The gate surface inputs only the binary can read (quality-gate.md §2.4).

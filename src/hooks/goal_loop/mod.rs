@@ -494,6 +494,7 @@ impl<'a> Ctx<'a> {
             } else {
                 SurfaceInputs::default()
             },
+            diagnostics: crate::goals::diagnostics::Sink::open(self.amb, self.canonical_cwd),
         };
         let root = self.root.try_clone().map_err(|e| e.to_string())?;
         Engine::new(root, self.rules, opts).map_err(|e| e.message)
@@ -653,7 +654,82 @@ impl<'a> Ctx<'a> {
                 ));
             }
         };
-        Ok(SideState { dir, base, lock })
+        let side = SideState { dir, base, lock };
+        if let Err(e) = self.migrate_side(paths, &side) {
+            side.release();
+            return Err(self.fault(
+                HookCode::HookStateIo,
+                "the in-tree resume counters of an earlier version could not be migrated",
+                &e.0,
+                &e.1,
+                tool,
+                DOCTOR_FIX,
+            ));
+        }
+        Ok(side)
+    }
+
+    /// Migrates, once per plan scope, the resume counters an earlier version
+    /// kept in the tree (`<state>/auto-resume-<key>.json`) into `side`, under
+    /// its lock; [`SIDE_MIGRATED`] records that it ran, and the in-tree files
+    /// are never read again. For the same progress digest the larger count
+    /// wins, but a migrated count stays below `stop.max_resumes_without_progress`,
+    /// so a counter planted in the tree can spend at most the budget of the
+    /// current progress, never the last resume. Where the per-user counter
+    /// names another digest it is newer and kept. In-tree stuck markers
+    /// (`auto-resume-<key>.stuck`) are not migrated: the agent can write them,
+    /// and a file the agent can write must not silence a resume by itself
+    /// (threat-model.md §3); a goal that is really stuck pauses again after
+    /// its budget. Errors are `(path, error)`.
+    fn migrate_side(
+        &self,
+        paths: &crate::goals::StatePaths,
+        side: &SideState,
+    ) -> Result<(), (String, String)> {
+        let io = |name: &str, e: &dyn std::fmt::Display| (side.display(name), e.to_string());
+        match side.dir.symlink_metadata(SIDE_MIGRATED) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(SIDE_MIGRATED, &e)),
+        }
+        // A tree without the state directory (or an unsafe one) has nothing
+        // to migrate: nothing there is trusted anyway.
+        if let Ok(Some(legacy)) = crate::goals::state::open_chain(self.root, &paths.dir, false) {
+            let max = self.policy.stop.max_resumes_without_progress;
+            for name in legacy_counters(&legacy) {
+                let display = format!("{}{name}", paths.file(""));
+                let Ok(Some(bytes)) =
+                    loop_state::read_side_file(&legacy, &name, &display, 64 * 1024)
+                else {
+                    continue;
+                };
+                let Some((old, digest)) = counter_of(&bytes) else {
+                    continue;
+                };
+                let old = old.min(max.saturating_sub(1));
+                let current =
+                    loop_state::read_side_file(&side.dir, &name, &side.display(&name), 64 * 1024)
+                        .map_err(|e| (side.display(&name), e.message.clone()))?;
+                let keep = match current.as_deref().and_then(counter_of) {
+                    Some((count, d)) => d != digest || count >= old,
+                    None => old == 0,
+                };
+                if keep {
+                    continue;
+                }
+                let v = json!({
+                    "count": old,
+                    "progressDigest": digest,
+                    "updatedAt": crate::time::rfc3339_ms(std::time::SystemTime::now()),
+                    "migrated": true,
+                });
+                loop_state::write_side_file(&side.dir, &name, v.to_string().as_bytes())
+                    .map_err(|e| io(&name, &e))?;
+            }
+        }
+        let marker = json!({"v": 1, "at": crate::time::rfc3339_ms(std::time::SystemTime::now())});
+        loop_state::write_side_file(&side.dir, SIDE_MIGRATED, marker.to_string().as_bytes())
+            .map_err(|e| io(SIDE_MIGRATED, &e))
     }
 
     /// Records the head of the plan's goal ledger in the per-user state
@@ -723,6 +799,34 @@ impl SideState {
     pub fn release(self) {
         let _ = self.lock.release();
     }
+}
+
+/// Written in a plan scope's per-user side directory once the in-tree resume
+/// counters of earlier versions were migrated ([`Ctx::side_state_at`]).
+pub const SIDE_MIGRATED: &str = "migrated.json";
+/// In-tree side files looked at, at most, by the migration.
+const MAX_LEGACY_SIDE: usize = 10_000;
+
+/// The names of the in-tree resume counters in `legacy` (regular entries
+/// only; the read itself follows no symlink).
+fn legacy_counters(legacy: &Dir) -> Vec<String> {
+    let Ok(entries) = legacy.entries() else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .take(MAX_LEGACY_SIDE)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with("auto-resume-") && n.ends_with(".json") && !n.contains('/'))
+        .collect()
+}
+
+/// `(count, progressDigest)` of a resume counter's JSON.
+fn counter_of(bytes: &[u8]) -> Option<(u64, String)> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let count = v.get("count")?.as_u64()?;
+    let digest = v.get("progressDigest")?.as_str()?.to_owned();
+    Some((count, digest))
 }
 
 /// Decides one goal-loop event.
