@@ -331,7 +331,11 @@ pub fn block_reason(run: &Run) -> String {
 /// Claude Code's Stop/SubagentStop block: exit 2, nothing on stdout, the
 /// reason plus one `\n` on stderr.
 pub fn claude_block_reason(run: &Run) -> String {
-    assert_eq!(run.code, 2, "not an exit-2 block: {}{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.code, 2,
+        "not an exit-2 block: {}{}",
+        run.stdout, run.stderr
+    );
     assert_eq!(run.stdout, "", "an exit-2 block writes nothing on stdout");
     let r = run
         .stderr

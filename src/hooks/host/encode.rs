@@ -355,7 +355,11 @@ mod tests {
         let Some(Output::Exit2(b)) = encode(Host::ClaudeCode, Family::Stop, &empty, &OPTS) else {
             panic!("an exit-2 block");
         };
-        assert!(String::from_utf8(b).unwrap().starts_with("evidence-gate: refused"));
+        assert!(
+            String::from_utf8(b)
+                .unwrap()
+                .starts_with("evidence-gate: refused")
+        );
         let capped = Decision::Block {
             reason: "x".repeat(5000),
         };
