@@ -1,7 +1,8 @@
 //! The common hook machinery (hooks.md §1): usage handling, the emergency
 //! switch, bounded stdin, host detection and decoding, the watchdog, the
 //! output latch, panic capture and the one write of the decision. Every path
-//! exits 0.
+//! exits 0, except a Claude Code Stop/SubagentStop block, which exits 2 with
+//! the reason on standard error once it is written.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ use super::goal_loop;
 use super::host::Host;
 use super::host::decode::{self, DecodeError};
 use super::host::detect::detect;
-use super::host::encode::{EncodeOptions, encode};
+use super::host::encode::{EncodeOptions, Output, encode};
 use super::input::{self, InputError};
 use super::io_report;
 use super::subagent_stop;
@@ -170,6 +171,9 @@ pub fn run(args: &[String], amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         cv: Condvar::new(),
     };
     let mut stdin_bytes = 0u64;
+    // 0 unless a whole exit-2 block reached standard error: every failure
+    // to decide or to write stays a fail-open exit 0.
+    let mut status = 0u8;
     thread::scope(|s| {
         s.spawn(|| {
             if watchdog.wait() && latch.take() {
@@ -201,23 +205,30 @@ pub fn run(args: &[String], amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
             )
         }));
         match outcome {
-            Ok(bytes) => {
+            Ok(output) => {
                 if !latch.take() {
                     park_forever();
                 }
-                if let Some(bytes) = bytes
-                    && io
-                        .stdout
-                        .write_all(&bytes)
-                        .and_then(|()| io.stdout.flush())
+                let (stream, bytes, code): (&mut dyn std::io::Write, &[u8], u8) = match &output {
+                    None => (&mut *io.stdout, &[], 0),
+                    Some(Output::Stdout(b)) => (&mut *io.stdout, b, 0),
+                    Some(Output::Exit2(b)) => (&mut *io.stderr, b, 2),
+                };
+                if !bytes.is_empty() {
+                    if stream
+                        .write_all(bytes)
+                        .and_then(|()| stream.flush())
                         .is_err()
-                {
-                    diag.write(
-                        HookCode::HookOutputWrite,
-                        "allow",
-                        "the decision could not be written to standard output",
-                        Some(json!({"bytes": bytes.len()})),
-                    );
+                    {
+                        diag.write(
+                            HookCode::HookOutputWrite,
+                            "allow",
+                            "the decision could not be written to standard output",
+                            Some(json!({"bytes": bytes.len()})),
+                        );
+                    } else {
+                        status = code;
+                    }
                 }
             }
             Err(_) => {
@@ -237,7 +248,7 @@ pub fn run(args: &[String], amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         watchdog.disarm();
     });
     io_report::write(amb, stdin_bytes);
-    0
+    status
 }
 
 fn park_forever() -> ! {
@@ -304,7 +315,7 @@ struct Plumbing<'a> {
 
 impl Plumbing<'_> {
     /// Records a plumbing failure and returns the allow (or notify) bytes.
-    fn fail(&self, code: HookCode, message: &str, detail: serde_json::Value) -> Option<Vec<u8>> {
+    fn fail(&self, code: HookCode, message: &str, detail: serde_json::Value) -> Option<Output> {
         let notify = self.hooks.on_plumbing_failure == PlumbingPolicy::AllowAndNotify
             && self.family == Family::Stop;
         let decision = if notify {
@@ -345,7 +356,7 @@ fn main_path(
     fault: Fault,
     stdin_bytes: &mut u64,
     start: Instant,
-) -> Option<Vec<u8>> {
+) -> Option<Output> {
     if io.stdin_is_terminal {
         let _ = writeln!(
             io.stderr,

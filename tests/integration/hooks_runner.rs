@@ -436,3 +436,38 @@ fn no_allow_path_emits_empty_object() {
 }
 
 const R2: &str = ".omo/evidence/r2.md";
+
+/// Claude Code's Stop/SubagentStop block is exit 2 with the reason on
+/// stderr, but a fail-open is still exit 0 with nothing on either stream:
+/// a panic or an expired deadline on a payload that would block never
+/// becomes an exit-2 block.
+#[test]
+fn claude_exit_2_block_still_fails_open_with_exit_0() {
+    let h = HookRepo::new();
+    let claude = [("CLAUDE_PROJECT_DIR", h.path().to_str().unwrap())];
+    let p = fixture(
+        "claude-code/subagent-stop/recorded-claude-code-2.1.332-block-no-receipt.json",
+        h.path(),
+    );
+    // Honest use: no receipt blocks, exit 2, the reason once on stderr.
+    let reason = claude_block_reason(&h.stop_env(&p, &claude));
+    assert!(!reason.starts_with('{'), "plain text, not JSON: {reason}");
+    assert!(!reason_codes(&reason).is_empty(), "{reason}");
+    for fault in ["panic", "hang"] {
+        let h = HookRepo::new();
+        let p = fixture(
+            "claude-code/subagent-stop/recorded-claude-code-2.1.332-block-no-receipt.json",
+            h.path(),
+        );
+        let run = h.stop_env(
+            &p,
+            &[
+                ("CLAUDE_PROJECT_DIR", h.path().to_str().unwrap()),
+                ("EVIDENCE_GATE_TEST_FAULT", fault),
+            ],
+        );
+        assert_eq!(run.code, 0, "{fault}: {}", run.stderr);
+        assert_eq!(run.stdout, "", "{fault}");
+        assert_eq!(run.stderr, "", "{fault}");
+    }
+}

@@ -782,7 +782,15 @@ fn every_host_gets_its_own_block_shape() {
             &format!("{ULW}/{sid}"),
             &plan(Some(&sid), None, vec![goal("G1", "pending", &[])]),
         );
-        let reason = block_reason(&run_fixture(rel, &sid, host));
+        let run = run_fixture(rel, &sid, host);
+        // Claude Code blocks with exit 2 and the reason on stderr; the
+        // others with exit 0 and JSON on stdout.
+        let reason = if host == "claude-code" {
+            claude_block_reason(&run)
+        } else {
+            assert_eq!(run.code, 0, "{rel}: {}", run.stderr);
+            block_reason(&run)
+        };
         assert!(reason.contains("G1 — Title of G1"), "{rel}: {reason}");
     }
     h.write_plan(

@@ -309,14 +309,38 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// The block reason of a run (panics when the run did not block).
+/// The block reason of a run (panics when the run did not block). Claude
+/// Code's Stop/SubagentStop block is exit 2 with the plain reason on stderr
+/// and nothing on stdout (a JSON block reaches Claude's model twice); every
+/// other block is exit 0 with JSON `{decision, reason}`. Which host gets
+/// which shape is pinned by `every_host_gets_its_own_block_shape`.
 pub fn block_reason(run: &Run) -> String {
+    if run.code == 2 {
+        return claude_block_reason(run);
+    }
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let v = run.json();
     assert_eq!(v["decision"], "block", "not a block: {}", run.stdout);
     let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["decision", "reason"], "only allowed keys");
     v["reason"].as_str().unwrap().to_owned()
+}
+
+/// Claude Code's Stop/SubagentStop block: exit 2, nothing on stdout, the
+/// reason plus one `\n` on stderr.
+pub fn claude_block_reason(run: &Run) -> String {
+    assert_eq!(
+        run.code, 2,
+        "not an exit-2 block: {}{}",
+        run.stdout, run.stderr
+    );
+    assert_eq!(run.stdout, "", "an exit-2 block writes nothing on stdout");
+    let r = run
+        .stderr
+        .strip_suffix('\n')
+        .expect("the reason ends with one newline");
+    assert!(!r.trim().is_empty());
+    r.to_owned()
 }
 
 /// The reason and `systemMessage` of a block on a fault in the hook's own

@@ -81,17 +81,50 @@ pub struct EncodeOptions {
     pub agy_stop_block: AgyStopDecision,
 }
 
-/// The bytes to write (one compact JSON object plus `\n`), or `None` for no
-/// output. A decision the family cannot carry encodes to no output.
+/// What the hook writes and how it exits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// One compact JSON object plus `\n` on standard output, exit 0.
+    Stdout(Vec<u8>),
+    /// The plain reason plus `\n` on standard error, exit 2: Claude Code's
+    /// Stop/SubagentStop block. Claude delivers a JSON `decision: "block"`
+    /// to the model twice and raises a "stop hook problem" notice; exit 2
+    /// delivers the reason once (hosts-headless.md, measured).
+    Exit2(Vec<u8>),
+}
+
+impl Output {
+    /// The bytes written, whichever stream.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Output::Stdout(b) | Output::Exit2(b) => b,
+        }
+    }
+}
+
+/// The output of a decision, or `None` for no output. A decision the family
+/// cannot carry encodes to no output.
 pub fn encode(
     host: Host,
     family: Family,
     decision: &Decision,
     opts: &EncodeOptions,
-) -> Option<Vec<u8>> {
+) -> Option<Output> {
     let cap = |s: &str| cap_bytes(&sanitize(s), opts.max_reason_bytes);
     let json = match (host, family, decision) {
         (_, _, Decision::Allow) => return None,
+        // Claude Code ignores stdout under exit 2, so a Halt's user message
+        // rides in the reason (as on agy).
+        (Host::ClaudeCode, Family::Stop, Decision::Block { reason }) => {
+            let mut b = non_empty(cap(reason)).into_bytes();
+            b.push(b'\n');
+            return Some(Output::Exit2(b));
+        }
+        (Host::ClaudeCode, Family::Stop, Decision::Halt { reason, message }) => {
+            let mut b = non_empty(cap(&format!("{reason}\n{message}"))).into_bytes();
+            b.push(b'\n');
+            return Some(Output::Exit2(b));
+        }
         (Host::Codex | Host::ClaudeCode | Host::Common, Family::Stop, d) => match d {
             Decision::Notify { message } => to_json(&CodexStop {
                 decision: None,
@@ -176,7 +209,7 @@ pub fn encode(
     };
     let mut bytes = json;
     bytes.push(b'\n');
-    Some(bytes)
+    Some(Output::Stdout(bytes))
 }
 
 fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
@@ -254,6 +287,13 @@ mod tests {
         out
     }
 
+    fn stdout(out: Option<Output>) -> String {
+        match out {
+            Some(Output::Stdout(b)) => String::from_utf8(b).unwrap(),
+            other => panic!("not JSON on stdout: {other:?}"),
+        }
+    }
+
     fn all_decisions() -> Vec<Decision> {
         vec![
             Decision::Allow,
@@ -278,7 +318,7 @@ mod tests {
             reason: "r".into(),
             message: "m".into(),
         };
-        let out = |h| String::from_utf8(encode(h, Family::Stop, &halt, &OPTS).unwrap()).unwrap();
+        let out = |h| stdout(encode(h, Family::Stop, &halt, &OPTS));
         assert_eq!(
             out(Host::Codex),
             "{\"decision\":\"block\",\"reason\":\"r\",\"systemMessage\":\"m\"}\n"
@@ -291,6 +331,71 @@ mod tests {
             out(Host::Agy),
             "{\"decision\":\"block\",\"reason\":\"r\\nm\"}\n"
         );
+        // Claude Code ignores stdout under exit 2: the message rides in the
+        // reason, as on agy.
+        assert_eq!(
+            encode(Host::ClaudeCode, Family::Stop, &halt, &OPTS),
+            Some(Output::Exit2(b"r\nm\n".to_vec()))
+        );
+    }
+
+    /// Claude Code's Stop/SubagentStop block is exit 2 with the plain reason
+    /// on stderr (a JSON block reaches the model twice); every other host and
+    /// every other Claude decision stays JSON on stdout.
+    #[test]
+    fn claude_stop_blocks_exit_2_with_the_reason_on_stderr() {
+        let block = Decision::Block {
+            reason: "a\r\nb\u{1}c".into(),
+        };
+        assert_eq!(
+            encode(Host::ClaudeCode, Family::Stop, &block, &OPTS),
+            Some(Output::Exit2(b"a\nbc\n".to_vec()))
+        );
+        let empty = Decision::Block { reason: " ".into() };
+        let Some(Output::Exit2(b)) = encode(Host::ClaudeCode, Family::Stop, &empty, &OPTS) else {
+            panic!("an exit-2 block");
+        };
+        assert!(
+            String::from_utf8(b)
+                .unwrap()
+                .starts_with("evidence-gate: refused")
+        );
+        let capped = Decision::Block {
+            reason: "x".repeat(5000),
+        };
+        let Some(Output::Exit2(b)) = encode(Host::ClaudeCode, Family::Stop, &capped, &OPTS) else {
+            panic!("an exit-2 block");
+        };
+        assert_eq!(b.len(), OPTS.max_reason_bytes + 1);
+        for host in [Host::Codex, Host::Gemini, Host::Agy, Host::Common] {
+            for d in all_decisions() {
+                for family in [Family::Stop, Family::Prompt, Family::Tool] {
+                    assert!(!matches!(
+                        encode(host, family, &d, &OPTS),
+                        Some(Output::Exit2(_))
+                    ));
+                }
+            }
+        }
+        for d in all_decisions() {
+            for family in [Family::Prompt, Family::Tool] {
+                assert!(!matches!(
+                    encode(Host::ClaudeCode, family, &d, &OPTS),
+                    Some(Output::Exit2(_))
+                ));
+            }
+        }
+        assert!(matches!(
+            encode(
+                Host::ClaudeCode,
+                Family::Stop,
+                &Decision::Notify {
+                    message: "n".into()
+                },
+                &OPTS
+            ),
+            Some(Output::Stdout(_))
+        ));
     }
 
     /// Every key any encoder can emit, per host and family (hooks.md §2.5).
@@ -334,8 +439,14 @@ mod tests {
         for host in hosts {
             for family in [Family::Stop, Family::Prompt, Family::Tool] {
                 for d in all_decisions() {
-                    let Some(bytes) = encode(host, family, &d, &OPTS) else {
-                        continue;
+                    let bytes = match encode(host, family, &d, &OPTS) {
+                        None => continue,
+                        Some(Output::Exit2(b)) => {
+                            assert_eq!((host, family), (Host::ClaudeCode, Family::Stop));
+                            assert!(b.ends_with(b"\n"));
+                            continue;
+                        }
+                        Some(Output::Stdout(b)) => b,
                     };
                     assert_ne!(d, Decision::Allow);
                     assert!(bytes.ends_with(b"\n"));
@@ -361,7 +472,7 @@ mod tests {
         let block = Decision::Block {
             reason: "a\r\nb\u{1}c".into(),
         };
-        let s = |h, f, d: &Decision| String::from_utf8(encode(h, f, d, &OPTS).unwrap()).unwrap();
+        let s = |h, f, d: &Decision| stdout(encode(h, f, d, &OPTS));
         assert_eq!(
             s(Host::Codex, Family::Stop, &block),
             "{\"decision\":\"block\",\"reason\":\"a\\nbc\"}\n"
@@ -375,8 +486,7 @@ mod tests {
             ..OPTS
         };
         assert_eq!(
-            String::from_utf8(encode(Host::Agy, Family::Stop, &block, &continue_opts).unwrap())
-                .unwrap(),
+            stdout(encode(Host::Agy, Family::Stop, &block, &continue_opts)),
             "{\"decision\":\"continue\",\"reason\":\"a\\nbc\"}\n"
         );
         let notify = Decision::Notify {
