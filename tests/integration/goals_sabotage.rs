@@ -12,22 +12,8 @@ use serde_json::Value;
 /// process (and failing the test) if it has not ended by then. Home and
 /// per-user state point into the temporary repository.
 pub fn ulw_bounded(repo: &Repo, args: &[&str]) -> Run {
-    let mut cmd = Command::new(crate::common::bin("evidence-gate"));
-    crate::common::isolate_home(&mut cmd);
-    cmd.arg("ulw-loop")
-        .args(args)
-        .arg("--json")
-        .current_dir(repo.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in clean_env() {
-        cmd.env(k, v);
-    }
-    let home = repo.join("..home");
-    cmd.env("HOME", &home)
-        .env("XDG_STATE_HOME", home.join("state"))
-        .env("XDG_CONFIG_HOME", home.join("config"));
+    let mut cmd = ulw_command(repo, args);
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = cmd.spawn().expect("spawn");
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -181,15 +167,21 @@ fn a_fifo_directory_or_symlink_lock_path_fails_fast_with_its_code_and_fix() {
 }
 
 fn spawn_ulw(repo: &Repo, args: &[&str]) -> std::process::Child {
+    let mut cmd = ulw_command(repo, args);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    cmd.spawn().expect("spawn")
+}
+
+/// `evidence-gate ulw-loop <args…> --json` in the repository, with no
+/// standard input and home, per-user state and configuration in a
+/// temporary directory beside it.
+fn ulw_command(repo: &Repo, args: &[&str]) -> Command {
     let mut cmd = Command::new(crate::common::bin("evidence-gate"));
-    crate::common::isolate_home(&mut cmd);
     cmd.arg("ulw-loop")
         .args(args)
         .arg("--json")
         .current_dir(repo.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stdin(Stdio::null());
     for (k, v) in clean_env() {
         cmd.env(k, v);
     }
@@ -197,7 +189,7 @@ fn spawn_ulw(repo: &Repo, args: &[&str]) -> std::process::Child {
     cmd.env("HOME", &home)
         .env("XDG_STATE_HOME", home.join("state"))
         .env("XDG_CONFIG_HOME", home.join("config"));
-    cmd.spawn().expect("spawn")
+    cmd
 }
 
 fn read_opt(path: std::path::PathBuf) -> Option<Vec<u8>> {
