@@ -333,7 +333,7 @@ fn accept_plan(engine: &Engine, rationale: &str) -> Result<RepairOutcome, GoalEr
     let mut locked = engine.lock("repair")?;
     let mut plan: Plan = locked.read_plan()?;
     let a = locked.reconcile(Some(&plan), OnMismatch::RefuseTampered)?;
-    let mut actions: Vec<Value> = locked.repaired.iter().map(action_of).collect();
+    let actions: Vec<Value> = locked.repaired.iter().map(action_of).collect();
     if a.consistency != Consistency::Mismatch {
         let head = locked.view.head.clone();
         locked.finish()?;
@@ -372,16 +372,7 @@ fn accept_plan(engine: &Engine, rationale: &str) -> Result<RepairOutcome, GoalEr
             "rationale": rationale,
         }),
     );
-    let committed = locked.commit(Write::Plan(Box::new(plan)), vec![e])?;
-    actions.extend(committed.entries.iter().map(action_of));
-    Ok(RepairOutcome {
-        ok: true,
-        findings: Vec::new(),
-        actions,
-        consistency: Consistency::Ok,
-        revision: committed.revision,
-        head: Some(committed.head),
-    })
+    adopt(locked, plan, e, actions)
 }
 
 /// `repair --accept-tampered --rationale <text>` (threat-model.md I7): adopts
@@ -396,7 +387,7 @@ fn accept_tampered(engine: &Engine, rationale: &str) -> Result<RepairOutcome, Go
     let mut locked = engine.lock("repair")?;
     let mut plan: Plan = locked.read_plan()?;
     let a = locked.reconcile(Some(&plan), OnMismatch::Ignore)?;
-    let mut actions: Vec<Value> = locked.repaired.iter().map(action_of).collect();
+    let actions: Vec<Value> = locked.repaired.iter().map(action_of).collect();
     let Some(b) = locked.binding.clone().filter(|b| b.tampered()) else {
         let head = locked.view.head.clone();
         locked.finish()?;
@@ -425,7 +416,18 @@ fn accept_tampered(engine: &Engine, rationale: &str) -> Result<RepairOutcome, Go
     );
     e.insert("rationale".into(), json!(rationale));
     e.insert("tamper".into(), b.to_json());
-    let committed = locked.commit(Write::Plan(Box::new(plan)), vec![e])?;
+    adopt(locked, plan, e, actions)
+}
+
+/// Writes `plan` as a new revision with the acknowledging `entry` and
+/// reports the adoption (`--accept-plan`, `--accept-tampered`).
+fn adopt(
+    locked: crate::goals::txn::Locked<'_>,
+    plan: Plan,
+    entry: serde_json::Map<String, Value>,
+    mut actions: Vec<Value>,
+) -> Result<RepairOutcome, GoalError> {
+    let committed = locked.commit(Write::Plan(Box::new(plan)), vec![entry])?;
     actions.extend(committed.entries.iter().map(action_of));
     Ok(RepairOutcome {
         ok: true,

@@ -554,6 +554,24 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The plan's binding to its ledger when the plan is tampered with
+    /// (threat-model.md I7); a ledger that cannot be read to check it is a
+    /// state fault that blocks (I2).
+    pub fn tampered_binding(
+        &self,
+        found: &Found<'_>,
+    ) -> Result<Option<crate::goals::binding::Binding>, Decision> {
+        match loop_state::binding(&found.located) {
+            Ok(b) if b.tampered() => Ok(Some(b)),
+            Ok(_) => Ok(None),
+            Err(e) => Err(self.state_io(
+                "the goal ledger could not be read to check the plan's binding",
+                &found.located.paths.ledger(),
+                &e.message,
+            )),
+        }
+    }
+
     /// A fault in goal-loop state a decision depends on (threat-model.md
     /// I2): writes a `HOOK_STATE_IO` line and blocks the stop (`tool`:
     /// denies the call), telling the user to act. A sabotaged side file must

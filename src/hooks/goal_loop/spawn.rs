@@ -50,16 +50,10 @@ pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
     };
     // I7 / I2: the preflight and the fan-out reset read the plan; a plan its
     // ledger does not vouch for decides nothing.
-    match loop_state::binding(&found.located) {
-        Ok(b) if b.tampered() => return tampered(&found, &b),
-        Ok(_) => {}
-        Err(e) => {
-            return c.state_io(
-                "the goal ledger could not be read to check the plan's binding",
-                &found.located.paths.ledger(),
-                &e.message,
-            );
-        }
+    match c.tampered_binding(&found) {
+        Ok(Some(b)) => return tampered(&found, &b),
+        Ok(None) => {}
+        Err(d) => return d,
     }
     c.observe_head(&found);
     // The counter and its lock live in the per-user state (threat-model.md

@@ -39,16 +39,10 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
     let plan = &found.located.plan;
     // I7 / I2: a plan its ledger does not vouch for is never "complete" and
     // never "nothing left": block with the code, the file and the fix.
-    match loop_state::binding(&found.located) {
-        Ok(b) if b.tampered() => return tampered(c, &found, &b),
-        Ok(_) => {}
-        Err(e) => {
-            return c.state_io(
-                "the goal ledger could not be read to check the plan's binding",
-                &found.located.paths.ledger(),
-                &e.message,
-            );
-        }
+    match c.tampered_binding(&found) {
+        Ok(Some(b)) => return tampered(c, &found, &b),
+        Ok(None) => {}
+        Err(d) => return d,
     }
     // I12: a user decision the user never made keeps its goal unfinished,
     // even when it would make the run complete (or waived).
