@@ -246,9 +246,9 @@ fn force_crash_drill(runs: usize, seed: u64, require_mid_switch: bool) {
     let (mut killed, mut undone, mut switched) = (0, 0, 0);
     let mut mid = [0usize; 3];
     // Kill times are random over the measured span; where every window must
-    // be hit, the drill goes on (up to four times as many runs) until it is,
+    // be hit, the drill goes on (up to six times as many runs) until it is,
     // so a short window is proven on a quiet machine as on a loaded one.
-    let limit = if require_mid_switch { runs * 4 } else { runs };
+    let limit = if require_mid_switch { runs * 6 } else { runs };
     let mut run = 0;
     while run < runs || (run < limit && mid.contains(&0)) {
         run += 1;
@@ -259,9 +259,10 @@ fn force_crash_drill(runs: usize, seed: u64, require_mid_switch: bool) {
         let archives_before = archives(&repo);
         let new_brief = format!("- run {run} a\n- run {run} b\n");
         let mut child = spawn_ulw(&repo, &["create-goals", "--brief", &new_brief, "--force"]);
-        // Past the planned runs only a missed window is hunted: the later
-        // half of the span, where the switch's last steps run.
-        let delay = if run > runs {
+        // Past the planned runs only a missed window is hunted: every other
+        // run in the later half of the span, where the switch's last steps
+        // run, the rest over the whole span as before.
+        let delay = if run > runs && run % 2 == 0 {
             span / 2 + x % (span / 2 + 1)
         } else {
             x % span
