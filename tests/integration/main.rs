@@ -51,6 +51,7 @@ mod goals_workflow;
 mod hooks_adapters;
 mod hooks_decisions;
 mod hooks_docs;
+mod hooks_library;
 mod hooks_prompt;
 mod hooks_properties;
 mod hooks_receipt_budget;
