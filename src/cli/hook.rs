@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use super::Io;
 use crate::ambient::Ambient;
 
-/// The multi-call prefix (hooks.md §1.1).
+/// The multi-call prefix (docs/hook-contracts.md#h-1).
 pub(crate) const MULTI_CALL_PREFIX: &str = "evidence-gate-hook-";
 
 /// Runs a hook from `argv` (after the program name and, for the plain form,

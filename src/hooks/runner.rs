@@ -1,4 +1,4 @@
-//! The common hook machinery (hooks.md §1): usage handling, the emergency
+//! The common hook machinery (docs/hook-contracts.md#h-1): usage handling, the emergency
 //! switch, bounded stdin, host detection and decoding, the watchdog, the
 //! output latch, panic capture and the one write of the decision. Every path
 //! exits 0, except a Claude Code Stop/SubagentStop block, which exits 2 with
@@ -258,7 +258,7 @@ fn park_forever() -> ! {
 }
 
 /// Rules for a root: embedded, the user's configuration and `--rules` in
-/// full, then `.evidence-gate/rules.json` tighten-only (threat-model.md I9).
+/// full, then `.evidence-gate/rules.json` tighten-only (docs/threat-model.md#i9).
 /// An invalid repository override falls back to the trusted layers alone;
 /// invalid trusted layers fall back to the embedded defaults.
 fn load_rules(
