@@ -17,7 +17,8 @@
 //! * in a `console` block, lines starting with `$ ` are commands and the
 //!   lines after one are text its output must contain (`...` stands for
 //!   lines left out);
-//! * `cargo run [--release] --bin NAME --` runs the built binary `NAME`.
+//! * `cargo run [--release] --bin NAME --` runs the built binary `NAME`;
+//! * a block that only runs the project's CI scripts (`.ci/…`) is not run.
 //!
 //! JSON blocks must parse; a `json rules`
 //! block must also load as a rules override. The link check at the end makes
@@ -96,6 +97,22 @@ fn lang(b: &Block) -> &str {
 
 fn flagged(b: &Block, word: &str) -> bool {
     b.info.iter().skip(1).any(|w| w == word)
+}
+
+/// A block that only runs the project's own CI scripts (`.ci/…`, which build
+/// the project and install hosts from npm) is not run, like `no-run`.
+fn runs_ci_scripts(b: &Block) -> bool {
+    let commands: Vec<String> = logical_lines(&b.body)
+        .into_iter()
+        .map(|l| l.trim().to_owned())
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    !commands.is_empty()
+        && commands.iter().all(|l| {
+            l.split_whitespace()
+                .find(|w| !w.contains('=') && *w != "bash")
+                .is_some_and(|w| w.starts_with(".ci/"))
+        })
 }
 
 fn quote(s: &str) -> String {
@@ -279,7 +296,9 @@ fn every_documented_command_runs_as_printed() {
     for doc in documents() {
         let runnable: Vec<Block> = blocks(&doc)
             .into_iter()
-            .filter(|b| matches!(lang(b), "sh" | "console") && !flagged(b, "no-run"))
+            .filter(|b| {
+                matches!(lang(b), "sh" | "console") && !flagged(b, "no-run") && !runs_ci_scripts(b)
+            })
             .collect();
         if runnable.is_empty() {
             continue;
