@@ -87,7 +87,11 @@ fn blocks(path: &Path) -> Vec<Block> {
             }
         }
     }
-    assert!(open.is_none(), "{}: unterminated code block", relative(path));
+    assert!(
+        open.is_none(),
+        "{}: unterminated code block",
+        relative(path)
+    );
     out
 }
 
@@ -249,7 +253,10 @@ impl Workspace {
         for d in ["home/.codex", "state", "config", "data", "cache"] {
             std::fs::create_dir_all(w.dir.path().join(d)).expect("mkdir");
         }
-        copy_tree(&Path::new(ROOT).join("fixtures"), &w.work().join("fixtures"));
+        copy_tree(
+            &Path::new(ROOT).join("fixtures"),
+            &w.work().join("fixtures"),
+        );
         let git = w.command("git").args(["init", "-q", "-b", "main"]).status();
         assert!(git.expect("git").success(), "git init");
         w
@@ -512,7 +519,10 @@ fn every_link_and_source_citation_resolves() {
     for doc in documents() {
         let from = relative(&doc);
         let text = std::fs::read_to_string(&doc).expect("document");
-        let base = Path::new(&from).parent().unwrap_or(Path::new("")).to_owned();
+        let base = Path::new(&from)
+            .parent()
+            .unwrap_or(Path::new(""))
+            .to_owned();
         let mut rest = text.as_str();
         while let Some(at) = rest.find("](") {
             let tail = &rest[at + 2..];
@@ -566,12 +576,18 @@ fn every_link_and_source_citation_resolves() {
 
 #[test]
 fn no_source_comment_cites_a_document_outside_the_repository() {
+    // The design documents live in docs/; a comment citing the old
+    // specification names (`goal-engine.md §3.4`, `R§2.5`) resolves nowhere.
     let mut sources = Vec::new();
     rs_files(&Path::new(ROOT).join("src"), &mut sources);
     let mut failures = Vec::new();
     for src in sources {
         let text = std::fs::read_to_string(&src).expect("source");
         for (i, line) in text.lines().enumerate() {
+            // Comments only: message texts are output, changed with the code.
+            if !line.trim_start().starts_with("//") {
+                continue;
+            }
             let bare = [
                 "goal-engine.md",
                 "threat-model.md I",

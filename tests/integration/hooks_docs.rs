@@ -5,7 +5,8 @@ use evidence_gate::hooks::HookCode;
 
 #[test]
 fn the_codes_document_lists_every_hook_and_receipt_code() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/codes.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/codes.md")).unwrap();
     for c in HookCode::ALL {
         assert!(
             readme.contains(&format!("| `{}` |", c.name())),
