@@ -20,8 +20,9 @@
 //! * `cargo run [--release] --bin NAME --` runs the built binary `NAME`;
 //! * a block that only runs the project's CI scripts (`.ci/…`) is not run.
 //!
-//! JSON blocks must parse; a `json rules`
-//! block must also load as a rules override. The link check at the end makes
+//! JSON blocks must parse; a `json rules` block must also load as a rules
+//! override, and a `json schema=NAME` block must validate against
+//! `evidence-gate schema NAME`. The link check at the end makes
 //! every relative link of the documents, and every `docs/….md#anchor` cited
 //! in `src/`, resolve to a file and heading of the repository.
 
@@ -374,6 +375,29 @@ fn every_json_block_parses_and_rules_blocks_load() {
             if let Err(e) = serde_json::from_str::<serde_json::Value>(&b.body) {
                 failures.push(format!("{}:{}: {e}", b.file, b.line));
                 continue;
+            }
+            if let Some(name) = b.info.iter().find_map(|w| w.strip_prefix("schema=")) {
+                let out = Command::new(bin("evidence-gate"))
+                    .args(["schema", name])
+                    .output()
+                    .expect("evidence-gate schema");
+                assert!(out.status.success(), "evidence-gate schema {name} failed");
+                let schema: serde_json::Value =
+                    serde_json::from_slice(&out.stdout).expect("schema is JSON");
+                let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+                let doc: serde_json::Value = serde_json::from_str(&b.body).expect("parsed above");
+                let errors: Vec<String> = validator
+                    .iter_errors(&doc)
+                    .map(|e| format!("{} at {}", e, e.instance_path()))
+                    .collect();
+                if !errors.is_empty() {
+                    failures.push(format!(
+                        "{}:{}: not a valid `{name}` document: {}",
+                        b.file,
+                        b.line,
+                        errors.join("; ")
+                    ));
+                }
             }
             if flagged(&b, "rules") {
                 let ws = Workspace::new();
