@@ -1,4 +1,4 @@
-//! Host hook adapters (hooks.md): payload decoding into one internal event
+//! Host hook adapters (docs/hook-contracts.md): payload decoding into one internal event
 //! per family, host-specific decision encoding, and the hook behaviours:
 //! the `subagent-stop` receipt gate and the goal-loop hooks
 //! ([`goal_loop`]). Goal logic stays in [`crate::goals`].

@@ -15,6 +15,7 @@ mod ci_audit_properties;
 mod ci_formats;
 mod ci_support;
 mod common;
+mod docs_commands;
 mod drills;
 mod evidence_cli;
 mod evidence_fs;

@@ -1,4 +1,4 @@
-//! The hook command line (hooks.md §1.1): flags anywhere after `hook`;
+//! The hook command line (docs/hook-contracts.md#h-1): flags anywhere after `hook`;
 //! anything unknown is a usage error (which still exits 0).
 
 use std::path::PathBuf;
