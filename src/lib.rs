@@ -40,6 +40,7 @@ pub mod cli;
 pub mod digest;
 pub mod doctor;
 pub mod evidence;
+pub mod finding;
 pub mod gate;
 pub mod goals;
 pub mod hooks;

@@ -232,6 +232,18 @@ pub fn escape_unprintable(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Cuts `s` to at most `max` bytes at a character boundary.
+pub fn cap_bytes(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

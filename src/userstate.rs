@@ -26,6 +26,8 @@ use crate::sandbox::{PathLimits, RelPath};
 
 /// The layout version below the application directory.
 pub const LAYOUT: &str = "v1";
+/// The hooks' subdirectory of a workspace's per-user state directory.
+pub const HOOKS_DIR: &str = "hooks";
 /// The file naming the workspace a state directory belongs to.
 pub const WORKSPACE_FILE: &str = "workspace.json";
 /// Largest `workspace.json` read.

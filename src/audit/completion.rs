@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::evidence::{Code, Finding};
+use crate::finding::{Code, Finding};
 use crate::goals::lifecycle;
 use crate::goals::plan::{GoalStatus, Plan};
 

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::progress::Progress;
 use super::scan::{Opened, entry_kind, open_state_file, scan_ledger};
-use crate::evidence::{Code, Finding, Severity};
+use crate::finding::{Code, Finding, Severity};
 use crate::goals::decisions::{self, UserDecision};
 use crate::goals::plan::Plan;
 use crate::ledger::ForeignSeverity;

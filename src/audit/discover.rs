@@ -10,8 +10,8 @@ use cap_std::fs::Dir;
 
 use super::layout::ProfileLayout;
 use super::state_dir::{GOALS, LEDGER};
-use crate::evidence::verify::problem_finding;
-use crate::evidence::{Code, Finding};
+use crate::finding::problem_finding;
+use crate::finding::{Code, Finding};
 use crate::sandbox::RelPath;
 use crate::sandbox::open::{self, FileProblem};
 use crate::sandbox::walk::{self, EntryKind};

@@ -39,7 +39,8 @@ pub use layout::ProfileLayout;
 pub use payloads::SUFFIX as PAYLOAD_SUFFIX;
 pub use progress::{Progress, Silent};
 
-use crate::evidence::{Code, Finding, Report, ReportBuilder, ReportKind, Root};
+use crate::evidence::Root;
+use crate::finding::{Code, Finding, Report, ReportBuilder, ReportKind};
 use crate::gate::GateScope;
 use crate::gate::outcome::GateVerdict;
 use crate::rules::RulesError;

@@ -6,10 +6,9 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::progress::Progress;
-use crate::evidence::verify::{lexical_code, problem_finding};
-use crate::evidence::{
-    self, Code, Finding, Report, ReportBuilder, ReportKind, Root, VerifyOptions,
-};
+use crate::evidence::{self, Root, VerifyOptions};
+use crate::finding::{Code, Finding, Report, ReportBuilder, ReportKind};
+use crate::finding::{lexical_code, problem_finding};
 use crate::sandbox::RelPath;
 use crate::sandbox::open::{self, FileChecks, FileProblem};
 use crate::sandbox::walk::{self, EntryKind};

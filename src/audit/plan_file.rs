@@ -6,8 +6,8 @@ use serde_json::json;
 
 use super::layout::ProfileLayout;
 use super::scan::{Opened, open_state_file};
-use crate::evidence::verify::problem_finding;
-use crate::evidence::{Code, Finding};
+use crate::finding::problem_finding;
+use crate::finding::{Code, Finding};
 use crate::goals::plan::Plan;
 use crate::goals::{ErrorKind, StatePaths};
 use crate::sandbox::open::{self, FileChecks};

@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 
 use super::progress::Progress;
 use super::scan::entry_kind;
-use crate::evidence::verify::{lexical_code, problem_finding};
-use crate::evidence::{Code, Finding, VerifiedFile};
+use crate::finding::{Code, Finding, VerifiedFile};
+use crate::finding::{lexical_code, problem_finding};
 use crate::sandbox::open::{self, FileChecks, FileProblem, HashedFile};
 use crate::sandbox::{PathLimits, RelPath, parallel};
 

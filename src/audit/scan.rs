@@ -7,8 +7,8 @@ use cap_std::fs::{Dir, File};
 use serde_json::{Value, json};
 
 use super::progress::{CountingReader, Progress};
-use crate::evidence::verify::problem_finding;
-use crate::evidence::{Code, Finding};
+use crate::finding::problem_finding;
+use crate::finding::{Code, Finding};
 use crate::ledger::{ChainReport, ForeignSeverity, verify_chain};
 use crate::sandbox::open::{self, FileChecks, FileProblem};
 

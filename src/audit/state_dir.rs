@@ -13,8 +13,8 @@ use super::plan_file;
 use super::progress::Progress;
 use super::recorded::LedgerFiles;
 use super::scan::{Opened, entry_kind, open_state_file, scan_ledger};
-use crate::evidence::verify::problem_finding;
-use crate::evidence::{Code, Finding, ReportBuilder, ReportKind};
+use crate::finding::problem_finding;
+use crate::finding::{Code, Finding, ReportBuilder, ReportKind};
 use crate::goals::binding;
 use crate::goals::journal::Head;
 use crate::goals::plan::Plan;
@@ -190,7 +190,7 @@ pub(crate) fn audit(
         )
         .with_detail(json!({"line": line, "seq": seq, "tamper": e.get("tamper")}));
         report.push(if strict {
-            f.with_severity(crate::evidence::Severity::Error)
+            f.with_severity(crate::finding::Severity::Error)
         } else {
             f
         });
@@ -263,7 +263,7 @@ pub(crate) fn legacy(f: Finding, allow_legacy: bool) -> Finding {
         );
         Finding {
             message,
-            ..f.with_severity(crate::evidence::Severity::Warning)
+            ..f.with_severity(crate::finding::Severity::Warning)
         }
     } else {
         let message = format!(

@@ -12,8 +12,9 @@ use serde_json::{Value, json};
 use super::render::printable;
 use super::{EXIT_USAGE, Io};
 use crate::ambient::{self, Ambient};
-use crate::evidence::verify::{lexical_code, problem_finding};
-use crate::evidence::{Code, Root};
+use crate::evidence::Root;
+use crate::finding::Code;
+use crate::finding::{lexical_code, problem_finding};
 use crate::gate::surface::{self, RESOLVE_SURFACE, SurfaceInputs};
 use crate::gate::{self, GateOutcome, GateScope};
 use crate::goals::profile::Profiles;
@@ -209,7 +210,7 @@ fn run_check(
     let common = book.common();
     let env = ambient::var(amb, &common.surface_resolution.env);
     let marker = if args.surface.is_none() && gate_final == RESOLVE_SURFACE {
-        read_marker(amb, &common.surface_resolution.marker)
+        super::marker::read_marker(amb, &common.surface_resolution.marker)
     } else {
         None
     };
@@ -290,14 +291,6 @@ fn read_prefix(r: &mut dyn Read, max: u64) -> std::io::Result<Vec<u8>> {
     let mut buf = Vec::new();
     r.take(max.saturating_add(1)).read_to_end(&mut buf)?;
     Ok(buf)
-}
-
-/// The marker file next to the running executable (docs/gates.md#qg-2); any problem
-/// reading it falls through to the default.
-pub(crate) fn read_marker(amb: &dyn Ambient, name: &str) -> Option<Vec<u8>> {
-    let exe = amb.current_exe().ok()?;
-    let path = exe.parent()?.join(name);
-    ambient::read_file(amb, &path, 64 * 1024).ok()
 }
 
 /// Reads the gate document through the sandbox: inside the repository,

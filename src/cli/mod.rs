@@ -6,6 +6,7 @@ mod gate;
 mod goals;
 mod hook;
 mod init;
+mod marker;
 mod progress;
 mod render;
 mod schema;

@@ -16,9 +16,8 @@ use crate::ambient::{self, Ambient, ReadError};
 use crate::audit::base::{BaseOptions, BaseTree};
 use crate::audit::git::GitBase;
 use crate::audit::{self, Audit, AuditError, AuditOptions, Silent, Summary};
-use crate::evidence::{
-    self, Code, Finding, Report, ReportBuilder, ReportKind, Root, VerifyOptions,
-};
+use crate::evidence::{self, Root, VerifyOptions};
+use crate::finding::{Code, Finding, Report, ReportBuilder, ReportKind};
 use crate::rules::evidence::EvidenceRules;
 use crate::rules::{Layer, REPO_OVERRIDE, RuleSet, RulesError, read_repo_override};
 use crate::sandbox::{PathLimits, RelPath};

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::{Check, RECORDED_CELLS, Status};
 use crate::ambient::{self, Ambient};
-use crate::evidence::{Code, Finding};
+use crate::finding::{Code, Finding};
 use crate::hooks::diagnostics::{FILE as DIAG_FILE, STATE_DIR};
 use crate::hooks::event::HookEvent;
 use crate::hooks::host::{Host, decode::wire_events};

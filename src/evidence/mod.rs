@@ -1,17 +1,17 @@
-//! Evidence payload v1, the verifier pipeline, findings with stable codes and
-//! the verdict. Reads the filesystem only through [`crate::sandbox`].
+//! Evidence payload v1, the verifier pipeline and the verdict. Reads the
+//! filesystem only through [`crate::sandbox`]; findings and their codes are
+//! [`crate::finding`]'s (re-exported here, where the verifier's callers
+//! look for them).
 
-pub mod code;
 pub mod payload;
 pub mod placeholder;
-pub mod report;
 pub mod verify;
 
-pub use code::{Class, Code};
-pub use payload::Payload;
-pub use report::{
-    Finding, Report, ReportBuilder, ReportKind, Severity, Stats, Verdict, VerifiedFile,
+pub use crate::finding::{
+    Class, Code, Finding, Report, ReportBuilder, ReportKind, Severity, Stats, Verdict,
+    VerifiedFile, code, report,
 };
+pub use payload::Payload;
 pub use verify::{
     ClaimPolicy, FileClaim, PlanContext, Root, VerifyOptions, verify_files, verify_payload,
 };

@@ -8,10 +8,10 @@ use cap_std::fs::Dir;
 use globset::{GlobBuilder, GlobMatcher, GlobSet};
 use serde_json::json;
 
-use super::code::Code;
 use super::payload::{ClaimedVerdict, Deliverable, Payload};
 use super::placeholder::Placeholders;
-use super::report::{Finding, Report, ReportBuilder, ReportKind, VerifiedFile};
+use crate::finding::{Code, Finding, Report, ReportBuilder, ReportKind, VerifiedFile};
+pub use crate::finding::{lexical_code, problem_finding};
 use crate::json::clip;
 use crate::rules::evidence::{EvidenceRules, HardLinks, build_globset};
 use crate::rules::{Problem, RulesError};
@@ -141,53 +141,6 @@ impl Root {
 
     fn deliverable_allowed(&self, p: &RelPath) -> bool {
         self.allow.is_match(p.as_str()) && !self.deny.is_match(p.as_str())
-    }
-}
-
-/// Maps a lexical problem to its finding code.
-pub fn lexical_code(p: LexicalProblem) -> Code {
-    match p {
-        LexicalProblem::Empty => Code::PathEmpty,
-        LexicalProblem::ControlChar => Code::PathControlChar,
-        LexicalProblem::Backslash => Code::PathBackslash,
-        LexicalProblem::Absolute => Code::PathAbsolute,
-        LexicalProblem::Traversal => Code::PathTraversal,
-        LexicalProblem::NotClean => Code::PathNotClean,
-        LexicalProblem::TooLong => Code::PathTooLong,
-    }
-}
-
-/// Maps a sandbox file problem to its finding code and message.
-pub fn problem_finding(p: &FileProblem) -> (Code, String) {
-    match p {
-        FileProblem::Symlink { component } => (
-            Code::PathSymlink,
-            format!("`{component}` is a symlink; symlinks are never followed"),
-        ),
-        FileProblem::EscapesRoot => (
-            Code::PathEscapesRoot,
-            "the path leads outside the root".into(),
-        ),
-        FileProblem::Missing => (Code::FileMissing, "no such file".into()),
-        FileProblem::NotRegular { kind } => (
-            Code::NotRegularFile,
-            format!("not a regular file (a {kind})"),
-        ),
-        FileProblem::Empty => (Code::FileEmpty, "the file is empty".into()),
-        FileProblem::HardLinked { nlink } => (
-            Code::FileHardlinked,
-            format!("the file has {nlink} hard links; it may be reachable from outside the root"),
-        ),
-        FileProblem::TooLarge { size, max } => (
-            Code::FileTooLarge,
-            format!("the file is at least {size} bytes; the limit is {max}"),
-        ),
-        FileProblem::Changed => (
-            Code::FileChangedDuringCheck,
-            "the file changed while it was being verified".into(),
-        ),
-        FileProblem::Deadline => (Code::VerifyTimeout, "verification ran out of time".into()),
-        FileProblem::Io(e) => (Code::IoError, format!("could not read the file: {e}")),
     }
 }
 

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::check::{Checker, at, shown};
 use super::outcome::{FileRole, GateFinding};
-use crate::evidence::Code;
+use crate::finding::Code;
 use crate::rules::gates::CommonRules;
 
 /// The artifacts a gate declares: id → kind (when the kind is supported).

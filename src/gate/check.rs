@@ -8,8 +8,9 @@ use serde_json::{Map, Value, json};
 
 use super::files::{FileResult, Files};
 use super::outcome::{FileRole, GateFile, GateFinding};
-use crate::evidence::Code;
+pub(crate) use super::words::{one_of, shown};
 use crate::evidence::placeholder::Placeholders;
+use crate::finding::Code;
 
 /// One slot of the ordered result.
 pub(crate) enum Entry {
@@ -45,27 +46,6 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    }
-}
-
-/// A value as shown in a message: control characters escaped, clipped.
-pub(crate) fn shown(s: &str) -> String {
-    let escaped: String = s.escape_debug().collect();
-    if escaped.chars().count() > 120 {
-        let mut t: String = escaped.chars().take(120).collect();
-        t.push('…');
-        t
-    } else {
-        escaped
-    }
-}
-
-/// `a`, `a or b`, `a, b or c`.
-pub(crate) fn one_of(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} or {last}", init.join(", ")),
     }
 }
 

@@ -7,10 +7,11 @@ use std::collections::HashMap;
 
 use serde_json::json;
 
-use super::check::shown;
 use super::outcome::{FileRole, GateFinding};
-use crate::evidence::verify::problem_finding as sandbox_problem;
-use crate::evidence::{Code, Root};
+use super::words::shown;
+use crate::evidence::Root;
+use crate::finding::Code;
+use crate::finding::problem_finding as sandbox_problem;
 use crate::sandbox::open::{self, FileChecks, FileProblem, HashedFile};
 use crate::sandbox::{RelPath, parallel};
 

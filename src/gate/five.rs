@@ -11,7 +11,7 @@ use super::number::{self, CountToken};
 use super::outcome::{FileRole, GateFinding};
 use super::plan::{self, RefRow, Rows};
 use super::shape::Shape;
-use crate::evidence::Code;
+use crate::finding::Code;
 use crate::rules::gates::{CommonRules, FiveSectionRules, Section};
 
 /// The one accepted review recommendation (docs/differences.md#r-6).

@@ -40,12 +40,14 @@ mod shape;
 pub mod surface;
 pub mod template;
 mod ultragoal;
+mod words;
 
 use serde_json::{Value, json};
 
 use crate::digest::sha256_hex;
+use crate::evidence::Root;
 use crate::evidence::placeholder::Placeholders;
-use crate::evidence::{Code, Root, Severity};
+use crate::finding::{Code, Severity};
 use crate::rules::gates::{CommonRules, GateRuleFile, GateRules, UnknownFields};
 
 pub use context::{BatchAlternative, GateContext, GateScope, Scope, ScopeCriterion};

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::evidence::{Class, Code, Severity};
+use crate::finding::{Class, Code, Severity};
 use crate::rules::gates::GateFamily;
 
 /// One problem (or note) about a gate document.

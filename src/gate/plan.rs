@@ -6,7 +6,7 @@ use serde_json::json;
 use super::check::{Checker, shown};
 use super::context::{GateContext, GateScope, Scope, ScopeCriterion, counts};
 use super::outcome::GateFinding;
-use crate::evidence::Code;
+use crate::finding::Code;
 use crate::rules::gates::CoverageRules;
 
 /// A row that names a criterion.

@@ -9,7 +9,7 @@ use super::context::GateScope;
 use super::outcome::{FileRole, GateFinding};
 use super::plan;
 use super::shape::Shape;
-use crate::evidence::Code;
+use crate::finding::Code;
 use crate::rules::gates::{CommonRules, UltragoalRules};
 
 /// Runs steps 2–6 on a document that is a JSON object.

@@ -55,7 +55,7 @@ impl Sink {
         if let Some(root) = canonical_root
             && let Some(dir) = crate::userstate::UserState::open(amb, root)
                 .ok()
-                .and_then(|u| u.subdir(crate::hooks::witness::HOOKS_DIR).ok())
+                .and_then(|u| u.subdir(crate::userstate::HOOKS_DIR).ok())
         {
             return Sink(Some(Arc::new(dir)));
         }

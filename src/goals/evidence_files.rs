@@ -11,7 +11,8 @@ use super::error::{ErrorKind, GoalError};
 use super::input::{self, FileRecord};
 use super::plan::Plan;
 use crate::evidence::payload::{ClaimedVerdict, Payload};
-use crate::evidence::{self, Finding, Root, Verdict, VerifyOptions};
+use crate::evidence::{self, Root, VerifyOptions};
+use crate::finding::{Finding, Verdict};
 
 /// One parsed payload.
 #[derive(Debug, Clone)]

@@ -117,7 +117,7 @@ pub fn read_repo_file(
         }
         Err(FileProblem::Io(e)) => return Err(GoalError::io(rel.as_str(), "open", &e)),
         Err(p) => {
-            let (code, msg) = crate::evidence::verify::problem_finding(&p);
+            let (code, msg) = crate::finding::problem_finding(&p);
             return Err(not_readable(format!("{raw}: {msg} ({code})")));
         }
     };
@@ -130,7 +130,7 @@ pub fn read_repo_file(
         reject_empty: false,
     };
     if let Err(p) = open::check_handle(&meta, &checks) {
-        let (code, msg) = crate::evidence::verify::problem_finding(&p);
+        let (code, msg) = crate::finding::problem_finding(&p);
         return Err(not_readable(format!("{raw}: {msg} ({code})")));
     }
     let mut kept = Vec::new();
@@ -139,7 +139,7 @@ pub fn read_repo_file(
             FileProblem::TooLarge { size, max } => too_large(flag, size, max),
             FileProblem::Io(e) => GoalError::io(rel.as_str(), "read", &e),
             other => {
-                let (code, msg) = crate::evidence::verify::problem_finding(&other);
+                let (code, msg) = crate::finding::problem_finding(&other);
                 not_readable(format!("{raw}: {msg} ({code})"))
             }
         })?;

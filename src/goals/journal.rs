@@ -401,7 +401,7 @@ mod tests {
         )
         .unwrap();
         let codes: Vec<_> = rep.findings.iter().map(|f| f.finding.code).collect();
-        assert_eq!(codes, vec![crate::evidence::Code::LedgerForeignRecord]);
+        assert_eq!(codes, vec![crate::finding::Code::LedgerForeignRecord]);
         std::fs::write(tmp.path().join("ledger.jsonl"), b"{}\n").unwrap();
         assert!(
             append(&dir, "l", &second.head, &[Map::new()], 1 << 20).is_err(),

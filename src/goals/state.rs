@@ -160,7 +160,7 @@ pub fn problem(display: &str, p: FileProblem) -> GoalError {
         }
         FileProblem::Io(e) => GoalError::io(display, "open", &e),
         other => {
-            let (code, msg) = crate::evidence::verify::problem_finding(&other);
+            let (code, msg) = crate::finding::problem_finding(&other);
             GoalError::unsafe_state(display, code.name(), &msg)
         }
     }

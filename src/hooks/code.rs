@@ -1,6 +1,6 @@
 //! Diagnostic codes of the hooks (docs/hook-contracts.md#h-9): what goes to
 //! `diagnostics.jsonl`. Finding codes (`RECEIPT_*`) live in
-//! [`crate::evidence::Code`]. Names are stable API.
+//! [`crate::finding::Code`]. Names are stable API.
 
 use std::fmt;
 

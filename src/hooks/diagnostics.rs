@@ -191,7 +191,7 @@ impl<'a> Diagnostics<'a> {
                 fallback,
             } => crate::userstate::UserState::open(self.amb, canonical)
                 .ok()
-                .and_then(|u| u.subdir(super::witness::HOOKS_DIR).ok())
+                .and_then(|u| u.subdir(crate::userstate::HOOKS_DIR).ok())
                 .or_else(|| fallback.as_deref().and_then(open_user)),
         };
         let Some(dir) = dir else {
@@ -241,7 +241,7 @@ impl<'a> Diagnostics<'a> {
         m.insert("outcome".into(), json!(outcome));
         m.insert(
             "message".into(),
-            json!(super::host::encode::cap_bytes(message, MAX_MESSAGE)),
+            json!(crate::text::cap_bytes(message, MAX_MESSAGE)),
         );
         m.insert("detail".into(), detail.unwrap_or(Value::Null));
         m.insert(

@@ -13,7 +13,6 @@
 use serde_json::Value;
 
 use super::host::Host;
-use super::transcript::Markers;
 
 /// What a host record says about the session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +75,34 @@ fn matches(record: &Value, shape: &RecordShape) -> bool {
         .fields
         .iter()
         .all(|(ptr, want)| record.pointer(ptr).and_then(Value::as_str) == Some(*want))
+}
+
+/// Context-pressure markers, matched on raw bytes ignoring ASCII case.
+#[derive(Debug, Clone)]
+pub struct Markers {
+    finders: Vec<memchr::memmem::Finder<'static>>,
+}
+
+impl Markers {
+    /// Compiles the marker list.
+    pub fn new(markers: &[String]) -> Markers {
+        let finders = markers
+            .iter()
+            .filter(|m| !m.is_empty())
+            .map(|m| memchr::memmem::Finder::new(&m.as_bytes().to_ascii_lowercase()).into_owned())
+            .collect();
+        Markers { finders }
+    }
+
+    /// True when `haystack` contains any marker: the haystack is lowered
+    /// once, then each marker is a SIMD substring search.
+    pub fn found_in(&self, haystack: &[u8]) -> bool {
+        if self.finders.is_empty() {
+            return false;
+        }
+        let lowered = haystack.to_ascii_lowercase();
+        self.finders.iter().any(|f| f.find(&lowered).is_some())
+    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use super::receipt::{self, Binding, FilePolicy, Verified, attempts, grammar, pat
 use super::transcript::{self, Markers};
 use super::witness::{self, HookState, StateFault};
 use crate::ambient::Ambient;
-use crate::evidence::Finding;
+use crate::finding::Finding;
 use crate::rules::RuleSet;
 use crate::rules::evidence::EvidenceRules;
 use crate::rules::hooks::{Directives, HooksRules, SubagentStopRules};

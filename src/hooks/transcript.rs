@@ -8,6 +8,7 @@ use std::time::SystemTime;
 
 use cap_std::fs::{File, Metadata};
 
+pub use super::host_records::Markers;
 use super::io_report;
 use crate::ambient::{self, Ambient};
 use crate::sandbox::open;
@@ -64,34 +65,6 @@ pub fn host_pressure(
 pub fn birth_time(amb: &dyn Ambient, path: &Path) -> Option<SystemTime> {
     let (_, meta) = open_transcript(amb, path)?;
     meta.created().ok().map(|t| t.into_std())
-}
-
-/// Context-pressure markers, matched on raw bytes ignoring ASCII case.
-#[derive(Debug, Clone)]
-pub struct Markers {
-    finders: Vec<memchr::memmem::Finder<'static>>,
-}
-
-impl Markers {
-    /// Compiles the marker list.
-    pub fn new(markers: &[String]) -> Markers {
-        let finders = markers
-            .iter()
-            .filter(|m| !m.is_empty())
-            .map(|m| memchr::memmem::Finder::new(&m.as_bytes().to_ascii_lowercase()).into_owned())
-            .collect();
-        Markers { finders }
-    }
-
-    /// True when `haystack` contains any marker: the haystack is lowered
-    /// once, then each marker is a SIMD substring search.
-    pub fn found_in(&self, haystack: &[u8]) -> bool {
-        if self.finders.is_empty() {
-            return false;
-        }
-        let lowered = haystack.to_ascii_lowercase();
-        self.finders.iter().any(|f| f.find(&lowered).is_some())
-    }
 }
 
 #[cfg(test)]

@@ -27,16 +27,16 @@ use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
 use cap_std::fs::{Dir, OpenOptions};
 use serde_json::{Map, Value, json};
 
-use super::diagnostics::STATE_DIR;
 use super::gate_ledger;
 use super::receipt::{attempts, reuse};
 use crate::ambient::Ambient;
+use crate::digest::sha256_hex;
 use crate::sandbox::{PathLimits, RelPath};
+use crate::store::DIAGNOSTICS_DIR as STATE_DIR;
 use crate::store::{self, Durability};
 use crate::userstate::{UserState, UserStateError};
 
-/// The hooks' subdirectory of the per-user state directory.
-pub const HOOKS_DIR: &str = "hooks";
+pub use crate::userstate::HOOKS_DIR;
 /// The gate lock inside [`HOOKS_DIR`].
 pub const LOCK: &str = "gate.lock";
 /// Written once the in-tree state of earlier versions was migrated.
@@ -599,6 +599,20 @@ fn size_and_tail(dir: &Dir, name: &str) -> io::Result<Option<(u64, Vec<u8>)>> {
     let mut buf = Vec::new();
     Read::by_ref(&mut f).take(TAIL).read_to_end(&mut buf)?;
     Ok(Some((size, buf)))
+}
+
+/// The side-file key of a goal: its id when that is a plain name, else `h`
+/// and 12 hex digits of its SHA-256, so a crafted id never names a path.
+pub fn goal_key(id: &str) -> String {
+    let plain = (1..=80).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if plain {
+        id.to_owned()
+    } else {
+        format!("h{}", &sha256_hex(id.as_bytes())[..12])
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::io::{self, BufRead};
 use serde_json::{Value, json};
 
 use super::{ZERO_HASH, chain_fields, is_record, record_hash};
-use crate::evidence::{Code, Finding, Severity};
+use crate::finding::{Code, Finding, Severity};
 
 /// Severity of unchained records after the chain start (a rules value).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -587,7 +587,7 @@ pub fn layers(owned: &[(String, Vec<u8>)]) -> Vec<Layer<'_>> {
 }
 
 fn describe_problem(p: &crate::sandbox::FileProblem) -> String {
-    crate::evidence::verify::problem_finding(p).1
+    crate::finding::problem_finding(p).1
 }
 
 #[cfg(test)]

@@ -491,7 +491,7 @@ fn surface_inputs(rules: &RuleSet, amb: &dyn Ambient) -> crate::goals::SurfaceIn
     let res = &book.common().surface_resolution;
     crate::goals::SurfaceInputs {
         env: ambient::var(amb, &res.env),
-        marker: super::gate::read_marker(amb, &res.marker),
+        marker: super::marker::read_marker(amb, &res.marker),
     }
 }
 

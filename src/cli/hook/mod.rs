@@ -2,7 +2,7 @@
 //! `evidence-gate-hook-<event>`: dispatched before clap, because a hook must
 //! exit 0 even on a usage error.
 //!
-//! This is the process edge of the hooks (hooks.md §1): argument parsing,
+//! This is the process edge of the hooks (docs/hook-contracts.md#h-1): argument parsing,
 //! the output latch, the watchdog that allows a call past its deadline, panic
 //! capture (a panic hook installed for the run and the previous one restored
 //! after it) and the one write of the decision. The decision itself is
@@ -31,7 +31,7 @@ use crate::hooks::{
 };
 use args::{Parsed, SYNOPSIS};
 
-/// The multi-call prefix (hooks.md §1.1).
+/// The multi-call prefix (docs/hook-contracts.md#h-1).
 pub(crate) const MULTI_CALL_PREFIX: &str = "evidence-gate-hook-";
 
 /// Until the rules name `hooks.deadline_ms`, a run is allowed after this.

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use super::{Run, summary_line};
-use crate::evidence::{Code, Finding, Report, Severity, Verdict};
+use crate::finding::{Code, Finding, Report, Severity, Verdict};
 
 /// GitHub Actions workflow commands: one `::error|warning|notice` line per
 /// finding (annotated with file and title), then the summary line.

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::audit::Summary;
-use crate::evidence::{Report, Severity, Verdict};
+use crate::finding::{Report, Severity, Verdict};
 
 /// Output format of `verify`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

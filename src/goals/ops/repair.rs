@@ -7,7 +7,7 @@ use std::io::BufReader;
 use serde_json::{Value, json};
 
 use super::{entry, ledger_json};
-use crate::evidence::{Code, Severity};
+use crate::finding::{Code, Severity};
 use crate::goals::error::GoalError;
 use crate::goals::journal::Head;
 use crate::goals::plan::{self, Plan};

@@ -149,7 +149,7 @@ pub fn verifying<'a>(prompts: &'a [Prompt], d: &UserDecision) -> Option<&'a Prom
 
 /// The key of a verified decision in [`VERIFIED`].
 pub fn verified_key(d: &UserDecision) -> String {
-    format!("{}\t{}", super::stop::goal_key(&d.goal_id), d.sha256())
+    format!("{}\t{}", witness::goal_key(&d.goal_id), d.sha256())
 }
 
 /// Whether `key` was already carried to the gate ledger.

@@ -10,7 +10,6 @@ use serde_json::{Value, json};
 
 use super::SideState;
 use super::{Ctx, Found, LoopProfile, Policy, UnreadablePlan, boulder, prompts};
-use crate::digest::sha256_hex;
 use crate::goals::StatePaths;
 use crate::goals::lifecycle;
 use crate::goals::loop_state;
@@ -18,6 +17,7 @@ use crate::goals::plan::Goal;
 use crate::hooks::code::HookCode;
 use crate::hooks::event::{Decision, StopEvent};
 use crate::hooks::transcript::{self, Markers};
+use crate::hooks::witness::goal_key;
 
 /// Evaluates a stop in the order of docs/hook-contracts.md#h-4; every step before the
 /// budget only allows, cheapest first.
@@ -179,20 +179,6 @@ fn main_context_pressure(c: &Ctx<'_>) -> bool {
         c.hooks.transcript_tail_bytes,
         &Markers::new(&c.hooks.context_pressure_markers),
     )
-}
-
-/// The side-file key of a goal: its id when that is a plain name, else `h`
-/// and 12 hex digits of its SHA-256, so a crafted id never names a path.
-pub fn goal_key(id: &str) -> String {
-    let plain = (1..=80).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if plain {
-        id.to_owned()
-    } else {
-        format!("h{}", &sha256_hex(id.as_bytes())[..12])
-    }
 }
 
 /// A side file's JSON: `Ok(None)` when missing, `Value::Null` when it is not

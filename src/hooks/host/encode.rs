@@ -248,17 +248,7 @@ pub fn sanitize(s: &str) -> String {
     out
 }
 
-/// Cuts `s` to at most `max` bytes at a character boundary.
-pub fn cap_bytes(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_owned()
-}
+pub use crate::text::cap_bytes;
 
 #[cfg(test)]
 mod tests {

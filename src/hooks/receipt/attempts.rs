@@ -8,7 +8,7 @@ use cap_std::fs::{Dir, OpenOptions};
 use serde_json::{Value, json};
 
 use crate::digest::sha256_hex;
-use crate::evidence::Finding;
+use crate::finding::Finding;
 use crate::store::{self, Durability};
 
 /// Directory of counters inside the hooks' state directory.

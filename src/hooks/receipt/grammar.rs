@@ -2,7 +2,7 @@
 //! message, optional spaces or tabs, one non-whitespace token, one matching
 //! pair of wrapping quotes removed.
 
-use crate::evidence::{Code, Finding};
+use crate::finding::{Code, Finding};
 
 /// The receipt named by a final message.
 #[derive(Debug, Clone, PartialEq, Eq)]

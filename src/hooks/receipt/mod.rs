@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 use cap_std::fs::Dir;
 use serde_json::{Value, json};
 
-use crate::evidence::{Code, Finding, VerifiedFile};
+use crate::finding::{Code, Finding, VerifiedFile};
 use crate::rules::evidence::EvidenceRules;
 use crate::sandbox::RelPath;
 use crate::sandbox::open::{self, FileChecks, FileProblem};

@@ -3,7 +3,7 @@
 
 use std::path::{Component, Path};
 
-use crate::evidence::{Code, Finding};
+use crate::finding::{Code, Finding};
 use crate::sandbox::{LexicalProblem, PathLimits, RelPath};
 
 /// `cwd` as given and, when known, its canonical form.

@@ -1,6 +1,6 @@
 //! Plain-file receipts and the substance rule (docs/hook-contracts.md#h-3).
 
-use crate::evidence::{Code, Finding};
+use crate::finding::{Code, Finding};
 
 /// Bytes of a plain receipt kept for inspection.
 pub const INSPECT_BYTES: usize = 64 * 1024;

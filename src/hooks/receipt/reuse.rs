@@ -20,7 +20,7 @@ use cap_std::fs::{Dir, OpenOptions};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::evidence::{Code, Finding};
+use crate::finding::{Code, Finding};
 use crate::store::Durability;
 
 /// Directory of claims inside the hooks' state directory.

@@ -8,7 +8,8 @@ use cap_std::fs::Dir;
 use serde_json::Value;
 
 use crate::evidence::payload::{self, Payload};
-use crate::evidence::{Code, Finding, Root, Verdict, VerifiedFile, VerifyOptions, verify_payload};
+use crate::evidence::{Root, VerifyOptions, verify_payload};
+use crate::finding::{Code, Finding, Verdict, VerifiedFile};
 use crate::rules::evidence::EvidenceRules;
 
 /// The event identifiers a payload's `agent` binding is compared with.
@@ -61,7 +62,7 @@ pub fn verify(
     let mut findings: Vec<Finding> = report
         .findings()
         .iter()
-        .filter(|f| f.severity == crate::evidence::Severity::Error)
+        .filter(|f| f.severity == crate::finding::Severity::Error)
         .map(|f| {
             if f.code == Code::VerifyTimeout {
                 Finding::new(
