@@ -67,8 +67,10 @@ fn spawns_are_counted_per_goal_attempt_and_the_61st_is_denied() {
     );
     assert_allow(&spawn(&h, &worker_spawn(&h)));
     let reason = deny_reason(&spawn(&h, &worker_spawn(&h)));
+    // The denial names the refused spawn, count+1 over the limit, as the
+    // Node hook does (R§8.5).
     assert!(
-        reason.contains("fan-out cap is reached (60/60)"),
+        reason.contains("fan-out cap is reached (61/60)"),
         "{reason}"
     );
     assert!(reason.contains("OMO_SPAWN_FANOUT_LIMIT"), "{reason}");
@@ -447,4 +449,24 @@ fn sabotaged_in_tree_state_does_not_switch_the_cap_off() {
     );
     let reason = deny_reason(&spawn(&h, &worker_spawn(&h)));
     assert!(reason.contains("fan-out cap is reached"), "{reason}");
+}
+
+/// Node parity (R§8.5): under `OMO_SPAWN_FANOUT_LIMIT=3` the three spawns
+/// pass and the fourth is denied as `4/3`, the spawn it refuses; further
+/// attempts keep naming the next spawn while the counter stays at the limit.
+#[test]
+fn the_cap_denial_names_the_refused_spawn_count_plus_one_over_the_limit() {
+    let h = HookRepo::new();
+    gate_ready_plan(&h, "lazycodex");
+    let payload = worker_spawn(&h);
+    let limit = [("OMO_SPAWN_FANOUT_LIMIT", "3")];
+    for _ in 0..3 {
+        assert_allow(&spawn_env(&h, "codex", &payload, &limit));
+    }
+    let reason = deny_reason(&spawn_env(&h, "codex", &payload, &limit));
+    assert!(reason.contains("fan-out cap is reached (4/3)"), "{reason}");
+    assert!(!reason.contains("(3/3)"), "{reason}");
+    assert_eq!(counter(&h).unwrap()["count"], 3, "denials are not counted");
+    let again = deny_reason(&spawn_env(&h, "codex", &payload, &limit));
+    assert!(again.contains("(4/3)"), "{again}");
 }
