@@ -85,9 +85,7 @@ pub fn goal_arg(raw: &str, index: usize) -> Result<Candidate, GoalError> {
             ErrorKind::ArgumentMissing {
                 flag: Some("--goal".into()),
             },
-            format!(
-                "Missing objective in --goal {raw:?}; pass --goal \"Title::Objective\"."
-            ),
+            format!("Missing objective in --goal {raw:?}; pass --goal \"Title::Objective\"."),
         ));
     }
     let title = if crate::text::is_blank(title) {

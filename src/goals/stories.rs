@@ -127,11 +127,8 @@ fn items(lines: &[&str]) -> Vec<Item> {
             after_blank = true;
             continue;
         }
-        let opened = section_label(line).or_else(|| {
-            after_blank
-                .then(|| indented_story_label(line))
-                .flatten()
-        });
+        let opened = section_label(line)
+            .or_else(|| after_blank.then(|| indented_story_label(line)).flatten());
         if opened.is_some() {
             section = opened;
             leave_section = false;
@@ -210,7 +207,10 @@ pub fn title(objective: &str, fallback: &str) -> String {
 /// The goals of `brief`; `None` when it has no list item at all (the caller
 /// falls back to paragraphs).
 pub fn derive(brief: &str, max_implicit: Option<u32>) -> Result<Option<Vec<Candidate>>, GoalError> {
-    let lines: Vec<&str> = brief.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
+    let lines: Vec<&str> = brief
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .collect();
     let all = items(&lines);
     if all.is_empty() {
         return Ok(None);
@@ -224,7 +224,11 @@ pub fn derive(brief: &str, max_implicit: Option<u32>) -> Result<Option<Vec<Candi
         .copied()
         .filter(|i| is_story(i.section.as_deref()))
         .collect();
-    let candidates = if explicit.is_empty() { kept } else { explicit.clone() };
+    let candidates = if explicit.is_empty() {
+        kept
+    } else {
+        explicit.clone()
+    };
     let Some(min) = candidates.iter().map(|i| i.indent).min() else {
         // Every item lies in a dropped section: the brief is one goal.
         let whole = brief.trim();
@@ -282,8 +286,14 @@ mod tests {
     #[test]
     fn sections_and_labels() {
         assert_eq!(section_label("### Stories").as_deref(), Some("stories"));
-        assert_eq!(section_label("**Acceptance criteria**:").as_deref(), Some("acceptance criteria"));
-        assert_eq!(section_label("Acceptance Criteria:").as_deref(), Some("acceptance criteria"));
+        assert_eq!(
+            section_label("**Acceptance criteria**:").as_deref(),
+            Some("acceptance criteria")
+        );
+        assert_eq!(
+            section_label("Acceptance Criteria:").as_deref(),
+            Some("acceptance criteria")
+        );
         assert_eq!(section_label("- Note:"), None);
         assert_eq!(section_label("plain text"), None);
         assert!(is_non_story(Some("verification checklist")));
@@ -297,7 +307,10 @@ mod tests {
         let brief = "# Plan\n\n### Stories\n- Build the parser\n  - handle comments\n  - reject tabs\n- Ship the CLI\n\n### Acceptance criteria\n- parser tests pass\n\n### Checklist\n- [ ] docs\n";
         assert_eq!(
             objectives(brief),
-            vec!["Build the parser\nhandle comments\nreject tabs", "Ship the CLI"]
+            vec![
+                "Build the parser\nhandle comments\nreject tabs",
+                "Ship the CLI"
+            ]
         );
     }
 

@@ -728,7 +728,10 @@ fn payload_mode_summaries_count_in_proper_plurals() {
         serde_json::to_vec(&payload(json!([{"path": "gone.rs"}]))).unwrap(),
     );
     let one = r.run("verify-evidence", &["p.json"], None);
-    assert_eq!(one.stdout.lines().last(), Some("FAILED: 1 finding in 1 payload"));
+    assert_eq!(
+        one.stdout.lines().last(),
+        Some("FAILED: 1 finding in 1 payload")
+    );
     let two = r.run("verify-evidence", &["p.json", "q.json"], None);
     assert_eq!(
         two.stdout.lines().last(),

@@ -116,7 +116,7 @@ fn regression_8_parallel_spawns_count_exactly_under_the_lock() {
         .collect();
     assert_eq!(allowed, 10, "{denied:?}");
     assert_eq!(denied.len(), 10);
-    assert!(denied.iter().all(|r| r.contains("(10/10)")), "{denied:?}");
+    assert!(denied.iter().all(|r| r.contains("(11/10)")), "{denied:?}");
     assert_eq!(counter(&h).unwrap()["count"], 10);
     assert!(
         h.diagnostics().is_empty(),
@@ -351,7 +351,7 @@ fn an_invalid_limit_variable_uses_the_rules_limit() {
             &worker_spawn(&h),
             &[("OMO_SPAWN_FANOUT_LIMIT", bad)],
         );
-        assert!(deny_reason(&run).contains("(60/60)"), "{bad}");
+        assert!(deny_reason(&run).contains("(61/60)"), "{bad}");
     }
     let d = h.diagnostics();
     assert_eq!(d.len(), 4);
@@ -393,7 +393,7 @@ fn claude_task_spawns_count_and_reset_rules_apply() {
     h.user_rules(r#"{"spawn": {"reset": "never", "fanout_limit": 1}}"#);
     assert_allow(&spawn_env(&h, "claude-code", &task, &[]));
     let reason = deny_reason(&spawn_env(&h, "claude-code", &task, &[]));
-    assert!(reason.contains("(1/1)"), "{reason}");
+    assert!(reason.contains("(2/1)"), "{reason}");
 }
 
 /// The counter's lock is held past its wait: the spawn is denied, not

@@ -139,7 +139,8 @@ mod tests {
     fn a_flat_file_is_one_work_and_works_is_a_map_of_them() {
         let flat = serde_json::json!({"status": "active", "session_ids": ["codex:s"], "active_plan": "p.md"});
         assert_eq!(works(&flat), [&flat]);
-        let map = serde_json::json!({"works": {"a": {"status": "active"}, "b": {"status": "done"}}});
+        let map =
+            serde_json::json!({"works": {"a": {"status": "active"}, "b": {"status": "done"}}});
         assert_eq!(works(&map).len(), 2);
         // A map of works without the `works` key is one work that lacks
         // every field, so it claims nothing.
