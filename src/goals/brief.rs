@@ -43,7 +43,7 @@ pub(crate) fn too_many(count: usize, max: u32) -> GoalError {
 }
 
 /// The goals `create-goals` derives from `brief` under the profile's
-/// `brief` rules: every bullet (`bullets`, R§1.3.6) or the stories of its
+/// `brief` rules: every bullet (`bullets`, docs/differences.md#r-1) or the stories of its
 /// Stories/Goals sections (`stories`, [`super::stories`]); paragraphs when
 /// the brief has no list item; one default goal when it has nothing else.
 pub fn derive(brief: &str, rules: &BriefRules) -> Result<Vec<Candidate>, GoalError> {

@@ -269,7 +269,7 @@ pub struct CriteriaRules {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Derivation {
-    /// Every bullet at any depth is a goal; else paragraphs (R§1.3.6).
+    /// Every bullet at any depth is a goal; else paragraphs (docs/differences.md#r-1).
     Bullets,
     /// Parent items of the Stories/Goals sections are goals, nested lines
     /// fold into their objective, acceptance-criteria, checklist and review

@@ -288,7 +288,7 @@ fn steering_that_weakens_completion_is_refused_in_ultragoal_and_warned_in_ulw_lo
         ],
     ));
 
-    // ulw-loop keeps the anchor's behaviour: the same wording is accepted
+    // ulw-loop keeps the Node tool's behaviour: the same wording is accepted
     // with the WEAKENED_COMPLETION_WORDING warning.
     let ulw_repo = repo_with_plan("- a\n- b");
     let v = expect_ok(&ulw(

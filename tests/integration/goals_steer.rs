@@ -364,7 +364,7 @@ fn annotate_ledger_writes_no_plan() {
     let e = last(&repo);
     assert_eq!(e["kind"], "steering_accepted");
     assert_eq!(e["revision"], 1, "audit-only entries keep the revision");
-    // Like every accepted entry (R§4.6), the note carries its plan
+    // Like every accepted entry (docs/differences.md#r-4), the note carries its plan
     // snapshots; they are equal and name no changed goal.
     let s = &e["steering"];
     assert_eq!(s["before"], s["after"], "an annotation changes nothing");

@@ -563,7 +563,7 @@ fn concurrent_steers_lose_nothing_and_replays_dedupe_once() {
 
 #[test]
 fn every_accepted_batch_entry_carries_plan_snapshots() {
-    // R§4.6: the anchor writes `before`/`after` snapshots on every accepted
+    // docs/differences.md#r-4: the Node tool writes `before`/`after` snapshots on every accepted
     // steering entry — an `annotate_ledger` item of a batch as well.
     let repo = three();
     let items = json!([

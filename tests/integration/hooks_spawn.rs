@@ -68,7 +68,7 @@ fn spawns_are_counted_per_goal_attempt_and_the_61st_is_denied() {
     assert_allow(&spawn(&h, &worker_spawn(&h)));
     let reason = deny_reason(&spawn(&h, &worker_spawn(&h)));
     // The denial names the refused spawn, count+1 over the limit, as the
-    // Node hook does (R§8.5).
+    // Node hook does (docs/differences.md#r-8).
     assert!(
         reason.contains("fan-out cap is reached (61/60)"),
         "{reason}"
@@ -451,7 +451,7 @@ fn sabotaged_in_tree_state_does_not_switch_the_cap_off() {
     assert!(reason.contains("fan-out cap is reached"), "{reason}");
 }
 
-/// Node parity (R§8.5): under `OMO_SPAWN_FANOUT_LIMIT=3` the three spawns
+/// Node parity (docs/differences.md#r-8): under `OMO_SPAWN_FANOUT_LIMIT=3` the three spawns
 /// pass and the fourth is denied as `4/3`, the spawn it refuses; further
 /// attempts keep naming the next spawn while the counter stays at the limit.
 #[test]

@@ -477,7 +477,7 @@ fn a_boulder_claim_does_not_silence_the_resume() {
         json!({"works": {"w1": {"status": "active", "session_ids": [format!("codex:{SID}")], "active_plan": "README.md"}}}).to_string(),
         json!({"status": "done", "session_ids": [format!("codex:{SID}")], "active_plan": "plans/work.md"}).to_string(),
         // A map of works without the `works` key is one flat work with no
-        // status: it claims nothing (R§8.2 step 3).
+        // status: it claims nothing (docs/differences.md#r-8).
         json!({"w1": {"status": "active", "session_ids": [format!("codex:{SID}")], "active_plan": "plans/work.md"}}).to_string(),
         "{ broken".to_owned(),
     ] {

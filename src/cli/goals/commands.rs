@@ -112,7 +112,7 @@ fn create_goals(engine: &Engine, rest: &[String], io: &mut Io<'_>) -> Result<Rep
             Flag::value("--allow-workflow-overlap"),
             Flag::value("--handoff-from"),
             // Consumed in every profile, so its value never joins a
-            // positional brief (the anchor skips it too); only a profile
+            // positional brief (the Node tool skips it too); only a profile
             // with `brief/goalFlag` uses it.
             Flag::repeated("--goal"),
         ],

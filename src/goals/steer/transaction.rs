@@ -241,8 +241,8 @@ pub fn apply_parsed(
             batches,
         } => {
             let mut a = audit::audit(p, &ev.r, &ev.digest, &judgement);
-            // Every accepted entry carries its snapshots, as the anchor
-            // writes them (R§4.6) — an `annotate_ledger` too, whose two
+            // Every accepted entry carries its snapshots, as the Node tool
+            // writes them (docs/differences.md#r-4) — an `annotate_ledger` too, whose two
             // snapshots are equal because it changes nothing.
             a.insert("before".into(), snapshots.0);
             a.insert("after".into(), snapshots.1);

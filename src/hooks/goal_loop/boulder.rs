@@ -49,7 +49,7 @@ fn boulder(c: &Ctx<'_>, o: &DeferOwner, sid: &str) -> bool {
 
 /// The works a boulder file records: the values of its `works` object, or —
 /// the flat legacy shape without `works` — the document itself, one work
-/// (as the anchor reads it, R§8.2 step 3).
+/// (as the Node hook reads it, docs/differences.md#r-8).
 fn works(doc: &Value) -> Vec<&Value> {
     match doc.get("works") {
         Some(Value::Object(works)) => works.values().collect(),

@@ -291,8 +291,8 @@ fn fanout(c: &Ctx<'_>, found: &Found<'_>, side: &SideState) -> Decision {
         .filter(|v| v.get("resetKey").and_then(Value::as_str) == Some(key.as_str()))
         .and_then(|v| v.get("count").and_then(Value::as_u64))
         .unwrap_or(0);
-    // The denial names the spawn it refuses, `count+1/limit`, as the
-    // anchor does (R§8.5: `4/3` for the fourth spawn under a limit of 3).
+    // The denial names the spawn it refuses, `count+1/limit`, as the Node
+    // hook does (docs/differences.md#r-8: `4/3` for the fourth spawn under a limit of 3).
     let attempt = count + 1;
     if attempt > limit {
         return Decision::Deny {
