@@ -310,3 +310,50 @@ fn kind_rank(k: ReportKind) -> u8 {
         ReportKind::Payload => 2,
     }
 }
+
+/// The goals and criteria of the plans in the named state directories
+/// (`verify-evidence PAYLOAD --plan-dir DIR`): the plan context a payload is
+/// verified against, so a payload naming a goal or criterion the plans lack
+/// is `GOAL_UNKNOWN` / `CRITERION_UNKNOWN`.
+#[derive(Debug, Clone, Default)]
+pub struct PlanGoals {
+    goals: std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+}
+
+impl PlanGoals {
+    /// Reads the plan of every named state directory that holds a readable
+    /// one; `None` when none does (the audit of the same directories reports
+    /// why, and a payload cannot be judged against no plan).
+    pub fn read(dir: &Dir, layouts: &[ProfileLayout], plan_dirs: &[RelPath]) -> Option<PlanGoals> {
+        let (targets, _) = discover::named(dir, layouts, plan_dirs);
+        let mut out = PlanGoals::default();
+        let mut any = false;
+        for t in &targets {
+            let Ok(Some(plan)) = plan_file::read(&t.dir, &t.display, &layouts[t.layout]) else {
+                continue;
+            };
+            any = true;
+            for g in plan.goals() {
+                out.goals
+                    .entry(g.id().to_owned())
+                    .or_default()
+                    .extend(g.criteria().map(|c| c.id().to_owned()));
+            }
+        }
+        any.then_some(out)
+    }
+}
+
+impl crate::evidence::PlanContext for PlanGoals {
+    fn goal_exists(&self, goal_id: &str) -> bool {
+        self.goals.contains_key(goal_id)
+    }
+    fn criterion_exists(&self, goal_id: &str, criterion_id: &str) -> bool {
+        self.goals
+            .get(goal_id)
+            .is_some_and(|c| c.contains(criterion_id))
+    }
+    fn default_goal(&self) -> Option<&str> {
+        None
+    }
+}

@@ -15,7 +15,7 @@ use super::{EXIT_USAGE, Io};
 use crate::ambient::{self, Ambient, ReadError};
 use crate::audit::base::{BaseOptions, BaseTree};
 use crate::audit::git::GitBase;
-use crate::audit::{self, Audit, AuditError, AuditOptions, Silent, Summary};
+use crate::audit::{self, Audit, AuditError, AuditOptions, PlanGoals, Silent, Summary};
 use crate::evidence::{self, Root, VerifyOptions};
 use crate::finding::{Code, Finding, Report, ReportBuilder, ReportKind};
 use crate::rules::evidence::EvidenceRules;
@@ -135,13 +135,23 @@ pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
             let mut reports = if args.payloads.is_empty() {
                 Vec::new()
             } else {
-                payload_reports(args, amb, io.stdin, &ws)
+                // `--plan-dir` gives the payloads their plan context: a goal
+                // or criterion the plans lack is GOAL_UNKNOWN /
+                // CRITERION_UNKNOWN.
+                let plan = (!plan_dirs.is_empty())
+                    .then(|| audit::layout::from_rules(&ws.rules).ok())
+                    .flatten()
+                    .and_then(|layouts| PlanGoals::read(&ws.dir, &layouts, &plan_dirs));
+                payload_reports(args, amb, io.stdin, &ws, plan.as_ref())
             };
             if !args.repository() {
                 Run::new(reports)
             } else {
                 match repository(args, &plan_dirs, &ws, amb, io) {
-                    Ok(audit) => {
+                    Ok(mut audit) => {
+                        // The payloads named on the command line are
+                        // verified too: the summary counts them.
+                        audit.summary.payloads += args.payloads.len();
                         reports.extend(audit.reports);
                         let mut run = Run::with_scope(reports, Scope::Repository(audit.summary));
                         run.policy = Some(ws.policy.clone());
@@ -468,6 +478,7 @@ fn payload_reports(
     amb: &dyn Ambient,
     stdin: &mut dyn Read,
     ws: &Workspace,
+    plan: Option<&PlanGoals>,
 ) -> Vec<Report> {
     let root = match ws.dir.try_clone() {
         Err(e) => {
@@ -500,6 +511,7 @@ fn payload_reports(
                         let own = in_root(&args.root, p);
                         let opts = VerifyOptions {
                             payload_path: own.as_deref(),
+                            plan: plan.map(|p| p as &dyn evidence::PlanContext),
                             ..VerifyOptions::default()
                         };
                         evidence::verify_payload(&root, &payload, &name, opts)

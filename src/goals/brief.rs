@@ -4,9 +4,100 @@
 use serde_json::{Map, Value, json};
 
 use super::error::{ErrorKind, GoalError};
+use super::profile::{BriefRules, Derivation};
 
 /// Longest accepted bullet, in characters.
 pub const MAX_BULLET_CHARS: usize = 1200;
+
+/// One goal to create: its title and objective.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// The goal title.
+    pub title: String,
+    /// The goal objective.
+    pub objective: String,
+}
+
+/// `ULW_LOOP_BRIEF_ITEM_TOO_LONG` for 1-based brief line `line`.
+pub(crate) fn too_long(line: usize, length: usize) -> GoalError {
+    GoalError::new(
+        ErrorKind::BriefItemTooLong {
+            line,
+            length,
+            max: MAX_BULLET_CHARS,
+        },
+        format!(
+            "Brief line {line} is a bullet of {length} characters; the limit is {MAX_BULLET_CHARS}. Split it into several bullets."
+        ),
+    )
+}
+
+/// `ULW_LOOP_BRIEF_TOO_MANY_GOALS`: more implicit goals than the profile allows.
+pub(crate) fn too_many(count: usize, max: u32) -> GoalError {
+    GoalError::new(
+        ErrorKind::BriefTooManyGoals { count, max },
+        format!(
+            "The brief would make {count} goals without a Stories or Goals section; at most {max} are derived implicitly. Pass the stories as repeated --goal \"Title::Objective\", or put at most {max} parent stories under a `### Stories` (or `### Goals`) heading."
+        ),
+    )
+}
+
+/// The goals `create-goals` derives from `brief` under the profile's
+/// `brief` rules: every bullet (`bullets`, docs/differences.md#r-1) or the stories of its
+/// Stories/Goals sections (`stories`, [`super::stories`]); paragraphs when
+/// the brief has no list item; one default goal when it has nothing else.
+pub fn derive(brief: &str, rules: &BriefRules) -> Result<Vec<Candidate>, GoalError> {
+    if rules.derivation == Derivation::Stories
+        && let Some(goals) = super::stories::derive(brief, rules.max_implicit_goals)?
+    {
+        return Ok(goals);
+    }
+    let list = objectives(brief)?;
+    if let Some(max) = rules.max_implicit_goals
+        && list.len() > max as usize
+    {
+        return Err(too_many(list.len(), max));
+    }
+    Ok(list
+        .into_iter()
+        .enumerate()
+        .map(|(i, o)| Candidate {
+            title: match rules.derivation {
+                Derivation::Bullets => title_for(&o),
+                Derivation::Stories => super::stories::title(&o, &format!("Goal {}", i + 1)),
+            },
+            objective: o,
+        })
+        .collect())
+}
+
+/// One `--goal "Title::Objective"` value: the title before the first `::`
+/// and the objective after it, both trimmed; without `::` the whole value is
+/// the objective and the title is its first line. An empty objective is
+/// `ULW_LOOP_ARGUMENT_MISSING`.
+pub fn goal_arg(raw: &str, index: usize) -> Result<Candidate, GoalError> {
+    let (title, objective) = match raw.split_once("::") {
+        Some((t, o)) => (t.trim(), o.trim()),
+        None => ("", raw.trim()),
+    };
+    if crate::text::is_blank(objective) {
+        return Err(GoalError::new(
+            ErrorKind::ArgumentMissing {
+                flag: Some("--goal".into()),
+            },
+            format!("Missing objective in --goal {raw:?}; pass --goal \"Title::Objective\"."),
+        ));
+    }
+    let title = if crate::text::is_blank(title) {
+        super::stories::title(objective, &format!("Goal {}", index + 1))
+    } else {
+        title.to_owned()
+    };
+    Ok(Candidate {
+        title,
+        objective: objective.to_owned(),
+    })
+}
 
 fn collapse(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -45,17 +136,7 @@ pub fn objectives(brief: &str) -> Result<Vec<String>, GoalError> {
             continue;
         }
         if len > MAX_BULLET_CHARS {
-            return Err(GoalError::new(
-                ErrorKind::BriefItemTooLong {
-                    line: i + 1,
-                    length: len,
-                    max: MAX_BULLET_CHARS,
-                },
-                format!(
-                    "Brief line {} is a bullet of {len} characters; the limit is {MAX_BULLET_CHARS}. Split it into several bullets.",
-                    i + 1
-                ),
-            ));
+            return Err(too_long(i + 1, len));
         }
         if !bullets.contains(&text) {
             bullets.push(text);

@@ -41,6 +41,10 @@ pub enum ErrorKind {
         length: usize,
         max: usize,
     },
+    BriefTooManyGoals {
+        count: usize,
+        max: u32,
+    },
     CodexGoalModeInvalid {
         value: String,
     },
@@ -226,6 +230,11 @@ pub enum ErrorKind {
     SteeringKeyConflict {
         details: Value,
     },
+    /// A proposal that asks to weaken completion, in a profile that refuses
+    /// it (`steering/refuseWeakening`).
+    SteeringWeakensCompletion {
+        details: Value,
+    },
     /// A workflow start denied by the overlap rules (docs/engine.md#ge-9).
     WorkflowOverlapDenied {
         details: Value,
@@ -327,6 +336,7 @@ impl GoalError {
             ArgumentConflict { .. } => "ULW_LOOP_ARGUMENT_CONFLICT",
             BriefRequired => "ULW_LOOP_BRIEF_REQUIRED",
             BriefItemTooLong { .. } => "ULW_LOOP_BRIEF_ITEM_TOO_LONG",
+            BriefTooManyGoals { .. } => "ULW_LOOP_BRIEF_TOO_MANY_GOALS",
             CodexGoalModeInvalid { .. } => "ULW_LOOP_CODEX_GOAL_MODE_INVALID",
             StatusInvalid { .. } => "ULW_LOOP_STATUS_INVALID",
             CodexGoalJsonInvalid { .. } => "ULW_LOOP_CODEX_GOAL_JSON_INVALID",
@@ -374,6 +384,7 @@ impl GoalError {
             Steering { code, .. } => code.code(),
             SteeringRejected { .. } => "ULW_LOOP_STEERING_REJECTED",
             SteeringKeyConflict { .. } => "ULW_LOOP_STEERING_KEY_CONFLICT",
+            SteeringWeakensCompletion { .. } => "ULW_LOOP_STEERING_WEAKENS_COMPLETION",
             WorkflowOverlapDenied { .. } => "ULW_LOOP_WORKFLOW_OVERLAP_DENIED",
             TeamWorkerForbidden { .. } => "ULW_LOOP_TEAM_WORKER_FORBIDDEN",
             Unexpected => "ULW_LOOP_UNEXPECTED",
@@ -413,6 +424,9 @@ impl GoalError {
             BriefRequired | ValidationBatchInvalid | Unexpected => return None,
             BriefItemTooLong { line, length, max } => {
                 json!({ "line": line, "length": length, "max": max })
+            }
+            BriefTooManyGoals { count, max } => {
+                json!({ "count": count, "max": max })
             }
             CodexGoalModeInvalid { value } => json!({ "value": value }),
             StatusInvalid { status } => json!({ "status": status }),
@@ -457,6 +471,7 @@ impl GoalError {
             | Steering { details, .. }
             | SteeringRejected { details }
             | SteeringKeyConflict { details }
+            | SteeringWeakensCompletion { details }
             | WorkflowOverlapDenied { details } => details.clone(),
             TeamWorkerForbidden { command, marker } => {
                 json!({ "command": command, "marker": marker })
@@ -644,6 +659,7 @@ pub const ALL_CODES: &[&str] = &[
     "ULW_LOOP_ARGUMENT_CONFLICT",
     "ULW_LOOP_BRIEF_REQUIRED",
     "ULW_LOOP_BRIEF_ITEM_TOO_LONG",
+    "ULW_LOOP_BRIEF_TOO_MANY_GOALS",
     "ULW_LOOP_CODEX_GOAL_MODE_INVALID",
     "ULW_LOOP_STATUS_INVALID",
     "ULW_LOOP_CODEX_GOAL_JSON_INVALID",
@@ -703,6 +719,7 @@ pub const ALL_CODES: &[&str] = &[
     "ULW_LOOP_STEERING_BATCH_ITEM_INVALID",
     "ULW_LOOP_STEERING_REJECTED",
     "ULW_LOOP_STEERING_KEY_CONFLICT",
+    "ULW_LOOP_STEERING_WEAKENS_COMPLETION",
     "ULW_LOOP_WORKFLOW_OVERLAP_DENIED",
     "ULW_LOOP_TEAM_WORKER_FORBIDDEN",
     "ULW_LOOP_UNEXPECTED",

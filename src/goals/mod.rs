@@ -36,6 +36,7 @@ pub mod schema;
 pub mod session;
 pub mod state;
 pub mod steer;
+pub mod stories;
 pub mod summary;
 pub mod team;
 pub mod txn;

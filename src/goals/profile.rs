@@ -64,6 +64,12 @@ impl RuleFamily for Profiles {
                     "must contain {goals} and {ledger}".into(),
                 ));
             }
+            if p.brief.max_implicit_goals == Some(0) {
+                return Err(at(
+                    "/brief/maxImplicitGoals",
+                    "must be at least 1, or null for no cap".into(),
+                ));
+            }
             if p.blockers.escalate_after == 0 {
                 return Err(at("/blockers/escalateAfter", "must be at least 1".into()));
             }
@@ -170,6 +176,8 @@ pub struct Profile {
     pub legacy_objectives: LegacyObjectives,
     /// Criteria policy.
     pub criteria: CriteriaRules,
+    /// How `create-goals` derives goals from the brief.
+    pub brief: BriefRules,
     /// Steering policy (used by `steer` and the hook channel).
     pub steering: SteeringRules,
     /// Gate rule selection.
@@ -257,6 +265,31 @@ pub struct CriteriaRules {
     pub seeded_markers: Vec<String>,
 }
 
+/// How the brief becomes goals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Derivation {
+    /// Every bullet at any depth is a goal; else paragraphs (docs/differences.md#r-1).
+    Bullets,
+    /// Parent items of the Stories/Goals sections are goals, nested lines
+    /// fold into their objective, acceptance-criteria, checklist and review
+    /// sections are dropped.
+    Stories,
+}
+
+/// `brief` keys.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BriefRules {
+    /// `bullets` or `stories`.
+    pub derivation: Derivation,
+    /// Whether `create-goals` takes repeated `--goal "Title::Objective"`.
+    pub goal_flag: bool,
+    /// Most goals derived from a brief without an explicit Stories/Goals
+    /// section; more is `ULW_LOOP_BRIEF_TOO_MANY_GOALS`. `null`: no cap.
+    pub max_implicit_goals: Option<u32>,
+}
+
 /// `steering` keys.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -267,6 +300,10 @@ pub struct SteeringRules {
     pub directive_markers: Vec<String>,
     /// Key names no proposal may carry.
     pub protected_keys: Vec<String>,
+    /// Whether a proposal whose wording asks to weaken completion (skip or
+    /// bypass tests, review or the quality gate, auto-complete) is refused
+    /// (`ULW_LOOP_STEERING_WEAKENS_COMPLETION`) instead of only warned about.
+    pub refuse_weakening: bool,
 }
 
 /// `gate` keys.

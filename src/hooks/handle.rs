@@ -1,4 +1,4 @@
-//! The library entry point of every hook event (hooks.md §1): the
+//! The library entry point of every hook event (docs/hook-contracts.md#h-1): the
 //! emergency switch, bounded standard input, host detection and decoding,
 //! rules loading and the decision, encoded for the host. It never writes
 //! standard output, never ends the process and installs no global hook:
@@ -64,7 +64,7 @@ impl Fault {
 }
 
 /// Rules for a root: embedded, the user's configuration and `--rules` in
-/// full, then `.evidence-gate/rules.json` tighten-only (threat-model.md I9).
+/// full, then `.evidence-gate/rules.json` tighten-only (docs/threat-model.md#i9).
 /// An invalid repository override falls back to the trusted layers alone;
 /// invalid trusted layers fall back to the embedded defaults.
 fn load_rules(
@@ -186,7 +186,7 @@ impl HookCall {
 }
 
 /// Where a hook reports the moment its decision must be written by: the
-/// edge's watchdog allows the call when it passes (hooks.md §1.4). The
+/// edge's watchdog allows the call when it passes (docs/hook-contracts.md#h-1). The
 /// deadline is known only once the rules are loaded.
 pub trait DeadlineSink: Sync {
     /// The decision must be written by `at`.

@@ -102,7 +102,7 @@ fn text_format_lists_findings_then_one_summary_line() {
         "{}",
         lines[1]
     );
-    assert_eq!(lines[2], "FAILED: 2 findings in 1 payloads");
+    assert_eq!(lines[2], "FAILED: 2 findings in 1 payload");
     assert!(
         !run.stdout.contains('\x1b'),
         "no colour when stdout is not a terminal"
@@ -666,4 +666,75 @@ fn every_code_is_documented_in_the_codes_document() {
             c.name()
         );
     }
+}
+
+/// `verify-evidence PAYLOAD --plan-dir DIR`: the named plan is the payload's
+/// context, so a goal or criterion the plan lacks is reported, and the
+/// summary counts the payload that was verified.
+#[test]
+fn a_payload_checked_against_a_plan_dir_reports_unknown_goals_and_criteria() {
+    let r = crate::goals_support::repo_with_plan("- a\n- b");
+    r.write("src/lib.rs", "pub fn f() {}\n");
+    let mut p = payload(json!([{"path": "src/lib.rs"}]));
+    let dir = [crate::goals_support::STATE];
+    let plan_dir = ["--plan-dir", dir[0]];
+
+    p["goalId"] = json!("G009-nope");
+    let run = verify(&r, &p, &plan_dir);
+    assert_fail(&run, "GOAL_UNKNOWN");
+    let payload_report = &run.json()["reports"][0];
+    assert_eq!(payload_report["subject"], "p.json");
+    assert_eq!(payload_report["findings"][0]["code"], "GOAL_UNKNOWN");
+
+    p["goalId"] = json!("G001-a");
+    p["criterionIds"] = json!(["C001", "C009"]);
+    let run = verify(&r, &p, &plan_dir);
+    assert_fail(&run, "CRITERION_UNKNOWN");
+    let findings = &run.json()["reports"][0]["findings"];
+    assert_eq!(findings.as_array().unwrap().len(), 1, "{findings}");
+    assert!(
+        findings[0]["message"].as_str().unwrap().contains("C009"),
+        "{findings}"
+    );
+
+    // Honest use: the goal and criterion exist; the payload and the plan's
+    // state directory both pass, and the text summary counts one payload.
+    p["criterionIds"] = json!(["C001"]);
+    let run = verify(&r, &p, &plan_dir);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    r.write("p.json", serde_json::to_vec(&p).unwrap());
+    let text = r.run("verify-evidence", &["p.json", "--plan-dir", dir[0]], None);
+    assert_eq!(text.code, 0, "{}", text.stdout);
+    let summary = text.stdout.lines().last().unwrap();
+    assert!(
+        summary.starts_with("PASSED: audited 1 state directory, 0 gate ledgers and 1 payload: "),
+        "{summary}"
+    );
+    // Without --plan-dir there is no plan context: the payload alone passes.
+    p["goalId"] = json!("G009-nope");
+    let alone = verify(&r, &p, &[]);
+    assert_eq!(alone.code, 0, "{}", alone.stdout);
+}
+
+#[test]
+fn payload_mode_summaries_count_in_proper_plurals() {
+    let r = repo_with_src();
+    r.write(
+        "p.json",
+        serde_json::to_vec(&payload(json!([{"path": "missing.rs"}]))).unwrap(),
+    );
+    r.write(
+        "q.json",
+        serde_json::to_vec(&payload(json!([{"path": "gone.rs"}]))).unwrap(),
+    );
+    let one = r.run("verify-evidence", &["p.json"], None);
+    assert_eq!(
+        one.stdout.lines().last(),
+        Some("FAILED: 1 finding in 1 payload")
+    );
+    let two = r.run("verify-evidence", &["p.json", "q.json"], None);
+    assert_eq!(
+        two.stdout.lines().last(),
+        Some("FAILED: 2 findings in 2 payloads")
+    );
 }

@@ -364,7 +364,17 @@ fn annotate_ledger_writes_no_plan() {
     let e = last(&repo);
     assert_eq!(e["kind"], "steering_accepted");
     assert_eq!(e["revision"], 1, "audit-only entries keep the revision");
-    assert!(e["steering"].get("before").is_none());
+    // Like every accepted entry (docs/differences.md#r-4), the note carries its plan
+    // snapshots; they are equal and name no changed goal.
+    let s = &e["steering"];
+    assert_eq!(s["before"], s["after"], "an annotation changes nothing");
+    assert_eq!(s["before"]["goals"], json!([]));
+    assert_eq!(s["before"]["goalCount"], 3);
+    assert_eq!(
+        s["before"]["goalIds"],
+        json!(["G001-a", "G002-b", "G003-c"])
+    );
+    assert_eq!(s["before"]["updatedAt"], plan(&repo)["updatedAt"]);
 
     let v = rejects(
         &repo,

@@ -560,3 +560,31 @@ fn concurrent_steers_lose_nothing_and_replays_dedupe_once() {
     let v = expect_ok(&ulw(&repo, &["repair", "--check"]));
     assert_eq!(v["findings"], json!([]));
 }
+
+#[test]
+fn every_accepted_batch_entry_carries_plan_snapshots() {
+    // docs/differences.md#r-4: the Node tool writes `before`/`after` snapshots on every accepted
+    // steering entry — an `annotate_ledger` item of a batch as well.
+    let repo = three();
+    let items = json!([
+        item("annotate_ledger", json!({"goalId": "G001-a"})),
+        item("add_subgoal", json!({"title": "New", "objective": "n"})),
+    ]);
+    let n = ledger(&repo).len();
+    let v = expect_ok(&batch(&repo, &items));
+    let l = ledger(&repo);
+    assert_eq!(l.len(), n + 2);
+    let note = &l[n]["steering"];
+    assert_eq!(l[n]["mutationKind"], "annotate_ledger");
+    assert_eq!(note["before"], note["after"]);
+    assert_eq!(note["before"]["goalCount"], 3);
+    assert_eq!(note["before"]["goals"], json!([]));
+    let add = &l[n + 1]["steering"];
+    assert_eq!(add["before"]["goalCount"], 3);
+    assert_eq!(add["after"]["goalCount"], 4);
+    assert_eq!(add["after"]["goals"][0]["id"], "G004-new");
+    // The printed audits stay compact: snapshots live only in the ledger.
+    for r in v["results"].as_array().unwrap() {
+        assert!(r["audit"].get("before").is_none(), "{r}");
+    }
+}

@@ -67,8 +67,10 @@ fn spawns_are_counted_per_goal_attempt_and_the_61st_is_denied() {
     );
     assert_allow(&spawn(&h, &worker_spawn(&h)));
     let reason = deny_reason(&spawn(&h, &worker_spawn(&h)));
+    // The denial names the refused spawn, count+1 over the limit, as the
+    // Node hook does (docs/differences.md#r-8).
     assert!(
-        reason.contains("fan-out cap is reached (60/60)"),
+        reason.contains("fan-out cap is reached (61/60)"),
         "{reason}"
     );
     assert!(reason.contains("OMO_SPAWN_FANOUT_LIMIT"), "{reason}");
@@ -114,7 +116,7 @@ fn regression_8_parallel_spawns_count_exactly_under_the_lock() {
         .collect();
     assert_eq!(allowed, 10, "{denied:?}");
     assert_eq!(denied.len(), 10);
-    assert!(denied.iter().all(|r| r.contains("(10/10)")), "{denied:?}");
+    assert!(denied.iter().all(|r| r.contains("(11/10)")), "{denied:?}");
     assert_eq!(counter(&h).unwrap()["count"], 10);
     assert!(
         h.diagnostics().is_empty(),
@@ -349,7 +351,7 @@ fn an_invalid_limit_variable_uses_the_rules_limit() {
             &worker_spawn(&h),
             &[("OMO_SPAWN_FANOUT_LIMIT", bad)],
         );
-        assert!(deny_reason(&run).contains("(60/60)"), "{bad}");
+        assert!(deny_reason(&run).contains("(61/60)"), "{bad}");
     }
     let d = h.diagnostics();
     assert_eq!(d.len(), 4);
@@ -391,7 +393,7 @@ fn claude_task_spawns_count_and_reset_rules_apply() {
     h.user_rules(r#"{"spawn": {"reset": "never", "fanout_limit": 1}}"#);
     assert_allow(&spawn_env(&h, "claude-code", &task, &[]));
     let reason = deny_reason(&spawn_env(&h, "claude-code", &task, &[]));
-    assert!(reason.contains("(1/1)"), "{reason}");
+    assert!(reason.contains("(2/1)"), "{reason}");
 }
 
 /// The counter's lock is held past its wait: the spawn is denied, not
@@ -447,4 +449,24 @@ fn sabotaged_in_tree_state_does_not_switch_the_cap_off() {
     );
     let reason = deny_reason(&spawn(&h, &worker_spawn(&h)));
     assert!(reason.contains("fan-out cap is reached"), "{reason}");
+}
+
+/// Node parity (docs/differences.md#r-8): under `OMO_SPAWN_FANOUT_LIMIT=3` the three spawns
+/// pass and the fourth is denied as `4/3`, the spawn it refuses; further
+/// attempts keep naming the next spawn while the counter stays at the limit.
+#[test]
+fn the_cap_denial_names_the_refused_spawn_count_plus_one_over_the_limit() {
+    let h = HookRepo::new();
+    gate_ready_plan(&h, "lazycodex");
+    let payload = worker_spawn(&h);
+    let limit = [("OMO_SPAWN_FANOUT_LIMIT", "3")];
+    for _ in 0..3 {
+        assert_allow(&spawn_env(&h, "codex", &payload, &limit));
+    }
+    let reason = deny_reason(&spawn_env(&h, "codex", &payload, &limit));
+    assert!(reason.contains("fan-out cap is reached (4/3)"), "{reason}");
+    assert!(!reason.contains("(3/3)"), "{reason}");
+    assert_eq!(counter(&h).unwrap()["count"], 3, "denials are not counted");
+    let again = deny_reason(&spawn_env(&h, "codex", &payload, &limit));
+    assert!(again.contains("(4/3)"), "{again}");
 }

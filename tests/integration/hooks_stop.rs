@@ -449,17 +449,18 @@ fn a_boulder_claim_does_not_silence_the_resume() {
     // A fresh run: the resume counters live in the per-user state.
     std::fs::remove_dir_all(h.side_path(&format!("{ULW}/{SID}/x")).parent().unwrap()).ok();
     live_plan(&h);
-    // Flat legacy shape, plan relative to the worktree: the same.
+    // Flat legacy shape (one work, no `works` key), plan relative to the
+    // worktree: the same claim, reported the same way.
     let wt = h.join("wt");
     h.write("wt/plan.md", "- [ ] todo\n");
     h.write(
         ".omo/boulder.json",
-        json!({"w1": {"status": "paused", "session_ids": [format!("codex:{SID}")],
-                      "active_plan": "plan.md", "worktree_path": wt}})
+        json!({"status": "paused", "session_ids": [format!("codex:{SID}")],
+               "active_plan": "plan.md", "worktree_path": wt})
         .to_string(),
     );
     block_reason(&stop(&h, &h.codex_stop(SID)));
-    assert_eq!(h.diag_codes().len(), 2);
+    assert_eq!(h.diag_codes(), ["STOP_DEFER_UNVERIFIED"; 2]);
     // The host's own continuation signal still ends the chain (step 2).
     let mut active = h.codex_stop(SID);
     active["stop_hook_active"] = json!(true);
@@ -471,9 +472,13 @@ fn a_boulder_claim_does_not_silence_the_resume() {
     // Not this session, no checklist, a finished owner, or a broken file:
     // resume, and nothing claims the session.
     for boulder in [
-        json!({"w1": {"status": "active", "session_ids": ["codex:other"], "active_plan": "plans/work.md"}}).to_string(),
-        json!({"w1": {"status": "done", "session_ids": [format!("codex:{SID}")], "active_plan": "plans/work.md"}}).to_string(),
-        json!({"w1": {"status": "active", "session_ids": [format!("codex:{SID}")], "active_plan": "README.md"}}).to_string(),
+        json!({"works": {"w1": {"status": "active", "session_ids": ["codex:other"], "active_plan": "plans/work.md"}}}).to_string(),
+        json!({"works": {"w1": {"status": "done", "session_ids": [format!("codex:{SID}")], "active_plan": "plans/work.md"}}}).to_string(),
+        json!({"works": {"w1": {"status": "active", "session_ids": [format!("codex:{SID}")], "active_plan": "README.md"}}}).to_string(),
+        json!({"status": "done", "session_ids": [format!("codex:{SID}")], "active_plan": "plans/work.md"}).to_string(),
+        // A map of works without the `works` key is one flat work with no
+        // status: it claims nothing (docs/differences.md#r-8).
+        json!({"w1": {"status": "active", "session_ids": [format!("codex:{SID}")], "active_plan": "plans/work.md"}}).to_string(),
         "{ broken".to_owned(),
     ] {
         h.write("README.md", "# no checklist\n");

@@ -28,6 +28,7 @@ mod gate_plan;
 mod gate_template;
 mod goals_batches;
 mod goals_binding;
+mod goals_brief_stories;
 mod goals_checkpoint;
 mod goals_cli;
 mod goals_concurrency;

@@ -111,9 +111,34 @@ fn create_goals(engine: &Engine, rest: &[String], io: &mut Io<'_>) -> Result<Rep
             Flag::switch("--force"),
             Flag::value("--allow-workflow-overlap"),
             Flag::value("--handoff-from"),
+            // Consumed in every profile, so its value never joins a
+            // positional brief (the Node tool skips it too); only a profile
+            // with `brief/goalFlag` uses it.
+            Flag::repeated("--goal"),
         ],
         rest,
     );
+    let mut warnings = unknown_flag_warnings(&a);
+    let mut goals = Vec::new();
+    if a.has("--goal") {
+        let values = a.all("--goal");
+        if p.brief.goal_flag {
+            if values.is_empty() {
+                return Err(GoalError::missing_flag("--goal"));
+            }
+            for (i, v) in values.iter().enumerate() {
+                goals.push(crate::goals::brief::goal_arg(v, i)?);
+            }
+        } else {
+            warnings.push(json!({
+                "code": "ARGUMENT_UNKNOWN",
+                "message": format!(
+                    "Ignored --goal: {} derives its goals from the brief.",
+                    p.display_name
+                ),
+            }));
+        }
+    }
     let brief = if let Some(b) = a.text("--brief")? {
         b
     } else if let Some(path) = a.text("--brief-file")? {
@@ -184,6 +209,7 @@ fn create_goals(engine: &Engine, rest: &[String], io: &mut Io<'_>) -> Result<Rep
         engine,
         create::CreateRequest {
             brief,
+            goals,
             mode,
             batches,
             force: a.has("--force"),
@@ -202,7 +228,7 @@ fn create_goals(engine: &Engine, rest: &[String], io: &mut Io<'_>) -> Result<Rep
     body.insert("workflow", out.workflow.clone());
     body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
-    r.warnings = unknown_flag_warnings(&a);
+    r.warnings = warnings;
     Ok(r)
 }
 

@@ -188,13 +188,17 @@ pub(crate) fn summary_line(run: &Run, color: bool) -> String {
             )
         }
         Verdict::Fail => format!(
-            "{} {errors} findings in {n} payloads",
-            paint(color, "1;31", "FAILED:")
+            "{} {} in {}",
+            paint(color, "1;31", "FAILED:"),
+            plural(errors as u64, "finding", "findings"),
+            plural(n as u64, "payload", "payloads"),
         ),
         Verdict::Error => {
             format!(
-                "{} could not verify: {errors} findings in {n} payloads",
-                paint(color, "1;33", "ERROR:")
+                "{} could not verify: {} in {}",
+                paint(color, "1;33", "ERROR:"),
+                plural(errors as u64, "finding", "findings"),
+                plural(n as u64, "payload", "payloads"),
             )
         }
     }

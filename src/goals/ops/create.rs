@@ -13,6 +13,9 @@ use crate::goals::{Engine, batches, brief, lifecycle, state, workflow};
 pub struct CreateRequest {
     /// The brief text.
     pub brief: String,
+    /// Explicit goals (`--goal "Title::Objective"`, profile `brief/goalFlag`):
+    /// when non-empty they replace the goals derived from the brief.
+    pub goals: Vec<brief::Candidate>,
     /// Host-goal mode.
     pub mode: Mode,
     /// `--validation-batch-json`, parsed.
@@ -49,13 +52,17 @@ impl CreateOutcome {
 pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalError> {
     let p = &engine.profile;
     let (_, now) = engine.now();
-    let objectives = brief::objectives(&req.brief)?;
-    let mut goals = Vec::with_capacity(objectives.len());
-    for (i, o) in objectives.iter().enumerate() {
+    let candidates = if req.goals.is_empty() {
+        brief::derive(&req.brief, &p.brief)?
+    } else {
+        req.goals.clone()
+    };
+    let mut goals = Vec::with_capacity(candidates.len());
+    for (i, c) in candidates.iter().enumerate() {
         goals.push(Value::Object(brief::new_goal(
             i,
-            &brief::title_for(o),
-            o,
+            &c.title,
+            &c.objective,
             p.criteria.seed,
             &now,
         )?));

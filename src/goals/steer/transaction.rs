@@ -142,7 +142,16 @@ fn rejection(
             if let Some(i) = index {
                 details["index"] = json!(i);
             }
-            GoalError::new(ErrorKind::SteeringRejected { details }, message)
+            if reasons.iter().any(|r| r == validate::WEAKENS_COMPLETION) {
+                GoalError::new(
+                    ErrorKind::SteeringWeakensCompletion { details },
+                    format!(
+                        "{message} This profile refuses steering that weakens completion (skipping or bypassing tests, verification, review or the quality gate, or auto-completing work): keep the completion bar and record a blocker instead."
+                    ),
+                )
+            } else {
+                GoalError::new(ErrorKind::SteeringRejected { details }, message)
+            }
         }
     }
 }
@@ -232,10 +241,11 @@ pub fn apply_parsed(
             batches,
         } => {
             let mut a = audit::audit(p, &ev.r, &ev.digest, &judgement);
-            if applied.writes_plan {
-                a.insert("before".into(), snapshots.0);
-                a.insert("after".into(), snapshots.1);
-            }
+            // Every accepted entry carries its snapshots, as the Node tool
+            // writes them (docs/differences.md#r-4) — an `annotate_ledger` too, whose two
+            // snapshots are equal because it changes nothing.
+            a.insert("before".into(), snapshots.0);
+            a.insert("after".into(), snapshots.1);
             let mut entries = vec![audit::entry(&now, p, &ev.r, &ev.digest, a.clone(), None)];
             if let Some((before, after)) = &batches {
                 let mut extra = Map::new();
@@ -404,16 +414,13 @@ pub fn apply_batch(
             }
             Eval::Accepted {
                 judgement,
-                applied,
                 snapshots,
                 ..
             } => {
                 let mut a = audit::audit(p, &ev.r, &ev.digest, &judgement);
                 let plain = a.clone();
-                if applied.writes_plan {
-                    a.insert("before".into(), snapshots.0);
-                    a.insert("after".into(), snapshots.1);
-                }
+                a.insert("before".into(), snapshots.0);
+                a.insert("after".into(), snapshots.1);
                 if !rejected {
                     entries.push(audit::entry(&now, p, &ev.r, &ev.digest, a, None));
                 }

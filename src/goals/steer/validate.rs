@@ -17,6 +17,10 @@ use crate::goals::profile::Profile;
 /// The warning the wording heuristic adds.
 pub const WEAKENED_COMPLETION_WORDING: &str = "WEAKENED_COMPLETION_WORDING";
 
+/// The audited reason of a proposal refused for asking to weaken completion
+/// (profile `steering/refuseWeakening`).
+pub const WEAKENS_COMPLETION: &str = "weakens completion";
+
 /// The verdict of the invariants.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Judgement {
@@ -148,6 +152,60 @@ pub fn weakened_wording(fields: &Map<String, Value>) -> bool {
     a.is_match(&text) && b.is_match(&text)
 }
 
+/// A request to skip, bypass, weaken or remove tests, verification, review,
+/// the quality gate or completion (in that order on one line), or to
+/// auto-complete.
+static WEAKEN_REQUEST: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(
+        r"\b(?:skip|bypass|weaken|remove)\b.*\b(?:tests?|review|verification|quality gate|complete|completion)\b|\bauto[- ]?complete\b",
+    )
+    .expect("static pattern")
+});
+
+/// What the proposal asks for, in its own words: the new titles and
+/// objectives (top level, `after` and children), the rationale and the
+/// directive text — not the evidence, which reports what was observed.
+fn intent_text(p: &Proposal) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut add = |v: Option<&Value>| {
+        if let Some(Value::String(s)) = v {
+            parts.push(s.to_lowercase());
+        }
+    };
+    for k in [
+        "title",
+        "objective",
+        "revisedTitle",
+        "revisedObjective",
+        "rationale",
+        "directiveText",
+    ] {
+        add(p.fields.get(k));
+    }
+    let after = p.after();
+    if let Some(a) = after {
+        add(a.get("title"));
+        add(a.get("objective"));
+    }
+    let children = p
+        .fields
+        .get("childGoals")
+        .and_then(Value::as_array)
+        .filter(|c| !c.is_empty())
+        .or_else(|| after?.get("children")?.as_array());
+    for c in children.into_iter().flatten() {
+        add(c.get("title"));
+        add(c.get("objective"));
+    }
+    parts.join("\n")
+}
+
+/// Whether the proposal asks to weaken completion (refused where the
+/// profile says so; elsewhere only the wording warning applies).
+pub fn asks_to_weaken(p: &Proposal) -> bool {
+    WEAKEN_REQUEST.is_match(&intent_text(p))
+}
+
 /// Healthy batch member: removing it without a user decision weakens the batch.
 fn healthy(g: Goal<'_>) -> bool {
     g.overlay() != Some(Overlay::Blocked)
@@ -245,6 +303,9 @@ pub fn judge(
             out.push(format!("{kind} accepts one target"));
         }
         kind_specific(plan, p, r, &mut out);
+    }
+    if profile.steering.refuse_weakening && asks_to_weaken(p) {
+        out.weaken(WEAKENS_COMPLETION);
     }
     if key_conflict {
         out.push("idempotency key conflict");

@@ -41,14 +41,22 @@ fn boulder(c: &Ctx<'_>, o: &DeferOwner, sid: &str) -> bool {
     if file.take(o.max_bytes).read_to_end(&mut bytes).is_err() {
         return false;
     }
-    let Ok(Value::Object(doc)) = serde_json::from_slice::<Value>(&bytes) else {
+    let Ok(doc @ Value::Object(_)) = serde_json::from_slice::<Value>(&bytes) else {
         return false;
     };
-    let entries: Vec<&Value> = match doc.get("works") {
+    works(&doc).into_iter().any(|e| entry_claims(c, o, e, sid))
+}
+
+/// The works a boulder file records: the values of its `works` object, or —
+/// the flat legacy shape without `works` — the document itself, one work
+/// (as the Node hook reads it, docs/differences.md#r-8).
+fn works(doc: &Value) -> Vec<&Value> {
+    match doc.get("works") {
         Some(Value::Object(works)) => works.values().collect(),
-        _ => doc.values().collect(),
-    };
-    entries.into_iter().any(|e| entry_claims(c, o, e, sid))
+        Some(Value::Array(works)) => works.iter().collect(),
+        Some(_) => Vec::new(),
+        None => vec![doc],
+    }
 }
 
 fn entry_claims(c: &Ctx<'_>, o: &DeferOwner, e: &Value, sid: &str) -> bool {
@@ -126,6 +134,20 @@ fn has_checklist_line(head: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flat_file_is_one_work_and_works_is_a_map_of_them() {
+        let flat = serde_json::json!({"status": "active", "session_ids": ["codex:s"], "active_plan": "p.md"});
+        assert_eq!(works(&flat), [&flat]);
+        let map =
+            serde_json::json!({"works": {"a": {"status": "active"}, "b": {"status": "done"}}});
+        assert_eq!(works(&map).len(), 2);
+        // A map of works without the `works` key is one work that lacks
+        // every field, so it claims nothing.
+        let keyed = serde_json::json!({"w1": {"status": "active"}});
+        assert_eq!(works(&keyed), [&keyed]);
+        assert!(works(&serde_json::json!({"works": []})).is_empty());
+    }
 
     #[test]
     fn checklist_lines_and_locations() {

@@ -291,10 +291,13 @@ fn fanout(c: &Ctx<'_>, found: &Found<'_>, side: &SideState) -> Decision {
         .filter(|v| v.get("resetKey").and_then(Value::as_str) == Some(key.as_str()))
         .and_then(|v| v.get("count").and_then(Value::as_u64))
         .unwrap_or(0);
-    if count + 1 > limit {
+    // The denial names the spawn it refuses, `count+1/limit`, as the Node
+    // hook does (docs/differences.md#r-8: `4/3` for the fourth spawn under a limit of 3).
+    let attempt = count + 1;
+    if attempt > limit {
         return Decision::Deny {
             reason: format!(
-                "evidence-gate: the spawn fan-out cap is reached ({count}/{limit}). Consolidate the work into the agents already running, or raise {} if this many agents is intentional.",
+                "evidence-gate: the spawn fan-out cap is reached ({attempt}/{limit}). Consolidate the work into the agents already running, or raise {} if this many agents is intentional.",
                 c.policy.spawn.fanout_env
             ),
         };
