@@ -510,6 +510,11 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Report, Error> {
                 cwd.display()
             ));
         }
+        if o.scope == Scope::Plugin {
+            notes.push(
+                "Codex runs plugin hooks only from an installed, enabled plugin: give this directory a `.codex-plugin/plugin.json` and `bin/evidence-gate`, list it in a marketplace, then `codex plugin marketplace add <marketplace dir>` and `codex plugin add <name>@<marketplace>`; a plugin hook is trusted by `trusted_hash` and `trusted_content_hash` (the bundle's hash, so a new bin/evidence-gate needs trusting again)".into(),
+            );
+        }
         notes.push(
             "Codex runs a hook only after it is trusted: review it in `/hooks`; `codex exec` skips untrusted hooks silently, and a hook changed by a later `init --write` (another --binary, profile or flag) must be trusted again".into(),
         );
