@@ -565,7 +565,10 @@ fn codex_checks(amb: &dyn Ambient, places: &Places, checks: &mut Vec<Check>) {
         );
     }
     let mut sources = vec![TrustSource::file(project_hooks)];
-    sources.extend(home.as_ref().map(|h| TrustSource::file(h.join("hooks.json"))));
+    sources.extend(
+        home.as_ref()
+            .map(|h| TrustSource::file(h.join("hooks.json"))),
+    );
     let plugins = user_text
         .as_deref()
         .map(codex_toml::enabled_plugins)
@@ -768,7 +771,10 @@ fn codex_trust(
                         None => untrusted.push(key.clone()),
                         Some(t) if t != hash => modified.push(key.clone()),
                         Some(_) if src.plugin.is_some() => {
-                            if state.and_then(|s| s.trusted_content_hash.as_deref()).is_none() {
+                            if state
+                                .and_then(|s| s.trusted_content_hash.as_deref())
+                                .is_none()
+                            {
                                 no_content.push(key.clone());
                             } else {
                                 content_unverified.push(key.clone());
@@ -792,8 +798,7 @@ fn codex_trust(
          `codex exec --dangerously-bypass-hook-trust` runs them for one run without trust",
         workspace.display()
     );
-    if untrusted.is_empty() && modified.is_empty() && disabled.is_empty() && no_content.is_empty()
-    {
+    if untrusted.is_empty() && modified.is_empty() && disabled.is_empty() && no_content.is_empty() {
         if content_unverified.is_empty() {
             return Some(Check::new(
                 "codex.trust",

@@ -965,12 +965,18 @@ fn a_rewound_goal_ledger_is_reported_by_local_verify_evidence() {
 #[test]
 fn recorded_stop_payloads_pause_with_stop_stuck_on_each_host() {
     for (host, rel) in [
-        ("codex", "codex/stop/recorded-codex-0.171.0-notify-stuck.json"),
+        (
+            "codex",
+            "codex/stop/recorded-codex-0.171.0-notify-stuck.json",
+        ),
         (
             "claude-code",
             "claude-code/stop/recorded-claude-code-2.1.332-notify-stuck.json",
         ),
-        ("gemini", "gemini/stop/recorded-gemini-0.61.0-notify-stuck.json"),
+        (
+            "gemini",
+            "gemini/stop/recorded-gemini-0.61.0-notify-stuck.json",
+        ),
     ] {
         let h = HookRepo::new();
         let p = fixture(rel, h.path());
@@ -994,6 +1000,12 @@ fn recorded_stop_payloads_pause_with_stop_stuck_on_each_host() {
         let args = ["--host", host, "--profile", "auto"];
         for n in 1..=2 {
             let run = h.hook("stop", &args, &p, &clean_env());
+            assert!(
+                run.code == 2 || !run.stdout.is_empty(),
+                "{host} stop {n}: allowed; stderr: {}; diagnostics: {:?}",
+                run.stderr,
+                h.diagnostics()
+            );
             let want = format!("automatic resume {n} of 2 without recorded progress");
             match host {
                 "claude-code" => assert!(claude_block_reason(&run).contains(&want), "{host}"),
@@ -1013,10 +1025,11 @@ fn recorded_stop_payloads_pause_with_stop_stuck_on_each_host() {
         assert_eq!(keys, ["systemMessage"], "{host}: {}", run.stdout);
         let msg = v["systemMessage"].as_str().unwrap();
         assert!(
-            msg.starts_with("evidence-gate: auto-resume is paused for goal G001-ship-the-e2e-widget")
-                && msg.contains(&format!(
-                    "`evidence-gate ulw-loop status --session-id {sid} --json`"
-                )),
+            msg.starts_with(
+                "evidence-gate: auto-resume is paused for goal G001-ship-the-e2e-widget"
+            ) && msg.contains(&format!(
+                "`evidence-gate ulw-loop status --session-id {sid} --json`"
+            )),
             "{host}: {msg}"
         );
         assert_allow(&h.hook("stop", &args, &p, &clean_env()));

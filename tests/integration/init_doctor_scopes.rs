@@ -132,7 +132,10 @@ fn doctor_codex_trust_user_scope_is_keyed_by_codex_home() {
     let dot = h.state_home.path().join(".codex");
     write(
         &ch.join("config.toml"),
-        &format!("[features]\nhooks = true\n{}", states(&entries, &dot, false)),
+        &format!(
+            "[features]\nhooks = true\n{}",
+            states(&entries, &dot, false)
+        ),
     );
     let t = doctor(&h, &ch)
         .into_iter()
@@ -243,11 +246,19 @@ fn doctor_codex_trust_plugin_scope_needs_the_content_hash() {
     let h = HookRepo::new();
     let ch = h.state_home.path().join("codex-home");
     let trusted = load("recorded-codex-0.171.0-plugin-trusted.json");
-    assert!(trusted.iter().all(|e| e["trustStatus"] == "trusted"
-        && e["source"] == "plugin"
-        && e["pluginId"] == PLUGIN_ID
-        && e["key"].as_str().unwrap().starts_with("evidence-gate@eg-local:hooks/hooks.json:")
-        && e["command"].as_str().unwrap().starts_with("${PLUGIN_ROOT}/bin/evidence-gate ")));
+    assert!(trusted.iter().all(|e| {
+        e["trustStatus"] == "trusted"
+            && e["source"] == "plugin"
+            && e["pluginId"] == PLUGIN_ID
+            && e["key"]
+                .as_str()
+                .unwrap()
+                .starts_with("evidence-gate@eg-local:hooks/hooks.json:")
+            && e["command"]
+                .as_str()
+                .unwrap()
+                .starts_with("${PLUGIN_ROOT}/bin/evidence-gate ")
+    }));
     let no_content = load("recorded-codex-0.171.0-plugin-no-content-hash.json");
     assert!(no_content.iter().all(|e| e["trustStatus"] == "modified"));
 
@@ -258,7 +269,11 @@ fn doctor_codex_trust_plugin_scope_needs_the_content_hash() {
     let t = find(&checks, "codex.trust").unwrap();
     assert_eq!(t["status"], "warn", "{t}");
     let m = t["message"].as_str().unwrap();
-    assert!(m.contains("trusted_content_hash") && m.contains("evidence-gate@eg-local:hooks/hooks.json:stop:0:0"), "{t}");
+    assert!(
+        m.contains("trusted_content_hash")
+            && m.contains("evidence-gate@eg-local:hooks/hooks.json:stop:0:0"),
+        "{t}"
+    );
     assert!(find(&checks, "codex.plugin").is_none(), "{checks:?}");
 
     // `trusted_hash` alone: Codex said `modified`; doctor fails, naming them.
@@ -298,7 +313,10 @@ fn doctor_codex_trust_plugin_scope_needs_the_content_hash() {
         .unwrap();
     assert_eq!(t["status"], "fail", "{t}");
     assert!(
-        t["message"].as_str().unwrap().contains("modified since trusted"),
+        t["message"]
+            .as_str()
+            .unwrap()
+            .contains("modified since trusted"),
         "{t}"
     );
 }
@@ -323,16 +341,26 @@ fn doctor_codex_plugin_source_not_installed() {
     );
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert!(h.join("hooks/hooks.json").exists());
-    assert!(ch.join("config.toml").exists(), "plugin scope writes $CODEX_HOME/config.toml");
+    assert!(
+        ch.join("config.toml").exists(),
+        "plugin scope writes $CODEX_HOME/config.toml"
+    );
     let checks = doctor(&h, &ch);
     let c = find(&checks, "codex.plugin").unwrap_or_else(|| panic!("{checks:?}"));
     assert_eq!(c["status"], "fail", "{c}");
-    assert!(c["hint"].as_str().unwrap().contains("codex plugin add"), "{c}");
+    assert!(
+        c["hint"].as_str().unwrap().contains("codex plugin add"),
+        "{c}"
+    );
     // Installed but switched off: still not loaded.
     let trusted = load("recorded-codex-0.171.0-plugin-trusted.json");
     install_plugin(&ch, &trusted, &states(&trusted, &ch, true));
     let cfg = std::fs::read_to_string(ch.join("config.toml")).unwrap();
-    std::fs::write(ch.join("config.toml"), cfg.replace("enabled = true", "enabled = false")).unwrap();
+    std::fs::write(
+        ch.join("config.toml"),
+        cfg.replace("enabled = true", "enabled = false"),
+    )
+    .unwrap();
     let checks = doctor(&h, &ch);
     assert_eq!(find(&checks, "codex.plugin").unwrap()["status"], "fail");
     // Enabled: the plugin carries the hooks; codex.plugin is gone.
