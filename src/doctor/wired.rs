@@ -51,8 +51,18 @@ fn load(amb: &dyn Ambient, places: &Places, host: Host, checks: &mut Vec<Check>)
         } else {
             (places.workspace.clone(), "")
         };
-        let display = format!("{prefix}{rel}");
-        match ambient::read_file(amb, &base.join(rel), 16 * 1024 * 1024) {
+        let mut display = format!("{prefix}{rel}");
+        let mut file = base.join(rel);
+        // Codex reads its user hooks from $CODEX_HOME, not always ~/.codex.
+        if host == Host::Codex
+            && *home
+            && let Some(ch) = codex_home(amb, places)
+            && ch != base.join(".codex")
+        {
+            display = format!("{}/hooks.json", ch.display());
+            file = ch.join("hooks.json");
+        }
+        match ambient::read_file(amb, &file, 16 * 1024 * 1024) {
             Ok(bytes) => match crate::json::parse_strict(&bytes) {
                 Ok(doc) => match ignored_by_host(host, &doc) {
                     Some(why) => checks.push(
@@ -554,32 +564,185 @@ fn codex_checks(amb: &dyn Ambient, places: &Places, checks: &mut Vec<Check>) {
             },
         );
     }
-    let mut sources = vec![project_hooks];
-    sources.extend(home.as_ref().map(|h| h.join("hooks.json")));
+    let mut sources = vec![TrustSource::file(project_hooks)];
+    sources.extend(
+        home.as_ref()
+            .map(|h| TrustSource::file(h.join("hooks.json"))),
+    );
+    let plugins = user_text
+        .as_deref()
+        .map(codex_toml::enabled_plugins)
+        .unwrap_or_default();
+    if let Some(h) = &home {
+        sources.extend(installed_plugin_hooks(amb, h, &plugins));
+    }
     let states = user_text
         .as_deref()
         .map(codex_toml::hook_states)
         .unwrap_or_default();
+    let installed_ours = sources
+        .iter()
+        .filter(|s| s.plugin.is_some())
+        .any(|s| count_ours(amb, &s.path) > 0);
+    codex_scope_checks(amb, places, home.as_deref(), installed_ours, checks);
     if let Some(check) = codex_trust(amb, &sources, &states, &config_name, &places.workspace) {
         checks.push(check);
+    }
+}
+
+/// A hooks file Codex reads and how its `[hooks.state]` keys are spelled.
+struct TrustSource {
+    /// The file on disk.
+    path: PathBuf,
+    /// The key before `:<event>:<group>:<handler>`: the file's absolute path
+    /// (project and user hooks), or `<plugin id>:<path in the plugin>`.
+    key_prefix: String,
+    /// `Some(id)` for an installed plugin's hooks.
+    plugin: Option<String>,
+}
+
+impl TrustSource {
+    fn file(path: PathBuf) -> TrustSource {
+        TrustSource {
+            key_prefix: path.display().to_string(),
+            path,
+            plugin: None,
+        }
+    }
+}
+
+/// The hooks files of the enabled plugins Codex installed under
+/// `<codex home>/plugins/cache/<marketplace>/<name>/<version>/hooks/hooks.json`
+/// (Codex 0.171.0 keys their trust as `<name>@<marketplace>:hooks/hooks.json:…`).
+fn installed_plugin_hooks(amb: &dyn Ambient, home: &Path, ids: &[String]) -> Vec<TrustSource> {
+    let mut out = Vec::new();
+    for id in ids {
+        let Some((name, market)) = id.rsplit_once('@') else {
+            continue;
+        };
+        let plain = |s: &str| !s.is_empty() && s != ".." && !s.contains(['/', '\\']);
+        if !plain(name) || !plain(market) {
+            continue;
+        }
+        let root = home.join("plugins/cache").join(market).join(name);
+        let Ok(dir) = amb.open_dir(&root) else {
+            continue;
+        };
+        let mut versions: Vec<String> = dir
+            .entries()
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+            .filter(|v| plain(v))
+            .collect();
+        versions.sort();
+        for v in versions {
+            let path = root.join(&v).join("hooks/hooks.json");
+            if read_text(amb, &path).is_some() {
+                out.push(TrustSource {
+                    path,
+                    key_prefix: format!("{id}:hooks/hooks.json"),
+                    plugin: Some(id.clone()),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// True when a hook command runs an `evidence-gate…` executable.
+fn is_ours(cmd: &str) -> bool {
+    first_token(cmd).is_some_and(|t| {
+        Path::new(&t)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("evidence-gate"))
+    })
+}
+
+/// The evidence-gate command handlers in a hooks file.
+fn count_ours(amb: &dyn Ambient, path: &Path) -> usize {
+    let Some(doc) = read_text(amb, path).and_then(|t| serde_json::from_str::<Value>(&t).ok())
+    else {
+        return 0;
+    };
+    let Some(events) = doc.get("hooks").and_then(Value::as_object) else {
+        return 0;
+    };
+    events
+        .values()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|g| g.get("hooks").and_then(Value::as_array))
+        .flatten()
+        .filter(|h| is_ours(h.get("command").and_then(Value::as_str).unwrap_or_default()))
+        .count()
+}
+
+/// `codex.home` and `codex.plugin`: evidence-gate hooks in a file Codex
+/// does not read.
+fn codex_scope_checks(
+    amb: &dyn Ambient,
+    places: &Places,
+    codex_home: Option<&Path>,
+    installed_ours: bool,
+    checks: &mut Vec<Check>,
+) {
+    // User hooks written to ~/.codex while $CODEX_HOME points elsewhere.
+    if let (Some(home), Some(ch)) = (&places.home, codex_home) {
+        let dot = home.join(".codex");
+        if ch != dot.as_path() && count_ours(amb, &dot.join("hooks.json")) > 0 {
+            checks.push(
+                Check::new(
+                    "codex.home",
+                    Status::Fail,
+                    format!(
+                        "~/.codex/hooks.json holds evidence-gate hooks, but CODEX_HOME is {}: Codex reads only {}/hooks.json, so these hooks never run",
+                        ch.display(),
+                        ch.display()
+                    ),
+                )
+                .hint("rerun `evidence-gate init --host codex --scope user --write` with the same CODEX_HOME (it writes $CODEX_HOME/hooks.json)"),
+            );
+        }
+    }
+    // A plugin's hooks file in this directory that no installed plugin carries.
+    let here = places.workspace.join("hooks/hooks.json");
+    let plugin_source = read_text(amb, &here)
+        .is_some_and(|t| t.contains("${PLUGIN_ROOT}/") && count_ours(amb, &here) > 0);
+    if plugin_source && !installed_ours {
+        checks.push(
+            Check::new(
+                "codex.plugin",
+                Status::Fail,
+                "hooks/hooks.json here is a plugin's hooks file (${PLUGIN_ROOT}), but no enabled plugin installed in Codex carries evidence-gate hooks: Codex runs plugin hooks only from an installed plugin ($CODEX_HOME/plugins/cache/<marketplace>/<name>/<version>/) enabled by `[plugins.\"<name>@<marketplace>\"] enabled = true`",
+            )
+            .hint("give the plugin a `.codex-plugin/plugin.json` (with bin/evidence-gate), list it in a marketplace, then `codex plugin marketplace add <marketplace dir>` and `codex plugin add <name>@<marketplace>`; trust its hooks in `/hooks`"),
+        );
     }
 }
 
 /// `codex.trust`: every evidence-gate handler in the hooks files Codex
 /// reads needs a `[hooks.state]` entry whose `trusted_hash` equals the hash
 /// Codex computes for it now ([`codex_toml::hook_trust_hash`]); Codex skips
-/// an untrusted or `modified` hook without a word under `codex exec`.
+/// an untrusted or `modified` hook without a word under `codex exec`. A
+/// plugin hook also needs `trusted_content_hash`, the hash of the plugin's
+/// bundle when it was trusted, which doctor cannot recompute: a matching
+/// plugin hook is a warning, never ok.
 fn codex_trust(
     amb: &dyn Ambient,
-    sources: &[PathBuf],
+    sources: &[TrustSource],
     states: &[codex_toml::HookState],
     config_name: &str,
     workspace: &Path,
 ) -> Option<Check> {
     let mut ours = 0usize;
     let (mut untrusted, mut modified, mut disabled) = (Vec::new(), Vec::new(), Vec::new());
-    for path in sources {
-        let Some(doc) = read_text(amb, path).and_then(|t| serde_json::from_str::<Value>(&t).ok())
+    let (mut no_content, mut content_unverified) = (Vec::new(), Vec::new());
+    for src in sources {
+        let Some(doc) =
+            read_text(amb, &src.path).and_then(|t| serde_json::from_str::<Value>(&t).ok())
         else {
             continue;
         };
@@ -592,27 +755,31 @@ fn codex_trust(
                 let handlers = g.get("hooks").and_then(Value::as_array);
                 for (hi, h) in handlers.into_iter().flatten().enumerate() {
                     let cmd = h.get("command").and_then(Value::as_str).unwrap_or_default();
-                    let is_ours = first_token(cmd).is_some_and(|t| {
-                        Path::new(&t)
-                            .file_name()
-                            .and_then(|n| n.to_str())
-                            .is_some_and(|n| n.starts_with("evidence-gate"))
-                    });
                     let Some(hash) =
-                        codex_toml::hook_trust_hash(event, matcher, h).filter(|_| is_ours)
+                        codex_toml::hook_trust_hash(event, matcher, h).filter(|_| is_ours(cmd))
                     else {
                         continue;
                     };
                     ours += 1;
                     let key = format!(
                         "{}:{}:{gi}:{hi}",
-                        path.display(),
+                        src.key_prefix,
                         codex_toml::event_label(event)
                     );
                     let state = states.iter().rev().find(|s| s.key == key);
                     match state.and_then(|s| s.trusted_hash.as_deref()) {
                         None => untrusted.push(key.clone()),
                         Some(t) if t != hash => modified.push(key.clone()),
+                        Some(_) if src.plugin.is_some() => {
+                            if state
+                                .and_then(|s| s.trusted_content_hash.as_deref())
+                                .is_none()
+                            {
+                                no_content.push(key.clone());
+                            } else {
+                                content_unverified.push(key.clone());
+                            }
+                        }
                         Some(_) => {}
                     }
                     if state.and_then(|s| s.enabled) == Some(false) {
@@ -625,14 +792,33 @@ fn codex_trust(
     if ours == 0 {
         return None;
     }
-    if untrusted.is_empty() && modified.is_empty() && disabled.is_empty() {
-        return Some(Check::new(
-            "codex.trust",
-            Status::Ok,
-            format!(
-                "{config_name} trusts all {ours} evidence-gate hook(s): each `trusted_hash` matches the hook as wired now"
-            ),
-        ));
+    let hint = format!(
+        "run `codex` in {} (with the same CODEX_HOME), open `/hooks` and trust (and enable) the listed evidence-gate hooks; \
+         repeat after every `init --write` that changes a hook (another --binary, profile or flag) and after a plugin update; \
+         `codex exec --dangerously-bypass-hook-trust` runs them for one run without trust",
+        workspace.display()
+    );
+    if untrusted.is_empty() && modified.is_empty() && disabled.is_empty() && no_content.is_empty() {
+        if content_unverified.is_empty() {
+            return Some(Check::new(
+                "codex.trust",
+                Status::Ok,
+                format!(
+                    "{config_name} trusts all {ours} evidence-gate hook(s): each `trusted_hash` matches the hook as wired now"
+                ),
+            ));
+        }
+        return Some(
+            Check::new(
+                "codex.trust",
+                Status::Warn,
+                format!(
+                    "{config_name}: every evidence-gate hook's `trusted_hash` matches; the plugin hooks' `trusted_content_hash` (the plugin bundle's hash, bin/evidence-gate included) cannot be recomputed here, so a plugin changed since it was trusted is listed `modified` by Codex and skipped: {}",
+                    content_unverified.join(", ")
+                ),
+            )
+            .hint(hint),
+        );
     }
     let mut parts = Vec::new();
     if !untrusted.is_empty() {
@@ -645,6 +831,12 @@ fn codex_trust(
         parts.push(format!(
             "modified since trusted (`trusted_hash` no longer matches; Codex lists it as `modified`): {}",
             modified.join(", ")
+        ));
+    }
+    if !no_content.is_empty() {
+        parts.push(format!(
+            "plugin hooks without `trusted_content_hash` (Codex lists them as `modified`): {}",
+            no_content.join(", ")
         ));
     }
     if !disabled.is_empty() {
@@ -662,12 +854,7 @@ fn codex_trust(
                 parts.join("; ")
             ),
         )
-        .hint(format!(
-            "run `codex` in {} (with the same CODEX_HOME), open `/hooks` and trust (and enable) the listed evidence-gate hooks; \
-             repeat after every `init --write` that changes a hook (another --binary, profile or flag); \
-             `codex exec --dangerously-bypass-hook-trust` runs them for one run without trust",
-            workspace.display()
-        )),
+        .hint(hint),
     )
 }
 

@@ -120,6 +120,11 @@ pub struct HookState {
     pub key: String,
     /// The hash trusted in `/hooks` (`sha256:<hex>`), if any.
     pub trusted_hash: Option<String>,
+    /// A plugin hook's trusted bundle hash: Codex (0.171.0) lists a plugin
+    /// hook's `currentHash` as `<hook hash>/<plugin content hash>` and
+    /// trusts it only while `trusted_hash` equals the first and
+    /// `trusted_content_hash` the second (measured with `hooks/list`).
+    pub trusted_content_hash: Option<String>,
     /// `enabled = false` switches the hook off.
     pub enabled: Option<bool>,
 }
@@ -136,6 +141,7 @@ pub fn hook_states(text: &str) -> Vec<HookState> {
                 out.push(HookState {
                     key,
                     trusted_hash: None,
+                    trusted_content_hash: None,
                     enabled: None,
                 });
                 inside = true;
@@ -156,8 +162,39 @@ pub fn hook_states(text: &str) -> Vec<HookState> {
                 let v = unquote(&v);
                 cur.trusted_hash = Some(v.to_owned());
             }
+            Some("trusted_content_hash") => {
+                let v = value();
+                cur.trusted_content_hash = Some(unquote(&v).to_owned());
+            }
             Some("enabled") => cur.enabled = value().parse().ok(),
             _ => {}
+        }
+    }
+    out
+}
+
+/// The plugin ids (`<name>@<marketplace>`) with a `[plugins."<id>"]` table
+/// that says `enabled = true`: the plugins Codex loads (hooks included)
+/// from `$CODEX_HOME/plugins/cache/<marketplace>/<name>/<version>/`.
+pub fn enabled_plugins(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        if is_header_line(line) {
+            let head = line.split('#').next().unwrap_or_default().trim();
+            current = head
+                .strip_prefix("[plugins.")
+                .and_then(|r| r.strip_suffix(']'))
+                .map(|id| unquote(id.trim()).to_owned());
+            continue;
+        }
+        if let Some(id) = &current
+            && key_of(line) == Some("enabled")
+        {
+            let v = line.split_once('=').map(|(_, v)| v).unwrap_or_default();
+            if v.split('#').next().unwrap_or_default().trim() == "true" && !out.contains(id) {
+                out.push(id.clone());
+            }
         }
     }
     out
@@ -374,15 +411,26 @@ mod tests {
                 HookState {
                     key: "/r/.codex/hooks.json:stop:0:0".into(),
                     trusted_hash: Some("sha256:ab".into()),
+                    trusted_content_hash: None,
                     enabled: Some(false),
                 },
                 HookState {
                     key: "/r/.codex/hooks.json:pre_tool_use:1:0".into(),
                     trusted_hash: None,
+                    trusted_content_hash: None,
                     enabled: Some(true),
                 },
             ]
         );
+    }
+
+    #[test]
+    fn plugin_states_and_enabled_plugins() {
+        let t = "[plugins.\"evidence-gate@eg-local\"]\nenabled = true\n[plugins.\"off@m\"]\nenabled = false\n[hooks.state.\"evidence-gate@eg-local:hooks/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:a\"\ntrusted_content_hash = \"sha256:b\"\n";
+        assert_eq!(enabled_plugins(t), ["evidence-gate@eg-local"]);
+        let s = hook_states(t);
+        assert_eq!(s[0].key, "evidence-gate@eg-local:hooks/hooks.json:stop:0:0");
+        assert_eq!(s[0].trusted_content_hash.as_deref(), Some("sha256:b"));
     }
 
     #[test]

@@ -109,6 +109,9 @@ pub enum Error {
 enum Base {
     Workspace,
     Home,
+    /// Codex's home: `$CODEX_HOME` when set (absolute), else `~/.codex`;
+    /// Codex reads its user hooks and config only there.
+    CodexHome,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,7 +145,7 @@ pub fn workspace_wiring_files() -> Vec<&'static str> {
 }
 
 fn targets(host: Host, scope: Scope) -> Result<Vec<Target>, Error> {
-    use Base::{Home, Workspace};
+    use Base::{CodexHome, Home, Workspace};
     let t = |base, rel, kind| Target { base, rel, kind };
     let list = match (host, scope) {
         (Host::Codex, Scope::Project) => vec![
@@ -150,12 +153,12 @@ fn targets(host: Host, scope: Scope) -> Result<Vec<Target>, Error> {
             t(Workspace, ".codex/config.toml", Kind::CodexToml),
         ],
         (Host::Codex, Scope::User) => vec![
-            t(Home, ".codex/hooks.json", Kind::HooksJson),
-            t(Home, ".codex/config.toml", Kind::CodexToml),
+            t(CodexHome, "hooks.json", Kind::HooksJson),
+            t(CodexHome, "config.toml", Kind::CodexToml),
         ],
         (Host::Codex, Scope::Plugin) => vec![
             t(Workspace, "hooks/hooks.json", Kind::HooksJson),
-            t(Home, ".codex/config.toml", Kind::CodexToml),
+            t(CodexHome, "config.toml", Kind::CodexToml),
         ],
         (Host::ClaudeCode, Scope::Plugin) => {
             vec![t(Workspace, "hooks/hooks.json", Kind::HooksJson)]
@@ -433,8 +436,15 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Report, Error> {
     let mut files = Vec::new();
     for t in targets {
         let (base, prefix) = match t.base {
-            Base::Workspace => (cwd.clone(), ""),
-            Base::Home => (home()?, "~/"),
+            Base::Workspace => (cwd.clone(), String::new()),
+            Base::Home => (home()?, "~/".to_owned()),
+            Base::CodexHome => match ambient::var(amb, "CODEX_HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+            {
+                Some(h) => (h, "$CODEX_HOME/".to_owned()),
+                None => (home()?.join(".codex"), "~/.codex/".to_owned()),
+            },
         };
         let display = format!("{prefix}{}", t.rel);
         let abs = base.join(t.rel);
@@ -499,6 +509,11 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Report, Error> {
                 "Codex loads a project's .codex/ (these hooks included) only when the project is trusted: `[projects.\"{}\"]` with `trust_level = \"trusted\"` in $CODEX_HOME/config.toml (default ~/.codex/config.toml)",
                 cwd.display()
             ));
+        }
+        if o.scope == Scope::Plugin {
+            notes.push(
+                "Codex runs plugin hooks only from an installed, enabled plugin: give this directory a `.codex-plugin/plugin.json` and `bin/evidence-gate`, list it in a marketplace, then `codex plugin marketplace add <marketplace dir>` and `codex plugin add <name>@<marketplace>`; a plugin hook is trusted by `trusted_hash` and `trusted_content_hash` (the bundle's hash, so a new bin/evidence-gate needs trusting again)".into(),
+            );
         }
         notes.push(
             "Codex runs a hook only after it is trusted: review it in `/hooks`; `codex exec` skips untrusted hooks silently, and a hook changed by a later `init --write` (another --binary, profile or flag) must be trusted again".into(),

@@ -961,3 +961,82 @@ fn a_rewound_goal_ledger_is_reported_by_local_verify_evidence() {
     let run = verify(&[("XDG_STATE_HOME", home), ("HOME", home)]);
     assert!(!run.stdout.contains("LEDGER_REWOUND"), "{}", run.stdout);
 }
+
+/// `STOP_STUCK` on the Stop payloads the real hosts sent in the third turn
+/// of the e2e `*_stop_stuck` scenarios (Codex 0.171.0, Claude Code 2.1.332,
+/// Gemini 0.61.0): two blocks in each host's block shape while the plan
+/// makes no progress, then one plain `systemMessage` with exit 0 (never a
+/// block: the host ends the turn), then silence while the marker holds.
+#[test]
+fn recorded_stop_payloads_pause_with_stop_stuck_on_each_host() {
+    for (host, rel) in [
+        (
+            "codex",
+            "codex/stop/recorded-codex-0.171.0-notify-stuck.json",
+        ),
+        (
+            "claude-code",
+            "claude-code/stop/recorded-claude-code-2.1.332-notify-stuck.json",
+        ),
+        (
+            "gemini",
+            "gemini/stop/recorded-gemini-0.61.0-notify-stuck.json",
+        ),
+    ] {
+        let h = HookRepo::new();
+        let p = fixture(rel, h.path());
+        assert_eq!(p["stop_hook_active"], false, "{host}");
+        let sid = p["session_id"].as_str().unwrap().to_owned();
+        let create = h.repo.run_env(
+            "evidence-gate",
+            &[
+                "ulw-loop",
+                "create-goals",
+                "--brief",
+                "Ship the e2e widget",
+                "--session-id",
+                &sid,
+                "--json",
+            ],
+            None,
+            &clean_env(),
+        );
+        assert_eq!(create.code, 0, "{host}: {}{}", create.stdout, create.stderr);
+        let args = ["--host", host, "--profile", "auto"];
+        for n in 1..=2 {
+            let run = h.hook("stop", &args, &p, &clean_env());
+            assert!(
+                run.code == 2 || !run.stdout.is_empty(),
+                "{host} stop {n}: allowed; stderr: {}; diagnostics: {:?}",
+                run.stderr,
+                h.diagnostics()
+            );
+            let want = format!("automatic resume {n} of 2 without recorded progress");
+            match host {
+                "claude-code" => assert!(claude_block_reason(&run).contains(&want), "{host}"),
+                "gemini" => {
+                    assert_eq!(run.code, 0, "{}", run.stderr);
+                    let v = run.json();
+                    assert_eq!(v["decision"], "deny", "{host}: {}", run.stdout);
+                    assert!(v["reason"].as_str().unwrap().contains(&want), "{host}");
+                }
+                _ => assert!(block_reason(&run).contains(&want), "{host}"),
+            }
+        }
+        let run = h.hook("stop", &args, &p, &clean_env());
+        assert_eq!(run.code, 0, "{host}: {}", run.stderr);
+        let v = run.json();
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["systemMessage"], "{host}: {}", run.stdout);
+        let msg = v["systemMessage"].as_str().unwrap();
+        assert!(
+            msg.starts_with(
+                "evidence-gate: auto-resume is paused for goal G001-ship-the-e2e-widget"
+            ) && msg.contains(&format!(
+                "`evidence-gate ulw-loop status --session-id {sid} --json`"
+            )),
+            "{host}: {msg}"
+        );
+        assert_allow(&h.hook("stop", &args, &p, &clean_env()));
+    }
+}

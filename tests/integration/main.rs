@@ -67,6 +67,7 @@ mod hooks_tools;
 mod hygiene;
 mod init_doctor;
 mod init_doctor_configs;
+mod init_doctor_scopes;
 mod policy;
 mod properties;
 mod snapshots;
