@@ -13,6 +13,7 @@
 //! writes the workspace only through the `Dir` it is given.
 
 pub mod batches;
+pub mod authority;
 pub mod binding;
 pub mod blockers;
 pub mod brief;

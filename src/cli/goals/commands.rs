@@ -193,7 +193,7 @@ fn create_goals(engine: &Engine, rest: &[String], io: &mut Io<'_>) -> Result<Rep
     )?;
     let text = render::created(engine, &out.plan, out.archived.as_deref());
     let mut body = Body::default();
-    body.insert("summary", summary::summary(&out.plan));
+    body.insert("summary", summary::for_engine(engine, &out.plan));
     body.insert("revision", json!(out.committed.revision));
     body.insert("ledger", out.ledger());
     if let Some(a) = &out.archived {
@@ -268,7 +268,7 @@ fn complete_goals(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
         body.extend(rep.clone());
     }
     if out.report.get("done").is_some() {
-        body.insert("summary", summary::summary(&out.plan));
+        body.insert("summary", summary::for_engine(engine, &out.plan));
     }
     let ledger = out.ledger();
     body.plan(out.plan);
@@ -372,7 +372,7 @@ fn record_evidence(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError>
     body.insert("goal", out.goal.clone());
     body.insert("criterion", out.criterion.clone());
     body.insert("ledgerEntry", out.ledger_entry());
-    body.insert("summary", summary::summary(&out.plan));
+    body.insert("summary", summary::for_engine(engine, &out.plan));
     body.insert("files", Value::Array(out.files.clone()));
     body.insert("revision", json!(out.committed.revision));
     body.insert("ledger", out.ledger());
@@ -403,7 +403,17 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
             Flag::value("--accept-task-scoped-snapshot"),
             Flag::switch("--start-pending"),
             Flag::switch("--print-template"),
-        ],
+        ]
+        .into_iter()
+        .chain(
+            engine
+                .profile
+                .compat
+                .strict_gate
+                .as_ref()
+                .map(|_| Flag::switch("--strict")),
+        )
+        .collect(),
         rest,
     );
     if a.has("--print-template") {
@@ -471,6 +481,7 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
             accept_task_scoped: a.text("--accept-task-scoped-snapshot")?,
             start_pending: a.has("--start-pending"),
             no_advance: a.has("--no-advance"),
+            strict: a.has("--strict"),
         },
     )?;
     let text = render::checkpoint(engine, &out);
@@ -484,7 +495,7 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
     if let Some(n) = &out.next {
         body.insert("next", n.clone());
     }
-    body.insert("summary", summary::summary(&out.plan));
+    body.insert("summary", summary::for_engine(engine, &out.plan));
     body.insert("files", Value::Array(out.files.clone()));
     body.insert("revision", json!(out.revision));
     body.insert("ledger", out.ledger());
@@ -569,7 +580,7 @@ fn add_goal(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
     )?;
     let mut body = Body::default();
     body.insert("goal", out.goal.clone());
-    body.insert("summary", summary::summary(&out.plan));
+    body.insert("summary", summary::for_engine(engine, &out.plan));
     body.insert("revision", json!(out.committed.revision));
     body.insert("ledger", out.ledger());
     let text = format!(
@@ -627,7 +638,7 @@ fn review_blockers(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError>
     body.insert("blockedGoal", out.blocked_goal.clone());
     body.insert("goal", out.goal.clone());
     body.insert("ledgerEntries", Value::Array(out.committed.entries.clone()));
-    body.insert("summary", summary::summary(&out.plan));
+    body.insert("summary", summary::for_engine(engine, &out.plan));
     body.insert("revision", json!(out.committed.revision));
     body.insert("ledger", out.ledger());
     body.plan_first(out.plan);

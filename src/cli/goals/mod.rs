@@ -448,6 +448,13 @@ fn dispatch(
     {
         return fail(crate::goals::team::forbidden(&engine.profile, head, marker));
     }
+    // The read-only forms a worker may run are the ones that need no
+    // session authority either.
+    if !crate::goals::team::worker_may_run(head, rest)
+        && let Err(e) = crate::goals::authority::check(&engine, head, &env)
+    {
+        return fail(e);
+    }
     match commands::run(&engine, head, rest, io, worker.as_deref()) {
         Ok(mut r) => {
             r.warnings.extend(relaxation_warnings(&rules));
