@@ -260,11 +260,12 @@ pub(super) fn shape(rules: &UltragoalRules) -> Shape {
         "verification",
         Shape::leaves(["status", "commands", "evidence", "by", "reportPath"]),
     ));
-    let mut review: Vec<(&str, Shape)> = ["recommendation", "evidence", "blockers", "by", "reportPath"]
-        .into_iter()
-        .chain(rules.code_review.status_fields.iter().map(String::as_str))
-        .map(|k| (k, Shape::Leaf))
-        .collect();
+    let mut review: Vec<(&str, Shape)> =
+        ["recommendation", "evidence", "blockers", "by", "reportPath"]
+            .into_iter()
+            .chain(rules.code_review.status_fields.iter().map(String::as_str))
+            .map(|k| (k, Shape::Leaf))
+            .collect();
     if !rules.independent_review.is_empty() {
         review.push((
             "independentReview",

@@ -12,8 +12,8 @@
 
 use std::io::Read;
 
-use super::error::{ErrorKind, GoalError};
 use super::Engine;
+use super::error::{ErrorKind, GoalError};
 use crate::sandbox::open::{self, FileProblem};
 use crate::sandbox::{PathLimits, RelPath};
 
@@ -78,7 +78,12 @@ pub fn check(
     };
     let recorded = serde_json::from_slice::<serde_json::Value>(&bytes)
         .ok()
-        .and_then(|v| v.get(&a.id_key).and_then(|s| s.as_str()).map(str::trim).map(str::to_owned))
+        .and_then(|v| {
+            v.get(&a.id_key)
+                .and_then(|s| s.as_str())
+                .map(str::trim)
+                .map(str::to_owned)
+        })
         .filter(|s| !s.is_empty());
     let Some(recorded) = recorded else {
         return Err(refuse(format!(

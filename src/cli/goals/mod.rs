@@ -424,11 +424,7 @@ fn dispatch(
         None | Some("help" | "--help" | "-h") => {
             return Outcome::Plain(crate::goals::handoff::help(&engine), 0);
         }
-        Some(h) => p
-            .compat
-            .subcommand_aliases
-            .get(h)
-            .map_or(h, String::as_str),
+        Some(h) => p.compat.subcommand_aliases.get(h).map_or(h, String::as_str),
     };
     if !SUBCOMMANDS.contains(&head) {
         if rest.iter().any(|t| t == "--json") {

@@ -176,7 +176,13 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
                     if gate_required || req.quality_gate.is_some() {
                         let gate_err = match &req.quality_gate {
                             None => Some(gate::missing()),
-                            Some(q) => gate::error(&gate::validate(engine, &plan, q, &gate_scope, req.strict)?),
+                            Some(q) => gate::error(&gate::validate(
+                                engine,
+                                &plan,
+                                q,
+                                &gate_scope,
+                                req.strict,
+                            )?),
                         };
                         if let Some(ge) = gate_err {
                             return Err(gate::combined(&snapshot_err, &ge));
