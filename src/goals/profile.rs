@@ -251,6 +251,12 @@ pub struct Compat {
     /// structured form moves to `instructionPayload`).
     #[serde(default)]
     pub instruction_string: bool,
+    /// Whether the goal-loop hooks take an unscoped plan that records no
+    /// owning session as this session's plan (the foreign tool keeps one run
+    /// per workspace), as `stop.adopt_unowned_unscoped_plan` does for every
+    /// profile. It only ever adds resumes and steering targets.
+    #[serde(default)]
+    pub adopt_unowned_plan: bool,
     /// Session-authority check of mutations (none when absent).
     #[serde(default)]
     pub session_authority: Option<SessionAuthority>,

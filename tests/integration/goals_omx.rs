@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::ci_support::{audit, findings};
 use crate::goals_support::{Repo, Run, expect_error, expect_ok};
+use crate::hooks_support::{HookRepo, block_reason, context_text};
 
 const STATE: &str = ".omx/ultragoal";
 const SECOND: &str = "G002-add-tests-for-the-parser";
@@ -21,6 +22,11 @@ fn fixture(name: &str) -> std::path::PathBuf {
 /// and the recorded snapshots and gates at its root.
 fn omx_repo(name: &str) -> Repo {
     let repo = Repo::new();
+    fill(&repo, name);
+    repo
+}
+
+fn fill(repo: &Repo, name: &str) {
     for f in ["brief.md", "goals.json", "ledger.jsonl"] {
         repo.write(
             &format!("{STATE}/{f}"),
@@ -35,7 +41,6 @@ fn omx_repo(name: &str) -> Repo {
     ] {
         repo.write(f, std::fs::read(fixture(f)).unwrap());
     }
-    repo
 }
 
 /// The environment of every run: no session or worker marker from the host.
@@ -618,4 +623,41 @@ fn help_lists_the_omx_aliases_and_strict() {
     ] {
         assert!(r.stdout.contains(word), "{word}: {}", r.stdout);
     }
+}
+
+#[test]
+fn omx_steer_marker_worker_marker_and_stop_resume_in_the_hooks() {
+    let h = HookRepo::new();
+    fill(&h.repo, "midrun");
+    expect_ok(&omx(&h.repo, &["next"]));
+    let env = env_with(&[]);
+    let directive = r#"OMX_ULTRAGOAL_STEER: {"kind":"annotate_ledger","evidence":"user asked","rationale":"record"}"#;
+    let p = h.codex_event("UserPromptSubmit", "s1", json!({ "prompt": directive }));
+    // A team worker's prompt never steers the leader's plan.
+    let worker = env_with(&[("OMX_TEAM_INTERNAL_WORKER", "team-a/worker-1")]);
+    let before = ledger(&h.repo).len();
+    let text = context_text(&h.hook("user-prompt-submit", &["--host", "codex"], &p, &worker));
+    assert!(
+        text.contains("ignored") && text.contains("OMX_TEAM_INTERNAL_WORKER"),
+        "{text}"
+    );
+    assert_eq!(ledger(&h.repo).len(), before);
+    // The leader's marker applies to the unscoped OMX run.
+    let text = context_text(&h.hook("user-prompt-submit", &["--host", "codex"], &p, &env));
+    assert_eq!(
+        text,
+        "evidence-gate steering: accepted annotate_ledger (source user_prompt_submit)"
+    );
+    let last = ledger(&h.repo).pop().unwrap();
+    assert_eq!(
+        (&last["event"], &last["kind"]),
+        (&json!("steering_accepted"), &json!("steering_accepted"))
+    );
+    // The Stop hook resumes the unfinished run with our commands.
+    let reason = block_reason(&h.hook("stop", &["--host", "codex"], &h.codex_stop("s1"), &env));
+    assert!(reason.contains(SECOND), "{reason}");
+    assert!(
+        reason.contains("evidence-gate omx ultragoal status --json"),
+        "{reason}"
+    );
 }
