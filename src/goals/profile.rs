@@ -251,6 +251,10 @@ pub struct Compat {
     /// structured form moves to `instructionPayload`).
     #[serde(default)]
     pub instruction_string: bool,
+    /// Extra names of top-level JSON output keys, per subcommand:
+    /// `{"add-goal": {"goal": "addedGoal"}}` repeats `goal` as `addedGoal`.
+    #[serde(default)]
+    pub output_aliases: BTreeMap<String, BTreeMap<String, String>>,
     /// Whether the goal-loop hooks take an unscoped plan that records no
     /// owning session as this session's plan (the foreign tool keeps one run
     /// per workspace), as `stop.adopt_unowned_unscoped_plan` does for every

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::ci_support::{audit, findings};
 use crate::goals_support::{Repo, Run, expect_error, expect_ok};
-use crate::hooks_support::{HookRepo, block_reason, context_text};
+use crate::hooks_support::{HookRepo, assert_allow, block_reason, context_text, deny_reason, fixture as host_fixture};
 
 const STATE: &str = ".omx/ultragoal";
 const SECOND: &str = "G002-add-tests-for-the-parser";
@@ -213,6 +213,18 @@ fn create_alias_makes_an_omx_readable_plan() {
         "Complete the durable ultragoal plan in .omx/ultragoal/goals.json, including later accepted/appended stories, under the original brief constraints; use .omx/ultragoal/ledger.jsonl as the audit trail."
     );
     assert_eq!(events(&repo), ["plan_created"]);
+    let added = expect_ok(&omx(
+        &repo,
+        &["add-goal", "--title", "Docs", "--objective", "Document the parser"],
+    ));
+    assert_eq!(added["addedGoal"]["title"], "Docs");
+    assert_eq!(added["summary"]["total"], 3);
+    let steered = expect_ok(&omx(
+        &repo,
+        &["steer", "--kind", "annotate_ledger", "--evidence", "seen", "--rationale", "note"],
+    ));
+    assert_eq!(steered["summary"], steered["planSummary"]);
+    assert_eq!(steered["summary"]["pending"], 3);
     // A second create refuses to overwrite, as OMX does.
     expect_error(
         &omx(&repo, &["create", "--brief", "- other"]),
@@ -481,7 +493,7 @@ fn review_blockers_record_final_review_failed_first() {
     let repo = omx_repo("midrun");
     expect_ok(&omx(&repo, &["next"]));
     let before = ledger(&repo).len();
-    expect_ok(&omx(
+    let r = expect_ok(&omx(
         &repo,
         &[
             "record-review-blockers",
@@ -497,6 +509,8 @@ fn review_blockers_record_final_review_failed_first() {
             "codex-goal-active.json",
         ],
     ));
+    assert_eq!(r["addedGoal"], r["goal"], "OMX's key for the new goal");
+    assert_eq!(r["blockedGoal"]["id"], SECOND);
     let ev = events(&repo);
     assert_eq!(ev[before], "final_review_failed", "{ev:?}");
     assert!(ev[before..].contains(&"goal_review_blocked".to_owned()));
@@ -660,4 +674,50 @@ fn omx_steer_marker_worker_marker_and_stop_resume_in_the_hooks() {
         reason.contains("evidence-gate omx ultragoal status --json"),
         "{reason}"
     );
+}
+
+#[test]
+fn the_tool_guard_denies_a_workers_omx_mutations_and_passes_reads() {
+    let h = HookRepo::new();
+    let worker = host_fixture(
+        "codex/pre-tool-use/synth-worker-shell-checkpoint.json",
+        h.path(),
+    );
+    let guard = |command: &str, env: &[(&str, &str)]| {
+        let mut p = worker.clone();
+        p["tool_input"] = json!({ "command": command });
+        h.hook("pre-tool-use", &["--host", "codex"], &p, &env_with(env))
+    };
+    for command in [
+        "omx ultragoal checkpoint --goal-id G002 --status complete --evidence x",
+        "omx ultragoal next",
+        "omx ultragoal start-next",
+        "evidence-gate omx ultragoal create --brief x",
+        "evidence-gate ultragoal --profile omx complete",
+        "cd sub && evidence-gate omx ultragoal steer --kind annotate_ledger",
+    ] {
+        let reason = deny_reason(&guard(command, &[]));
+        assert!(reason.contains("changes goal state"), "{command}: {reason}");
+    }
+    for command in [
+        "omx ultragoal status --json",
+        "evidence-gate omx ultragoal status",
+        "omx ultragoal checkpoint --print-template --goal-id G002",
+    ] {
+        assert_allow(&guard(command, &[]));
+    }
+    // On a host payload without agent fields, OMX's worker variables mark
+    // the worker; the leader passes.
+    let mut leader = worker.clone();
+    leader.as_object_mut().unwrap().remove("agent_type");
+    leader.as_object_mut().unwrap().remove("agent_id");
+    leader["tool_input"] = json!({ "command": "omx ultragoal next" });
+    assert_allow(&h.hook("pre-tool-use", &["--host", "codex"], &leader, &env_with(&[])));
+    let run = h.hook(
+        "pre-tool-use",
+        &["--host", "codex"],
+        &leader,
+        &env_with(&[("OMX_TEAM_WORKER", "team-a/worker-3")]),
+    );
+    assert!(deny_reason(&run).contains("env:OMX_TEAM_WORKER"));
 }

@@ -205,6 +205,20 @@ impl Body {
         self.0
             .push(("plan".to_owned(), Field::Plan(Box::new(plan))));
     }
+    /// Repeats each value member named in `aliases` under its alias
+    /// (`compat/outputAliases`); a member already present is kept.
+    pub fn alias(&mut self, aliases: &std::collections::BTreeMap<String, String>) {
+        let mut extra = Vec::new();
+        for (ours, theirs) in aliases {
+            if self.0.iter().any(|(k, _)| k == theirs) {
+                continue;
+            }
+            if let Some((_, Field::Value(v))) = self.0.iter().find(|(k, _)| k == ours) {
+                extra.push((theirs.clone(), Field::Value(v.clone())));
+            }
+        }
+        self.0.extend(extra);
+    }
     /// Puts `plan` first (the anchor's `{ok, plan, …}` order).
     pub fn plan_first(&mut self, plan: Plan) {
         self.0
@@ -454,6 +468,9 @@ fn dispatch(
     match commands::run(&engine, head, rest, io, worker.as_deref()) {
         Ok(mut r) => {
             r.warnings.extend(relaxation_warnings(&rules));
+            if let Some(aliases) = engine.profile.compat.output_aliases.get(head) {
+                r.body.alias(aliases);
+            }
             Outcome::Reply(r)
         }
         Err(e) => fail(e),
