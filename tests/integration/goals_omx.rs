@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 
 use crate::ci_support::{audit, findings};
 use crate::goals_support::{Repo, Run, expect_error, expect_ok};
-use crate::hooks_support::{HookRepo, assert_allow, block_reason, context_text, deny_reason, fixture as host_fixture};
+use crate::hooks_support::{
+    HookRepo, assert_allow, block_reason, context_text, deny_reason, fixture as host_fixture,
+};
 
 const STATE: &str = ".omx/ultragoal";
 const SECOND: &str = "G002-add-tests-for-the-parser";
@@ -215,13 +217,27 @@ fn create_alias_makes_an_omx_readable_plan() {
     assert_eq!(events(&repo), ["plan_created"]);
     let added = expect_ok(&omx(
         &repo,
-        &["add-goal", "--title", "Docs", "--objective", "Document the parser"],
+        &[
+            "add-goal",
+            "--title",
+            "Docs",
+            "--objective",
+            "Document the parser",
+        ],
     ));
     assert_eq!(added["addedGoal"]["title"], "Docs");
     assert_eq!(added["summary"]["total"], 3);
     let steered = expect_ok(&omx(
         &repo,
-        &["steer", "--kind", "annotate_ledger", "--evidence", "seen", "--rationale", "note"],
+        &[
+            "steer",
+            "--kind",
+            "annotate_ledger",
+            "--evidence",
+            "seen",
+            "--rationale",
+            "note",
+        ],
     ));
     assert_eq!(steered["summary"], steered["planSummary"]);
     assert_eq!(steered["summary"]["pending"], 3);
@@ -364,6 +380,44 @@ fn strict_final_gate_requires_independent_review_and_invariants() {
         findings(&a).iter().any(|f| f.0 == "LEDGER_LEGACY_PREFIX"),
         "{}",
         a.stdout
+    );
+}
+
+#[test]
+fn print_template_strict_shows_the_strict_sections() {
+    let repo = omx_repo("midrun");
+    expect_ok(&omx(&repo, &["next"]));
+    let plain = expect_ok(&omx(
+        &repo,
+        &["checkpoint", "--print-template", "--goal-id", SECOND],
+    ));
+    assert_eq!(plain["rules"], "ultragoal");
+    assert!(plain["qualityGateTemplate"]["architectureInvariantGate"].is_null());
+    let strict = expect_ok(&omx(
+        &repo,
+        &[
+            "checkpoint",
+            "--print-template",
+            "--goal-id",
+            SECOND,
+            "--strict",
+        ],
+    ));
+    assert_eq!(strict["rules"], "omx-strict");
+    let t = &strict["qualityGateTemplate"];
+    assert_eq!(t["aiSlopCleaner"]["status"], "<replace:passed>");
+    let ir = &t["codeReview"]["independentReview"];
+    assert_eq!(ir["codeReviewer"]["agentRole"], "code-reviewer");
+    assert_eq!(ir["architect"]["agentRole"], "architect");
+    assert_eq!(
+        t["architectureInvariantGate"]["invariants"][0]["status"],
+        "proved"
+    );
+    // The unfilled template is rejected: every placeholder is a finding.
+    repo.write("template.json", serde_json::to_vec(t).unwrap());
+    expect_error(
+        &final_checkpoint(&repo, "template.json", true),
+        "ULW_LOOP_QUALITY_GATE_INVALID",
     );
 }
 
@@ -712,7 +766,12 @@ fn the_tool_guard_denies_a_workers_omx_mutations_and_passes_reads() {
     leader.as_object_mut().unwrap().remove("agent_type");
     leader.as_object_mut().unwrap().remove("agent_id");
     leader["tool_input"] = json!({ "command": "omx ultragoal next" });
-    assert_allow(&h.hook("pre-tool-use", &["--host", "codex"], &leader, &env_with(&[])));
+    assert_allow(&h.hook(
+        "pre-tool-use",
+        &["--host", "codex"],
+        &leader,
+        &env_with(&[]),
+    ));
     let run = h.hook(
         "pre-tool-use",
         &["--host", "codex"],

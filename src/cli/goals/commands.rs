@@ -509,7 +509,7 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
 
 fn print_template(engine: &Engine, a: &Args) -> Result<Reply, GoalError> {
     let goal_id = a.text("--goal-id")?;
-    let out = template::run(engine, goal_id.as_deref())?;
+    let out = template::run(engine, goal_id.as_deref(), a.has("--strict"))?;
     let mut body = Body::default();
     if let Value::Object(m) = &out {
         body.extend(m.clone());
