@@ -256,9 +256,10 @@ pub struct Compat {
     #[serde(default)]
     pub output_aliases: BTreeMap<String, BTreeMap<String, String>>,
     /// Whether the goal-loop hooks take an unscoped plan that records no
-    /// owning session as this session's plan (the foreign tool keeps one run
-    /// per workspace), as `stop.adopt_unowned_unscoped_plan` does for every
-    /// profile. It only ever adds resumes and steering targets.
+    /// owning session, once this engine has written it, as this session's
+    /// plan (the foreign tool keeps one run per workspace), as
+    /// `stop.adopt_unowned_unscoped_plan` does for every plan. It only ever
+    /// adds resumes and steering targets.
     #[serde(default)]
     pub adopt_unowned_plan: bool,
     /// Session-authority check of mutations (none when absent).

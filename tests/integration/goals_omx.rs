@@ -696,9 +696,13 @@ fn help_lists_the_omx_aliases_and_strict() {
 #[test]
 fn omx_steer_marker_worker_marker_and_stop_resume_in_the_hooks() {
     let h = HookRepo::new();
+    // A loaded machine must not turn the hooks' watchdog into an allow.
+    h.user_rules(r#"{"hooks": {"deadline_ms": 60000}}"#);
     fill(&h.repo, "midrun");
-    expect_ok(&omx(&h.repo, &["next"]));
     let env = env_with(&[]);
+    // A run only OMX has written stays OMX's: our Stop hook leaves it alone.
+    assert_allow(&h.hook("stop", &["--host", "codex"], &h.codex_stop("s1"), &env));
+    expect_ok(&omx(&h.repo, &["next"]));
     let directive = r#"OMX_ULTRAGOAL_STEER: {"kind":"annotate_ledger","evidence":"user asked","rationale":"record"}"#;
     let p = h.codex_event("UserPromptSubmit", "s1", json!({ "prompt": directive }));
     // A team worker's prompt never steers the leader's plan.

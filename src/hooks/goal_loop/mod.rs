@@ -339,7 +339,7 @@ impl<'a> Ctx<'a> {
                 self.root,
                 &p.profile,
                 self.env.session_id.as_deref(),
-                self.policy.stop.adopt_unowned_unscoped_plan || p.profile.compat.adopt_unowned_plan,
+                self.policy.stop.adopt_unowned_unscoped_plan,
                 &now,
             ) {
                 Ok(Some(located)) => found.push((
@@ -512,7 +512,7 @@ impl<'a> Ctx<'a> {
             self.root,
             &p.profile,
             self.env.session_id.as_deref(),
-            self.policy.stop.adopt_unowned_unscoped_plan || p.profile.compat.adopt_unowned_plan,
+            self.policy.stop.adopt_unowned_unscoped_plan,
             &now,
         ) {
             Ok(found) => found,
