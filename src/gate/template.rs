@@ -235,8 +235,42 @@ fn ultragoal(r: &UltragoalRules, input: &TemplateInput<'_>) -> Value {
             value["reportPath"] = json!(format!("{}/<replace:{name} report file>", base.as_str()));
         }
     }
+    if !r.independent_review.is_empty() {
+        let members: Map<String, Value> = r
+            .independent_review
+            .iter()
+            .map(|(member, role)| {
+                (
+                    member.clone(),
+                    json!({
+                        "agentRole": role,
+                        "evidence": format!("<replace:what the {role} review checked and found>"),
+                    }),
+                )
+            })
+            .collect();
+        sections[2].1["independentReview"] = Value::Object(members);
+    }
     for (name, value) in sections {
         doc.insert(name.to_owned(), value);
+    }
+    if r.architecture_invariant_gate {
+        doc.insert(
+            crate::rules::gates::ARCHITECTURE_INVARIANT_GATE.to_owned(),
+            json!({
+                "status": "passed",
+                "sourceArtifacts": ["<replace:file that states the invariants>"],
+                "evidence": "<replace:how the invariants were proved>",
+                "invariants": [{
+                    "invariant": "<replace:the invariant>",
+                    "source": "<replace:source artifact and section>",
+                    "status": "proved",
+                    "implementationEvidence": "<replace:where the code keeps it>",
+                    "testEvidence": "<replace:the test that proves it>",
+                    "reviewEvidence": "<replace:the review that checked it>",
+                }],
+            }),
+        );
     }
     Value::Object(doc)
 }

@@ -88,6 +88,10 @@ pub(super) fn validate(
         }
         ck.text(cr, "codeReview", "evidence");
         ck.blockers(cr, "codeReview", false);
+        independent_review(ck, rules, cr);
+    }
+    if rules.architecture_invariant_gate {
+        invariant_gate(ck, doc);
     }
     // Step 5: signers, where the rules name acceptors.
     let mut sections: Vec<(&str, &Map<String, Value>)> = present.clone();
@@ -135,6 +139,96 @@ pub(super) fn validate(
     }
 }
 
+/// `codeReview.independentReview`: one object per configured member, each
+/// with the member's `agentRole` and non-empty `evidence`.
+fn independent_review(ck: &mut Checker<'_>, rules: &UltragoalRules, cr: &Map<String, Value>) {
+    if rules.independent_review.is_empty() {
+        return;
+    }
+    let prefix = "codeReview.independentReview";
+    let ir = match cr.get("independentReview") {
+        Some(Value::Object(o)) => o,
+        None | Some(Value::Null) => {
+            ck.section_missing(prefix);
+            return;
+        }
+        Some(v) => {
+            ck.not_an_object(prefix, v);
+            return;
+        }
+    };
+    for (member, role) in &rules.independent_review {
+        let field = at(prefix, member);
+        match ir.get(member.as_str()) {
+            Some(Value::Object(o)) => {
+                ck.literal(o, &field, "agentRole", std::slice::from_ref(role));
+                ck.text(o, &field, "evidence");
+            }
+            None | Some(Value::Null) => ck.section_missing(&field),
+            Some(v) => ck.not_an_object(&field, v),
+        }
+    }
+}
+
+/// `architectureInvariantGate`: status `passed`, non-empty `sourceArtifacts`
+/// and `evidence`, and `invariants` whose every element is proved, has no
+/// blockers, carries implementation, test and review evidence, and names a
+/// source that references one of the source artifacts.
+fn invariant_gate(ck: &mut Checker<'_>, doc: &Map<String, Value>) {
+    let name = crate::rules::gates::ARCHITECTURE_INVARIANT_GATE;
+    let Some(g) = section(ck, doc, name) else {
+        return;
+    };
+    ck.literal(g, name, "status", &["passed".to_owned()]);
+    let sources: Vec<String> = ck
+        .text_array(g, name, "sourceArtifacts", true)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(_, s)| s.to_owned())
+        .collect();
+    ck.text(g, name, "evidence");
+    let field = at(name, "invariants");
+    let Some(items) = ck.array(g, name, "invariants") else {
+        return;
+    };
+    for (i, item) in items.iter().enumerate() {
+        let at_i = format!("{field}[{i}]");
+        let Some(inv) = ck.element(item, &at_i) else {
+            continue;
+        };
+        ck.text(inv, &at_i, "invariant");
+        if let Some(source) = ck.text(inv, &at_i, "source")
+            && !sources.is_empty()
+            && !sources.iter().any(|a| source.contains(a.as_str()))
+        {
+            let f = at(&at_i, "source");
+            ck.push(
+                GateFinding::new(
+                    Code::GateValueMismatch,
+                    &f,
+                    format!("{f} must reference one of {name}.sourceArtifacts."),
+                )
+                .with_details(json!({"field": f, "expected": sources, "actual": source})),
+            );
+        }
+        ck.literal(inv, &at_i, "status", &["proved".to_owned()]);
+        if !matches!(inv.get("blockers"), None | Some(Value::Null)) {
+            let f = at(&at_i, "blockers");
+            ck.push(
+                GateFinding::new(
+                    Code::GateBlockersNotEmpty,
+                    &f,
+                    format!("{f} must be absent: an invariant with blockers is not proved."),
+                )
+                .with_details(json!({"field": f})),
+            );
+        }
+        for k in ["implementationEvidence", "testEvidence", "reviewEvidence"] {
+            ck.text(inv, &at_i, k);
+        }
+    }
+}
+
 fn section<'v>(
     ck: &mut Checker<'_>,
     doc: &'v Map<String, Value>,
@@ -166,9 +260,46 @@ pub(super) fn shape(rules: &UltragoalRules) -> Shape {
         "verification",
         Shape::leaves(["status", "commands", "evidence", "by", "reportPath"]),
     ));
-    let mut review = vec!["recommendation", "evidence", "blockers", "by", "reportPath"];
-    review.extend(rules.code_review.status_fields.iter().map(String::as_str));
-    top.push(("codeReview", Shape::leaves(review)));
+    let mut review: Vec<(&str, Shape)> =
+        ["recommendation", "evidence", "blockers", "by", "reportPath"]
+            .into_iter()
+            .chain(rules.code_review.status_fields.iter().map(String::as_str))
+            .map(|k| (k, Shape::Leaf))
+            .collect();
+    if !rules.independent_review.is_empty() {
+        review.push((
+            "independentReview",
+            Shape::object(
+                rules
+                    .independent_review
+                    .keys()
+                    .map(|m| (m.as_str(), Shape::leaves(["agentRole", "evidence"]))),
+            ),
+        ));
+    }
+    top.push(("codeReview", Shape::object(review)));
+    if rules.architecture_invariant_gate {
+        top.push((
+            crate::rules::gates::ARCHITECTURE_INVARIANT_GATE,
+            Shape::object([
+                ("status", Shape::Leaf),
+                ("sourceArtifacts", Shape::Leaf),
+                ("evidence", Shape::Leaf),
+                (
+                    "invariants",
+                    Shape::items_of([
+                        "invariant",
+                        "source",
+                        "status",
+                        "blockers",
+                        "implementationEvidence",
+                        "testEvidence",
+                        "reviewEvidence",
+                    ]),
+                ),
+            ]),
+        ));
+    }
     top.push((
         "artifactRefs",
         Shape::items_of(["id", "kind", "description", "path"]),

@@ -244,6 +244,13 @@ pub enum ErrorKind {
         command: String,
         marker: String,
     },
+    /// A mutation refused by the profile's session authority
+    /// (`compat/sessionAuthority`).
+    SessionAuthority {
+        env: String,
+        pointer: String,
+        problem: String,
+    },
     Unexpected,
 }
 
@@ -387,6 +394,7 @@ impl GoalError {
             SteeringWeakensCompletion { .. } => "ULW_LOOP_STEERING_WEAKENS_COMPLETION",
             WorkflowOverlapDenied { .. } => "ULW_LOOP_WORKFLOW_OVERLAP_DENIED",
             TeamWorkerForbidden { .. } => "ULW_LOOP_TEAM_WORKER_FORBIDDEN",
+            SessionAuthority { .. } => "ULW_LOOP_SESSION_AUTHORITY",
             Unexpected => "ULW_LOOP_UNEXPECTED",
         }
     }
@@ -476,6 +484,11 @@ impl GoalError {
             TeamWorkerForbidden { command, marker } => {
                 json!({ "command": command, "marker": marker })
             }
+            SessionAuthority {
+                env,
+                pointer,
+                problem,
+            } => json!({ "env": env, "pointer": pointer, "problem": problem }),
             ValidationBatchFinalNotMember { batch_id }
             | ValidationBatchGateRequired { batch_id } => json!({ "batchId": batch_id }),
             ValidationBatchMemberUnknown {
@@ -722,5 +735,6 @@ pub const ALL_CODES: &[&str] = &[
     "ULW_LOOP_STEERING_WEAKENS_COMPLETION",
     "ULW_LOOP_WORKFLOW_OVERLAP_DENIED",
     "ULW_LOOP_TEAM_WORKER_FORBIDDEN",
+    "ULW_LOOP_SESSION_AUTHORITY",
     "ULW_LOOP_UNEXPECTED",
 ];

@@ -193,14 +193,21 @@ pub fn check_context(engine: &Engine, goal_id: &str) -> Result<(GateScope, Strin
     Ok((scope, rules_of(engine, &plan)?))
 }
 
-/// Runs the gate validator on a supplied gate.
+/// Runs the gate validator on a supplied gate (`strict`: `checkpoint
+/// --strict` under a profile with `compat/strictGate`).
 pub fn validate(
     engine: &Engine,
     plan: &Plan,
     gate: &Loaded,
     scope: &GateScope,
+    strict: bool,
 ) -> Result<GateOutcome, GoalError> {
-    let name = rules_of(engine, plan)?;
+    let name = match (strict, &engine.profile.compat.strict_gate) {
+        // `checkpoint --strict` (`compat/strictGate`): the strict rules,
+        // which require everything the plan's rules do and more.
+        (true, Some(strict)) => strict.clone(),
+        _ => rules_of(engine, plan)?,
+    };
     let book = engine.gates();
     let rules = book.get(&name).ok_or_else(|| {
         rules_error(

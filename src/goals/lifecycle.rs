@@ -269,6 +269,22 @@ pub fn check(
                 ),
             }
         }
+        // A non-terminal blocker (`compat/blockedNonTerminal`) notes work in
+        // progress: only an in-progress goal takes one.
+        Trigger::CheckpointBlocked if profile.compat.blocked_non_terminal => {
+            let allowed = ["in_progress"];
+            if overlay.is_some() {
+                return deny(&allowed, None, overlay_note());
+            }
+            match status {
+                GoalStatus::InProgress => Ok(Permit::Allowed),
+                _ => deny(
+                    &allowed,
+                    None,
+                    "Start or resume the goal before recording a blocker.".into(),
+                ),
+            }
+        }
         Trigger::CheckpointFailed | Trigger::CheckpointBlocked => {
             let allowed = ["pending", "in_progress"];
             if overlay.is_some() {

@@ -123,7 +123,7 @@ pub fn locate(
     let Some((dir, plan, paths)) = read(paths)? else {
         return Ok(None);
     };
-    let Some(ownership) = unscoped_ownership(&plan, sid.as_deref(), adopt_unowned) else {
+    let Some(ownership) = unscoped_ownership(profile, &plan, sid.as_deref(), adopt_unowned) else {
         return Ok(None);
     };
     Ok(Some(Located {
@@ -134,8 +134,18 @@ pub fn locate(
     }))
 }
 
-/// How an unscoped plan belongs to session `sid`, if it does.
-fn unscoped_ownership(plan: &Plan, sid: Option<&str>, adopt_unowned: bool) -> Option<Ownership> {
+/// How an unscoped plan belongs to session `sid`, if it does. A profile
+/// with `compat/adoptUnownedPlan` also adopts an unowned plan this engine
+/// has written (it carries `revision`): a run the foreign tool alone keeps
+/// stays the foreign tool's.
+fn unscoped_ownership(
+    profile: &Profile,
+    plan: &Plan,
+    sid: Option<&str>,
+    adopt_unowned: bool,
+) -> Option<Ownership> {
+    let adopt_unowned =
+        adopt_unowned || (profile.compat.adopt_unowned_plan && plan.doc().contains_key("revision"));
     let owner = plan
         .doc()
         .get("sessionId")
@@ -171,7 +181,7 @@ pub fn locate_scope(
     let Some((_, plan, paths)) = read_in(root, profile, paths, now)? else {
         return Ok(None);
     };
-    Ok(unscoped_ownership(&plan, sid.as_deref(), adopt_unowned).map(|o| (paths, o)))
+    Ok(unscoped_ownership(profile, &plan, sid.as_deref(), adopt_unowned).map(|o| (paths, o)))
 }
 
 fn resumable(g: &Goal<'_>) -> bool {

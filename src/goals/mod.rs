@@ -12,6 +12,7 @@
 //! The engine knows nothing about hosts or hook wire formats; it reads and
 //! writes the workspace only through the `Dir` it is given.
 
+pub mod authority;
 pub mod batches;
 pub mod binding;
 pub mod blockers;

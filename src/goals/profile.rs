@@ -95,6 +95,16 @@ impl RuleFamily for Profiles {
                     "cliWords are file names and mutatingSubcommands are non-blank".into(),
                 ));
             }
+            if let Some(a) = &p.compat.session_authority
+                && (RelPath::parse(&a.pointer, PathLimits::default()).is_err()
+                    || a.env.trim().is_empty()
+                    || a.id_key.trim().is_empty())
+            {
+                return Err(at(
+                    "/compat/sessionAuthority",
+                    "pointer is a clean repo-relative path; env and idKey are non-blank".into(),
+                ));
+            }
             if texts_key(&p.texts).is_none() {
                 return Err(at(
                     "/texts",
@@ -198,6 +208,86 @@ pub struct Profile {
     pub hooks: ProfileHooks,
     /// Texts file (`texts/<name>.json`).
     pub texts: String,
+    /// Compatibility with a foreign tool's command line, state and output
+    /// (goal-engine.md §1.1); every key is off when absent.
+    #[serde(default)]
+    pub compat: Compat,
+}
+
+/// `compat` keys: what a profile that stands in for a foreign tool (the
+/// `omx` profile for `omx ultragoal`) adds to the engine's own behaviour.
+/// Every key is additive or stricter; none turns off a safety check.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Compat {
+    /// A word accepted (and skipped) right after the profile name, so that
+    /// `evidence-gate omx ultragoal <sub>` and `omx ultragoal <sub>` work.
+    #[serde(default)]
+    pub subcommand_word: Option<String>,
+    /// Subcommand aliases (`create` → `create-goals`).
+    #[serde(default)]
+    pub subcommand_aliases: BTreeMap<String, String>,
+    /// Extra keys written on every ledger entry: `{"at": "ts", "kind":
+    /// "event"}` copies `at` to `ts` and `kind` to `event`.
+    #[serde(default)]
+    pub ledger_aliases: BTreeMap<String, String>,
+    /// Kind of the audit-only entry `complete-goals` appends when it resumes
+    /// an in-progress goal (none when absent).
+    #[serde(default)]
+    pub resume_entry: Option<String>,
+    /// Whether the run-final checkpoint also appends a `goal_completed`
+    /// entry for the goal, before `aggregate_completed`.
+    #[serde(default)]
+    pub per_goal_completion: bool,
+    /// Kind of the entry `record-review-blockers` appends first, recording
+    /// the failed final review (none when absent).
+    #[serde(default)]
+    pub review_failed_entry: Option<String>,
+    /// Whether `checkpoint --status blocked` is a non-terminal note: the
+    /// goal stays `in_progress` and active.
+    #[serde(default)]
+    pub blocked_non_terminal: bool,
+    /// Gate rule file applied to final and batch gates when `checkpoint
+    /// --strict` is given (absent: `--strict` is an unknown flag).
+    #[serde(default)]
+    pub strict_gate: Option<String>,
+    /// Whether summaries also carry camelCase counts and the
+    /// `aggregateComplete`, `artifactComplete`, `activeGoalId` keys.
+    #[serde(default)]
+    pub camel_summary: bool,
+    /// Whether `instruction` in JSON output is the handoff text (the
+    /// structured form moves to `instructionPayload`).
+    #[serde(default)]
+    pub instruction_string: bool,
+    /// Extra names of top-level JSON output keys, per subcommand:
+    /// `{"add-goal": {"goal": "addedGoal"}}` repeats `goal` as `addedGoal`.
+    #[serde(default)]
+    pub output_aliases: BTreeMap<String, BTreeMap<String, String>>,
+    /// Whether the goal-loop hooks take an unscoped plan that records no
+    /// owning session, once this engine has written it, as this session's
+    /// plan (the foreign tool keeps one run per workspace), as
+    /// `stop.adopt_unowned_unscoped_plan` does for every plan. It only ever
+    /// adds resumes and steering targets.
+    #[serde(default)]
+    pub adopt_unowned_plan: bool,
+    /// Session-authority check of mutations (none when absent).
+    #[serde(default)]
+    pub session_authority: Option<SessionAuthority>,
+}
+
+/// `compat/sessionAuthority`: a mutation refuses to run when the session
+/// environment variable names a session other than the workspace's session
+/// pointer file records; `create-goals` also refuses when the variable is
+/// set and no pointer exists.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SessionAuthority {
+    /// The environment variable (`OMX_SESSION_ID`).
+    pub env: String,
+    /// The repo-relative pointer file (`.omx/state/session.json`).
+    pub pointer: String,
+    /// The key of the session id in the pointer file (`session_id`).
+    pub id_key: String,
 }
 
 /// `session` keys.
@@ -576,7 +666,7 @@ mod tests {
     fn embedded_profiles_validate() {
         let rules = crate::rules::RuleSet::embedded().unwrap();
         let p: Profiles = rules.family().unwrap();
-        assert_eq!(p.0.len(), 2);
+        assert_eq!(p.0.len(), 3);
         let t: TextsFamily = rules.family().unwrap();
         for prof in p.0.values() {
             assert!(t.0.contains_key(texts_key(&prof.texts).unwrap()));

@@ -70,3 +70,52 @@ pub fn summary(plan: &Plan) -> Value {
         "waived": waived,
     })
 }
+
+/// [`summary`] with the profile's `compat/camelSummary` additions: the counts
+/// a camelCase reader expects (`inProgress`, `reviewBlocked` for unresolved
+/// review blocks and `historicalReviewBlocked` for resolved ones,
+/// `needsUserDecision`, `steeringBlocked`), `aggregateComplete` (a recorded
+/// completion under a completion key), `artifactComplete` (the run is
+/// complete) and `activeGoalId`.
+pub fn for_engine(engine: &super::Engine, plan: &Plan) -> Value {
+    let mut s = summary(plan);
+    if !engine.profile.compat.camel_summary {
+        return s;
+    }
+    let (mut active_rb, mut all_rb, mut steering_blocked) = (0u64, 0u64, 0u64);
+    for g in plan.goals() {
+        if g.status() == GoalStatus::ReviewBlocked {
+            all_rb += 1;
+            if lifecycle::completion_blocking(plan, g) {
+                active_rb += 1;
+            }
+        }
+        if g.overlay() == Some(Overlay::Blocked) {
+            steering_blocked += 1;
+        }
+    }
+    let recorded = engine.profile.completion_keys.iter().any(|k| {
+        plan.doc()
+            .get(k)
+            .and_then(|c| c.get("status"))
+            .and_then(Value::as_str)
+            == Some("complete")
+    });
+    let m = s.as_object_mut().expect("an object");
+    let extra = [
+        ("inProgress", m["in_progress"].clone()),
+        ("reviewBlocked", json!(active_rb)),
+        ("historicalReviewBlocked", json!(all_rb - active_rb)),
+        ("needsUserDecision", m["needs_user_decision"].clone()),
+        ("steeringBlocked", json!(steering_blocked)),
+        ("aggregateComplete", json!(recorded)),
+        ("artifactComplete", m["runComplete"].clone()),
+    ];
+    for (k, v) in extra {
+        m.insert(k.to_owned(), v);
+    }
+    if let Some(id) = plan.active_goal_id() {
+        m.insert("activeGoalId".to_owned(), json!(id));
+    }
+    s
+}

@@ -1,8 +1,8 @@
 //! The team boundary (docs/engine.md#ge-10): workers run tasks and produce
 //! evidence; only the leader changes the state directory. A process is a
-//! worker when a `team/workerEnv` variable holds one of its values; on the
-//! hook channel, also when the decoded event carries an agent type matching
-//! `team/workerAgentTypes` or comes from a subagent.
+//! worker when a `team/workerEnv` variable holds one of its values (`*`: any
+//! non-blank value); on the hook channel, also when the decoded event carries
+//! an agent type matching `team/workerAgentTypes` or comes from a subagent.
 
 use globset::{Glob, GlobSetBuilder};
 
@@ -16,7 +16,7 @@ pub fn env_marker(profile: &Profile, var: &dyn Fn(&str) -> Option<String>) -> Op
         let value = value.trim();
         w.values
             .iter()
-            .any(|v| v == value)
+            .any(|v| v == value || (v == "*" && !value.is_empty()))
             .then(|| format!("env:{}", w.name))
     })
 }

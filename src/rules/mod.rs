@@ -123,6 +123,11 @@ pub static EMBEDDED: &[Embedded] = &[
         content: Content::Json(include_str!("../../rules/gates/ultragoal.json")),
     },
     Embedded {
+        file: "rules/gates/omx-strict.json",
+        mount: "/gates/omx-strict",
+        content: Content::Json(include_str!("../../rules/gates/omx-strict.json")),
+    },
+    Embedded {
         file: "rules/gate.json",
         mount: "/gate",
         content: Content::Json(include_str!("../../rules/gate.json")),
@@ -178,6 +183,11 @@ pub static EMBEDDED: &[Embedded] = &[
         content: Content::Json(include_str!("../../rules/profiles/ultragoal.json")),
     },
     Embedded {
+        file: "rules/profiles/omx.json",
+        mount: "/profiles/omx",
+        content: Content::Json(include_str!("../../rules/profiles/omx.json")),
+    },
+    Embedded {
         file: "rules/texts/ulw-loop.json",
         mount: "/texts/ulw-loop",
         content: Content::Json(include_str!("../../rules/texts/ulw-loop.json")),
@@ -186,6 +196,11 @@ pub static EMBEDDED: &[Embedded] = &[
         file: "rules/texts/ultragoal.json",
         mount: "/texts/ultragoal",
         content: Content::Json(include_str!("../../rules/texts/ultragoal.json")),
+    },
+    Embedded {
+        file: "rules/texts/omx.json",
+        mount: "/texts/omx",
+        content: Content::Json(include_str!("../../rules/texts/omx.json")),
     },
     Embedded {
         file: "rules/blockers.json",

@@ -225,7 +225,7 @@ fn invalid_rules_and_usage_errors_exit_2() {
         run.json()["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("known: lazycodex, omo-senpi, ultragoal")
+            .contains("known: lazycodex, omo-senpi, omx-strict, ultragoal")
     );
     let run = check(&r, "lazycodex.json", &["--surface", "common"]);
     assert_eq!(run.code, 2, "`common` is not a gate rule file");

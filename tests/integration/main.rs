@@ -36,6 +36,7 @@ mod goals_durability;
 mod goals_errors;
 mod goals_hostile;
 mod goals_legacy;
+mod goals_omx;
 mod goals_probe;
 mod goals_regression;
 mod goals_review;

@@ -219,7 +219,7 @@ fn create_goals(engine: &Engine, rest: &[String], io: &mut Io<'_>) -> Result<Rep
     )?;
     let text = render::created(engine, &out.plan, out.archived.as_deref());
     let mut body = Body::default();
-    body.insert("summary", summary::summary(&out.plan));
+    body.insert("summary", summary::for_engine(engine, &out.plan));
     body.insert("revision", json!(out.committed.revision));
     body.insert("ledger", out.ledger());
     if let Some(a) = &out.archived {
@@ -294,7 +294,7 @@ fn complete_goals(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
         body.extend(rep.clone());
     }
     if out.report.get("done").is_some() {
-        body.insert("summary", summary::summary(&out.plan));
+        body.insert("summary", summary::for_engine(engine, &out.plan));
     }
     let ledger = out.ledger();
     body.plan(out.plan);
@@ -398,7 +398,7 @@ fn record_evidence(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError>
     body.insert("goal", out.goal.clone());
     body.insert("criterion", out.criterion.clone());
     body.insert("ledgerEntry", out.ledger_entry());
-    body.insert("summary", summary::summary(&out.plan));
+    body.insert("summary", summary::for_engine(engine, &out.plan));
     body.insert("files", Value::Array(out.files.clone()));
     body.insert("revision", json!(out.committed.revision));
     body.insert("ledger", out.ledger());
@@ -429,7 +429,17 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
             Flag::value("--accept-task-scoped-snapshot"),
             Flag::switch("--start-pending"),
             Flag::switch("--print-template"),
-        ],
+        ]
+        .into_iter()
+        .chain(
+            engine
+                .profile
+                .compat
+                .strict_gate
+                .as_ref()
+                .map(|_| Flag::switch("--strict")),
+        )
+        .collect(),
         rest,
     );
     if a.has("--print-template") {
@@ -497,6 +507,7 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
             accept_task_scoped: a.text("--accept-task-scoped-snapshot")?,
             start_pending: a.has("--start-pending"),
             no_advance: a.has("--no-advance"),
+            strict: a.has("--strict"),
         },
     )?;
     let text = render::checkpoint(engine, &out);
@@ -510,7 +521,7 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
     if let Some(n) = &out.next {
         body.insert("next", n.clone());
     }
-    body.insert("summary", summary::summary(&out.plan));
+    body.insert("summary", summary::for_engine(engine, &out.plan));
     body.insert("files", Value::Array(out.files.clone()));
     body.insert("revision", json!(out.revision));
     body.insert("ledger", out.ledger());
@@ -524,7 +535,7 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
 
 fn print_template(engine: &Engine, a: &Args) -> Result<Reply, GoalError> {
     let goal_id = a.text("--goal-id")?;
-    let out = template::run(engine, goal_id.as_deref())?;
+    let out = template::run(engine, goal_id.as_deref(), a.has("--strict"))?;
     let mut body = Body::default();
     if let Value::Object(m) = &out {
         body.extend(m.clone());
@@ -595,7 +606,7 @@ fn add_goal(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
     )?;
     let mut body = Body::default();
     body.insert("goal", out.goal.clone());
-    body.insert("summary", summary::summary(&out.plan));
+    body.insert("summary", summary::for_engine(engine, &out.plan));
     body.insert("revision", json!(out.committed.revision));
     body.insert("ledger", out.ledger());
     let text = format!(
@@ -653,7 +664,7 @@ fn review_blockers(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError>
     body.insert("blockedGoal", out.blocked_goal.clone());
     body.insert("goal", out.goal.clone());
     body.insert("ledgerEntries", Value::Array(out.committed.entries.clone()));
-    body.insert("summary", summary::summary(&out.plan));
+    body.insert("summary", summary::for_engine(engine, &out.plan));
     body.insert("revision", json!(out.committed.revision));
     body.insert("ledger", out.ledger());
     body.plan_first(out.plan);

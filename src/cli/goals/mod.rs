@@ -46,6 +46,24 @@ struct RouteInfo {
     display_name: String,
     invocation_names: Vec<String>,
     parent_commands: Vec<String>,
+    #[serde(default)]
+    compat: RouteCompat,
+}
+
+/// The routing part of a profile's `compat` keys.
+#[derive(Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RouteCompat {
+    #[serde(default)]
+    subcommand_word: Option<String>,
+}
+
+impl RouteInfo {
+    /// Whether `word` selects this profile after a parent command or
+    /// `evidence-gate`: its name, or its `compat/subcommandWord`.
+    fn is_word(&self, word: &str) -> bool {
+        self.name == word || self.compat.subcommand_word.as_deref() == Some(word)
+    }
 }
 
 fn embedded_profiles() -> Vec<RouteInfo> {
@@ -68,8 +86,31 @@ pub(crate) fn is_parent_command(stem: &str) -> bool {
 }
 
 /// Decides whether argv addresses the goal engine: returns the profile name
-/// and the arguments after it.
+/// and the arguments after it. `--profile <name>` (or `--profile=<name>`)
+/// right after the profile word selects another profile
+/// (`evidence-gate ultragoal --profile omx status`), and a profile's
+/// `compat/subcommandWord` may follow its name (`evidence-gate omx ultragoal
+/// status`).
 pub(crate) fn route(argv: &[OsString]) -> Option<(String, Vec<String>)> {
+    let (name, rest) = route_profile(argv)?;
+    let profiles = embedded_profiles();
+    let (name, mut rest) = match rest.first().map(String::as_str) {
+        Some("--profile") if rest.len() > 1 => (rest[1].clone(), rest[2..].to_vec()),
+        Some(t) if t.starts_with("--profile=") => {
+            (t["--profile=".len()..].to_owned(), rest[1..].to_vec())
+        }
+        _ => (name, rest),
+    };
+    if let Some(p) = profiles.iter().find(|p| p.name == name)
+        && let Some(word) = &p.compat.subcommand_word
+        && rest.first() == Some(word)
+    {
+        rest.remove(0);
+    }
+    Some((name, rest))
+}
+
+fn route_profile(argv: &[OsString]) -> Option<(String, Vec<String>)> {
     let stem = argv
         .first()
         .and_then(|a| Path::new(a).file_stem())
@@ -89,7 +130,7 @@ pub(crate) fn route(argv: &[OsString]) -> Option<(String, Vec<String>)> {
     }
     for p in &profiles {
         if p.parent_commands.iter().any(|n| n == stem) {
-            if first.as_deref() == Some(p.name.as_str()) {
+            if first.as_deref().is_some_and(|w| p.is_word(w)) {
                 return Some((p.name.clone(), rest()[1..].to_vec()));
             }
             if first.as_deref().is_some_and(|s| SUBCOMMANDS.contains(&s)) {
@@ -163,6 +204,20 @@ impl Body {
     pub fn plan(&mut self, plan: Plan) {
         self.0
             .push(("plan".to_owned(), Field::Plan(Box::new(plan))));
+    }
+    /// Repeats each value member named in `aliases` under its alias
+    /// (`compat/outputAliases`); a member already present is kept.
+    pub fn alias(&mut self, aliases: &std::collections::BTreeMap<String, String>) {
+        let mut extra = Vec::new();
+        for (ours, theirs) in aliases {
+            if self.0.iter().any(|(k, _)| k == theirs) {
+                continue;
+            }
+            if let Some((_, Field::Value(v))) = self.0.iter().find(|(k, _)| k == ours) {
+                extra.push((theirs.clone(), Field::Value(v.clone())));
+            }
+        }
+        self.0.extend(extra);
     }
     /// Puts `plan` first (the anchor's `{ok, plan, …}` order).
     pub fn plan_first(&mut self, plan: Plan) {
@@ -383,7 +438,7 @@ fn dispatch(
         None | Some("help" | "--help" | "-h") => {
             return Outcome::Plain(crate::goals::handoff::help(&engine), 0);
         }
-        Some(h) => h,
+        Some(h) => p.compat.subcommand_aliases.get(h).map_or(h, String::as_str),
     };
     if !SUBCOMMANDS.contains(&head) {
         if rest.iter().any(|t| t == "--json") {
@@ -403,9 +458,19 @@ fn dispatch(
     {
         return fail(crate::goals::team::forbidden(&engine.profile, head, marker));
     }
+    // The read-only forms a worker may run are the ones that need no
+    // session authority either.
+    if !crate::goals::team::worker_may_run(head, rest)
+        && let Err(e) = crate::goals::authority::check(&engine, head, &env)
+    {
+        return fail(e);
+    }
     match commands::run(&engine, head, rest, io, worker.as_deref()) {
         Ok(mut r) => {
             r.warnings.extend(relaxation_warnings(&rules));
+            if let Some(aliases) = engine.profile.compat.output_aliases.get(head) {
+                r.body.alias(aliases);
+            }
             Outcome::Reply(r)
         }
         Err(e) => fail(e),

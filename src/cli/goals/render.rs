@@ -101,7 +101,11 @@ pub(super) fn status(engine: &Engine, out: &StatusOutcome) -> String {
 
 /// The text of a scheduler report (`complete-goals`, checkpoint `next`).
 pub(super) fn schedule(engine: &Engine, plan: &Plan, report: &Value) -> String {
-    if let Some(t) = report.pointer("/instruction/text").and_then(Value::as_str) {
+    if let Some(t) = report
+        .pointer("/instruction/text")
+        .or_else(|| report.get("instruction"))
+        .and_then(Value::as_str)
+    {
         return t.to_owned();
     }
     match report["state"].as_str() {

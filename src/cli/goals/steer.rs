@@ -616,6 +616,11 @@ fn single_reply(engine: &Engine, out: steer::SteerOutcome, json_mode: bool) -> R
     let warnings = item.warning_values();
     let ok = item.verdict != Verdict::Rejected;
     let error = out.error.as_ref().map(error_json);
+    if engine.profile.compat.camel_summary {
+        let s = crate::goals::summary::for_engine(engine, &out.plan);
+        body.insert("summary", s.clone());
+        body.insert("planSummary", s);
+    }
     body.plan(out.plan);
     body.insert("revision", json!(out.revision));
     body.insert("ledger", ledger);

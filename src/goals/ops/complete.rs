@@ -38,12 +38,22 @@ pub fn report(engine: &Engine, plan: &Plan, outcome: &Outcome) -> Value {
     match outcome {
         Outcome::Resumed(id) | Outcome::Started(id) => {
             let g = plan.goal(id).expect("scheduled goals exist");
-            json!({
+            let instruction = handoff::instruction(engine, plan, g);
+            let mut r = json!({
                 "resumed": matches!(outcome, Outcome::Resumed(_)),
                 "goal": Value::Object(g.0.clone()),
-                "instruction": handoff::instruction(engine, plan, g),
+                "instruction": instruction,
                 "state": outcome.state(),
-            })
+            });
+            // `compat/instructionString`: `instruction` is the handoff text;
+            // the structured form moves to `instructionPayload`.
+            if engine.profile.compat.instruction_string {
+                let text = r["instruction"]["text"].clone();
+                let payload = r["instruction"]["json"].clone();
+                r["instruction"] = text;
+                r["instructionPayload"] = payload;
+            }
+            r
         }
         Outcome::Complete => json!({
             "done": true, "blocked": false, "handoff": "", "state": "complete", "runComplete": true
@@ -77,6 +87,26 @@ pub fn run(engine: &Engine, retry_failed: bool) -> Result<CompleteOutcome, GoalE
             plan,
             outcome,
             revision: committed.revision,
+            head: committed.head,
+        });
+    }
+    // `compat/resumeEntry`: resuming an in-progress goal leaves an
+    // audit-only record (the plan is unchanged).
+    if let (Outcome::Resumed(id), Some(kind)) = (&outcome, &engine.profile.compat.resume_entry) {
+        let mut e = super::entry(&now, kind, Some(id));
+        e.insert("status".into(), json!("in_progress"));
+        e.insert("message".into(), json!("Resuming the active goal."));
+        let committed = locked.commit(
+            Write::AuditOnly {
+                revision: plan.revision(),
+            },
+            vec![e],
+        )?;
+        return Ok(CompleteOutcome {
+            report: report(engine, &plan, &outcome),
+            revision: committed.revision,
+            plan,
+            outcome,
             head: committed.head,
         });
     }

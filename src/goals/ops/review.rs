@@ -198,8 +198,24 @@ pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalErr
         "message".into(),
         json!(format!("Review blockers recorded; appended {new_id}.")),
     );
-    let mut committed =
-        locked.commit(Write::Plan(Box::new(plan)), vec![blocked, added, recorded])?;
+    let mut entries = Vec::new();
+    // `compat/reviewFailedEntry`: the failed final review gets its own
+    // record first.
+    if let Some(kind) = &engine.profile.compat.review_failed_entry {
+        let mut failed = entry(&now, kind, Some(&req.goal_id));
+        failed.insert("status".into(), json!("review_blocked"));
+        failed.insert("evidence".into(), json!(req.evidence));
+        failed.insert("codexGoal".into(), blocked["codexGoal"].clone());
+        failed.insert(
+            "message".into(),
+            json!(format!(
+                "The final review was not clean; {new_id} resolves its blockers."
+            )),
+        );
+        entries.push(failed);
+    }
+    entries.extend([blocked, added, recorded]);
+    let mut committed = locked.commit(Write::Plan(Box::new(plan)), entries)?;
     Ok(ReviewOutcome {
         plan: committed.plan.take().expect("plan written"),
         blocked_goal,

@@ -177,7 +177,7 @@ pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome,
         )];
     }
     Ok(StatusOutcome {
-        summary: summary::summary(&plan),
+        summary: summary::for_engine(engine, &plan),
         plan,
         current_attempt_dir,
         ledger,

@@ -12,7 +12,7 @@ use crate::goals::plan::{self, Mode};
 use crate::goals::{Engine, batches, gate, handoff, lifecycle};
 
 /// Prints the template. Writes nothing.
-pub fn run(engine: &Engine, goal_id: Option<&str>) -> Result<Value, GoalError> {
+pub fn run(engine: &Engine, goal_id: Option<&str>, strict: bool) -> Result<Value, GoalError> {
     let dir = engine.state_dir()?;
     let plan = plan::read(
         dir.as_ref(),
@@ -39,7 +39,11 @@ pub fn run(engine: &Engine, goal_id: Option<&str>) -> Result<Value, GoalError> {
         Some(dir) => gate::scope_path(engine, dir.clone())?,
         None => gate::scope_dir(engine, &plan, target.map(|g| g.id()))?,
     };
-    let rules_name = gate::rules_of(engine, &plan)?;
+    // `--strict` (`compat/strictGate`): the template of the strict rules.
+    let rules_name = match (strict, &engine.profile.compat.strict_gate) {
+        (true, Some(name)) => name.clone(),
+        _ => gate::rules_of(engine, &plan)?,
+    };
     let rules = engine.gates().get(&rules_name).ok_or_else(|| {
         GoalError::new(
             ErrorKind::RulesInvalid {

@@ -417,6 +417,9 @@ impl<'e> Locked<'e> {
     }
 
     fn append_now(&mut self, entries: &[Map<String, Value>]) -> Result<(), GoalError> {
+        let mut entries = entries.to_vec();
+        alias_keys(&self.engine.profile, &mut entries);
+        let entries = entries.as_slice();
         let max = self.engine.profile.limits.max_ledger_record_bytes;
         let a = journal::append(
             &self.dir,
@@ -499,6 +502,7 @@ impl<'e> Locked<'e> {
             e.insert("archive".into(), json!(display));
             e.insert("revision".into(), json!(old_revision));
             let mut entries = vec![e];
+            alias_keys(&self.engine.profile, &mut entries);
             if let Some(b) = self.binding.as_ref().filter(|b| b.bound() && !b.tampered()) {
                 stamp_plan_sha(&mut entries, &b.body_sha256);
             }
@@ -550,6 +554,7 @@ impl<'e> Locked<'e> {
             Write::Plan(mut plan) => {
                 all.append(&mut plan.pending);
                 all.extend(entries);
+                alias_keys(&self.engine.profile, &mut all);
                 let rev = plan.revision() + 1;
                 stamp_revision(&mut all, rev);
                 for (k, v) in &self.engine.profile.plan_markers {
@@ -582,6 +587,7 @@ impl<'e> Locked<'e> {
             }
             Write::AuditOnly { revision } => {
                 all.extend(entries);
+                alias_keys(&self.engine.profile, &mut all);
                 stamp_revision(&mut all, revision);
                 if let Some(b) = self.binding.as_ref().filter(|b| b.bound() && !b.tampered()) {
                     stamp_plan_sha(&mut all, &b.body_sha256);
@@ -786,6 +792,21 @@ fn merge(target: &mut Value, extra: &Value) {
     if let (Some(t), Some(e)) = (target.as_object_mut(), extra.as_object()) {
         for (k, v) in e {
             t.insert(k.clone(), v.clone());
+        }
+    }
+}
+
+/// Copies each entry's keys named in the profile's `compat/ledgerAliases` to
+/// their alias (`at` → `ts`, `kind` → `event`), so readers of the foreign
+/// vocabulary find every entry; an entry that already has the alias keeps it.
+fn alias_keys(profile: &crate::goals::profile::Profile, entries: &mut [Map<String, Value>]) {
+    for e in entries {
+        for (from, to) in &profile.compat.ledger_aliases {
+            if !e.contains_key(to)
+                && let Some(v) = e.get(from).cloned()
+            {
+                e.insert(to.clone(), v);
+            }
         }
     }
 }

@@ -201,12 +201,21 @@ pub(super) fn check_ultragoal(r: &UltragoalRules, at: &str) -> Result<(), Proble
         &r.code_review.status_values,
         &format!("{at}/codeReview/statusValues"),
     )?;
+    for (member, role) in &r.independent_review {
+        if member.trim().is_empty() || role.trim().is_empty() {
+            return Err(Problem::at(
+                format!("{at}/independentReview/{}", pointer_token(member)),
+                "members and their agent roles are non-blank",
+            ));
+        }
+    }
     let reserved = [
         "verification",
         "codeReview",
         "artifactRefs",
         "status",
         "evidence",
+        crate::rules::gates::ARCHITECTURE_INVARIANT_GATE,
     ];
     for (i, n) in r.cleanup.section_names.iter().enumerate() {
         if reserved.contains(&n.as_str()) || r.cleanup.section_names[..i].contains(n) {
@@ -258,7 +267,18 @@ mod tests {
     fn shipped_gate_rules_load() {
         let book = GateBook::from_rules(&RuleSet::embedded().unwrap()).unwrap();
         let names: Vec<&str> = book.names().collect();
-        assert_eq!(names, ["lazycodex", "omo-senpi", "ultragoal"]);
+        assert_eq!(names, ["lazycodex", "omo-senpi", "omx-strict", "ultragoal"]);
+        let GateRuleFile::Ultragoal(strict) = &book.get("omx-strict").unwrap().file else {
+            panic!("omx-strict is an ultragoal-family file");
+        };
+        assert_eq!(strict.independent_review["codeReviewer"], "code-reviewer");
+        assert_eq!(strict.independent_review["architect"], "architect");
+        assert!(strict.architecture_invariant_gate);
+        assert!(
+            strict
+                .section_keys()
+                .contains(&crate::rules::gates::ARCHITECTURE_INVARIANT_GATE)
+        );
         let GateRuleFile::FiveSection(lc) = book.get("lazycodex").unwrap().file else {
             panic!("lazycodex is five-section");
         };

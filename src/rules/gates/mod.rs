@@ -329,6 +329,9 @@ impl FiveSectionRules {
     }
 }
 
+/// Section name of the architecture-invariant gate.
+pub const ARCHITECTURE_INVARIANT_GATE: &str = "architectureInvariantGate";
+
 /// The Ultragoal gate rule file (`ultragoal.json`, docs/state-formats.md#ge-2).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -352,6 +355,13 @@ pub struct UltragoalRules {
     pub require_report_paths: bool,
     /// Template overrides (docs/engine.md#ge-9): section name → `{by}`.
     pub template: BTreeMap<String, TemplateBy>,
+    /// `codeReview.independentReview` members → the `agentRole` each must
+    /// carry (`codeReviewer` → `code-reviewer`); empty: no independent review.
+    #[serde(default)]
+    pub independent_review: BTreeMap<String, String>,
+    /// Whether the `architectureInvariantGate` section is required.
+    #[serde(default)]
+    pub architecture_invariant_gate: bool,
 }
 
 /// Cleanup section rules.
@@ -397,6 +407,9 @@ impl UltragoalRules {
             .collect();
         out.push("verification");
         out.push("codeReview");
+        if self.architecture_invariant_gate {
+            out.push(ARCHITECTURE_INVARIANT_GATE);
+        }
         out
     }
 

@@ -57,6 +57,9 @@ pub struct CheckpointRequest {
     pub start_pending: bool,
     /// `--no-advance`.
     pub no_advance: bool,
+    /// `--strict` (profiles with `compat/strictGate`): the final and batch
+    /// gates are checked against the strict gate rules.
+    pub strict: bool,
 }
 
 /// The result of `checkpoint`.
@@ -152,7 +155,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
     if permit == Permit::StartFirst {
         scheduler::start(engine, &mut plan, &id, None, &now, &mut entries);
     }
-    let main_index = entries.len();
+    let mut main_index = entries.len();
     let mut warnings = Vec::new();
     let mut completion = None;
     let mut is_final = false;
@@ -173,7 +176,13 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
                     if gate_required || req.quality_gate.is_some() {
                         let gate_err = match &req.quality_gate {
                             None => Some(gate::missing()),
-                            Some(q) => gate::error(&gate::validate(engine, &plan, q, &gate_scope)?),
+                            Some(q) => gate::error(&gate::validate(
+                                engine,
+                                &plan,
+                                q,
+                                &gate_scope,
+                                req.strict,
+                            )?),
                         };
                         if let Some(ge) = gate_err {
                             return Err(gate::combined(&snapshot_err, &ge));
@@ -198,7 +207,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
             }
             let mut gate_outcome = None;
             if let Some(q) = &req.quality_gate {
-                let o = gate::validate(engine, &plan, q, &gate_scope)?;
+                let o = gate::validate(engine, &plan, q, &gate_scope, req.strict)?;
                 if let Some(e) = gate::error(&o) {
                     return Err(e);
                 }
@@ -282,6 +291,18 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
                 let bid = batches::batch_id(b).to_owned();
                 batches::close(&mut plan, &bid, &id, &now);
             }
+            // `compat/perGoalCompletion`: the final goal also gets its own
+            // `goal_completed` entry, before `aggregate_completed`.
+            if is_final && engine.profile.compat.per_goal_completion {
+                let mut own = entry(&now, "goal_completed", Some(&id));
+                for k in ["status", "evidence", "codexGoal"] {
+                    if let Some(v) = main.get(k) {
+                        own.insert(k.into(), v.clone());
+                    }
+                }
+                entries.push(own);
+                main_index += 1;
+            }
             if is_final {
                 let record = json!({
                     "status": "complete",
@@ -303,6 +324,33 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
                 bc.insert("message".into(), json!(batches::batch_id(b)));
                 entries.push(bc);
             }
+        }
+        // `compat/blockedNonTerminal`: a blocker note; the goal stays in
+        // progress and active, nothing is classified or escalated.
+        CheckpointStatus::Blocked if engine.profile.compat.blocked_non_terminal => {
+            let host = reconcile_failure(engine, &plan, &req, &id);
+            let goal = plan.goal_mut(&id).expect("looked up");
+            goal.insert("updatedAt".into(), json!(now));
+            plan.set("activeGoalId", json!(id));
+            plan.set("updatedAt", json!(now));
+            new_status = "in_progress".to_owned();
+            main = entry(&now, "goal_blocked", Some(&id));
+            main.insert("status".into(), json!("in_progress"));
+            main.insert("evidence".into(), json!(evidence));
+            if let Some(s) = &host.snapshot {
+                main.insert(
+                    "codexGoal".into(),
+                    hostgoal::embed(s, engine.profile.limits.max_embedded_snapshot_bytes),
+                );
+                main.insert("hostGoalReconciliation".into(), json!(host.reconciliation));
+            }
+            main.insert(
+                "message".into(),
+                json!("Non-terminal blocker recorded; the goal stays in progress."),
+            );
+            warnings.extend(host.warnings);
+            add_files(&mut main, &accepted, &[]);
+            entries.push(std::mem::take(&mut main));
         }
         CheckpointStatus::Failed | CheckpointStatus::Blocked => {
             let host = reconcile_failure(engine, &plan, &req, &id);
