@@ -209,7 +209,7 @@ pub struct Profile {
     /// Texts file (`texts/<name>.json`).
     pub texts: String,
     /// Compatibility with a foreign tool's command line, state and output
-    /// (goal-engine.md §1.1); every key is off when absent.
+    /// (docs/engine.md#ge-1); every key is off when absent.
     #[serde(default)]
     pub compat: Compat,
 }

@@ -82,7 +82,7 @@ diag_codes! {
     HookJsonInvalid = "HOOK_JSON_INVALID", Plumbing, Error, "Standard input is not one UTF-8 JSON value (bad encoding, syntax or trailing bytes).";
     HookPayloadInvalid = "HOOK_PAYLOAD_INVALID", Plumbing, Error, "The payload is not an object, or a required field is missing or mistyped.";
     HookEventMismatch = "HOOK_EVENT_MISMATCH", Plumbing, Error, "The payload's event belongs to another hook subcommand.";
-    HookEventUnsupported = "HOOK_EVENT_UNSUPPORTED", Plumbing, Error, "The host cannot deliver this event (hooks.md §2.3).";
+    HookEventUnsupported = "HOOK_EVENT_UNSUPPORTED", Plumbing, Error, "The host cannot deliver this event (docs/hook-contracts.md#h-2).";
     HookCwdInvalid = "HOOK_CWD_INVALID", Plumbing, Error, "The payload's `cwd` is not an existing directory.";
     HookRulesInvalid = "HOOK_RULES_INVALID", Degraded, Warn, "A rules override failed validation; the hook continued without the repository's file (or, when the user's file or `--rules` is invalid, on the embedded defaults).";
     HookStateIo = "HOOK_STATE_IO", TrustState, Error, "Hook trust state (the per-user state directory, the gate-ledger mirror, a goal state directory) could not be read or written; the gated call was blocked or denied until the user runs `evidence-gate doctor --fix`.";

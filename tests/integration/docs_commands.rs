@@ -516,7 +516,7 @@ fn doc_citations(text: &str) -> Vec<(String, Option<String>)> {
 /// Documents the README links to that are written on their own branches
 /// (performance numbers, the omx comparison); once they are in the tree
 /// their anchors are checked like every other document's.
-const WRITTEN_SEPARATELY: &[&str] = &["docs/performance.md", "docs/omx.md"];
+const WRITTEN_SEPARATELY: &[&str] = &["docs/performance.md"];
 
 #[test]
 fn every_link_and_source_citation_resolves() {
