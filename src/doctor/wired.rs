@@ -506,8 +506,14 @@ fn codex_checks(amb: &dyn Ambient, places: &Places, checks: &mut Vec<Check>) {
             Ok(doc) => Some(doc),
             Err(e) => {
                 checks.push(
-                    Check::new("codex.config", Status::Fail, format!("{name} is not valid TOML: {e}"))
-                        .hint(format!("fix {name} at that line; Codex does not start with it")),
+                    Check::new(
+                        "codex.config",
+                        Status::Fail,
+                        format!("{name} is not valid TOML: {e}"),
+                    )
+                    .hint(format!(
+                        "fix {name} at that line; Codex does not start with it"
+                    )),
                 );
                 None
             }

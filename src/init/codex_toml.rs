@@ -19,7 +19,8 @@ fn wanted(plugin: bool) -> &'static [&'static str] {
 
 /// Parses `text` as a TOML document; the error names the line and column.
 pub fn parse(text: &str) -> Result<DocumentMut, String> {
-    text.parse::<DocumentMut>().map_err(|e| one_line(&e.to_string()))
+    text.parse::<DocumentMut>()
+        .map_err(|e| one_line(&e.to_string()))
 }
 
 /// `toml_edit`'s error (a heading, a source excerpt with a caret, the
@@ -292,7 +293,11 @@ mod tests {
                 .unwrap()
                 .contains("[features]\nhooks = false")
         );
-        assert_eq!(feature(&doc(s), "hooks"), None, "doctor reads no switch from a string");
+        assert_eq!(
+            feature(&doc(s), "hooks"),
+            None,
+            "doctor reads no switch from a string"
+        );
     }
 
     #[test]
@@ -332,7 +337,9 @@ mod tests {
             Some(false)
         );
         assert_eq!(feature(&doc("[other]\nhooks = false\n"), "hooks"), None);
-        assert!(managed_hooks_only(&doc("allow_managed_hooks_only = true\n")));
+        assert!(managed_hooks_only(&doc(
+            "allow_managed_hooks_only = true\n"
+        )));
         assert!(!managed_hooks_only(&doc(
             "note = \"\"\"\nallow_managed_hooks_only = true\n\"\"\"\n"
         )));

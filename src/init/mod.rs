@@ -30,6 +30,16 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// The `--scope` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Project => "project",
+            Scope::User => "user",
+            Scope::Local => "local",
+            Scope::Plugin => "plugin",
+        }
+    }
+
     /// Parses a `--scope` value.
     pub fn from_name(s: &str) -> Option<Scope> {
         match s {
@@ -146,6 +156,22 @@ pub fn workspace_wiring_files() -> Vec<&'static str> {
 }
 
 fn targets(host: Host, scope: Scope) -> Result<Vec<Target>, Error> {
+    targets_of(host, scope).ok_or_else(|| {
+        Error::Usage(format!(
+            "scope `{}` is not available for {}; use {}",
+            scope.name(),
+            host.name(),
+            [Scope::Project, Scope::User, Scope::Local, Scope::Plugin]
+                .into_iter()
+                .filter(|s| targets_of(host, *s).is_some())
+                .map(Scope::name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })
+}
+
+fn targets_of(host: Host, scope: Scope) -> Option<Vec<Target>> {
     use Base::{Home, Workspace};
     let t = |base, rel, kind| Target { base, rel, kind };
     let list = match (host, scope) {
@@ -177,14 +203,9 @@ fn targets(host: Host, scope: Scope) -> Result<Vec<Target>, Error> {
         (Host::Gemini, Scope::User) => vec![t(Home, ".gemini/settings.json", Kind::HooksJson)],
         (Host::Agy, Scope::Project) => vec![t(Workspace, ".agents/hooks.json", Kind::HooksJson)],
         (Host::Agy, Scope::User) => vec![t(Home, ".gemini/config/hooks.json", Kind::HooksJson)],
-        (h, s) => {
-            return Err(Error::Usage(format!(
-                "scope `{s:?}` is not available for {}",
-                h.name()
-            )));
-        }
+        _ => return None,
     };
-    Ok(list)
+    Some(list)
 }
 
 fn resolve_binary(

@@ -102,7 +102,7 @@ fn text_format_lists_findings_then_one_summary_line() {
         "{}",
         lines[1]
     );
-    assert_eq!(lines[2], "FAILED: 2 findings in 1 payloads");
+    assert_eq!(lines[2], "FAILED: 2 findings in 1 payload");
     assert!(
         !run.stdout.contains('\x1b'),
         "no colour when stdout is not a terminal"

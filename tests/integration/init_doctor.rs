@@ -152,7 +152,11 @@ fn check_wiring_rules(file: &str, doc: &Value) {
 fn print_writes_nothing_and_names_the_binary_on_path() {
     let h = HookRepo::new();
     let before = h.repo.snapshot();
-    let run = h.run(&["init", "--host", "codex"], b"", &[("PATH", "/usr/bin:/bin")]);
+    let run = h.run(
+        &["init", "--host", "codex"],
+        b"",
+        &[("PATH", "/usr/bin:/bin")],
+    );
     assert_eq!(run.code, 0);
     assert!(
         run.stdout
@@ -164,7 +168,11 @@ fn print_writes_nothing_and_names_the_binary_on_path() {
         "{}",
         run.stdout
     );
-    assert!(!run.stdout.contains(&exe()), "no absolute path: {}", run.stdout);
+    assert!(
+        !run.stdout.contains(&exe()),
+        "no absolute path: {}",
+        run.stdout
+    );
     assert!(
         run.stdout
             .contains("==> .codex/config.toml (print) <==\n[features]\nhooks = true\n")
@@ -177,7 +185,12 @@ fn print_writes_nothing_and_names_the_binary_on_path() {
     assert!(run.stdout.contains("--binary PATH"), "{}", run.stdout);
     assert_eq!(h.repo.snapshot(), before);
     // With the binary on PATH there is nothing to warn about.
-    let dir = Path::new(&exe()).parent().unwrap().to_str().unwrap().to_owned();
+    let dir = Path::new(&exe())
+        .parent()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
     let run = h.run(
         &["init", "--host", "claude-code"],
         b"",
@@ -203,7 +216,10 @@ fn print_writes_nothing_and_names_the_binary_on_path() {
         "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("build-output path"), "warns about target/");
+    assert!(
+        run.stdout.contains("build-output path"),
+        "warns about target/"
+    );
 }
 
 /// The doctor's Codex trust check hashes the command as written: the
@@ -211,7 +227,12 @@ fn print_writes_nothing_and_names_the_binary_on_path() {
 #[test]
 fn portable_project_wiring_passes_doctor_with_the_binary_on_path() {
     let h = HookRepo::new();
-    let dir = Path::new(&exe()).parent().unwrap().to_str().unwrap().to_owned();
+    let dir = Path::new(&exe())
+        .parent()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
     let path = format!("{dir}:/usr/bin:/bin");
     let env = [
         ("HOME", h.state_home.path().to_str().unwrap()),
@@ -229,9 +250,17 @@ fn portable_project_wiring_passes_doctor_with_the_binary_on_path() {
     let run = h.run(&["doctor", "--json", "--host", "claude-code"], b"", &env);
     let v: Value = serde_json::from_str(&run.stdout).unwrap();
     let checks = v["checks"].as_array().unwrap();
-    assert_eq!(status(checks, "hooks.wired.claude-code"), "ok", "{checks:?}");
+    assert_eq!(
+        status(checks, "hooks.wired.claude-code"),
+        "ok",
+        "{checks:?}"
+    );
     assert_eq!(status(checks, "binary.reachable"), "ok", "{checks:?}");
-    assert_eq!(status(checks, "shell.roundtrip.claude-code"), "ok", "{checks:?}");
+    assert_eq!(
+        status(checks, "shell.roundtrip.claude-code"),
+        "ok",
+        "{checks:?}"
+    );
 }
 
 /// `--only subagent-stop` wires the worker evidence gate alone; `doctor
@@ -261,7 +290,13 @@ fn init_only_wires_the_listed_events() {
     let (code, _) = init_json(
         &h,
         &[
-            "--host", "codex", "--write", "--binary", &exe(), "--only", "SubagentStop,stop",
+            "--host",
+            "codex",
+            "--write",
+            "--binary",
+            &exe(),
+            "--only",
+            "SubagentStop,stop",
         ],
     );
     assert_eq!(code, 0);
@@ -274,7 +309,11 @@ fn init_only_wires_the_listed_events() {
     let (_, checks) = doctor(&h, &["--host", "codex", "--only", "subagent-stop", "stop"]);
     assert_eq!(status(&checks, "hooks.wired.codex"), "ok", "{checks:?}");
     let (_, checks) = doctor(&h, &["--host", "codex"]);
-    assert_eq!(status(&checks, "hooks.wired.codex"), "fail", "all events expected without --only");
+    assert_eq!(
+        status(&checks, "hooks.wired.codex"),
+        "fail",
+        "all events expected without --only"
+    );
     let run = h.run(
         &["init", "--host", "gemini", "--only", "subagent-stop"],
         b"",
@@ -282,7 +321,8 @@ fn init_only_wires_the_listed_events() {
     );
     assert_eq!(run.code, 2);
     assert!(
-        run.stderr.contains("gemini wires no such event; it wires stop, user-prompt-submit"),
+        run.stderr
+            .contains("gemini wires no such event; it wires stop, user-prompt-submit"),
         "{}",
         run.stderr
     );
@@ -842,7 +882,10 @@ fn agy_project_write_wires_commands_and_links_nothing_into_the_repository() {
     let h = HookRepo::new();
     let (code, v) = init_json(&h, &["--host", "agy", "--write", "--team-guard"]);
     assert_eq!(code, 0, "{v}");
-    assert!(!h.join(".agents/bin").exists(), "no binary in the repository");
+    assert!(
+        !h.join(".agents/bin").exists(),
+        "no binary in the repository"
+    );
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(h.join(".agents/hooks.json")).unwrap())
             .unwrap();
@@ -850,7 +893,10 @@ fn agy_project_write_wires_commands_and_links_nothing_into_the_repository() {
         doc["hooks"]["Stop"][0]["hooks"][0]["command"],
         "evidence-gate hook stop --host agy --profile auto"
     );
-    assert!(v["notes"].to_string().contains("--scope user --write"), "{v}");
+    assert!(
+        v["notes"].to_string().contains("--scope user --write"),
+        "{v}"
+    );
 }
 
 #[test]

@@ -103,7 +103,10 @@ fn init_write_never_edits_inside_a_multi_line_string() {
     let (code, v) = init_json(&h, &["--host", "codex"]);
     assert_eq!(code, 0, "{v}");
     let out = read(&h, ".codex/config.toml");
-    assert!(out.starts_with(existing), "the user's text is untouched: {out}");
+    assert!(
+        out.starts_with(existing),
+        "the user's text is untouched: {out}"
+    );
     assert_eq!(&out[existing.len()..], "\n[features]\nhooks = true\n");
     let (_, checks) = doctor(&h, "codex");
     check(&checks, "codex.features", "ok");
@@ -126,7 +129,10 @@ fn invalid_codex_config_toml_is_refused_and_failed_by_doctor() {
     let (code, checks) = doctor(&h, "codex");
     assert_eq!(code, 1);
     let c = check(&checks, "codex.config", "fail");
-    assert!(c["message"].as_str().unwrap().contains("not valid TOML"), "{c}");
+    assert!(
+        c["message"].as_str().unwrap().contains("not valid TOML"),
+        "{c}"
+    );
 }
 
 #[test]
