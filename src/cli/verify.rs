@@ -155,7 +155,14 @@ pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
             let mut reports = if args.payloads.is_empty() {
                 Vec::new()
             } else {
-                payload_reports(args, amb, io.stdin, &ws)
+                payload_reports(
+                    args,
+                    amb,
+                    io.stdin,
+                    &ws,
+                    // A bar for people: a terminal, text output, not --quiet.
+                    io.stderr_is_terminal && !args.quiet && args.format() == Format::Text,
+                )
             };
             if !args.repository() {
                 Run::new(reports)
@@ -488,6 +495,7 @@ fn payload_reports(
     amb: &dyn Ambient,
     stdin: &mut dyn Read,
     ws: &Workspace,
+    show_progress: bool,
 ) -> Vec<Report> {
     let root = match ws.dir.try_clone() {
         Err(e) => {
@@ -504,6 +512,7 @@ fn payload_reports(
         },
     };
     let max = root.max_payload_bytes();
+    let bar = show_progress.then(super::progress::PayloadBar::new);
     args.payloads
         .iter()
         .map(|p| {
@@ -522,7 +531,13 @@ fn payload_reports(
                             payload_path: own.as_deref(),
                             ..VerifyOptions::default()
                         };
-                        evidence::verify_payload(&root, &payload, &name, opts)
+                        evidence::verify_payload_with_progress(
+                            &root,
+                            &payload,
+                            &name,
+                            opts,
+                            bar.as_ref().map(|b| b as &dyn evidence::FileProgress),
+                        )
                     }
                     Err(f) => {
                         b.push(*f);

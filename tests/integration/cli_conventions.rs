@@ -92,6 +92,7 @@ fn verify_takes_json_like_every_other_command() {
     let format = r.run("evidence-gate", &b, None);
     assert_eq!(json.stdout, format.stdout);
     assert_eq!(json.json()["verdict"], "pass");
+    assert_eq!(json.stderr, "", "no progress bar without a terminal");
     let run = r.run(
         "verify-evidence",
         &["--json", "--format", "sarif", payload.to_str().unwrap()],
