@@ -145,7 +145,7 @@ pub(crate) fn named(
                 finding: Finding::new(
                     Code::NothingToVerify,
                     Some(display),
-                    "the directory lies under no profile's state directory",
+                    "the directory lies under no profile's state directory; name one below a profile's state directory (`.omo/ulw-loop/…`, `.omagy/ultragoal/…`)",
                 ),
             });
             continue;
@@ -161,7 +161,7 @@ pub(crate) fn named(
                 finding: Finding::new(
                     Code::NothingToVerify,
                     Some(display),
-                    format!("no {GOALS} or {LEDGER} in this directory"),
+                    format!("no {GOALS} or {LEDGER} in this directory; pass --allow-empty to accept that, or name a directory that holds state"),
                 ),
             }),
             Err(p) => refusals.push(refused(display, &p)),

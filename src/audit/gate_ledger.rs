@@ -205,7 +205,7 @@ pub(crate) fn audit(
         report.push(Finding::new(
             Code::NothingToVerify,
             Some(&display),
-            "the gate ledger holds no record",
+            "the gate ledger holds no record; pass --allow-empty to accept that",
         ));
     }
     Some(Audited {

@@ -261,7 +261,7 @@ pub fn audit(
         b.push(Finding::new(
             Code::NothingToVerify,
             None,
-            "no goal-engine state directory, hook gate ledger or evidence payload was found to audit",
+            "no goal-engine state directory, hook gate ledger or evidence payload was found to audit; pass --allow-empty to accept that, or --root DIR to audit another directory",
         ));
         reports.push(b.finish(false));
     }

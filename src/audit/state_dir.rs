@@ -234,7 +234,7 @@ pub(crate) fn audit(
         report.push(Finding::new(
             Code::NothingToVerify,
             Some(display),
-            "the state directory holds neither a plan nor any ledger record",
+            "the state directory holds neither a plan nor any ledger record; pass --allow-empty to accept that",
         ));
     }
     Audited {

@@ -25,6 +25,10 @@ pub(crate) struct DoctorArgs {
     /// junk planted where hook state belongs, restore the gate-ledger mirror.
     #[arg(long)]
     fix: bool,
+    /// Expect only these events wired (what `init --only` wrote); hook
+    /// names (`subagent-stop`) or host event names (`SubagentStop`).
+    #[arg(long, value_name = "EVENT", num_args = 1.., value_delimiter = ',')]
+    only: Vec<String>,
 }
 
 pub(crate) fn run(a: &DoctorArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
@@ -32,7 +36,10 @@ pub(crate) fn run(a: &DoctorArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         None => None,
         Some((_, Some(h))) => Some(h),
         Some((name, None)) => {
-            let _ = writeln!(io.stderr, "error: unknown host `{name}`");
+            let _ = writeln!(
+                io.stderr,
+                "error: unknown host `{name}`; use codex, claude-code, gemini or agy"
+            );
             return EXIT_USAGE;
         }
     };
@@ -41,6 +48,7 @@ pub(crate) fn run(a: &DoctorArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
             host,
             rules: a.rules.clone(),
             fix: a.fix,
+            only: a.only.clone(),
         },
         amb,
     ) {

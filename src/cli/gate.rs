@@ -280,8 +280,15 @@ fn plan_context(
         message: format!("{}: {}", e.code(), e.message),
         details: Some(json!({"code": e.code(), "details": e.details()})),
     };
-    let engine = super::goals::build_engine(args.profile.name(), explicit, None, dir, rules, amb)
-        .map_err(goal_error)?;
+    let engine = super::goals::build_engine(
+        args.profile.name(),
+        explicit,
+        None,
+        (dir, std::path::Path::new(".")),
+        rules,
+        amb,
+    )
+    .map_err(goal_error)?;
     crate::goals::gate::check_context(&engine, goal).map_err(goal_error)
 }
 

@@ -27,9 +27,19 @@ pub(crate) struct InitArgs {
     /// project, user, local (Claude Code) or plugin.
     #[arg(long, default_value = "project")]
     scope: String,
-    /// The evidence-gate binary to run (default: this executable; a bare word is looked up on PATH).
+    /// The evidence-gate binary the hooks run. Default: for project scope
+    /// (committed files) the word `evidence-gate`, looked up on PATH when the
+    /// host runs the hook; for user and local scope this executable's
+    /// absolute path. A bare word is looked up on PATH; a path is used as given.
     #[arg(long, value_name = "PATH")]
     binary: Option<String>,
+    /// Wire only these events, e.g. `--only subagent-stop` for the worker
+    /// evidence gate alone: hook names (subagent-stop, stop,
+    /// user-prompt-submit, pre-tool-use, pre-tool-use-spawn) or the host's
+    /// event names (SubagentStop). With --write, evidence-gate hooks on the
+    /// other events are removed; check with `doctor --only` and the same list.
+    #[arg(long, value_name = "EVENT", num_args = 1.., value_delimiter = ',')]
+    only: Vec<String>,
     /// Goal-engine profile for the goal-loop hooks (ulw-loop, ultragoal, auto).
     #[arg(long, default_value = "auto")]
     profile: String,
@@ -78,6 +88,7 @@ pub(crate) fn run(a: &InitArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         profile: a.profile.clone(),
         with_ultrawork: a.with_ultrawork,
         team_guard: a.team_guard,
+        only: a.only.clone(),
     };
     match init::run(&opts, amb) {
         Ok(report) => {

@@ -1,6 +1,7 @@
 //! The progress line of a long repository audit, drawn on standard error
 //! only when it is a terminal and only once the audit has run for a while
-//! (small audits never show it).
+//! (small audits never show it), and the `indicatif` bar of payload
+//! verifies (files and bytes hashed), also on a terminal's standard error.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -100,6 +101,52 @@ impl Progress for TerminalProgress<'_> {
             let _ = self.out.flush();
             self.last = None;
         }
+    }
+}
+
+/// The bar of a payload verify: files checked of all claimed, bytes hashed.
+/// The library reports through [`crate::evidence::FileProgress`]; this
+/// draws on standard error (callers create it only when that is a terminal).
+pub(crate) struct PayloadBar {
+    bar: indicatif::ProgressBar,
+    bytes: std::sync::atomic::AtomicU64,
+}
+
+impl PayloadBar {
+    pub(crate) fn new() -> PayloadBar {
+        let bar = indicatif::ProgressBar::with_draw_target(
+            Some(0),
+            indicatif::ProgressDrawTarget::stderr(),
+        );
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "verifying {bar:30} {pos}/{len} files, {msg} hashed [{elapsed}]",
+        ) {
+            bar.set_style(style);
+        }
+        PayloadBar {
+            bar,
+            bytes: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+}
+
+impl crate::evidence::FileProgress for PayloadBar {
+    fn start(&self, files: u64) {
+        self.bar.inc_length(files);
+    }
+
+    fn done(&self, bytes: u64) {
+        use std::sync::atomic::Ordering;
+        let total = self.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.bar
+            .set_message(indicatif::HumanBytes(total).to_string());
+        self.bar.inc(1);
+    }
+}
+
+impl Drop for PayloadBar {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
     }
 }
 

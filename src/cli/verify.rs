@@ -22,13 +22,18 @@ use crate::rules::evidence::EvidenceRules;
 use crate::rules::{Layer, REPO_OVERRIDE, RuleSet, RulesError, read_repo_override};
 use crate::sandbox::{PathLimits, RelPath};
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub(crate) struct VerifyArgs {
     /// Evidence payload files to verify; `-` reads one payload from standard input.
     #[arg(value_name = "PAYLOAD")]
     payloads: Vec<PathBuf>,
-    /// Workspace root every declared path is relative to.
-    #[arg(long, value_name = "DIR", default_value = ".")]
+    /// Workspace root every declared path is relative to. Default: the
+    /// current directory for payloads; in repository mode the nearest
+    /// directory above it that holds `.git` or goal-engine state.
+    #[arg(long = "root", value_name = "DIR")]
+    root_flag: Option<PathBuf>,
+    /// The root in effect (`--root`, or the one found).
+    #[arg(skip)]
     root: PathBuf,
     /// Extra rules file, applied after the embedded defaults (and after the
     /// repository's `.evidence-gate/rules.json` with `--repo-rules`).
@@ -46,6 +51,9 @@ pub(crate) struct VerifyArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// The same as `--format json` (every command takes `--json`).
+    #[arg(long, conflicts_with = "format")]
+    json: bool,
     /// Text format: print findings and the summary only when verification does not pass.
     #[arg(long, short)]
     quiet: bool,
@@ -76,12 +84,23 @@ pub(crate) struct VerifyArgs {
 }
 
 impl VerifyArgs {
+    fn format(&self) -> Format {
+        if self.json { Format::Json } else { self.format }
+    }
+
     fn repository(&self) -> bool {
         self.payloads.is_empty() || self.ledger || !self.plan_dirs.is_empty()
     }
 }
 
 pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
+    let mut args = args.clone();
+    args.root = match &args.root_flag {
+        Some(r) => r.clone(),
+        None if args.repository() => super::find_root(amb),
+        None => PathBuf::from("."),
+    };
+    let args = &args;
     if !args.repository()
         && (args.allow_empty || args.strict || args.allow_legacy || args.base.is_some())
     {
@@ -142,7 +161,15 @@ pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
                     .then(|| audit::layout::from_rules(&ws.rules).ok())
                     .flatten()
                     .and_then(|layouts| PlanGoals::read(&ws.dir, &layouts, &plan_dirs));
-                payload_reports(args, amb, io.stdin, &ws, plan.as_ref())
+                payload_reports(
+                    args,
+                    amb,
+                    io.stdin,
+                    &ws,
+                    plan.as_ref(),
+                    // A bar for people: a terminal, text output, not --quiet.
+                    io.stderr_is_terminal && !args.quiet && args.format() == Format::Text,
+                )
             };
             if !args.repository() {
                 Run::new(reports)
@@ -165,8 +192,8 @@ pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
             }
         }
     };
-    let color = io.stdout_is_terminal && ambient::var(amb, "NO_COLOR").is_none_or(|v| v.is_empty());
-    match render::render(&run, args.format, args.quiet, color) {
+    let color = super::color_enabled(amb, io.stdout_is_terminal);
+    match render::render(&run, args.format(), args.quiet, color) {
         Ok(bytes) => {
             if io
                 .stdout
@@ -479,6 +506,7 @@ fn payload_reports(
     stdin: &mut dyn Read,
     ws: &Workspace,
     plan: Option<&PlanGoals>,
+    show_progress: bool,
 ) -> Vec<Report> {
     let root = match ws.dir.try_clone() {
         Err(e) => {
@@ -495,6 +523,7 @@ fn payload_reports(
         },
     };
     let max = root.max_payload_bytes();
+    let bar = show_progress.then(super::progress::PayloadBar::new);
     args.payloads
         .iter()
         .map(|p| {
@@ -514,7 +543,13 @@ fn payload_reports(
                             plan: plan.map(|p| p as &dyn evidence::PlanContext),
                             ..VerifyOptions::default()
                         };
-                        evidence::verify_payload(&root, &payload, &name, opts)
+                        evidence::verify_payload_with_progress(
+                            &root,
+                            &payload,
+                            &name,
+                            opts,
+                            bar.as_ref().map(|b| b as &dyn evidence::FileProgress),
+                        )
                     }
                     Err(f) => {
                         b.push(*f);

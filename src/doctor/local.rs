@@ -209,7 +209,7 @@ pub(super) fn lock_works(
             command: "doctor".into(),
         };
         let lock = MutationLock::acquire(dir, name, &opts)
-            .map_err(|e| format!("not taken within {wait} ms: {e:?}"))?;
+            .map_err(|e| format!("not taken within {wait} ms: {e}"))?;
         let second = dir.open(name).map_err(|e| e.to_string())?.into_std();
         let exclusive = matches!(second.try_lock(), Err(std::fs::TryLockError::WouldBlock));
         drop(second);

@@ -67,6 +67,8 @@ pub struct Options {
     /// state belongs, restore the gate-ledger mirror. Without it doctor
     /// creates nothing.
     pub fix: bool,
+    /// `--only`: the events `init --only` wired; the others are not expected.
+    pub only: Vec<String>,
 }
 
 /// Host/event cells backed by a `recorded-` fixture (docs/hook-contracts.md#h-2) and
@@ -163,7 +165,7 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Vec<Check>, String> {
     // doctor expects the default wiring of `init` (no opt-ins).
     let shape = Shape::from_rules(&set, "auto", false, false).map_err(|e| e.to_string())?;
     let gated = shape.gated_agents.clone();
-    wired::check_hosts(amb, &places, &hosts, &shape, &mut checks);
+    wired::check_hosts(amb, &places, &hosts, &shape, &o.only, &mut checks)?;
     let profile_dirs: Vec<String> = set
         .family::<crate::goals::profile::Profiles>()
         .map(|p| p.0.values().map(|p| p.state_dir.clone()).collect())

@@ -281,7 +281,7 @@ fn restore_mirror(
         command: "doctor --fix".into(),
     };
     let lock = MutationLock::acquire(hs.dir(), witness::LOCK, &opts)
-        .map_err(|e| format!("the gate lock: {e:?}"))?;
+        .map_err(|e| format!("the gate lock: {e}"))?;
     let mut base = Map::new();
     base.insert("host".into(), json!("doctor"));
     base.insert(

@@ -200,12 +200,13 @@ pub(super) fn check_hosts(
     places: &Places,
     hosts: &[Host],
     shape: &Shape,
+    only: &[String],
     checks: &mut Vec<Check>,
-) {
+) -> Result<(), String> {
     let mut node = Vec::new();
     for host in hosts {
+        let rows = crate::init::select_rows(*host, wiring::rows(*host, shape), only)?;
         let configs = load(amb, places, *host, checks);
-        let rows = wiring::rows(*host, shape);
         let wired_id = format!("hooks.wired.{}", host.name());
         let all: Vec<(String, String, Option<String>, Value)> = configs
             .iter()
@@ -322,6 +323,7 @@ pub(super) fn check_hosts(
         Check::new("hooks.node_predecessors", Status::Warn, format!("Node predecessors wired: {}", node.join(", ")))
             .hint("two gates double every block; `evidence-gate init --write --replace-node-hooks` removes them")
     });
+    Ok(())
 }
 
 /// True when `cmd` passes `--host <name>` or `--host=<name>` (the hook's
@@ -502,20 +504,46 @@ fn codex_home(amb: &dyn Ambient, places: &Places) -> Option<PathBuf> {
 fn codex_checks(amb: &dyn Ambient, places: &Places, checks: &mut Vec<Check>) {
     let home = codex_home(amb, places);
     let user_config = home.as_ref().map(|h| h.join("config.toml"));
-    let user_text = user_config.as_ref().and_then(|f| read_text(amb, f));
-    let project_text = read_text(amb, &places.workspace.join(".codex/config.toml"));
-    let texts: Vec<&String> = project_text.iter().chain(user_text.iter()).collect();
-    let disabled = texts.iter().any(|t| {
-        codex_toml::feature_value(t, "hooks").as_deref() == Some("false")
-            || codex_toml::feature_value(t, "codex_hooks").as_deref() == Some("false")
+    let config_name = user_config.as_ref().map_or_else(
+        || "$CODEX_HOME/config.toml".to_owned(),
+        |p| p.display().to_string(),
+    );
+    // Parsed as TOML (a `hooks = false` inside a string is no switch); a
+    // file Codex cannot parse is a failure of its own.
+    let mut parse = |path: PathBuf, name: String| {
+        let text = read_text(amb, &path)?;
+        match codex_toml::parse(&text) {
+            Ok(doc) => Some(doc),
+            Err(e) => {
+                checks.push(
+                    Check::new(
+                        "codex.config",
+                        Status::Fail,
+                        format!("{name} is not valid TOML: {e}"),
+                    )
+                    .hint(format!(
+                        "fix {name} at that line; Codex does not start with it"
+                    )),
+                );
+                None
+            }
+        }
+    };
+    let user_doc = user_config
+        .clone()
+        .and_then(|f| parse(f, config_name.clone()));
+    let project_doc = parse(
+        places.workspace.join(".codex/config.toml"),
+        ".codex/config.toml".into(),
+    );
+    let disabled = project_doc.iter().chain(user_doc.iter()).any(|d| {
+        codex_toml::feature(d, "hooks") == Some(false)
+            || codex_toml::feature(d, "codex_hooks") == Some(false)
     });
     let managed_only = home
         .as_ref()
-        .and_then(|h| read_text(amb, &h.join("requirements.toml")))
-        .is_some_and(|t| {
-            t.lines()
-                .any(|l| l.replace(' ', "") == "allow_managed_hooks_only=true")
-        });
+        .and_then(|h| parse(h.join("requirements.toml"), "requirements.toml".into()))
+        .is_some_and(|d| codex_toml::managed_hooks_only(&d));
     checks.push(if disabled {
         Check::new(
             "codex.features",
@@ -536,18 +564,14 @@ fn codex_checks(amb: &dyn Ambient, places: &Places, checks: &mut Vec<Check>) {
             "hooks are not disabled in config.toml",
         )
     });
-    let config_name = user_config.as_ref().map_or_else(
-        || "$CODEX_HOME/config.toml".to_owned(),
-        |p| p.display().to_string(),
-    );
     let project_hooks = places.workspace.join(".codex/hooks.json");
     let wired_in_project = read_text(amb, &project_hooks).is_some();
     if wired_in_project {
         let ws = places.workspace.display().to_string();
         checks.push(
-            if user_text
-                .as_deref()
-                .is_some_and(|t| codex_toml::project_trusted(t, &ws))
+            if user_doc
+                .as_ref()
+                .is_some_and(|d| codex_toml::project_trusted(d, &ws))
             {
                 Check::new(
                     "codex.project_trust",
@@ -569,15 +593,15 @@ fn codex_checks(amb: &dyn Ambient, places: &Places, checks: &mut Vec<Check>) {
         home.as_ref()
             .map(|h| TrustSource::file(h.join("hooks.json"))),
     );
-    let plugins = user_text
-        .as_deref()
+    let plugins = user_doc
+        .as_ref()
         .map(codex_toml::enabled_plugins)
         .unwrap_or_default();
     if let Some(h) = &home {
         sources.extend(installed_plugin_hooks(amb, h, &plugins));
     }
-    let states = user_text
-        .as_deref()
+    let states = user_doc
+        .as_ref()
         .map(codex_toml::hook_states)
         .unwrap_or_default();
     let installed_ours = sources

@@ -13,5 +13,6 @@ pub use crate::finding::{
 };
 pub use payload::Payload;
 pub use verify::{
-    ClaimPolicy, FileClaim, PlanContext, Root, VerifyOptions, verify_files, verify_payload,
+    ClaimPolicy, FileClaim, FileProgress, PlanContext, Root, VerifyOptions, verify_files,
+    verify_payload, verify_payload_with_progress,
 };

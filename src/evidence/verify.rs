@@ -196,12 +196,33 @@ struct Job {
     expected: Vec<(String, Option<String>)>,
 }
 
+/// Progress of a payload's file checks, reported from the worker threads
+/// as each file is done; the library draws nothing itself (the command
+/// line shows a bar on a terminal).
+pub trait FileProgress: Sync {
+    /// `files` file checks are about to run.
+    fn start(&self, files: u64);
+    /// One file check finished after hashing `bytes`.
+    fn done(&self, bytes: u64);
+}
+
 /// Verifies an evidence payload (payload-level checks and every file).
 pub fn verify_payload(
     root: &Root,
     payload: &Payload,
     subject: &str,
     opts: VerifyOptions<'_>,
+) -> Report {
+    verify_payload_with_progress(root, payload, subject, opts, None)
+}
+
+/// [`verify_payload`], reporting each file check to `progress`.
+pub fn verify_payload_with_progress(
+    root: &Root,
+    payload: &Payload,
+    subject: &str,
+    opts: VerifyOptions<'_>,
+    progress: Option<&dyn FileProgress>,
 ) -> Report {
     let mut report = ReportBuilder::new(subject, ReportKind::Payload);
     payload_checks(root, payload, opts, &mut report);
@@ -359,7 +380,7 @@ pub fn verify_payload(
             "verification did not finish within its time budget: a glob's directory walk ran out of time",
         ));
     } else {
-        run_jobs(root, jobs, opts.deadline, &mut report);
+        run_jobs(root, jobs, opts.deadline, progress, &mut report);
     }
     let checked = !payload.deliverables.is_empty();
     report.finish(checked)
@@ -379,7 +400,7 @@ pub fn verify_files(
         report.stats.items_checked += 1;
         add_claim(root, c, &mut jobs, &mut report);
     }
-    run_jobs(root, jobs, deadline, &mut report);
+    run_jobs(root, jobs, deadline, None, &mut report);
     report.finish(!claims.is_empty())
 }
 
@@ -579,15 +600,23 @@ fn run_jobs(
     root: &Root,
     jobs: BTreeMap<RelPath, Job>,
     deadline: Option<Instant>,
+    progress: Option<&dyn FileProgress>,
     report: &mut ReportBuilder,
 ) {
     let jobs: Vec<Job> = jobs.into_values().collect();
     let checks = root.checks;
+    if let Some(p) = progress {
+        p.start(jobs.len() as u64);
+    }
     let results: Vec<Result<HashedFile, FileProblem>> = parallel::map(&jobs, |job| {
         if deadline.is_some_and(|d| Instant::now() > d) {
             return Err(FileProblem::Deadline);
         }
-        open::verify_file(&root.dir, &job.path, &checks, deadline)
+        let r = open::verify_file(&root.dir, &job.path, &checks, deadline);
+        if let Some(p) = progress {
+            p.done(r.as_ref().map_or(0, |h| h.size));
+        }
+        r
     });
     let mut timed_out = false;
     for (job, result) in jobs.iter().zip(results) {

@@ -1,7 +1,9 @@
-//! agy's argument-free commands (docs/hook-contracts.md#h-7): some agy builds run only a
-//! bare executable path, so `init --write` links the binary as
-//! `evidence-gate-hook-<event>` (the multi-call names of docs/hook-contracts.md#h-1) and
-//! points each command at its link by absolute path.
+//! agy's argument-free commands (docs/hook-contracts.md#h-7): some agy builds
+//! run only a bare executable path, so `init --scope user --write` links the
+//! binary as `evidence-gate-hook-<event>` (the multi-call names of
+//! docs/hook-contracts.md#h-1) under `~/.gemini/config/bin` and points each
+//! command at its link by absolute path. Project wiring never links: it is
+//! committed, and a repository holds no binary.
 
 use std::path::{Path, PathBuf};
 
@@ -41,18 +43,19 @@ impl Commands {
     }
 }
 
+/// The user's link directory (`~/.gemini/config/bin`); links are made for
+/// user scope only, never inside a repository.
 fn link_dir(o: &Options, amb: &dyn Ambient) -> Result<PathBuf, Error> {
-    match o.scope {
-        Scope::User => ambient::var(amb, "HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .map(|h| h.join(".gemini/config/bin"))
-            .ok_or_else(|| Error::Usage("user scope needs HOME".into())),
-        _ => amb
-            .current_dir()
-            .map(|d| d.join(".agents/bin"))
-            .map_err(|e| Error::Io(e.to_string())),
+    if o.scope != Scope::User {
+        return Err(Error::Usage(
+            "agy links are made for `--scope user` only".into(),
+        ));
     }
+    ambient::var(amb, "HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .map(|h| h.join(".gemini/config/bin"))
+        .ok_or_else(|| Error::Usage("user scope needs HOME (set it to your home directory)".into()))
 }
 
 /// Creates `evidence-gate-hook-<event>` next to each other in the link

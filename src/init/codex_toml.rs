@@ -1,115 +1,71 @@
-//! The line-based, format-preserving edit of Codex's `config.toml` that
-//! `init --write` makes (`[features] hooks = true`, plus the plugin switches
-//! for plugin scope), and the matching read `doctor` makes. Only the
-//! `[features]` table is looked at; every other line stays as it is.
+//! Codex's `config.toml`, edited and read as a TOML document (`toml_edit`):
+//! `init --write` adds `[features] hooks = true` (plus the plugin switches
+//! for plugin scope) and keeps every comment, key order, blank line and
+//! string of the user's file; `doctor` reads the features, the project trust
+//! and the per-hook trust records from the same parse. Text that only looks
+//! like TOML (a `[features]` line inside a multi-line string) is a string.
 
-/// `[features] hooks = true`, plus the plugin switches for plugin scope.
-fn wanted(plugin: bool) -> Vec<&'static str> {
-    let mut v = vec!["hooks = true"];
+use toml_edit::{DocumentMut, Item, Table, Value};
+
+/// `[features]` keys `init` sets: `hooks`, plus the plugin switches for
+/// plugin scope.
+fn wanted(plugin: bool) -> &'static [&'static str] {
     if plugin {
-        v.extend(["plugin_hooks = true", "plugins = true"]);
+        &["hooks", "plugin_hooks", "plugins"]
+    } else {
+        &["hooks"]
     }
-    v
 }
 
-fn unquote(s: &str) -> &str {
-    for q in ['"', '\''] {
-        if s.len() >= 2 && s.starts_with(q) && s.ends_with(q) {
-            return &s[1..s.len() - 1];
-        }
+/// Parses `text` as a TOML document; the error names the line and column.
+pub fn parse(text: &str) -> Result<DocumentMut, String> {
+    text.parse::<DocumentMut>()
+        .map_err(|e| one_line(&e.to_string()))
+}
+
+/// `toml_edit`'s error (a heading, a source excerpt with a caret, the
+/// reason) as one line: `TOML parse error at line 3, column 1: <reason>`.
+fn one_line(report: &str) -> String {
+    let mut lines = report.lines().map(str::trim_end).filter(|l| !l.is_empty());
+    let head = lines.next().unwrap_or("TOML parse error").to_owned();
+    let reason: Vec<&str> = lines
+        .filter(|l| !l.trim_start().starts_with('|') && !l.contains(" | "))
+        .map(str::trim)
+        .collect();
+    if reason.is_empty() {
+        head
+    } else {
+        format!("{head}: {}", reason.join("; "))
     }
-    s
 }
 
-/// The name of the standard table a line opens (`[features]`,
-/// `[ features ]  # switches`, `["features"]`), or `None` for any other line
-/// (array-of-tables headers `[[…]]` included: they never open `[features]`).
-pub fn table_header(line: &str) -> Option<String> {
-    let l = line.trim();
-    let inner = l.strip_prefix('[')?;
-    if inner.starts_with('[') {
-        return None;
-    }
-    let (name, rest) = inner.split_once(']')?;
-    let rest = rest.trim_start();
-    if !(rest.is_empty() || rest.starts_with('#')) {
-        return None;
-    }
-    Some(unquote(name.trim()).to_owned())
+/// The value of `features.<key>` as a boolean (`[features] hooks = false`,
+/// `features.hooks = false`, `features = { hooks = false }`), if set.
+pub fn feature(doc: &DocumentMut, key: &str) -> Option<bool> {
+    doc.get("features")?.get(key)?.as_bool()
 }
 
-fn is_header_line(line: &str) -> bool {
-    line.trim_start().starts_with('[')
-}
-
-/// The bare key of a `key = value` line (`"hooks"` unquoted).
-fn key_of(line: &str) -> Option<&str> {
-    let l = line.trim_start();
-    if l.starts_with('#') {
-        return None;
-    }
-    let (k, _) = l.split_once('=')?;
-    Some(unquote(k.trim()))
-}
-
-/// True when the root table defines `features` itself (`features.hooks =
-/// true`, `features = { … }`): a `[features]` table added after that would
-/// define it twice, which makes the whole file invalid TOML.
-pub fn features_outside_table(text: &str) -> bool {
-    text.lines()
-        .take_while(|l| !is_header_line(l))
-        .filter_map(key_of)
-        .any(|k| k == "features" || k.starts_with("features.") || k.starts_with("\"features\"."))
-}
-
-/// The value text of `key` in the `[features]` table (or a root dotted key
-/// `features.<key>`), comment removed.
-pub fn feature_value(text: &str, key: &str) -> Option<String> {
-    let dotted = format!("features.{key}");
-    let mut table: Option<String> = None;
-    for line in text.lines() {
-        if is_header_line(line) {
-            table = table_header(line);
-            continue;
-        }
-        let Some(k) = key_of(line) else { continue };
-        let hit = match table.as_deref() {
-            None => k.replace(' ', "") == dotted,
-            Some("features") => k == key,
-            Some(_) => false,
-        };
-        if hit {
-            let v = line.split_once('=').map(|(_, v)| v).unwrap_or_default();
-            return Some(v.split('#').next().unwrap_or_default().trim().to_owned());
-        }
-    }
-    None
-}
-
-/// True when `text` marks the project at `path` trusted
+/// True when `doc` marks the project at `path` trusted
 /// (`[projects."<path>"]` with `trust_level = "trusted"`): Codex loads a
 /// project's `.codex/` layer, hooks included, only then.
-pub fn project_trusted(text: &str, path: &str) -> bool {
-    let wanted = [
-        format!("[projects.\"{path}\"]"),
-        format!("[projects.'{path}']"),
-    ];
-    let mut inside = false;
-    for line in text.lines() {
-        if is_header_line(line) {
-            let head = line.split('#').next().unwrap_or_default().trim();
-            inside = wanted.iter().any(|w| w == head);
-            continue;
-        }
-        if inside && key_of(line) == Some("trust_level") {
-            let v = line.split_once('=').map(|(_, v)| v).unwrap_or_default();
-            let v = v.split('#').next().unwrap_or_default().trim();
-            if v == "\"trusted\"" || v == "'trusted'" {
-                return true;
-            }
-        }
+pub fn project_trusted(doc: &DocumentMut, path: &str) -> bool {
+    doc.get("projects")
+        .and_then(|p| p.get(path))
+        .and_then(|p| p.get("trust_level"))
+        .and_then(Item::as_str)
+        == Some("trusted")
+}
+
+/// True when some table of `doc` sets `allow_managed_hooks_only = true`
+/// (Codex's `requirements.toml`: only managed hooks run).
+pub fn managed_hooks_only(doc: &DocumentMut) -> bool {
+    fn walk(t: &dyn toml_edit::TableLike) -> bool {
+        t.iter().any(|(k, v)| {
+            (k == "allow_managed_hooks_only" && v.as_bool() == Some(true))
+                || v.as_table_like().is_some_and(walk)
+        })
     }
-    false
+    walk(doc.as_table())
 }
 
 /// One `[hooks.state."<key>"]` table: Codex's per-hook record of the hash
@@ -130,80 +86,39 @@ pub struct HookState {
 }
 
 /// The `[hooks.state."<key>"]` tables with their `trusted_hash` and
-/// `enabled` values (line-based, like the rest of this module).
-pub fn hook_states(text: &str) -> Vec<HookState> {
-    let mut out: Vec<HookState> = Vec::new();
-    let mut inside = false;
-    for line in text.lines() {
-        if is_header_line(line) {
-            inside = false;
-            if let Some(key) = state_key(line) {
-                out.push(HookState {
-                    key,
-                    trusted_hash: None,
-                    trusted_content_hash: None,
-                    enabled: None,
-                });
-                inside = true;
-            }
-            continue;
-        }
-        let Some(cur) = out.last_mut().filter(|_| inside) else {
-            continue;
-        };
-        let value = || {
-            let v = line.split_once('=').map(|(_, v)| v).unwrap_or_default();
-            let v = v.split('#').next().unwrap_or_default().trim();
-            v.to_owned()
-        };
-        match key_of(line) {
-            Some("trusted_hash") => {
-                let v = value();
-                let v = unquote(&v);
-                cur.trusted_hash = Some(v.to_owned());
-            }
-            Some("trusted_content_hash") => {
-                let v = value();
-                cur.trusted_content_hash = Some(unquote(&v).to_owned());
-            }
-            Some("enabled") => cur.enabled = value().parse().ok(),
-            _ => {}
-        }
-    }
-    out
+/// `enabled` values.
+pub fn hook_states(doc: &DocumentMut) -> Vec<HookState> {
+    let Some(states) = doc
+        .get("hooks")
+        .and_then(|h| h.get("state"))
+        .and_then(Item::as_table_like)
+    else {
+        return Vec::new();
+    };
+    let text = |v: &Item, key: &str| v.get(key).and_then(Item::as_str).map(str::to_owned);
+    states
+        .iter()
+        .map(|(key, v)| HookState {
+            key: key.to_owned(),
+            trusted_hash: text(v, "trusted_hash"),
+            trusted_content_hash: text(v, "trusted_content_hash"),
+            enabled: v.get("enabled").and_then(Item::as_bool),
+        })
+        .collect()
 }
 
 /// The plugin ids (`<name>@<marketplace>`) with a `[plugins."<id>"]` table
 /// that says `enabled = true`: the plugins Codex loads (hooks included)
 /// from `$CODEX_HOME/plugins/cache/<marketplace>/<name>/<version>/`.
-pub fn enabled_plugins(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut current: Option<String> = None;
-    for line in text.lines() {
-        if is_header_line(line) {
-            let head = line.split('#').next().unwrap_or_default().trim();
-            current = head
-                .strip_prefix("[plugins.")
-                .and_then(|r| r.strip_suffix(']'))
-                .map(|id| unquote(id.trim()).to_owned());
-            continue;
-        }
-        if let Some(id) = &current
-            && key_of(line) == Some("enabled")
-        {
-            let v = line.split_once('=').map(|(_, v)| v).unwrap_or_default();
-            if v.split('#').next().unwrap_or_default().trim() == "true" && !out.contains(id) {
-                out.push(id.clone());
-            }
-        }
-    }
-    out
-}
-
-fn state_key(line: &str) -> Option<String> {
-    let rest = line.trim().strip_prefix("[hooks.state.")?;
-    let (key, _) = rest.rsplit_once(']')?;
-    Some(unquote(key.trim()).to_owned())
+pub fn enabled_plugins(doc: &DocumentMut) -> Vec<String> {
+    let Some(plugins) = doc.get("plugins").and_then(Item::as_table_like) else {
+        return Vec::new();
+    };
+    plugins
+        .iter()
+        .filter(|(_, v)| v.get("enabled").and_then(Item::as_bool) == Some(true))
+        .map(|(id, _)| id.to_owned())
+        .collect()
 }
 
 /// Codex's label for a hook event in trust keys and hashes
@@ -282,70 +197,67 @@ pub fn hook_trust_hash(
     Some(format!("sha256:{hex}"))
 }
 
-/// Adds the missing `[features]` keys without touching anything else. An
-/// explicit choice (`hooks = false`) is kept, and a root that defines
-/// `features` with a dotted key or an inline table is left as it is (see
-/// [`features_outside_table`]).
-pub fn edit(existing: &str, plugin: bool) -> String {
-    if features_outside_table(existing) {
-        return existing.to_owned();
-    }
-    let lines: Vec<&str> = existing.lines().collect();
-    let header = lines
-        .iter()
-        .position(|l| table_header(l).as_deref() == Some("features"));
-    let wanted = wanted(plugin);
-    match header {
-        Some(h) => {
-            let end = lines[h + 1..]
-                .iter()
-                .position(|l| is_header_line(l))
-                .map_or(lines.len(), |i| h + 1 + i);
-            let present = |key: &str| lines[h + 1..end].iter().any(|l| key_of(l) == Some(key));
-            let add: Vec<&str> = wanted
-                .iter()
-                .filter(|w| !present(w.split('=').next().unwrap_or_default().trim()))
-                .copied()
-                .collect();
-            let mut out: Vec<&str> = lines[..=h].to_vec();
-            out.extend(add);
-            out.extend(&lines[h + 1..]);
-            let mut s = out.join("\n");
-            s.push('\n');
-            s
+/// Adds the missing `[features]` keys and changes nothing else. An explicit
+/// choice (`hooks = false`) is kept; a root that defines `features` with
+/// dotted keys or an inline table gets the keys in the same form (a second
+/// `[features]` table would make the file invalid). A file that is not TOML,
+/// or whose `features` is not a table, is refused with the reason.
+pub fn edit(existing: &str, plugin: bool) -> Result<String, String> {
+    let mut doc = parse(existing)?;
+    let had_content = !existing.trim().is_empty();
+    let features = doc.as_table_mut().entry("features").or_insert_with(|| {
+        let mut t = Table::new();
+        if had_content {
+            t.decor_mut().set_prefix("\n");
         }
-        None => {
-            let mut s = existing.to_owned();
-            if !s.is_empty() && !s.ends_with('\n') {
-                s.push('\n');
+        Item::Table(t)
+    });
+    match features {
+        Item::Table(t) => {
+            for &key in wanted(plugin) {
+                if !t.contains_key(key) {
+                    t.insert(key, toml_edit::value(true));
+                }
             }
-            if !s.is_empty() {
-                s.push('\n');
-            }
-            s.push_str("[features]\n");
-            for w in wanted {
-                s.push_str(w);
-                s.push('\n');
-            }
-            s
         }
+        Item::Value(Value::InlineTable(t)) => {
+            for &key in wanted(plugin) {
+                if !t.contains_key(key) {
+                    t.insert(key, Value::from(true));
+                }
+            }
+        }
+        _ => return Err("`features` is not a table".into()),
     }
+    let mut out = doc.to_string();
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn doc(text: &str) -> DocumentMut {
+        parse(text).unwrap()
+    }
+
     #[test]
     fn edit_preserves_the_rest() {
-        assert_eq!(edit("", false), "[features]\nhooks = true\n");
+        assert_eq!(edit("", false).unwrap(), "[features]\nhooks = true\n");
         let s = "model = \"x\" # keep\n\n[features]\nweb = true\n\n[other]\na = 1\n";
         assert_eq!(
-            edit(s, true),
-            "model = \"x\" # keep\n\n[features]\nhooks = true\nplugin_hooks = true\nplugins = true\nweb = true\n\n[other]\na = 1\n"
+            edit(s, true).unwrap(),
+            "model = \"x\" # keep\n\n[features]\nweb = true\nhooks = true\nplugin_hooks = true\nplugins = true\n\n[other]\na = 1\n"
         );
         let has = "[features]\nhooks = false\n";
-        assert_eq!(edit(has, false), has, "an explicit choice is kept");
+        assert_eq!(edit(has, false).unwrap(), has, "an explicit choice is kept");
+        assert_eq!(
+            edit("model = \"x\"\n", false).unwrap(),
+            "model = \"x\"\n\n[features]\nhooks = true\n"
+        );
     }
 
     #[test]
@@ -355,58 +267,109 @@ mod tests {
             "[ features ]\nweb = true\n",
             "[\"features\"]\nweb = true\n",
         ] {
-            let out = edit(s, false);
+            let out = edit(s, false).unwrap();
             assert_eq!(out.matches("features").count(), 1, "{out}");
-            assert!(out.contains("\nhooks = true\n"), "{out}");
+            assert!(out.starts_with(s), "{out}");
+            assert!(out.ends_with("\nhooks = true\n"), "{out}");
+            assert_eq!(feature(&doc(&out), "hooks"), Some(true));
         }
-        assert_eq!(table_header("[[features]]"), None);
-        assert_eq!(table_header("[features] x = 1"), None);
+    }
+
+    /// A dotted or inline `features` gets the key in its own form (a
+    /// second `[features]` table would make the file invalid TOML).
+    #[test]
+    fn root_dotted_or_inline_features_get_the_key_in_their_form() {
+        let out = edit("features.web = true\n", false).unwrap();
+        assert_eq!(out, "features.web = true\nfeatures.hooks = true\n");
+        let out = edit("features = { web = true }\n[x]\n", false).unwrap();
+        assert_eq!(out, "features = { web = true , hooks = true }\n[x]\n");
+        for out in [
+            edit("features.web = true\n", false).unwrap(),
+            edit("features = { web = true }\n[x]\n", false).unwrap(),
+        ] {
+            assert_eq!(feature(&doc(&out), "hooks"), Some(true), "{out}");
+        }
+        assert_eq!(
+            edit("features = 3\n", false).unwrap_err(),
+            "`features` is not a table"
+        );
+    }
+
+    /// Issue 18: a multi-line string holding `[features]` and `hooks = …`
+    /// text is a string, not a table; the real table is added after it.
+    #[test]
+    fn text_inside_multi_line_strings_is_not_toml_structure() {
+        let s = "instructions = \"\"\"\nExample config:\n[features]\nhooks = false\n\"\"\"\n# my comment\nmodel = 'o3'   # aligned\n";
+        let out = edit(s, false).unwrap();
+        assert!(out.starts_with(s), "the user's text is untouched: {out}");
+        assert_eq!(&out[s.len()..], "\n[features]\nhooks = true\n");
+        let d = doc(&out);
+        assert_eq!(feature(&d, "hooks"), Some(true));
+        assert!(
+            d["instructions"]
+                .as_str()
+                .unwrap()
+                .contains("[features]\nhooks = false")
+        );
+        assert_eq!(
+            feature(&doc(s), "hooks"),
+            None,
+            "doctor reads no switch from a string"
+        );
     }
 
     #[test]
-    fn root_dotted_or_inline_features_are_left_alone() {
-        for s in ["features.web = true\n", "features = { web = true }\n[x]\n"] {
-            assert!(features_outside_table(s));
-            assert_eq!(edit(s, false), s);
-        }
-        assert!(!features_outside_table("[x]\nfeatures.web = true\n"));
+    fn invalid_toml_is_refused_with_the_line() {
+        let e = edit("model = \"x\"\n[features\n", false).unwrap_err();
+        assert!(e.starts_with("TOML parse error at line 2"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
     }
 
     #[test]
     fn project_trust_and_hook_state_are_read() {
-        let t = "[projects.\"/w/repo\"]\ntrust_level = \"trusted\" # yes\n[hooks.state.\"/w/repo/.codex/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:1\"\n";
-        assert!(project_trusted(t, "/w/repo"));
-        assert!(!project_trusted(t, "/w/other"));
+        let t = doc(
+            "[projects.\"/w/repo\"]\ntrust_level = \"trusted\" # yes\n[hooks.state.\"/w/repo/.codex/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:1\"\n",
+        );
+        assert!(project_trusted(&t, "/w/repo"));
+        assert!(!project_trusted(&t, "/w/other"));
         assert!(!project_trusted(
-            "[projects.\"/w/repo\"]\ntrust_level = \"untrusted\"\n",
+            &doc("[projects.\"/w/repo\"]\ntrust_level = \"untrusted\"\n"),
             "/w/repo"
         ));
         assert!(!project_trusted(
-            "[other]\ntrust_level = \"trusted\"\n",
+            &doc("[other]\ntrust_level = \"trusted\"\n"),
             "/w/repo"
         ));
-        let keys: Vec<String> = hook_states(t).into_iter().map(|s| s.key).collect();
+        let keys: Vec<String> = hook_states(&t).into_iter().map(|s| s.key).collect();
         assert_eq!(keys, ["/w/repo/.codex/hooks.json:stop:0:0"]);
     }
 
     #[test]
     fn feature_values() {
         assert_eq!(
-            feature_value("[features] # c\nhooks = false # off\n", "hooks").as_deref(),
-            Some("false")
+            feature(&doc("[features] # c\nhooks = false # off\n"), "hooks"),
+            Some(false)
         );
         assert_eq!(
-            feature_value("features.hooks = false\n", "hooks").as_deref(),
-            Some("false")
+            feature(&doc("features.hooks = false\n"), "hooks"),
+            Some(false)
         );
-        assert_eq!(feature_value("[other]\nhooks = false\n", "hooks"), None);
+        assert_eq!(feature(&doc("[other]\nhooks = false\n"), "hooks"), None);
+        assert!(managed_hooks_only(&doc(
+            "allow_managed_hooks_only = true\n"
+        )));
+        assert!(!managed_hooks_only(&doc(
+            "note = \"\"\"\nallow_managed_hooks_only = true\n\"\"\"\n"
+        )));
     }
 
     #[test]
     fn hook_states_read_hash_and_enabled() {
-        let t = "[hooks.state.\"/r/.codex/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:ab\" # mine\nenabled = false\n[other]\ntrusted_hash = \"x\"\n[hooks.state.'/r/.codex/hooks.json:pre_tool_use:1:0']\nenabled = true\n";
+        let t = doc(
+            "[hooks.state.\"/r/.codex/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:ab\" # mine\nenabled = false\n[other]\ntrusted_hash = \"x\"\n[hooks.state.'/r/.codex/hooks.json:pre_tool_use:1:0']\nenabled = true\n",
+        );
         assert_eq!(
-            hook_states(t),
+            hook_states(&t),
             [
                 HookState {
                     key: "/r/.codex/hooks.json:stop:0:0".into(),
@@ -426,9 +389,9 @@ mod tests {
 
     #[test]
     fn plugin_states_and_enabled_plugins() {
-        let t = "[plugins.\"evidence-gate@eg-local\"]\nenabled = true\n[plugins.\"off@m\"]\nenabled = false\n[hooks.state.\"evidence-gate@eg-local:hooks/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:a\"\ntrusted_content_hash = \"sha256:b\"\n";
-        assert_eq!(enabled_plugins(t), ["evidence-gate@eg-local"]);
-        let s = hook_states(t);
+        let t = doc("[plugins.\"evidence-gate@eg-local\"]\nenabled = true\n[plugins.\"off@m\"]\nenabled = false\n[hooks.state.\"evidence-gate@eg-local:hooks/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:a\"\ntrusted_content_hash = \"sha256:b\"\n");
+        assert_eq!(enabled_plugins(&t), ["evidence-gate@eg-local"]);
+        let s = hook_states(&t);
         assert_eq!(s[0].key, "evidence-gate@eg-local:hooks/hooks.json:stop:0:0");
         assert_eq!(s[0].trusted_content_hash.as_deref(), Some("sha256:b"));
     }

@@ -14,7 +14,7 @@ use crate::ambient::{self, Ambient};
 use crate::hooks::host::Host;
 use crate::rules::RuleSet;
 use crate::store::{self, Durability};
-use wiring::Binary;
+use wiring::{Binary, Row};
 
 /// Where the wiring goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +30,16 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// The `--scope` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Project => "project",
+            Scope::User => "user",
+            Scope::Local => "local",
+            Scope::Plugin => "plugin",
+        }
+    }
+
     /// Parses a `--scope` value.
     pub fn from_name(s: &str) -> Option<Scope> {
         match s {
@@ -63,6 +73,10 @@ pub struct Options {
     pub with_ultrawork: bool,
     /// `--team-guard` (Claude Code has it on by default).
     pub team_guard: bool,
+    /// `--only`: wire only these events (hook names such as
+    /// `subagent-stop`, or host event names such as `SubagentStop`); empty
+    /// wires every event the host supports.
+    pub only: Vec<String>,
 }
 
 /// One file `init` printed or wrote.
@@ -145,6 +159,22 @@ pub fn workspace_wiring_files() -> Vec<&'static str> {
 }
 
 fn targets(host: Host, scope: Scope) -> Result<Vec<Target>, Error> {
+    targets_of(host, scope).ok_or_else(|| {
+        Error::Usage(format!(
+            "scope `{}` is not available for {}; use {}",
+            scope.name(),
+            host.name(),
+            [Scope::Project, Scope::User, Scope::Local, Scope::Plugin]
+                .into_iter()
+                .filter(|s| targets_of(host, *s).is_some())
+                .map(Scope::name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })
+}
+
+fn targets_of(host: Host, scope: Scope) -> Option<Vec<Target>> {
     use Base::{CodexHome, Home, Workspace};
     let t = |base, rel, kind| Target { base, rel, kind };
     let list = match (host, scope) {
@@ -176,14 +206,9 @@ fn targets(host: Host, scope: Scope) -> Result<Vec<Target>, Error> {
         (Host::Gemini, Scope::User) => vec![t(Home, ".gemini/settings.json", Kind::HooksJson)],
         (Host::Agy, Scope::Project) => vec![t(Workspace, ".agents/hooks.json", Kind::HooksJson)],
         (Host::Agy, Scope::User) => vec![t(Home, ".gemini/config/hooks.json", Kind::HooksJson)],
-        (h, s) => {
-            return Err(Error::Usage(format!(
-                "scope `{s:?}` is not available for {}",
-                h.name()
-            )));
-        }
+        _ => return None,
     };
-    Ok(list)
+    Some(list)
 }
 
 fn resolve_binary(
@@ -223,6 +248,9 @@ fn resolve_binary(
                     .join(p)
             }
         }
+        // Project wiring is committed: it names the binary as found on
+        // PATH, never this machine's path to it.
+        None if o.scope == Scope::Project => return Ok(portable(amb, notes)),
         None => amb
             .current_exe()
             .map_err(|e| unresolved(format!("the running executable cannot be named: {e}")))?,
@@ -242,6 +270,79 @@ fn resolve_binary(
         ));
     }
     Ok(Binary::Path(text.to_owned()))
+}
+
+/// The binary's name on PATH.
+const PORTABLE_NAME: &str = "evidence-gate";
+
+/// The command word of project-scoped wiring: `evidence-gate`, looked up on
+/// PATH when the host runs the hook. A note says when PATH finds no such
+/// executable, or another one than the running binary.
+fn portable(amb: &dyn Ambient, notes: &mut Vec<String>) -> Binary {
+    match find_on_path(amb, PORTABLE_NAME) {
+        None => notes.push(format!(
+            "warning: `{PORTABLE_NAME}` is not on PATH, so these hooks cannot start until it is: install it (`cargo install --locked --path .` in a checkout, or copy the binary into a PATH directory), or rerun with `--binary PATH` to wire an absolute path (for this machine only; not for committed files)"
+        )),
+        Some(found) => {
+            let me = amb.current_exe().and_then(|p| amb.canonicalize(&p)).ok();
+            if me.is_some() && amb.canonicalize(&found).ok() != me {
+                notes.push(format!(
+                    "`{PORTABLE_NAME}` on PATH is {}, not the running binary; the hooks run the one on PATH",
+                    found.display()
+                ));
+            }
+        }
+    }
+    notes.push(format!(
+        "the commands name `{PORTABLE_NAME}` as found on PATH, so the committed files work on every machine that has it installed (`--binary PATH` wires an absolute path instead)"
+    ));
+    Binary::Bare(PORTABLE_NAME.to_owned())
+}
+
+/// The first executable `name` in a PATH directory.
+pub(crate) fn find_on_path(amb: &dyn Ambient, name: &str) -> Option<PathBuf> {
+    let file = if cfg!(windows) {
+        format!("{name}.exe")
+    } else {
+        name.to_owned()
+    };
+    let path = amb.var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join(&file))
+        .find(|c| is_executable(amb, c))
+}
+
+/// Keeps the rows `only` names (hook names or host event names, case,
+/// `-` and `_` ignored); a name the host does not wire is a usage error
+/// that lists what it does wire.
+pub fn select_rows(host: Host, rows: Vec<Row>, only: &[String]) -> Result<Vec<Row>, String> {
+    if only.is_empty() {
+        return Ok(rows);
+    }
+    let norm = |s: &str| s.replace(['-', '_'], "").to_ascii_lowercase();
+    for want in only {
+        let w = norm(want);
+        if !rows
+            .iter()
+            .any(|r| norm(r.event.name()) == w || norm(r.host_event) == w)
+        {
+            let mut names: Vec<&str> = rows.iter().map(|r| r.event.name()).collect();
+            names.dedup();
+            return Err(format!(
+                "--only `{want}`: {} wires no such event; it wires {} (hook names or the host's event names)",
+                host.name(),
+                names.join(", ")
+            ));
+        }
+    }
+    Ok(rows
+        .into_iter()
+        .filter(|r| {
+            only.iter()
+                .any(|w| norm(w) == norm(r.event.name()) || norm(w) == norm(r.host_event))
+        })
+        .collect())
 }
 
 fn is_executable(amb: &dyn Ambient, path: &Path) -> bool {
@@ -406,8 +507,11 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Report, Error> {
     let mut notes = Vec::new();
     let targets = targets(o.host, o.scope)?;
     let binary = resolve_binary(o, amb, &mut notes)?;
-    let rows = wiring::rows(o.host, &shape(o, amb)?);
-    let binary = if o.host == Host::Agy && o.write {
+    let rows = select_rows(o.host, wiring::rows(o.host, &shape(o, amb)?), &o.only)
+        .map_err(Error::Usage)?;
+    // agy's argument-free links live in the user's configuration only: the
+    // repository never receives a binary.
+    let binary = if o.host == Host::Agy && o.write && o.scope == Scope::User {
         agy::links(o, amb, &binary, &rows, &mut notes)?
     } else {
         agy::Commands::Shared(binary)
@@ -423,8 +527,10 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Report, Error> {
         ),
         _ => {}
     }
-    if o.host == Host::Agy && !o.write {
-        notes.push("with --write, the agy commands point at argument-free links in .agents/bin/ (evidence-gate-hook-<event>), for builds that run only a bare executable path".into());
+    match (o.host, o.scope, o.write) {
+        (Host::Agy, Scope::User, false) => notes.push("with --write, the agy commands point at argument-free links in ~/.gemini/config/bin/ (evidence-gate-hook-<event>), for builds that run only a bare executable path".into()),
+        (Host::Agy, Scope::Project, _) => notes.push("agy: the project commands run `hook <event> --host agy …` and no binary is placed in the repository; an agy build that runs only an argument-free executable path needs the user wiring instead (`evidence-gate init --host agy --scope user --write` links evidence-gate-hook-<event> under ~/.gemini/config/bin)".into()),
+        _ => {}
     }
     let home = || {
         ambient::var(amb, "HOME")
@@ -462,12 +568,14 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Report, Error> {
                     })?,
                     None => String::new(),
                 };
-                if codex_toml::features_outside_table(&text) {
-                    notes.push(format!(
-                        "warning: {display} defines `features` with a dotted key or an inline table, so no `[features]` table was added; set `features.hooks = true` there yourself"
-                    ));
-                }
-                codex_toml::edit(&text, o.scope == Scope::Plugin)
+                codex_toml::edit(&text, o.scope == Scope::Plugin).map_err(|why| {
+                    Error::Refused {
+                        code: "INIT_CONFIG_INVALID",
+                        message: format!(
+                            "{display}: {why}; the file was left untouched (fix it, then rerun `evidence-gate init`)"
+                        ),
+                    }
+                })?
             }
             Kind::HooksJson => {
                 let parsed = match &existing {

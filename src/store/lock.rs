@@ -50,6 +50,28 @@ pub enum LockError {
     Io(io::Error),
 }
 
+impl std::fmt::Display for LockError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockError::Timeout { waited_ms, holder } => {
+                let who = holder
+                    .as_ref()
+                    .and_then(|h| h.get("command").and_then(Value::as_str))
+                    .map(|c| format!(" (held by `{c}`)"))
+                    .unwrap_or_default();
+                write!(
+                    f,
+                    "another process holds the lock{who}; waited {waited_ms} ms (retry when it finishes)"
+                )
+            }
+            LockError::Unsafe { what } => {
+                write!(f, "the lock file is {what}; remove it and retry")
+            }
+            LockError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
 /// A held lock. Released (file deleted, then unlocked) by [`MutationLock::release`]
 /// or on drop.
 #[derive(Debug)]

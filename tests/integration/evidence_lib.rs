@@ -120,3 +120,45 @@ fn verify_files_of_nothing_is_never_a_pass() {
     let r = evidence_gate::evidence::verify_files(&root(&repo), &[], "none", None);
     assert_eq!(r.verdict(), Verdict::Error);
 }
+
+/// Issue 18: long payload verifies report progress through a callback (the
+/// command line draws the bar); the library itself prints nothing.
+#[test]
+fn payload_verification_reports_each_file_to_the_progress_callback() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    #[derive(Default)]
+    struct Count {
+        planned: AtomicU64,
+        done: AtomicU64,
+        bytes: AtomicU64,
+    }
+    impl evidence_gate::evidence::FileProgress for Count {
+        fn start(&self, files: u64) {
+            self.planned.fetch_add(files, Ordering::Relaxed);
+        }
+        fn done(&self, bytes: u64) {
+            self.done.fetch_add(1, Ordering::Relaxed);
+            self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+    let repo = Repo::new();
+    repo.write("a.txt", "a\n");
+    repo.write("b.txt", "bbb\n");
+    let root = root(&repo);
+    let p = payload::from_value(crate::evidence_cli::payload(
+        json!([{"path": "a.txt"}, {"path": "b.txt"}]),
+    ))
+    .unwrap();
+    let count = Count::default();
+    let r = evidence_gate::evidence::verify_payload_with_progress(
+        &root,
+        &p,
+        "p",
+        VerifyOptions::default(),
+        Some(&count),
+    );
+    assert_eq!(r.verdict(), Verdict::Pass, "{:?}", codes(&r));
+    assert_eq!(count.planned.load(Ordering::Relaxed), 2);
+    assert_eq!(count.done.load(Ordering::Relaxed), 2);
+    assert_eq!(count.bytes.load(Ordering::Relaxed), 6);
+}

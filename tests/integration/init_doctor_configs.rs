@@ -58,11 +58,11 @@ fn init_write_keeps_codex_config_toml_valid_under_commented_or_spaced_headers() 
     for (existing, want) in [
         (
             "[features] # switches\nweb_search = true\n",
-            "[features] # switches\nhooks = true\nweb_search = true\n",
+            "[features] # switches\nweb_search = true\nhooks = true\n",
         ),
         (
             "model = \"x\"\n[ features ]\nweb_search = true\n",
-            "model = \"x\"\n[ features ]\nhooks = true\nweb_search = true\n",
+            "model = \"x\"\n[ features ]\nweb_search = true\nhooks = true\n",
         ),
     ] {
         let h = HookRepo::new();
@@ -75,17 +75,64 @@ fn init_write_keeps_codex_config_toml_valid_under_commented_or_spaced_headers() 
     }
 }
 
+/// A root that defines `features` with dotted keys gets `features.hooks`
+/// in the same form (a `[features]` table would define it twice).
 #[test]
-fn init_write_leaves_root_dotted_features_alone_and_says_so() {
+fn init_write_adds_hooks_to_root_dotted_features_in_their_form() {
     let h = HookRepo::new();
     let existing = "features.web_search = true\n\n[model]\nname = \"x\"\n";
     h.write(".codex/config.toml", existing);
     let (code, v) = init_json(&h, &["--host", "codex"]);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(read(&h, ".codex/config.toml"), existing);
-    assert_eq!(v["files"][1]["action"], "unchanged");
-    let notes = v["notes"].to_string();
-    assert!(notes.contains("features.hooks = true"), "{notes}");
+    assert_eq!(
+        read(&h, ".codex/config.toml"),
+        "features.web_search = true\nfeatures.hooks = true\n\n[model]\nname = \"x\"\n"
+    );
+    assert_eq!(v["files"][1]["action"], "update");
+}
+
+/// Issue 18: the line-based edit put `hooks = true` inside a multi-line
+/// string that held `[features]` text, and doctor then said ok. The string,
+/// comments and layout stay as written; the real table is added; doctor
+/// reads the switch from a TOML parse.
+#[test]
+fn init_write_never_edits_inside_a_multi_line_string() {
+    let h = HookRepo::new();
+    let existing = "# my Codex settings\nmodel = \"gpt-5\"   # aligned\ndeveloper_instructions = \"\"\"\nWhen editing TOML, write:\n[features]\nhooks = false\n\"\"\"\n\n[projects.\"/elsewhere\"]\ntrust_level = \"trusted\"\n";
+    h.write(".codex/config.toml", existing);
+    let (code, v) = init_json(&h, &["--host", "codex"]);
+    assert_eq!(code, 0, "{v}");
+    let out = read(&h, ".codex/config.toml");
+    assert!(
+        out.starts_with(existing),
+        "the user's text is untouched: {out}"
+    );
+    assert_eq!(&out[existing.len()..], "\n[features]\nhooks = true\n");
+    let (_, checks) = doctor(&h, "codex");
+    check(&checks, "codex.features", "ok");
+}
+
+/// A config.toml that is not TOML is refused with the line, never rewritten;
+/// doctor fails it with the same reason.
+#[test]
+fn invalid_codex_config_toml_is_refused_and_failed_by_doctor() {
+    let h = HookRepo::new();
+    let broken = "model = \"gpt-5\"\n[features\nhooks = true\n";
+    h.write(".codex/config.toml", broken);
+    let (code, v) = init_json(&h, &["--host", "codex"]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["error"]["code"], "INIT_CONFIG_INVALID");
+    let m = v["error"]["message"].as_str().unwrap();
+    assert!(m.contains("TOML parse error at line 2"), "{m}");
+    assert!(m.contains("left untouched"), "{m}");
+    assert_eq!(read(&h, ".codex/config.toml"), broken);
+    let (code, checks) = doctor(&h, "codex");
+    assert_eq!(code, 1);
+    let c = check(&checks, "codex.config", "fail");
+    assert!(
+        c["message"].as_str().unwrap().contains("not valid TOML"),
+        "{c}"
+    );
 }
 
 #[test]
@@ -250,8 +297,26 @@ fn agy_links_the_binary_behind_a_symlink() {
     std::fs::copy(bin("evidence-gate"), h.join("opt/eg/evidence-gate")).unwrap();
     std::os::unix::fs::symlink("../opt/eg/evidence-gate", h.join("bin/evidence-gate")).unwrap();
     let link = h.join("bin/evidence-gate");
-    init_with_binary(&h, "agy", &link);
-    let multi = h.join(".agents/bin/evidence-gate-hook-stop");
+    let run = h.run(
+        &[
+            "init",
+            "--json",
+            "--write",
+            "--host",
+            "agy",
+            "--scope",
+            "user",
+            "--binary",
+            link.to_str().unwrap(),
+        ],
+        b"",
+        &[home(&h)],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let multi = h
+        .state_home
+        .path()
+        .join(".gemini/config/bin/evidence-gate-hook-stop");
     let meta = std::fs::symlink_metadata(&multi).unwrap();
     assert!(meta.is_file(), "a link to the binary, not to the symlink");
     let (code, checks) = doctor(&h, "agy");

@@ -14,6 +14,7 @@ mod ci_audit_gate;
 mod ci_audit_properties;
 mod ci_formats;
 mod ci_support;
+mod cli_conventions;
 mod common;
 mod docs_commands;
 mod drills;

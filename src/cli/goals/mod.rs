@@ -311,6 +311,11 @@ pub(crate) enum Outcome {
     Reply(Reply),
     /// Text printed to stdout with an exit code (help, unknown subcommand).
     Plain(String, u8),
+    /// An unknown subcommand: the message on stderr, the help on stdout, exit 1.
+    Unknown {
+        message: String,
+        help: String,
+    },
     Error(GoalError, String),
 }
 
@@ -319,6 +324,11 @@ fn emit(outcome: Outcome, json_mode: bool, io: &mut Io<'_>) -> u8 {
         Outcome::Plain(text, code) => {
             let _ = io.stdout.write_all(text.as_bytes());
             code
+        }
+        Outcome::Unknown { message, help } => {
+            let _ = writeln!(io.stderr, "{message}");
+            let _ = io.stdout.write_all(help.as_bytes());
+            1
         }
         Outcome::Reply(r) => {
             let code = if r.ok { 0 } else { 1 };
@@ -381,9 +391,11 @@ fn dispatch(
     let fallback_display = display_name(profile);
     let fail = |e: GoalError| Outcome::Error(e, fallback_display.clone());
     let globals = args::parse(rest, &global_flags());
-    let root = match amb.open_dir(Path::new(".")) {
+    // Run from a subdirectory, the command works on the repository root.
+    let root_path = super::find_root(amb);
+    let root = match amb.open_dir(&root_path) {
         Ok(d) => d,
-        Err(e) => return fail(GoalError::io(".", "open", &e)),
+        Err(e) => return fail(GoalError::io(&root_path.display().to_string(), "open", &e)),
     };
     let mut owned = Vec::new();
     match crate::rules::read_user_config(amb) {
@@ -430,7 +442,14 @@ fn dispatch(
         Ok(v) => v,
         Err(e) => return fail(e),
     };
-    let engine = match build_engine(profile, explicit, lock_timeout_ms, root, &rules, amb) {
+    let engine = match build_engine(
+        profile,
+        explicit,
+        lock_timeout_ms,
+        (root, &root_path),
+        &rules,
+        amb,
+    ) {
         Ok(e) => e,
         Err(e) => return fail(e),
     };
@@ -441,15 +460,26 @@ fn dispatch(
         Some(h) => p.compat.subcommand_aliases.get(h).map_or(h, String::as_str),
     };
     if !SUBCOMMANDS.contains(&head) {
+        // Exit 1 like every goal-engine error (goal-engine.md §4.1).
+        let guess = super::did_you_mean(head, SUBCOMMANDS.iter().copied());
         if rest.iter().any(|t| t == "--json") {
+            let hint = guess
+                .map(|g| format!(" Did you mean `{g}`?"))
+                .unwrap_or_default();
             return fail(GoalError::new(
                 ErrorKind::SubcommandUnknown {
                     command: head.to_owned(),
                 },
-                format!("Unknown {display} subcommand: {head}."),
+                format!("Unknown {display} subcommand: {head}.{hint}"),
             ));
         }
-        return Outcome::Plain(crate::goals::handoff::help(&engine), 1);
+        let hint = guess
+            .map(|g| format!("; did you mean `{g}`?"))
+            .unwrap_or_default();
+        return Outcome::Unknown {
+            message: format!("[{display}] unknown subcommand `{head}`{hint}"),
+            help: crate::goals::handoff::help(&engine),
+        };
     }
     let env = |k: &str| ambient::var(amb, k);
     let worker = crate::goals::team::env_marker(&engine.profile, &env);
@@ -503,7 +533,7 @@ pub(crate) fn build_engine(
     profile: &str,
     explicit: Option<Option<&str>>,
     lock_timeout_ms: Option<u64>,
-    root: cap_std::fs::Dir,
+    (root, root_path): (cap_std::fs::Dir, &Path),
     rules: &RuleSet,
     amb: &dyn Ambient,
 ) -> Result<Engine, GoalError> {
@@ -525,6 +555,7 @@ pub(crate) fn build_engine(
     let root_abs = amb
         .current_dir()
         .ok()
+        .map(|d| path_clean::clean(d.join(root_path)))
         .and_then(|d| d.to_str().map(str::to_owned));
     Engine::new(
         root,
@@ -536,7 +567,7 @@ pub(crate) fn build_engine(
             lock_timeout_ms,
             root_abs,
             surface: surface_inputs(rules, amb),
-            diagnostics: diagnostics_sink(amb),
+            diagnostics: diagnostics_sink_at(amb, root_path),
         },
     )
 }
@@ -544,7 +575,11 @@ pub(crate) fn build_engine(
 /// The engine's diagnostics target: the per-user state of the workspace at
 /// the current directory (docs/threat-model.md#tm-3), never the workspace itself.
 fn diagnostics_sink(amb: &dyn Ambient) -> crate::goals::diagnostics::Sink {
-    let canonical = amb.canonicalize(Path::new(".")).ok();
+    diagnostics_sink_at(amb, &super::find_root(amb))
+}
+
+fn diagnostics_sink_at(amb: &dyn Ambient, root: &Path) -> crate::goals::diagnostics::Sink {
+    let canonical = amb.canonicalize(root).ok();
     crate::goals::diagnostics::Sink::open(amb, canonical.as_deref())
 }
 

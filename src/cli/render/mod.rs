@@ -99,12 +99,20 @@ pub fn render(run: &Run, format: Format, quiet: bool, color: bool) -> Result<Vec
     }
 }
 
+/// `s` in the style named by `code` (`1;32` bold green, `1;31` bold red,
+/// `1;33` bold yellow, `33` yellow) when `color` is on.
 fn paint(color: bool, code: &str, s: &str) -> String {
-    if color {
-        format!("\x1b[{code}m{s}\x1b[0m")
-    } else {
-        s.to_owned()
+    use anstyle::{AnsiColor, Style};
+    if !color {
+        return s.to_owned();
     }
+    let style = match code {
+        "1;32" => Style::new().bold().fg_color(Some(AnsiColor::Green.into())),
+        "1;31" => Style::new().bold().fg_color(Some(AnsiColor::Red.into())),
+        "1;33" => Style::new().bold().fg_color(Some(AnsiColor::Yellow.into())),
+        _ => Style::new().fg_color(Some(AnsiColor::Yellow.into())),
+    };
+    format!("{style}{s}{style:#}")
 }
 
 fn text(run: &Run, quiet: bool, color: bool) -> String {
@@ -158,7 +166,7 @@ pub(crate) fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     crate::text::escape_unprintable(s)
 }
 
-/// The one summary line: `PASSED: …`, `FAILED: N findings in M payloads` or
+/// The one summary line: `PASSED: …`, `FAILED: 7 findings in 1 payload` or
 /// `ERROR: could not verify: …`.
 pub(crate) fn summary_line(run: &Run, color: bool) -> String {
     if let Scope::Repository(s) = run.scope {

@@ -1,0 +1,353 @@
+//! Command-line conventions (issue 18): did-you-mean for mistyped
+//! subcommands, `--json` on `verify`, plurals, errors that name their fix,
+//! completions and the man page, colour variables, a read-only `doctor`,
+//! the repository root found from a subdirectory, and exit 130 on Ctrl-C.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::common::{Repo, bin, run_in};
+
+fn example() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/payloads/example")
+}
+
+#[test]
+fn a_mistyped_subcommand_names_the_closest_one_and_exits_2() {
+    let r = Repo::new();
+    let run = r.run("evidence-gate", &["vrify"], None);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .starts_with("error: unknown subcommand `vrify`; did you mean `verify`?"),
+        "{}",
+        run.stderr
+    );
+    let run = r.run("evidence-gate", &["gate", "chek", "g.json"], None);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains("unknown subcommand `chek`; did you mean `check`?"),
+        "{}",
+        run.stderr
+    );
+    // Nothing close: no guess, still the fix.
+    let run = r.run("evidence-gate", &["zzzzzz"], None);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("unknown subcommand `zzzzzz`"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("did you mean"), "{}", run.stderr);
+    assert!(run.stderr.contains("--help"), "{}", run.stderr);
+}
+
+/// The goal engine exits 1 on every error (goal-engine.md §4.1), the
+/// unknown subcommand included; the guess is on stderr, the help on stdout.
+#[test]
+fn the_goal_engine_suggests_a_subcommand_too() {
+    let r = Repo::new();
+    let run = r.run("evidence-gate", &["ulw-loop", "stauts"], None);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr,
+        "[ulw-loop] unknown subcommand `stauts`; did you mean `status`?\n"
+    );
+    assert!(
+        run.stdout.contains("create-goals"),
+        "the help: {}",
+        run.stdout
+    );
+    let run = r.run("evidence-gate", &["ulw-loop", "stauts", "--json"], None);
+    assert_eq!(run.code, 1);
+    let v = run.json();
+    assert_eq!(v["error"]["code"], "ULW_LOOP_SUBCOMMAND_UNKNOWN");
+    assert_eq!(
+        v["error"]["message"],
+        "Unknown ulw-loop subcommand: stauts. Did you mean `status`?"
+    );
+}
+
+#[test]
+fn verify_takes_json_like_every_other_command() {
+    let r = Repo::new();
+    let root = example();
+    let payload = root.join("evidence.json");
+    let args = |extra: &str| {
+        vec![
+            "verify".to_owned(),
+            "--root".to_owned(),
+            root.to_str().unwrap().to_owned(),
+            payload.to_str().unwrap().to_owned(),
+            extra.to_owned(),
+        ]
+    };
+    let a = args("--json");
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let json = r.run("evidence-gate", &a, None);
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let b = args("--format=json");
+    let b: Vec<&str> = b.iter().map(String::as_str).collect();
+    let format = r.run("evidence-gate", &b, None);
+    assert_eq!(json.stdout, format.stdout);
+    assert_eq!(json.json()["verdict"], "pass");
+    assert_eq!(json.stderr, "", "no progress bar without a terminal");
+    let run = r.run(
+        "verify-evidence",
+        &["--json", "--format", "sarif", payload.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(run.code, 2, "--json and another --format conflict");
+}
+
+/// `NOTHING_TO_VERIFY` names the flag that accepts an empty repository.
+#[test]
+fn nothing_to_verify_names_allow_empty() {
+    let r = Repo::new();
+    r.mkdir(".git");
+    let run = r.run("verify-evidence", &[], None);
+    assert_eq!(run.code, 1);
+    assert!(run.stdout.contains("NOTHING_TO_VERIFY"), "{}", run.stdout);
+    assert!(run.stdout.contains("pass --allow-empty"), "{}", run.stdout);
+    assert_eq!(r.run("verify-evidence", &["--allow-empty"], None).code, 0);
+}
+
+/// Issue 18: `verify-evidence` and the goal engine work on the repository
+/// root from a subdirectory; `--root` still wins.
+#[test]
+fn the_repository_root_is_found_from_a_subdirectory() {
+    let r = Repo::new();
+    r.mkdir(".git");
+    let sub = r.mkdir("src/deep");
+    let home = tempfile::tempdir().unwrap();
+    let mut env = crate::goals_support::clean_env();
+    let home_s = home.path().to_str().unwrap().to_owned();
+    let config_s = r.config.path().to_str().unwrap().to_owned();
+    env.retain(|(k, _)| !matches!(*k, "HOME" | "XDG_STATE_HOME" | "XDG_CONFIG_HOME"));
+    let mut env: Vec<(&str, &str)> = env;
+    env.extend([
+        ("HOME", home_s.as_str()),
+        ("XDG_STATE_HOME", home_s.as_str()),
+        ("XDG_CONFIG_HOME", config_s.as_str()),
+    ]);
+    let created = run_in(
+        &sub,
+        "evidence-gate",
+        &["ulw-loop", "create-goals", "--brief", "- a", "--json"],
+        None,
+        &env,
+    );
+    assert_eq!(created.code, 0, "{}{}", created.stdout, created.stderr);
+    assert!(
+        r.join(".omo/ulw-loop/goals.json").is_file(),
+        "state at the root"
+    );
+    assert!(!sub.join(".omo").exists(), "nothing in the subdirectory");
+    let status = run_in(
+        &sub,
+        "evidence-gate",
+        &["ulw-loop", "status", "--json"],
+        None,
+        &env,
+    );
+    assert_eq!(status.code, 0, "{}", status.stdout);
+    // The audit from the subdirectory sees the root's state.
+    let audit = run_in(&sub, "verify-evidence", &["--format", "json"], None, &env);
+    let v = audit.json();
+    assert_ne!(
+        audit.codes(),
+        ["NOTHING_TO_VERIFY"],
+        "the root's state was audited: {v}"
+    );
+    // `--root .` names the subdirectory itself: nothing there.
+    let here = run_in(
+        &sub,
+        "verify-evidence",
+        &["--root", ".", "--format", "json"],
+        None,
+        &env,
+    );
+    assert_eq!(here.codes(), ["NOTHING_TO_VERIFY"]);
+}
+
+#[test]
+fn completions_and_the_man_page_cover_every_command() {
+    let r = Repo::new();
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let run = r.run("evidence-gate", &["completions", shell], None);
+        assert_eq!(run.code, 0, "{shell}: {}", run.stderr);
+        for word in [
+            "verify",
+            "doctor",
+            "ulw-loop",
+            "create-goals",
+            "subagent-stop",
+            "allow-empty",
+        ] {
+            assert!(run.stdout.contains(word), "{shell} lacks {word}");
+        }
+    }
+    let run = r.run("evidence-gate", &["completions", "tcsh"], None);
+    assert_eq!(run.code, 2);
+    let man = r.run("evidence-gate", &["man"], None);
+    assert_eq!(man.code, 0, "{}", man.stderr);
+    assert!(
+        man.stdout.starts_with(".ie") || man.stdout.contains(".TH"),
+        "{}",
+        &man.stdout[..200.min(man.stdout.len())]
+    );
+    for word in [
+        "evidence\\-gate",
+        "verify",
+        "Exit status",
+        "130",
+        "NO_COLOR",
+    ] {
+        assert!(man.stdout.contains(word), "man page lacks {word}");
+    }
+}
+
+#[test]
+fn help_documents_the_exit_codes() {
+    let r = Repo::new();
+    let run = r.run("evidence-gate", &["--help"], None);
+    assert_eq!(run.code, 0);
+    for line in [
+        "  0    success",
+        "  1    blocked",
+        "  2    usage error",
+        "  130  interrupted",
+    ] {
+        assert!(run.stdout.contains(line), "{line}: {}", run.stdout);
+    }
+    let run = r.run("verify-evidence", &["--help"], None);
+    assert!(run.stdout.contains("130 interrupted"), "{}", run.stdout);
+}
+
+/// What the help says about 130: Ctrl-C (SIGINT) ends the process at once,
+/// and the shell reports 128 + 2.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_ends_the_process_with_sigint() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(bin("verify-evidence"))
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(2), "{status:?}");
+    let sh = Command::new("sh")
+        .args(["-c", "kill -INT $$"])
+        .status()
+        .unwrap();
+    assert_eq!(sh.signal(), Some(2), "the shell reports it as 130");
+}
+
+#[test]
+fn colour_follows_no_color_clicolor_force_and_term() {
+    let r = Repo::new();
+    r.write("evidence.json", "{}");
+    let run = |env: &[(&str, &str)]| r.run_env("verify-evidence", &["evidence.json"], None, env);
+    let forced = run(&[("CLICOLOR_FORCE", "1")]);
+    assert_ne!(forced.code, 0);
+    assert!(
+        forced.stdout.contains("\u{1b}["),
+        "forced colour: {:?}",
+        forced.stdout
+    );
+    let plain = run(&[]);
+    assert!(!plain.stdout.contains('\u{1b}'), "no terminal, no colour");
+    let off = run(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
+    assert!(!off.stdout.contains('\u{1b}'), "NO_COLOR wins");
+    assert_eq!(off.stdout, plain.stdout);
+}
+
+/// Issue 18: doctor is read-only: on a fresh home and a fresh repository
+/// it creates no directory or file anywhere.
+#[test]
+fn doctor_creates_nothing() {
+    let r = Repo::new();
+    r.mkdir(".git");
+    let home = tempfile::tempdir().unwrap();
+    let state = home.path().join("state");
+    let config = home.path().join("config");
+    let before_repo = r.snapshot();
+    let tree = |p: &Path| {
+        let mut out = Vec::new();
+        for e in walk(p) {
+            out.push(e);
+        }
+        out.sort();
+        out
+    };
+    let before_home = tree(home.path());
+    for args in [
+        &["doctor"][..],
+        &["doctor", "--json"],
+        &["doctor", "--host", "codex"],
+    ] {
+        let run = run_in(
+            r.path(),
+            "evidence-gate",
+            args,
+            None,
+            &[
+                ("HOME", home.path().to_str().unwrap()),
+                ("XDG_STATE_HOME", state.to_str().unwrap()),
+                ("XDG_CONFIG_HOME", config.to_str().unwrap()),
+            ],
+        );
+        assert!(run.code <= 1, "{}", run.stderr);
+        assert!(
+            !run.stdout.contains("Os {") && !run.stdout.contains("kind:"),
+            "no Debug text: {}",
+            run.stdout
+        );
+    }
+    assert_eq!(r.snapshot(), before_repo, "the repository is unchanged");
+    assert_eq!(tree(home.path()), before_home, "the home is unchanged");
+}
+
+fn walk(p: &Path) -> Vec<String> {
+    let mut out = vec![p.display().to_string()];
+    if let Ok(rd) = std::fs::read_dir(p) {
+        for e in rd.flatten() {
+            out.extend(walk(&e.path()));
+        }
+    }
+    out
+}
+
+/// No Rust `Debug` formatting of errors in the command-line, doctor and
+/// init modules: every message is written for a person.
+#[test]
+fn no_debug_formatting_of_errors_in_user_facing_modules() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut bad = Vec::new();
+    for dir in ["cli", "doctor", "init"] {
+        for f in walk(&root.join(dir)) {
+            if !f.ends_with(".rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&f).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap();
+            for (i, line) in code.lines().enumerate() {
+                if line.contains("{e:?}") || line.contains("{err:?}") || line.contains("{error:?}")
+                {
+                    bad.push(format!("{f}:{}: {line}", i + 1));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
+}
