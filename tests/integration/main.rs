@@ -66,6 +66,7 @@ mod init_doctor;
 mod init_doctor_configs;
 mod policy;
 mod properties;
+mod schema_support;
 mod snapshots;
 mod verify_hostile;
 mod walk_depth;
