@@ -556,7 +556,9 @@ fn in_toto_statement_names_the_verified_files_and_carries_the_report() {
         let doc: Value = serde_json::from_str(&out.stdout).unwrap();
         let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
         assert!(errors.is_empty(), "{errors:?}");
-        if let Some(errs) = crate::schema_support::python_errors(&schema, std::slice::from_ref(&doc)) {
+        if let Some(errs) =
+            crate::schema_support::python_errors(&schema, std::slice::from_ref(&doc))
+        {
             assert!(errs[0].is_empty(), "Python jsonschema: {:?}", errs[0]);
         }
         assert_eq!(doc["_type"], "https://in-toto.io/Statement/v1");

@@ -67,6 +67,7 @@ mod init_doctor_configs;
 mod policy;
 mod properties;
 mod schema_support;
+mod schemas;
 mod snapshots;
 mod verify_hostile;
 mod walk_depth;
