@@ -917,3 +917,40 @@ fn the_action_installs_a_release_only_with_the_pinned_checksum() {
         "{urls}"
     );
 }
+
+/// docs/ci-formats.md documents every input and output of the action and
+/// carries the pre-commit hook as the manifest defines it.
+#[test]
+fn the_ci_formats_doc_matches_the_action_and_the_hook() {
+    let doc = std::fs::read_to_string(manifest_dir().join("docs/ci-formats.md")).unwrap();
+    let a = read_yaml("adapters/github-actions/action.yml");
+    for section in ["inputs", "outputs"] {
+        for (name, i) in a[section].as_object().unwrap() {
+            let default = i.get("default").and_then(Value::as_str).unwrap_or("");
+            let shown = if default.is_empty() {
+                "empty".to_owned()
+            } else {
+                format!("`{default}`")
+            };
+            let row = format!("| `{name}` |");
+            assert!(
+                doc.contains(&row),
+                "docs/ci-formats.md lacks the {section} row {row}"
+            );
+            if section == "inputs" {
+                assert!(
+                    doc.contains(&format!("| `{name}` | {shown} |")),
+                    "docs/ci-formats.md: `{name}` default is {shown}"
+                );
+            }
+        }
+    }
+    assert!(doc.contains("uses: OWNER/evidence-gate/adapters/github-actions@<full commit sha>"));
+    assert!(!doc.contains("evidence-gate/evidence-gate/"));
+    let block = fenced_after(&doc, "- repo: local");
+    let local = yaml::parse(&block);
+    let hook = &read_yaml(".pre-commit-hooks.yaml")[0];
+    let mut want = hook.as_object().unwrap().clone();
+    want.retain(|k, _| k != "stages");
+    assert_eq!(local["repos"][0]["hooks"][0], Value::Object(want));
+}
