@@ -954,3 +954,67 @@ fn the_ci_formats_doc_matches_the_action_and_the_hook() {
     want.retain(|k, _| k != "stages");
     assert_eq!(local["repos"][0]["hooks"][0], Value::Object(want));
 }
+
+/// The project's own workflows: CI runs `.ci/run`; a version tag builds
+/// Linux, macOS and Windows binaries with the `dist` profile and publishes
+/// them with SHA-256 checksums.
+#[test]
+fn the_workflows_run_ci_and_release_checksummed_binaries_on_tags() {
+    let ci = read_yaml(".github/workflows/ci.yml");
+    let steps = ci["jobs"]["ci"]["steps"].as_array().unwrap();
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.get("run").and_then(Value::as_str) == Some("bash .ci/run"))
+    );
+    let rel = read_yaml(".github/workflows/release.yml");
+    assert_eq!(rel["on"]["push"]["tags"], serde_json::json!(["v*"]));
+    let build = &rel["jobs"]["build"];
+    let targets: Vec<&str> = build["strategy"]["matrix"]["include"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| str_at(m, "/target"))
+        .collect();
+    for want in ["linux", "apple-darwin", "windows"] {
+        assert!(
+            targets.iter().any(|t| t.contains(want)),
+            "{want}: {targets:?}"
+        );
+    }
+    let runs: Vec<&str> = build["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.get("run").and_then(Value::as_str))
+        .collect();
+    assert!(
+        runs.iter()
+            .any(|r| r.contains("cargo build --locked --profile dist"))
+    );
+    assert!(
+        runs.iter()
+            .any(|r| r.contains("sha256sum") && r.contains("shasum -a 256"))
+    );
+    let publish: Vec<&str> = rel["jobs"]["release"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.get("run").and_then(Value::as_str))
+        .collect();
+    assert!(publish.iter().any(|r| r.contains("SHA256SUMS")));
+    // The archive names the action's `install: release` downloads.
+    let action =
+        std::fs::read_to_string(manifest_dir().join("adapters/github-actions/action.yml")).unwrap();
+    assert!(action.contains(r#"name="evidence-gate-$VERSION-$triple.$ext""#));
+    assert!(
+        runs.iter()
+            .any(|r| r.contains(r#"name="evidence-gate-$VERSION-$TARGET""#))
+    );
+    for t in &targets {
+        assert!(
+            action.contains(t),
+            "the action knows the release target {t}"
+        );
+    }
+}
