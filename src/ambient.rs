@@ -40,7 +40,7 @@ pub trait Ambient: Sync {
         ))
     }
     /// The canonical form of an ambient path (symlinks resolved); it names
-    /// the per-user state of a workspace (threat-model.md §3).
+    /// the per-user state of a workspace (docs/threat-model.md#tm-3).
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
 }
 

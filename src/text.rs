@@ -1,4 +1,4 @@
-//! Text hygiene (threat-model.md I6: text means what it shows). The one
+//! Text hygiene (docs/threat-model.md#i6: text means what it shows). The one
 //! place that decides what an agent-written text *shows*: NUL and every
 //! Unicode format character (`Cf`: zero-width space, joiners, BOM, word
 //! joiner, bidi controls, …) show nothing, and a run of whitespace shows as
@@ -36,7 +36,7 @@ pub const FORMAT_RANGES: &[(u32, u32)] = &[
     (0xE0020, 0xE007F),
 ];
 
-/// The bidirectional controls a path may not contain (threat-model.md I6):
+/// The bidirectional controls a path may not contain (docs/threat-model.md#i6):
 /// ALM, LRM/RLM, the embeddings and overrides, the isolates.
 pub const BIDI_CONTROLS: &[(u32, u32)] = &[
     (0x061C, 0x061C),

@@ -1,4 +1,4 @@
-//! The per-user state and witness (threat-model.md §3).
+//! The per-user state and witness (docs/threat-model.md#tm-3).
 //!
 //! Trust-bearing hook state lives outside the workspace the gated agent
 //! controls: `$XDG_STATE_HOME/evidence-gate/v1/<workspace-id>/` (default

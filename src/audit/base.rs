@@ -1,4 +1,4 @@
-//! `verify-evidence --base REF` (threat-model.md I8 and §6): recorded
+//! `verify-evidence --base REF` (docs/threat-model.md#i8, docs/threat-model.md#tm-6): recorded
 //! history is append-only against git.
 //!
 //! - every ledger present at REF (goal ledgers, archived ledgers, the hook
@@ -38,7 +38,7 @@ use crate::sandbox::open::{self, FileProblem};
 use crate::sandbox::walk::{self, EntryKind};
 use crate::sandbox::{PathLimits, RelPath};
 
-/// The archive directory inside a state directory (goal-engine.md §2.9).
+/// The archive directory inside a state directory (docs/state-formats.md#ge-2).
 const ARCHIVE: &str = ".archive";
 /// Most archive links followed from a live ledger back to REF's run.
 const MAX_LINKS: usize = 64;
@@ -262,7 +262,7 @@ fn ledger_head_hash(root: &Dir, path: &str) -> Option<String> {
     .head
 }
 
-/// The engine's archive exception (threat-model.md §6): starting from the
+/// The engine's archive exception (docs/threat-model.md#tm-6): starting from the
 /// live ledger of `dir`, follow `plan_created.replaced` links through
 /// `dir/.archive/<stamp>/` to an archived ledger that keeps `bytes` as its
 /// prefix, each link's `previousHead` naming that archive's last record.

@@ -1,4 +1,4 @@
-//! Completion claims (evidence.md §7 step 3): a plan whose aggregate
+//! Completion claims (docs/verify.md#ev-7 step 3): a plan whose aggregate
 //! completion is recorded must have the final-gate ledger entry that wrote
 //! it, and no goal may still wait for a user decision.
 
@@ -55,7 +55,7 @@ impl FinalEntry {
 /// `last_seq` is the ledger's last chained seq: a completion whose entry lies
 /// beyond it exists only in the plan's `lastMutation` (a crash before the
 /// append, or a forged plan) and is not backed until the ledger holds it.
-/// Only a chained entry backs a completion (threat-model.md I10), unless
+/// Only a chained entry backs a completion (docs/threat-model.md#i10), unless
 /// `legacy_ok` (`--allow-legacy` and a wholly unchained ledger).
 ///
 /// `revalidate` re-checks the final gate a backing entry carries with the
@@ -82,7 +82,7 @@ pub(crate) fn check(
     let recorded_gate = rec.get("qualityGateSha256").and_then(Value::as_str);
     let revision = rec.get("revision").and_then(Value::as_u64);
     // Crash recovery re-appends the entries of `lastMutation` with fresh
-    // seqs (goal-engine.md §2.8 step 3), so a recovered final entry of the
+    // seqs (docs/state-formats.md#ge-2 step 3), so a recovered final entry of the
     // completing revision backs the record although `ledgerSeq` moved.
     let find = |seq: u64| {
         finals.iter().find(|f| f.seq == Some(seq)).or_else(|| {

@@ -1,4 +1,4 @@
-//! User decisions in CI (threat-model.md I12, §6): CI has no witness, so a
+//! User decisions in CI (docs/threat-model.md#i12, docs/threat-model.md#tm-6): CI has no witness, so a
 //! plan's user decision counts as the user's only when the in-tree gate
 //! ledger holds the `user_decision_verified` record the Stop hook appended
 //! after it found the decision in a recorded user prompt. Every other

@@ -1,6 +1,6 @@
 //! Finding the goal-engine state directories of every profile: the unscoped
 //! `<stateDir>` and each session `<stateDir>/<sid>` that holds a plan or a
-//! ledger (goal-engine.md §2.1). Names starting with `.` are engine-private
+//! ledger (docs/state-formats.md#ge-2). Names starting with `.` are engine-private
 //! (archives, index, lock) and never sessions.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! The hook gate ledger (hooks.md §3.11): chain intact, accepted receipts and
+//! The hook gate ledger (docs/hook-contracts.md#h-3): chain intact, accepted receipts and
 //! their deliverables recorded for re-hashing, no receipt digest accepted for
 //! two claimants, waivers and overrides reported.
 
@@ -111,7 +111,7 @@ pub(crate) fn audit(
                 if !listed {
                     files.record(line, v, receipt, "receipt");
                 }
-                // The normalized digest reuse protection keys on (I4); entries
+                // The normalized digest reuse protection keys on (docs/threat-model.md#i4); entries
                 // of older builds carry only the exact one.
                 let Some(sha) = receipt
                     .get("normalized_sha256")

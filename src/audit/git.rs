@@ -1,8 +1,8 @@
 //! The base commit of `verify-evidence --base REF`, read from the root's git
-//! repository with the `git` command (threat-model.md I8).
+//! repository with the `git` command (docs/threat-model.md#i8).
 //!
-//! Why the command and not a library such as `gix` (measured; the README's
-//! "In CI" section has the numbers): every CI runner that checks a
+//! Why the command and not a library such as `gix` (measured;
+//! docs/ci.md#why-the-git-command has the numbers): every CI runner that checks a
 //! repository out has `git`, and the audit needs three plumbing calls plus
 //! one `cat-file` per ledger, rules or wiring file present at the base, a few
 //! milliseconds each. `gix` (features `revision`, `sha1`) brings 124 crates,

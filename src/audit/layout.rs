@@ -1,5 +1,5 @@
 //! Where each goal-engine profile keeps its state and evidence: the
-//! `profiles` rule family (goal-engine.md §1.1), read once per audit.
+//! `profiles` rule family (docs/engine.md#ge-1), read once per audit.
 
 use crate::goals::Profile;
 use crate::goals::profile::{ForeignRecords, Profiles};

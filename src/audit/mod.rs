@@ -1,4 +1,4 @@
-//! Repository mode of `verify-evidence` (evidence.md §7): audits every
+//! Repository mode of `verify-evidence` (docs/verify.md#ev-7): audits every
 //! goal-engine state directory of every profile and session, the hook gate
 //! ledger and the evidence payloads kept under the evidence roots.
 //!
@@ -267,7 +267,7 @@ pub fn audit(
     Ok(Audit { reports, summary })
 }
 
-/// threat-model.md I10: the final gate an `aggregate_completed` entry
+/// docs/threat-model.md#i10: the final gate an `aggregate_completed` entry
 /// carries, checked again with the gate rules the checkpoint used, its
 /// artifacts below the profile's evidence root. Plan-context checks
 /// (coverage against the plan's criteria) were made by the checkpoint and are

@@ -1,5 +1,5 @@
 //! Evidence payloads kept under the evidence roots (`*.evidence.json`,
-//! evidence.md §7 step 4), each verified as in payload mode.
+//! docs/verify.md#ev-7 step 4), each verified as in payload mode.
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
 //! Reading `goals.json` for the audit through the sandbox, decoded and
-//! validated by the goal engine's own plan reader (goal-engine.md §2.4).
+//! validated by the goal engine's own plan reader (docs/state-formats.md#ge-2).
 
 use cap_std::fs::Dir;
 use serde_json::json;

@@ -1,11 +1,11 @@
-//! Recorded file digests (goal-engine.md §2.5.1 `files`, hooks.md §3.11
+//! Recorded file digests (docs/state-formats.md#ge-2 `files`, docs/hook-contracts.md#h-3
 //! receipts): collected while a ledger is verified, then re-hashed through
 //! the sandbox.
 //!
 //! A path may be recorded many times (a deliverable changed by a later goal
 //! is recorded again). The tree must match the *latest* recording of each
 //! path, and no agent-written clock decides which one that is
-//! (threat-model.md I11): within one ledger the last record in chain order
+//! (docs/threat-model.md#i11): within one ledger the last record in chain order
 //! wins (`at`/`ts` are never compared); across ledgers nothing is superseded
 //! by a later timestamp. Every goal ledger's last recording of a path must
 //! match the file; a hook gate-ledger recording yields only to a goal
@@ -153,7 +153,7 @@ pub(crate) fn check(
     let mut jobs: BTreeMap<&str, Vec<(usize, &Recording)>> = BTreeMap::new();
     for (i, l) in ledgers.iter().enumerate() {
         for (path, rec) in &l.last {
-            // Never by timestamp (I11): a gate-ledger recording yields to a
+            // Never by timestamp (docs/threat-model.md#i11): a gate-ledger recording yields to a
             // goal ledger's recording of the same path; a goal ledger's
             // recording yields to nothing.
             let superseded = l.gate

@@ -27,7 +27,7 @@ use crate::sandbox::walk::{self, EntryKind};
 pub(crate) const GOALS: &str = "goals.json";
 /// Ledger file name inside a state directory.
 pub(crate) const LEDGER: &str = "ledger.jsonl";
-/// Archive directory inside a state directory (goal-engine.md §2.9).
+/// Archive directory inside a state directory (docs/state-formats.md#ge-2).
 const ARCHIVE: &str = ".archive";
 
 /// The audit of one state directory, before recorded files are re-hashed.
@@ -45,7 +45,7 @@ struct Collected {
     finals: Vec<FinalEntry>,
     first: Option<(u64, Value)>,
     landed: u64,
-    /// Whether the ledger dropped the plan binding at its end (I7).
+    /// Whether the ledger dropped the plan binding at its end (docs/threat-model.md#i7).
     downgrade: binding::Downgrade,
     /// `tamper_acknowledged` entries: `(line, seq, entry)`.
     acknowledged: Vec<(u64, Option<u64>, Value)>,
@@ -58,9 +58,9 @@ pub(crate) struct Judging<'a> {
     pub allow_legacy: bool,
     /// `--strict`.
     pub strict: bool,
-    /// Re-validates a recorded final gate (I10).
+    /// Re-validates a recorded final gate (docs/threat-model.md#i10).
     pub gates: &'a Revalidate<'a>,
-    /// User decisions the gate ledger backs (I12).
+    /// User decisions the gate ledger backs (docs/threat-model.md#i12).
     pub verified: &'a super::decisions::Verified,
 }
 
@@ -124,7 +124,7 @@ pub(crate) fn audit(
                     got.landed += 1;
                 }
             };
-            // threat-model.md I10: after the first chained record an
+            // docs/threat-model.md#i10: after the first chained record an
             // unchained one is an error, whatever the profile's
             // `ledger.foreignRecords` says.
             match scan_ledger(
@@ -249,7 +249,7 @@ pub(crate) fn audit(
 /// profile's evidence root: why it fails, or `None`.
 pub(crate) type Revalidate<'a> = dyn Fn(&ProfileLayout, &str, &Value) -> Option<String> + 'a;
 
-/// `LEDGER_NOT_CHAINED` (threat-model.md I10): an error that names its fix,
+/// `LEDGER_NOT_CHAINED` (docs/threat-model.md#i10): an error that names its fix,
 /// or, with `--allow-legacy`, a warning that says the ledger was accepted as
 /// legacy.
 pub(crate) fn legacy(f: Finding, allow_legacy: bool) -> Finding {
@@ -294,7 +294,7 @@ fn index_mismatch(dir: &Dir, display: &str, ledger_display: &str) -> Option<Find
     ))
 }
 
-/// `PLAN_TAMPERED` / `LEDGER_TAMPERED` (threat-model.md I7), judged by the
+/// `PLAN_TAMPERED` / `LEDGER_TAMPERED` (docs/threat-model.md#i7), judged by the
 /// goal engine's own binding check over the ledger's newest records, and
 /// `PLAN_NOT_BOUND` for legacy state.
 fn bound(
@@ -359,8 +359,8 @@ fn bound(
     }
 }
 
-/// `LEDGER_BEHIND_PLAN` / `LEDGER_PLAN_MISMATCH` (goal-engine.md §2.5.4),
-/// decided by the goal engine's own recovery-check comparison (§2.8).
+/// `LEDGER_BEHIND_PLAN` / `LEDGER_PLAN_MISMATCH` (docs/state-formats.md#ge-2),
+/// decided by the goal engine's own recovery-check comparison (docs/verify.md#ev-2).
 /// Returns whether entries of the plan's `lastMutation` are pending.
 fn agreement(
     report: &mut ReportBuilder,
@@ -522,7 +522,7 @@ fn archives(
 
 /// `LEDGER_ARCHIVE_MISMATCH`: a first `plan_created` record's
 /// `replaced.previousHead` must be the hash of the archived ledger's last
-/// record (goal-engine.md §2.9 step 4).
+/// record (docs/state-formats.md#ge-2 step 4).
 fn archive_link(
     report: &mut ReportBuilder,
     display: &str,

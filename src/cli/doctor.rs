@@ -1,4 +1,4 @@
-//! `evidence-gate doctor` (hooks.md §7.5): argument parsing and rendering.
+//! `evidence-gate doctor` (docs/hook-contracts.md#h-7): argument parsing and rendering.
 
 use std::path::PathBuf;
 

@@ -1,4 +1,4 @@
-//! `evidence-gate gate check` (quality-gate.md §8): validates one gate
+//! `evidence-gate gate check` (docs/gates.md#qg-8): validates one gate
 //! document, read-only, and exits 0 pass, 1 fail, 2 could not check.
 
 use std::io::Read;
@@ -292,7 +292,7 @@ fn read_prefix(r: &mut dyn Read, max: u64) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// The marker file next to the running executable (§2.4); any problem
+/// The marker file next to the running executable (docs/gates.md#qg-2); any problem
 /// reading it falls through to the default.
 pub(crate) fn read_marker(amb: &dyn Ambient, name: &str) -> Option<Vec<u8>> {
     let exe = amb.current_exe().ok()?;

@@ -1,4 +1,4 @@
-//! `evidence-gate init` (hooks.md §7.1): argument parsing and rendering.
+//! `evidence-gate init` (docs/hook-contracts.md#h-7): argument parsing and rendering.
 
 use std::path::PathBuf;
 

@@ -112,13 +112,13 @@ pub fn main(argv: Vec<OsString>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
     if argv.get(1).is_some_and(|a| a == "hook") {
         return hook::run(None, argv.get(2..).unwrap_or(&[]), amb, io);
     }
-    // Goal-engine commands use their own envelope and exit codes (goal-engine.md §4.1).
+    // Goal-engine commands use their own envelope and exit codes (docs/engine.md#ge-4).
     if let Some((profile, rest)) = goals::route(&argv) {
         return goals::run(&profile, rest, amb, io);
     }
     // Under a parent command's name (`omo`, `omagy`) the anchor's top-level
     // rules apply: no argument prints the help and succeeds, an unknown word
-    // is `[omo] unknown command: <x>` and exit 1 (goal-engine.md §1.2, R§3.1).
+    // is `[omo] unknown command: <x>` and exit 1 (docs/engine.md#ge-1, docs/differences.md#r-3).
     if goals::is_parent_command(&stem) {
         match argv.get(1).map(|a| a.to_string_lossy()) {
             None => {

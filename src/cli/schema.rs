@@ -11,13 +11,13 @@ pub type SchemaFn = fn() -> Value;
 /// Every schema the binary can print: name and generator.
 pub static SCHEMAS: &[(&str, SchemaFn)] = &[
     ("evidence", crate::evidence::payload::schema),
-    // Goal engine (goal-engine.md §1.2).
+    // Goal engine (docs/engine.md#ge-1).
     ("plan", crate::goals::schema::plan),
     ("ledger-entry", crate::goals::schema::ledger_entry),
     ("ledger-index", crate::goals::index::schema),
     ("profile", crate::goals::profile::profile_schema),
     ("blocker-rules", crate::goals::profile::blocker_rules_schema),
-    // Workflow overlap (goal-engine.md §9).
+    // Workflow overlap (docs/engine.md#ge-9).
     (
         "workflow-registry",
         crate::goals::workflow::registry::schema,

@@ -303,7 +303,7 @@ fn repository(
     Ok(audit)
 }
 
-/// `--base` (threat-model.md I8): the state directories of every policy in
+/// `--base` (docs/threat-model.md#i8): the state directories of every policy in
 /// play — HEAD's rules, the base's rules and the embedded defaults — so a
 /// rules file that moves `stateDir` cannot take state out of the comparison.
 fn against_base(
@@ -355,7 +355,7 @@ fn against_base(
     ))
 }
 
-/// Local runs only (threat-model.md §3): every goal ledger a hook saw on
+/// Local runs only (docs/threat-model.md#tm-3): every goal ledger a hook saw on
 /// this machine must still reach the head it saw. A machine without the
 /// per-user witness (CI) skips the check silently.
 fn rewound_ledgers(args: &VerifyArgs, amb: &dyn Ambient, root: &Dir, audit: &mut Audit) {
@@ -471,7 +471,7 @@ fn workspace(args: &VerifyArgs, amb: &dyn Ambient) -> Result<Workspace, Box<Find
         },
         None => None,
     };
-    // threat-model.md I9: the audited repository does not configure its
+    // docs/threat-model.md#i9: the audited repository does not configure its
     // auditor unless the caller asks for it (`--repo-rules`).
     let mut owned: Vec<(String, Vec<u8>)> = Vec::new();
     let mut repository_rules = None;

@@ -265,7 +265,7 @@ pub(super) fn hosts_support(hosts: &[Host], checks: &mut Vec<Check>) {
 }
 
 /// `hosts.records`: for which hosts a compaction record shape is pinned by a
-/// recorded capture (threat-model.md I5); for the others the context-pressure
+/// recorded capture (docs/threat-model.md#i5); for the others the context-pressure
 /// escape is off (fail closed).
 pub(super) fn hosts_records(hosts: &[Host], checks: &mut Vec<Check>) {
     let (on, off): (Vec<Host>, Vec<Host>) = hosts

@@ -1,4 +1,4 @@
-//! `evidence-gate doctor` (hooks.md §7.5): checks the host wiring, the rules,
+//! `evidence-gate doctor` (docs/hook-contracts.md#h-7): checks the host wiring, the rules,
 //! the hook state directory, the gate lock and recent diagnostics. It never
 //! changes host configuration.
 
@@ -69,7 +69,7 @@ pub struct Options {
     pub fix: bool,
 }
 
-/// Host/event cells backed by a `recorded-` fixture (hooks.md §2.7) and
+/// Host/event cells backed by a `recorded-` fixture (docs/hook-contracts.md#h-2) and
 /// proven by the real-host suite (`.ci/real-hosts`): Codex CLI 0.171.0,
 /// Claude Code 2.1.332, Gemini CLI 0.61.0 (`fixtures/hosts/README.md`).
 pub const RECORDED_CELLS: &[(&str, &str)] = &[

@@ -1,5 +1,5 @@
 //! `state.user` and `state.tree`: the hooks' per-user state directory
-//! (threat-model.md §3) and the in-tree remains the agent can sabotage.
+//! (docs/threat-model.md#tm-3) and the in-tree remains the agent can sabotage.
 //! Without `--fix` nothing is created or removed; with it, directories are
 //! created, junk planted where hook state belongs is removed and the
 //! gate-ledger mirror is restored from its witness.

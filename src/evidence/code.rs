@@ -1,5 +1,5 @@
 //! The catalogue of finding codes. Names are stable API: CI systems, SARIF
-//! rules and users' scripts key on them. The README's table is checked
+//! rules and users' scripts key on them. The table of docs/codes.md#finding-codes is checked
 //! against [`Code::ALL`] by a test.
 
 use std::fmt;
@@ -46,7 +46,7 @@ macro_rules! codes {
                 match self { $(Code::$variant => Class::$class,)* }
             }
 
-            /// One-sentence meaning (README table, SARIF rule help).
+            /// One-sentence meaning (docs/codes.md table, SARIF rule help).
             pub fn summary(self) -> &'static str {
                 match self { $(Code::$variant => $summary,)* }
             }
@@ -60,7 +60,7 @@ macro_rules! codes {
 }
 
 codes! {
-    // §2 step 1: lexical.
+    // docs/verify.md#ev-2 step 1: lexical.
     PathEmpty = "PATH_EMPTY", Fail, "A declared path is empty.";
     PathControlChar = "PATH_CONTROL_CHAR", Fail, "A path contains NUL, another control character or a bidirectional control (U+061C, U+200E–U+200F, U+202A–U+202E, U+2066–U+2069).";
     PathBackslash = "PATH_BACKSLASH", Fail, "A path contains a backslash; paths use forward slashes.";
@@ -69,27 +69,27 @@ codes! {
     PathNotClean = "PATH_NOT_CLEAN", Fail, "A path has `.` or empty components or a trailing `/` (it must equal its clean form).";
     PathTooLong = "PATH_TOO_LONG", Fail, "A path exceeds `limits.maxPathBytes` or a component exceeds `limits.maxComponentBytes`.";
     PathForbidden = "PATH_FORBIDDEN", Fail, "A path lies in a forbidden location (`.git`, the engine's own state directories).";
-    // §2 step 2: policy.
+    // docs/verify.md#ev-2 step 2: policy.
     PathNotAllowed = "PATH_NOT_ALLOWED", Fail, "A deliverable matches no `deliverables.allow` glob or matches a `deliverables.deny` glob.";
     ArtifactOutsideEvidenceRoot = "ARTIFACT_OUTSIDE_EVIDENCE_ROOT", Fail, "An artifact path does not lie under the evidence root.";
-    // §2 step 3: confined open.
+    // docs/verify.md#ev-2 step 3: confined open.
     PathSymlink = "PATH_SYMLINK", Fail, "A symlink was met at some component of the path; symlinks are never followed.";
     PathEscapesRoot = "PATH_ESCAPES_ROOT", Fail, "The sandbox reported an escape from the root (defence in depth; validated paths cannot produce it).";
     FileMissing = "FILE_MISSING", Fail, "Nothing exists at the path, or a component on the way is not a directory.";
-    // §2 step 4: handle checks.
+    // docs/verify.md#ev-2 step 4: handle checks.
     NotRegularFile = "NOT_REGULAR_FILE", Fail, "The path names a directory, FIFO, socket or device, not a regular file.";
     FileEmpty = "FILE_EMPTY", Fail, "The file is empty.";
     FileHardlinked = "FILE_HARDLINKED", Fail, "The file has more than one hard link (it may be reachable from outside the root).";
     FileTooLarge = "FILE_TOO_LARGE", Fail, "The file is larger than `limits.maxFileBytes`.";
-    // §2 steps 5-6: hash and re-check.
+    // docs/verify.md#ev-2 steps 5-6: hash and re-check.
     DigestMismatch = "DIGEST_MISMATCH", Fail, "The file's SHA-256 differs from the declared `sha256`.";
     DigestInvalid = "DIGEST_INVALID", Fail, "A declared `sha256` is not 64 lowercase hex digits.";
     FileChangedDuringCheck = "FILE_CHANGED_DURING_CHECK", Fail, "The file's size, modification time or identity changed while it was verified.";
-    // §2 globs.
+    // docs/verify.md#ev-2 globs.
     GlobTooFewMatches = "GLOB_TOO_FEW_MATCHES", Fail, "A glob deliverable matched fewer files than its `min`.";
     GlobTooManyMatches = "GLOB_TOO_MANY_MATCHES", Fail, "A glob deliverable matched more files than its `max`.";
     GlobInvalid = "GLOB_INVALID", Fail, "A glob is unparsable, contains `..`, starts with `/`, or has `min` < 1 or `max` < `min`, or the payload declares more globs than `limits.maxGlobDeliverables`.";
-    // §3 payload-level.
+    // docs/verify.md#ev-3 payload-level.
     EvidenceParseError = "EVIDENCE_PARSE_ERROR", Fail, "The payload is not JSON, is over the size limit, is not UTF-8 or has duplicate keys.";
     EvidenceSchemaInvalid = "EVIDENCE_SCHEMA_INVALID", Fail, "The payload has wrong types, unknown or missing fields, or `evidence` is not 1.";
     EvidenceNoDeliverables = "EVIDENCE_NO_DELIVERABLES", Fail, "`deliverables` is empty: nothing to check is a failure, never a pass.";
@@ -102,14 +102,14 @@ codes! {
     PlaceholderText = "PLACEHOLDER_TEXT", Fail, "A required text is a placeholder (`todo`, `tbd`, `<replace:`, `{{`, …).";
     GoalUnknown = "GOAL_UNKNOWN", Fail, "`goalId` names no goal of the plan (plan context only).";
     CriterionUnknown = "CRITERION_UNKNOWN", Fail, "A `criterionIds` entry names no criterion of the goal (plan context only).";
-    // §5: could not verify.
+    // docs/verify.md#ev-5: could not verify.
     IoError = "IO_ERROR", Unverifiable, "An I/O error other than the mapped ones (for example permission denied) prevented a decision.";
     RulesInvalid = "RULES_INVALID", Unverifiable, "A rules file (embedded, repository override or `--rules`) is not valid.";
     RootUnavailable = "ROOT_UNAVAILABLE", Unverifiable, "The root directory does not exist or cannot be opened.";
     PayloadUnreadable = "PAYLOAD_UNREADABLE", Unverifiable, "The payload file itself cannot be read (missing, not a regular file, permission denied).";
     VerifyTimeout = "VERIFY_TIMEOUT", Unverifiable, "Verification did not finish within its time budget.";
     WalkDepthLimit = "WALK_DEPTH_LIMIT", Unverifiable, "A directory walk (glob expansion, evidence payload discovery) met a directory nested deeper than 128 levels below its start and did not enter it, so what lies below was not checked.";
-    // goal-engine.md §2.5.4: ledger chain verification.
+    // docs/state-formats.md#ge-2: ledger chain verification.
     LedgerTornTail = "LEDGER_TORN_TAIL", Fail, "Bytes after the ledger's last newline do not parse as a JSON object (a torn write).";
     LedgerUnterminated = "LEDGER_UNTERMINATED", Warning, "The ledger's last record is a JSON object without its terminating newline.";
     LedgerRecordInvalid = "LEDGER_RECORD_INVALID", Fail, "A ledger record is not a JSON object.";
@@ -121,7 +121,7 @@ codes! {
     LedgerBehindPlan = "LEDGER_BEHIND_PLAN", Warning, "The plan is one revision ahead of the ledger and carries the missing entries (recoverable).";
     LedgerPlanMismatch = "LEDGER_PLAN_MISMATCH", Fail, "The plan's revision and the ledger's last revision disagree beyond recovery.";
     LedgerArchiveMismatch = "LEDGER_ARCHIVE_MISMATCH", Fail, "`plan_created.replaced.previousHead` differs from the archived ledger's last record.";
-    // quality-gate.md §7.2: gate documents. File checks of gate artifacts use the sandbox codes above.
+    // docs/gates.md#qg-7: gate documents. File checks of gate artifacts use the sandbox codes above.
     GateJsonInvalid = "GATE_JSON_INVALID", Fail, "The gate is not JSON, has a duplicate key, is not an object or exceeds `limits.maxGateBytes`.";
     GateSectionMissing = "GATE_SECTION_MISSING", Fail, "A required gate section is absent or not an object.";
     GateFieldRequired = "GATE_FIELD_REQUIRED", Fail, "A gate text field is absent or blank, or a required gate array or value is absent.";
@@ -152,7 +152,7 @@ codes! {
     GateFieldUnknown = "GATE_FIELD_UNKNOWN", Warning, "A gate key the family does not define (an error with `unknownFields: reject`).";
     GatePlanContextSkipped = "GATE_PLAN_CONTEXT_SKIPPED", Info, "`gate check` ran without `--goal-id`: plan-context checks were skipped.";
     GateRulesNotPlan = "GATE_RULES_NOT_PLAN", Warning, "The gate was checked with rules other than the plan's `gateRules`.";
-    // hooks.md §3, §9: SubagentStop evidence receipts.
+    // docs/hook-contracts.md#h-3, docs/hook-contracts.md#h-9: SubagentStop evidence receipts.
     ReceiptMissing = "RECEIPT_MISSING", Fail, "The worker's final message names no receipt (no marker, empty token or no message).";
     ReceiptPlaceholder = "RECEIPT_PLACEHOLDER", Fail, "The receipt token or the receipt's content is a placeholder (`<path>`, `{{`, `<replace:`, …).";
     ReceiptPathInvalid = "RECEIPT_PATH_INVALID", Fail, "The receipt path is lexically invalid (NUL, `..`, trailing separator, `~`, backslash, foreign drive).";
@@ -172,7 +172,7 @@ codes! {
     ReceiptVerifyTimeout = "RECEIPT_VERIFY_TIMEOUT", Fail, "Verifying the receipt exceeded `subagent_stop.verify_budget_ms`.";
     ReceiptPayloadInvalid = "RECEIPT_PAYLOAD_INVALID", Fail, "A structured receipt is not valid JSON or not a valid evidence payload v1.";
     ReceiptBindingMismatch = "RECEIPT_BINDING_MISMATCH", Fail, "A structured receipt is bound to another session, agent or turn.";
-    // evidence.md §7: repository mode of `verify-evidence` (the CI audit).
+    // docs/verify.md#ev-7: repository mode of `verify-evidence` (the CI audit).
     LedgerDigestMismatch = "LEDGER_DIGEST_MISMATCH", Fail, "A file recorded in a ledger's `files` (accepted evidence, gate artifacts, receipts) no longer has the recorded size and SHA-256.";
     LedgerFileMissing = "LEDGER_FILE_MISSING", Fail, "A file recorded in a ledger's `files` no longer exists in the tree.";
     LedgerFilesInvalid = "LEDGER_FILES_INVALID", Fail, "A ledger entry's `files` (or a gate-ledger `receipt`) is not a list of `{path, size, sha256}` objects with 64-hex digests.";
@@ -185,20 +185,20 @@ codes! {
     GateLedgerRewound = "GATE_LEDGER_REWOUND", Warning, "The hook gate ledger records that its in-tree copy had lost records of the per-user witness (deleted or truncated) and was restored (a failure with `--strict`).";
     GateLedgerForged = "GATE_LEDGER_FORGED", Warning, "The hook gate ledger records that its in-tree copy held records the per-user witness never wrote; they were dropped (a failure with `--strict`).";
     NothingToVerify = "NOTHING_TO_VERIFY", Fail, "Repository mode found no goal-engine state directory, hook gate ledger or evidence payload to audit (`--allow-empty` accepts that).";
-    // evidence.md §7 step 1: legacy lines before the chain start.
+    // docs/verify.md#ev-7 step 1: legacy lines before the chain start.
     LedgerLegacyPrefix = "LEDGER_LEGACY_PREFIX", Info, "Unchained records written before hash chaining precede the first chained record; the chain does not cover them (the last one is anchored by the first chained record's `prev`).";
     // Tamper evidence beyond the chain: the engine's own index of the last record.
-    // threat-model.md I7: the plan bound to its ledger.
+    // docs/threat-model.md#i7: the plan bound to its ledger.
     PlanTampered = "PLAN_TAMPERED", Fail, "`goals.json` differs from the plan body its ledger recorded (`planSha256`), or names no ledger head although its ledger binds plans: the plan was edited outside the goal engine.";
     LedgerTampered = "LEDGER_TAMPERED", Fail, "The ledger record the plan names as its head (`lastMutation.ledgerHead`) is missing or hashes differently, or a record the engine did not write under this plan follows it: the ledger was cut, edited or extended by hand.";
     TamperAcknowledged = "TAMPER_ACKNOWLEDGED", Warning, "The ledger records a `tamper_acknowledged` entry: `repair --accept-tampered` adopted a plan its ledger did not vouch for (a failure with `--strict`).";
     PlanNotBound = "PLAN_NOT_BOUND", Info, "Neither the plan nor its ledger carries the plan/ledger binding (written by the Node tools or an older evidence-gate): hand edits of this plan cannot be detected until the engine next writes it.";
-    // threat-model.md I12: only the user decides.
+    // docs/threat-model.md#i12: only the user decides.
     UserDecisionUnverified = "USER_DECISION_UNVERIFIED", Warning, "A plan records a user decision (waiver, supersede or unblock with `--user-decision`) that no `user_decision_verified` gate-ledger record backs: the user-prompt witness never saw the user make it (a failure with `--strict`).";
     UserDecisionVerified = "USER_DECISION_VERIFIED", Info, "A plan's user decision is backed by a `user_decision_verified` gate-ledger record: a user prompt of the session carried it before it was recorded.";
     RunWaived = "RUN_WAIVED", Info, "Every goal of the plan was waived by a user decision: the run ended as waived, not complete (no final gate passed).";
     LedgerIndexMismatch = "LEDGER_INDEX_MISMATCH", Fail, "`.ledger.idx` names a last record the ledger no longer holds at that offset (or a longer ledger): the ledger was rewritten after the engine last wrote it, e.g. its last record edited in place.";
-    // threat-model.md I8: `--base REF`, recorded history is append-only against git.
+    // docs/threat-model.md#i8: `--base REF`, recorded history is append-only against git.
     LedgerRewritten = "LEDGER_REWRITTEN", Fail, "With `--base REF`: a ledger present at REF does not keep REF's bytes as its prefix at HEAD (cut, edited or re-chained), and no archived run of the engine holds them.";
     StateVanished = "STATE_VANISHED", Fail, "With `--base REF`: a state directory, plan, ledger or archived run present at REF is gone at HEAD (deleted, moved or renamed), and no archived run the successor names holds it.";
     StateHidden = "STATE_HIDDEN", Fail, "With `--base REF`: a plan or ledger lies in a dot-named directory under a state directory (other than the engine's `.archive`), where the audit does not look.";

@@ -1,4 +1,4 @@
-//! Evidence payload v1 (evidence.md §1): strict parsing into typed values.
+//! Evidence payload v1 (docs/verify.md#ev-1): strict parsing into typed values.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};

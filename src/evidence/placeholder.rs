@@ -1,4 +1,4 @@
-//! Placeholder detection for agent-written texts (evidence.md §4).
+//! Placeholder detection for agent-written texts (docs/verify.md#ev-4).
 
 /// Placeholder words (whole text) and patterns (substring), compared
 /// case-insensitively.
@@ -45,7 +45,7 @@ mod tests {
         assert!(p.is_placeholder("see <REPLACE:summary>"));
         assert!(p.is_placeholder("{{x}}"));
         assert!(!p.is_placeholder("todo: add docs was done"));
-        // Invisible characters do not hide a placeholder (I6).
+        // Invisible characters do not hide a placeholder (docs/threat-model.md#i6).
         assert!(p.is_placeholder("T\u{200B}O\u{00AD}D\u{0}O"));
         assert!(p.is_placeholder("{\u{2060}{x}}"));
         assert!(p.is_placeholder("\u{FEFF} n/a \u{200D}"));

@@ -1,5 +1,5 @@
 //! The verifier: payload-level checks and the per-file pipeline over the
-//! sandbox (evidence.md §2–§5).
+//! sandbox (docs/verify.md#ev-2, docs/verify.md#ev-5).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
@@ -210,7 +210,7 @@ pub struct VerifyOptions<'a> {
     pub deadline: Option<Instant>,
     /// The payload file's own root-relative path, when it lies in the root:
     /// a glob never counts it, and a deliverable naming it proves nothing
-    /// (threat-model.md I4).
+    /// (docs/threat-model.md#i4).
     pub payload_path: Option<&'a str>,
 }
 
@@ -286,7 +286,7 @@ pub fn verify_payload(
             .is_some_and(|o| o.as_str().eq_ignore_ascii_case(p.as_str()))
     };
     // Deliverables that prove something other than the payload: not the
-    // payload file, not under the evidence root (I4).
+    // payload file, not under the evidence root (docs/threat-model.md#i4).
     let mut proving = 0usize;
     // A deliverable refused on its own (reported, so the payload fails
     // anyway) leaves the self-only question open: no second finding.

@@ -12,7 +12,7 @@ use crate::rules::gates::CommonRules;
 pub(super) struct ArtifactIndex {
     entries: Vec<(String, Option<String>)>,
     /// False when the list itself is missing or malformed: references to
-    /// it are then not judged (their input is missing, §7.1).
+    /// it are then not judged (their input is missing, docs/gates.md#qg-7).
     declared: bool,
 }
 

@@ -1,5 +1,5 @@
 //! The checking primitives both families share: text, literal, role and
-//! array rules with the anchor's messages (R§6.3), and the ordered list of
+//! array rules with the anchor's messages (docs/differences.md#r-6), and the ordered list of
 //! findings in which file checks are placeholders until the files are
 //! hashed (so every distinct path is opened once, on all cores, and the
 //! findings still come out in document order).
@@ -21,7 +21,7 @@ pub(crate) enum Entry {
         field: String,
         path: String,
     },
-    /// The report verdict-line rule for one report field (§3).
+    /// The report verdict-line rule for one report field (docs/gates.md#qg-3).
     VerdictLine {
         job: usize,
         field: String,
@@ -92,7 +92,7 @@ impl<'a> Checker<'a> {
         self.push(GateFinding::new(code, field, message).with_details(json!({"field": field})));
     }
 
-    /// True when `s` is a placeholder (§2.1).
+    /// True when `s` is a placeholder (docs/gates.md#qg-2).
     pub(crate) fn is_placeholder(&self, s: &str) -> bool {
         self.placeholders.is_placeholder(s)
     }

@@ -1,4 +1,4 @@
-//! Plan context handed to the validator (quality-gate.md §5): plain data the
+//! Plan context handed to the validator (docs/gates.md#qg-5): plain data the
 //! goal engine builds from its plan, so this module never needs the plan
 //! model.
 
@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::sandbox::RelPath;
 
-/// Which part of the plan a gate attests (§5).
+/// Which part of the plan a gate attests (docs/gates.md#qg-5).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
     /// The target goal is the run's final candidate.
@@ -31,7 +31,7 @@ impl Scope {
         }
     }
 
-    /// The ledger's `gateScope` value (GE§3.4): `run`, `batch:<id>` or `goal`.
+    /// The ledger's `gateScope` value (docs/engine.md#ge-3): `run`, `batch:<id>` or `goal`.
     pub fn ledger_tag(&self) -> String {
         match self {
             Scope::Batch { id } => format!("batch:{id}"),
@@ -93,7 +93,7 @@ pub fn counts(criteria: &[ScopeCriterion]) -> (u64, u64) {
 }
 
 /// The batch a run-final goal also closes: its gate may state the batch's
-/// counts instead of the run's (§5, GE§6 item 1).
+/// counts instead of the run's (docs/gates.md#qg-5, docs/engine.md#ge-6 item 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchAlternative {
     /// The batch id.
@@ -102,10 +102,10 @@ pub struct BatchAlternative {
     pub criteria: Vec<ScopeCriterion>,
 }
 
-/// Everything the plan-context checks need (§5), built by the goal engine.
+/// Everything the plan-context checks need (docs/gates.md#qg-5), built by the goal engine.
 ///
 /// * `scope`: [`Scope::Run`] when the target is the final candidate (as
-///   GE§3.4 step 5 evaluates it), else [`Scope::Batch`] when it closes a
+///   docs/engine.md#ge-3 step 5 evaluates it), else [`Scope::Batch`] when it closes a
 ///   batch, else [`Scope::Goal`].
 /// * `criteria`: the scope criteria — run: every criterion of every counted
 ///   goal; batch: every criterion of the batch's existing, counted members;
@@ -115,7 +115,7 @@ pub struct BatchAlternative {
 ///   batch; the gate may then state the batch counts (and cover the batch's
 ///   criteria) or the run counts.
 /// * `checkpoint`: true when called from `checkpoint`; in batch scope the
-///   count comparison is then left to the batch cross-check (R§5.5), which
+///   count comparison is then left to the batch cross-check (docs/differences.md#r-5), which
 ///   keeps its established error codes.
 /// * `plan_gate_rules`: the plan's `gateRules`; when it differs from the
 ///   rule file used, the warning `GATE_RULES_NOT_PLAN` is added.

@@ -1,4 +1,4 @@
-//! Artifact and report file checks through the sandbox (§6): lexical
+//! Artifact and report file checks through the sandbox (docs/gates.md#qg-6): lexical
 //! validation, strictly below the scope directory (before any I/O), a
 //! confined no-follow open, handle checks, a streaming digest with re-stat;
 //! each distinct path once, at most `limits.maxArtifacts` of them.
@@ -156,7 +156,7 @@ impl<'a> Files<'a> {
 }
 
 /// The finding for a sandbox problem at one field: the sandbox's code,
-/// unchanged, with the anchor's wording where R§6.4 had one.
+/// unchanged, with the anchor's wording where docs/differences.md#r-6 had one.
 pub(crate) fn problem_finding(p: &FileProblem, field: &str, raw: &str) -> GateFinding {
     let (code, why) = sandbox_problem(p);
     let message = match p {

@@ -1,5 +1,5 @@
-//! The five-section gate (lazycodex / omo-senpi, §3), validated in the order
-//! of §7.1: steps 2–12 keep the anchor's order (R§6.3), so the first error
+//! The five-section gate (lazycodex / omo-senpi, docs/gates.md#qg-3), validated in the order
+//! of docs/gates.md#qg-7: steps 2–12 keep the anchor's order (docs/differences.md#r-6), so the first error
 //! of an anchor-era document is the one the anchor reported.
 
 use serde_json::{Map, Value, json};
@@ -14,7 +14,7 @@ use super::shape::Shape;
 use crate::evidence::Code;
 use crate::rules::gates::{CommonRules, FiveSectionRules, Section};
 
-/// The one accepted review recommendation (R§6.2).
+/// The one accepted review recommendation (docs/differences.md#r-6).
 const APPROVE: &str = "APPROVE";
 /// The one accepted QA / iteration status.
 const PASSED: &str = "passed";

@@ -1,18 +1,18 @@
-//! Quality-gate documents and their rules (quality-gate.md).
+//! Quality-gate documents and their rules (docs/gates.md).
 //!
 //! A gate is a JSON document in which reviewers attest that a run, a batch
 //! or a goal is done. [`validate`] checks everything that can be checked —
 //! shape, signers, placeholders, integer counts, every referenced artifact
 //! through the sandbox (and its digest), and, with plan context, criterion
 //! references and coverage — in one pass that reports every finding in the
-//! documented order (§7.1). Everything fails closed: a gate passes only when
+//! documented order (docs/gates.md#qg-7). Everything fails closed: a gate passes only when
 //! every check ran and passed.
 //!
-//! # For the goal engine (`checkpoint`, GE§3.4 steps 6–8)
+//! # For the goal engine (`checkpoint`, docs/engine.md#ge-3 steps 6–8)
 //!
 //! ```text
 //! let book = GateBook::from_rules(&rule_set)?;             // RulesError → ULW_LOOP_RULES_INVALID
-//! let rules = book.get(&plan.gate_rules)?;                 // or the profile's gate/final (§2.4)
+//! let rules = book.get(&plan.gate_rules)?;                 // or the profile's gate/final (docs/gates.md#qg-2)
 //! let scope = GateScope::Plan(GateContext { scope, goal_id, scope_dir: attempt_dir,
 //!                                          criteria, batch_alternative, checkpoint: true,
 //!                                          plan_gate_rules });

@@ -3,7 +3,7 @@
 //! `serde_json` without `arbitrary_precision` turns `2.0`, `1e1` and
 //! integers beyond `u64` into `f64`, so the parsed value cannot say how a
 //! number was written. The gate requires counts written as plain integers
-//! (§3), so the raw token is located in the document text — which
+//! (docs/gates.md#qg-3), so the raw token is located in the document text — which
 //! [`crate::json::parse_strict`] has already accepted, so the scanner may
 //! assume well-formed JSON without duplicate keys — and judged by its
 //! spelling.

@@ -1,4 +1,4 @@
-//! Gate findings, the verdict and the outcome of one validation (§7).
+//! Gate findings, the verdict and the outcome of one validation (docs/gates.md#qg-7).
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -65,7 +65,7 @@ impl GateFinding {
     }
 }
 
-/// The outcome of a gate validation (§7.3).
+/// The outcome of a gate validation (docs/gates.md#qg-7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GateVerdict {
@@ -107,7 +107,7 @@ impl GateVerdict {
     }
 }
 
-/// Why a file is recorded (GE§2.5.1 `files` roles).
+/// Why a file is recorded (docs/state-formats.md#ge-2 `files` roles).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FileRole {
@@ -162,7 +162,7 @@ impl GateOutcome {
     pub fn scope(&self) -> &Value {
         &self.scope
     }
-    /// Every finding, in the documented order (§7.1).
+    /// Every finding, in the documented order (docs/gates.md#qg-7).
     pub fn findings(&self) -> &[GateFinding] {
         &self.findings
     }
@@ -176,7 +176,7 @@ impl GateOutcome {
     pub fn files(&self) -> &[GateFile] {
         &self.files
     }
-    /// The normalised gate (known fields only, strings trimmed; R§6.5).
+    /// The normalised gate (known fields only, strings trimmed; docs/differences.md#r-6).
     /// Meaningful when the verdict is pass; `null` when the document is not
     /// a JSON object.
     pub fn normalized(&self) -> &Value {
@@ -188,7 +188,7 @@ impl GateOutcome {
     }
 
     /// The data of `ULW_LOOP_QUALITY_GATE_INVALID` for a non-passing gate
-    /// (§7.3); `None` when the gate passed.
+    /// (docs/gates.md#qg-7); `None` when the gate passed.
     pub fn rejection(&self) -> Option<GateRejection> {
         if self.verdict == GateVerdict::Pass {
             return None;
@@ -215,7 +215,7 @@ impl GateOutcome {
 /// in its `ULW_LOOP_QUALITY_GATE_INVALID` error.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GateRejection {
-    /// The first error finding's message (the compatible message, R§6.1).
+    /// The first error finding's message (the compatible message, docs/differences.md#r-6).
     pub message: String,
     /// Its field (`details.field`).
     pub field: String,

@@ -1,4 +1,4 @@
-//! Plan-context checks of the five-section gate (§5, steps 13–15):
+//! Plan-context checks of the five-section gate (docs/gates.md#qg-5, steps 13–15):
 //! criterion references, coverage recomputation, every criterion covered.
 
 use serde_json::json;

@@ -1,12 +1,12 @@
 //! The report files a gate-review spawn needs before it starts
-//! (hooks.md §6.3 step 5, quality-gate.md §2.1 `reportFiles`): the same
+//! (docs/hook-contracts.md#h-6 step 5, docs/gates.md#qg-2 `reportFiles`): the same
 //! names the template of [`super::template`] writes into a gate, plus the
 //! legacy names of `legacyReportFiles` that the Node preflight required.
 
 use super::template::TEMPLATE_ARTIFACT_FILE;
 use crate::rules::gates::{GateRuleFile, GateRules, Section};
 
-/// The template's data artifact (R§6.7 `artifact-data`), the second
+/// The template's data artifact (docs/differences.md#r-6 `artifact-data`), the second
 /// manual-QA file a reviewer may deliver instead of the CLI transcript.
 pub const DATA_ARTIFACT_FILE: &str = "data-diff.txt";
 

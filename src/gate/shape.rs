@@ -1,5 +1,5 @@
-//! The known keys of a gate family: unknown-key findings (§7.1 last step)
-//! and the normalised gate (known keys only, strings trimmed; R§6.5).
+//! The known keys of a gate family: unknown-key findings (docs/gates.md#qg-7 last step)
+//! and the normalised gate (known keys only, strings trimmed; docs/differences.md#r-6).
 
 use serde_json::{Map, Value};
 

@@ -1,4 +1,4 @@
-//! Surface resolution (§2.4) as a pure function, shared by `gate check` and
+//! Surface resolution (docs/gates.md#qg-2) as a pure function, shared by `gate check` and
 //! `create-goals` (which stores the result as the plan's `gateRules`, so a
 //! later change of environment cannot move a run to a laxer gate).
 
@@ -74,7 +74,7 @@ pub fn select(
     }
 }
 
-/// The five-section surface, in the order of §2.4: environment variable
+/// The five-section surface, in the order of docs/gates.md#qg-2: environment variable
 /// (when its value is known), repository `gate.surface`, marker file
 /// (`{"surface": <known>}`), default. An unknown environment value and a
 /// missing or malformed marker fall through to the next step. The flag is

@@ -1,4 +1,4 @@
-//! The fill-in gate of `checkpoint --print-template` (§9), as a pure
+//! The fill-in gate of `checkpoint --print-template` (docs/gates.md#qg-9), as a pure
 //! function of plain inputs. Every free-text value is a `<replace:…>`
 //! placeholder, so an unfilled template always fails validation.
 
@@ -13,7 +13,7 @@ pub const TEMPLATE_ARTIFACT_ID: &str = "artifact-cli";
 /// The template's artifact file name, below the base directory.
 pub const TEMPLATE_ARTIFACT_FILE: &str = "cli-transcript.txt";
 
-/// The host-goal part of the template (GE§8.2), decided by the goal engine
+/// The host-goal part of the template (docs/engine.md#ge-8), decided by the goal engine
 /// from the plan's mode and the target's finality.
 #[derive(Debug, Clone, Copy)]
 pub struct HostGoalInput<'a> {

@@ -1,5 +1,5 @@
-//! The Ultragoal final gate (§4): cleanup, verification and code review, in
-//! the order of §7.1.
+//! The Ultragoal final gate (docs/gates.md#qg-4): cleanup, verification and code review, in
+//! the order of docs/gates.md#qg-7.
 
 use serde_json::{Map, Value, json};
 

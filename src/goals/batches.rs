@@ -1,5 +1,5 @@
-//! Validation batches: parsing at `create-goals` (R§5.1) and the readiness
-//! rules a closing checkpoint enforces (R§5.3–§5.5, goal-engine.md §6).
+//! Validation batches: parsing at `create-goals` (docs/differences.md#r-5) and the readiness
+//! rules a closing checkpoint enforces (docs/differences.md#r-5, docs/engine.md#ge-6).
 //! Steering of batches (`revise_batch`) lives with steering.
 
 use std::collections::HashSet;
@@ -166,7 +166,7 @@ fn decision_note(ids: &[&str]) -> String {
     }
 }
 
-/// Run-final closure rule (R§5.4): every batch is closed treating the goal
+/// Run-final closure rule (docs/differences.md#r-5): every batch is closed treating the goal
 /// being completed as resolved.
 pub fn check_all_closed(plan: &Plan, completing: &str) -> Result<(), GoalError> {
     let mut open = Vec::new();
@@ -192,7 +192,7 @@ pub fn check_all_closed(plan: &Plan, completing: &str) -> Result<(), GoalError> 
     ))
 }
 
-/// Batch-final readiness (R§5.3): the other members are resolved.
+/// Batch-final readiness (docs/differences.md#r-5): the other members are resolved.
 pub fn check_ready(plan: &Plan, b: &Map<String, Value>, completing: &str) -> Result<(), GoalError> {
     let open = open_members(plan, b, completing);
     if open.is_empty() {
@@ -210,8 +210,8 @@ pub fn check_ready(plan: &Plan, b: &Map<String, Value>, completing: &str) -> Res
     ))
 }
 
-/// Every member criterion is `pass` (R§5.5 step 3). Superseded members
-/// are not counted (goal-engine.md §3.1): a waived member's criteria can
+/// Every member criterion is `pass` (docs/differences.md#r-5 step 3). Superseded members
+/// are not counted (docs/engine.md#ge-3): a waived member's criteria can
 /// never be recorded, and the gate's coverage skips them as well.
 pub fn check_criteria(plan: &Plan, b: &Map<String, Value>) -> Result<(), GoalError> {
     let mut pending = Vec::new();
@@ -236,7 +236,7 @@ pub fn check_criteria(plan: &Plan, b: &Map<String, Value>) -> Result<(), GoalErr
     ))
 }
 
-/// Marks a batch closed by `goal_id` (goal-engine.md §2.3).
+/// Marks a batch closed by `goal_id` (docs/state-formats.md#ge-2).
 pub fn close(plan: &mut Plan, batch: &str, goal_id: &str, now: &str) {
     if let Some(list) = plan.batches_mut() {
         for b in list.iter_mut().filter_map(Value::as_object_mut) {

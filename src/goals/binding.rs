@@ -1,4 +1,4 @@
-//! The plan bound to its ledger (threat-model.md I7 and §6 "I7 without a
+//! The plan bound to its ledger (docs/threat-model.md#i7, docs/threat-model.md#tm-6 "I7 without a
 //! circle").
 //!
 //! Every ledger entry the engine writes under a bound plan carries

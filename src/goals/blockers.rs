@@ -1,4 +1,4 @@
-//! External-authorisation blockers (R§2.6 with goal-engine.md §7.1): the
+//! External-authorisation blockers (docs/differences.md#r-2 with docs/engine.md#ge-7): the
 //! classifier over `rules/blockers.json` word lists, and escalation to
 //! `needs_user_decision` by occurrences.
 
@@ -36,7 +36,7 @@ fn any(list: &[Regex], text: &str) -> bool {
 }
 
 /// Lower-cases, blanks out URLs and quoting/punctuation characters, and
-/// collapses whitespace (R§2.6 step 1).
+/// collapses whitespace (docs/differences.md#r-2 step 1).
 pub fn normalise(text: &str) -> String {
     let lower = text.to_lowercase();
     let mut out = String::with_capacity(lower.len());

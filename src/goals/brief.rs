@@ -1,5 +1,5 @@
-//! Goal derivation from the brief (R§1.3.6 with the goal-engine.md §4.2
-//! changes), identifier generation (R§1.3.5) and seeded criteria (R§1.3.7).
+//! Goal derivation from the brief (docs/differences.md#r-1 with the docs/engine.md#ge-4
+//! changes), identifier generation (docs/differences.md#r-1) and seeded criteria (docs/differences.md#r-1).
 
 use serde_json::{Map, Value, json};
 
@@ -126,7 +126,7 @@ pub fn slugged_id(index: usize, title: &str) -> String {
     }
 }
 
-/// The largest `N` among goal ids of the form `G<digits>…` (R§1.3.5).
+/// The largest `N` among goal ids of the form `G<digits>…` (docs/differences.md#r-1).
 pub fn max_ordinal<'a>(ids: impl Iterator<Item = &'a str>) -> usize {
     ids.filter_map(|id| {
         let digits: String = id
@@ -154,7 +154,7 @@ pub fn next_free_id(from: usize, title: &str, taken: &dyn Fn(&str) -> bool) -> (
     }
 }
 
-/// The three seeded criteria of goal `index` (R§1.3.7), marked `seeded: true`.
+/// The three seeded criteria of goal `index` (docs/differences.md#r-1), marked `seeded: true`.
 pub fn seeded_criteria(index: usize, objective: &str) -> Vec<Value> {
     let mut subject = collapse(objective);
     if subject.is_empty() {

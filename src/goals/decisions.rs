@@ -1,4 +1,4 @@
-//! User decisions recorded in a plan (threat-model.md I12): a waiver, a
+//! User decisions recorded in a plan (docs/threat-model.md#i12): a waiver, a
 //! supersede or an unblock carrying `userDecision`. The engine records what
 //! the caller passed; whether the *user* made the decision is settled by the
 //! `user-prompt-submit` witness (the hooks) and reported by the CI audit.
@@ -108,7 +108,7 @@ pub fn user_decisions(plan: &Plan) -> Vec<UserDecision> {
     plan.goals().filter_map(decided).collect()
 }
 
-/// A run is **waived** (threat-model.md §6 "I12 matching") when it is
+/// A run is **waived** (docs/threat-model.md#tm-6 "I12 matching") when it is
 /// complete without a recorded completion and no goal of it completed:
 /// every goal was waived (superseded with no replacement). Such a run ends,
 /// but it is never "complete".

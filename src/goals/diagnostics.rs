@@ -1,7 +1,7 @@
-//! Diagnostic lines of the goal engine (goal-engine.md §2.6: an index
+//! Diagnostic lines of the goal engine (docs/state-formats.md#ge-2: an index
 //! rebuild is worth a line). Written best-effort to the diagnostics file that
-//! `hooks.md` §1.5 defines, in the workspace's per-user state directory
-//! (`<user state>/hooks/diagnostics.jsonl`, threat-model.md §3) where
+//! `docs/hook-contracts.md` docs/engine.md#ge-1 defines, in the workspace's per-user state directory
+//! (`<user state>/hooks/diagnostics.jsonl`, docs/threat-model.md#tm-3) where
 //! `doctor` reads them and the gated agent cannot edit them; when that
 //! directory is unusable, to the base per-user state directory, and never
 //! into the workspace. The front end opens the target through the

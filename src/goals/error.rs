@@ -1,5 +1,5 @@
 //! The goal engine's error type: every `ULW_LOOP_*` code with typed details
-//! (goal-engine.md §4.4). Both profiles emit the same codes; only the
+//! (docs/engine.md#ge-4). Both profiles emit the same codes; only the
 //! message words come from the profile.
 
 use std::fmt;
@@ -141,7 +141,7 @@ pub enum ErrorKind {
         last_seq: u64,
         remedy: String,
     },
-    /// `PLAN_TAMPERED` / `LEDGER_TAMPERED` (threat-model.md I7): `ledger`
+    /// `PLAN_TAMPERED` / `LEDGER_TAMPERED` (docs/threat-model.md#i7): `ledger`
     /// says which side; `binding` holds both digests.
     Tampered {
         ledger: bool,
@@ -213,24 +213,24 @@ pub enum ErrorKind {
         pointer: String,
         problem: String,
     },
-    /// A parse-level steering problem (R§3.5 `ULW_LOOP_STEERING_*`).
+    /// A parse-level steering problem (docs/differences.md#r-3 `ULW_LOOP_STEERING_*`).
     Steering {
         code: SteeringCode,
         details: Value,
     },
-    /// The `error` member of a rejected steering proposal (§5.11).
+    /// The `error` member of a rejected steering proposal (docs/engine.md#ge-5).
     SteeringRejected {
         details: Value,
     },
-    /// An idempotency key or prompt signature reused for a different proposal (§5.7).
+    /// An idempotency key or prompt signature reused for a different proposal (docs/engine.md#ge-5).
     SteeringKeyConflict {
         details: Value,
     },
-    /// A workflow start denied by the overlap rules (§9).
+    /// A workflow start denied by the overlap rules (docs/engine.md#ge-9).
     WorkflowOverlapDenied {
         details: Value,
     },
-    /// A mutating command run by a team worker (§10).
+    /// A mutating command run by a team worker (docs/engine.md#ge-10).
     TeamWorkerForbidden {
         command: String,
         marker: String,
@@ -238,7 +238,7 @@ pub enum ErrorKind {
     Unexpected,
 }
 
-/// The parse-level steering codes (R§3.5), raised before any state is read.
+/// The parse-level steering codes (docs/differences.md#r-3), raised before any state is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SteeringCode {
     /// `ULW_LOOP_STEERING_KIND_REQUIRED`.

@@ -1,4 +1,4 @@
-//! `--evidence-file` payloads (goal-engine.md §4.3): read through the
+//! `--evidence-file` payloads (docs/engine.md#ge-4): read through the
 //! sandbox, parsed as evidence payload v1, checked against the command, run
 //! through the verifier, and their files' digests collected for the ledger.
 

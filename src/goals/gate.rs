@@ -1,4 +1,4 @@
-//! The quality-gate step of the checkpoint pipeline (goal-engine.md §3.4
+//! The quality-gate step of the checkpoint pipeline (docs/engine.md#ge-3
 //! steps 6–8) on top of [`crate::gate`]: which rules a plan uses, the plain
 //! data context the validator gets, and the mapping of its outcome to the
 //! engine's errors and ledger fields.
@@ -23,8 +23,8 @@ fn rules_error(pointer: String, problem: String) -> GoalError {
     })
 }
 
-/// The gate rule name a new plan records as `gateRules` (quality-gate.md
-/// §2.4): the profile's `gate/final`, resolving `surface` from the
+/// The gate rule name a new plan records as `gateRules` (docs/gates.md
+/// docs/state-formats.md#ge-2): the profile's `gate/final`, resolving `surface` from the
 /// environment, the repository setting, the marker file and the default.
 pub fn rules_for_new_plan(engine: &Engine) -> Result<String, GoalError> {
     let book = engine.gates();
@@ -105,7 +105,7 @@ pub fn scope_path(engine: &Engine, dir: String) -> Result<RelPath, GoalError> {
     })
 }
 
-/// The scope of a gate for goal `id` (quality-gate.md §5).
+/// The scope of a gate for goal `id` (docs/gates.md#qg-5).
 pub fn scope_of(is_final: bool, closes: Option<&Map<String, Value>>) -> Scope {
     if is_final {
         Scope::Run
@@ -166,7 +166,7 @@ pub fn context(
     }))
 }
 
-/// The plan context of `gate check --goal-id` (quality-gate.md §8): the
+/// The plan context of `gate check --goal-id` (docs/gates.md#qg-8): the
 /// plan read without a lock and without writing, the goal's scope, scope
 /// directory and scope criteria, and the plan's gate rule name.
 pub fn check_context(engine: &Engine, goal_id: &str) -> Result<(GateScope, String), GoalError> {
@@ -238,7 +238,7 @@ pub fn error(outcome: &GateOutcome) -> Option<GoalError> {
     })
 }
 
-/// `ULW_LOOP_QUALITY_GATE_INVALID` for a required gate that is absent (R§6.1).
+/// `ULW_LOOP_QUALITY_GATE_INVALID` for a required gate that is absent (docs/differences.md#r-6).
 pub fn missing() -> GoalError {
     GoalError::new(
         ErrorKind::QualityGateInvalid {
@@ -248,7 +248,7 @@ pub fn missing() -> GoalError {
     )
 }
 
-/// The combined snapshot + gate error (goal-engine.md §3.4 step 6).
+/// The combined snapshot + gate error (docs/engine.md#ge-3 step 6).
 pub fn combined(snapshot: &GoalError, gate: &GoalError) -> GoalError {
     let mut details = gate.details().unwrap_or_else(|| json!({}));
     details["hostGoal"] = snapshot.details().unwrap_or(Value::Null);
@@ -258,7 +258,7 @@ pub fn combined(snapshot: &GoalError, gate: &GoalError) -> GoalError {
     )
 }
 
-/// The batch cross-check of R§5.5 step 4 for a batch-scope gate: the gate's
+/// The batch cross-check of docs/differences.md#r-5 step 4 for a batch-scope gate: the gate's
 /// `criteriaCoverage` counts must equal the members' recomputed counts.
 pub fn check_batch_coverage(
     plan: &Plan,
@@ -303,7 +303,7 @@ pub fn embedded(outcome: &GateOutcome, max: u64) -> Value {
 }
 
 /// ` | codeQuality=WATCH: <codeReview.evidence>` when the gate's code review
-/// is `WATCH` (R§1.4).
+/// is `WATCH` (docs/differences.md#r-1).
 pub fn watch_suffix(outcome: &GateOutcome) -> Option<String> {
     let cr = outcome.normalized().get("codeReview")?;
     (cr.get("codeQualityStatus").and_then(Value::as_str) == Some("WATCH")).then(|| {

@@ -1,5 +1,5 @@
 //! Agent-facing texts rendered from the profile's texts file: the goal
-//! instruction (R§7.5), the blocked-decision handoff (R§7.6), the stalled
+//! instruction (docs/differences.md#r-7), the blocked-decision handoff (docs/differences.md#r-7), the stalled
 //! line and the usage block. Structure lives here; the words are data.
 
 use std::collections::BTreeMap;
@@ -85,7 +85,7 @@ pub fn help(engine: &Engine) -> String {
     out.join("\n")
 }
 
-/// The kind help of `steer` errors (R§4.2).
+/// The kind help of `steer` errors (docs/differences.md#r-4).
 pub fn steer_usage(engine: &Engine) -> String {
     let p = &engine.profile;
     let mut v: BTreeMap<&str, String> = BTreeMap::new();
@@ -205,7 +205,7 @@ pub fn instruction(engine: &Engine, plan: &Plan, g: Goal<'_>) -> Value {
     json!({"text": lines.join("\n"), "json": payload})
 }
 
-/// The blocked-decision handoff for a `needs_user_decision` goal (R§7.6).
+/// The blocked-decision handoff for a `needs_user_decision` goal (docs/differences.md#r-7).
 pub fn blocked(engine: &Engine, plan: &Plan, g: Goal<'_>) -> String {
     let mut v = vars(engine, plan);
     v.insert("goalId", g.id().to_owned());

@@ -1,4 +1,4 @@
-//! Host-goal reconciliation (R§2.8–§2.9 with goal-engine.md §8): snapshot
+//! Host-goal reconciliation (docs/differences.md#r-2 with docs/engine.md#ge-8): snapshot
 //! shapes, the pure reconciliation, the opt-in task-scoped fallbacks and the
 //! mismatch error.
 
@@ -49,7 +49,7 @@ impl HostStatus {
     }
 }
 
-/// A parsed snapshot (R§2.9.2).
+/// A parsed snapshot (docs/differences.md#r-2).
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     /// Reports a goal.
@@ -157,7 +157,7 @@ fn capitalised(noun: &str) -> String {
     }
 }
 
-/// Reconciles a snapshot (R§2.9.3) using the profile's noun, flag and tools.
+/// Reconciles a snapshot (docs/differences.md#r-2) using the profile's noun, flag and tools.
 pub fn reconcile(snap: Option<&Snapshot>, e: &Expect, profile: &Profile) -> Outcome {
     let hg = &profile.host_goal;
     let noun = capitalised(&hg.noun);
@@ -222,7 +222,7 @@ pub fn reconcile(snap: Option<&Snapshot>, e: &Expect, profile: &Profile) -> Outc
     out
 }
 
-/// Which task-scoped fallback's preconditions hold (R§2.9.4).
+/// Which task-scoped fallback's preconditions hold (docs/differences.md#r-2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskScoped {
     /// A completed snapshot of a task-scoped goal.
@@ -280,7 +280,7 @@ fn has_word(text: &str, words: &[&str]) -> bool {
     })
 }
 
-/// "Completion + validation wording" of R§2.9.4.
+/// "Completion + validation wording" of docs/differences.md#r-2.
 pub fn completion_wording(text: &str) -> bool {
     has_word(text, WORK) && has_word(text, DONE) && has_word(text, CHECKS) && has_word(text, PASSED)
 }
@@ -355,7 +355,7 @@ pub fn fallback(
     }
 }
 
-/// Builds `ULW_LOOP_CODEX_SNAPSHOT_MISMATCH` (goal-engine.md §8.4).
+/// Builds `ULW_LOOP_CODEX_SNAPSHOT_MISMATCH` (docs/engine.md#ge-8).
 pub fn mismatch_error(
     out: &Outcome,
     snap: Option<&Snapshot>,

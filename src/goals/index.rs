@@ -1,4 +1,4 @@
-//! The ledger index (goal-engine.md §2.6): `.ledger.idx`, a cache of the
+//! The ledger index (docs/state-formats.md#ge-2): `.ledger.idx`, a cache of the
 //! ledger head, and `.ledger.keys`, the idempotency key index. Both are
 //! caches: a missing or stale index costs one rebuild, never correctness.
 

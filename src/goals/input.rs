@@ -1,4 +1,4 @@
-//! JSON-or-path inputs (goal-engine.md §4.1): a trimmed value starting with
+//! JSON-or-path inputs (docs/engine.md#ge-4): a trimmed value starting with
 //! `{` or `[` (or `null` for host snapshots) is inline JSON; anything else is
 //! a path inside the repository, opened through the sandbox.
 

@@ -28,7 +28,7 @@ pub struct Head {
     pub last_hash: Option<String>,
 }
 
-/// A key line of `.ledger.keys` (goal-engine.md §2.6).
+/// A key line of `.ledger.keys` (docs/state-formats.md#ge-2).
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeyLine(pub Value);
 
@@ -58,7 +58,7 @@ impl Head {
 /// byte offset in the ledger) is kept as `o`, so a dedupe hit can read the
 /// prior entry with one seek instead of a scan.
 pub fn keys_of(entry: &Value, offset: Option<u64>) -> Vec<KeyLine> {
-    // Ultragoal-style ledgers spell `kind` as `event` (goal-engine.md §2.4).
+    // Ultragoal-style ledgers spell `kind` as `event` (docs/state-formats.md#ge-2).
     let kind = entry
         .get("kind")
         .or_else(|| entry.get("event"))

@@ -1,5 +1,5 @@
-//! Lifecycle predicates (R§2.2 with goal-engine.md §3.1) and the enforced
-//! transition table of the CLI commands (§3.2).
+//! Lifecycle predicates (docs/differences.md#r-2 with docs/engine.md#ge-3) and the enforced
+//! transition table of the CLI commands (docs/engine.md#ge-3).
 
 use super::error::{ErrorKind, GoalError};
 use super::plan::{CriterionStatus, Goal, GoalStatus, Overlay, Plan};
@@ -80,7 +80,7 @@ pub fn counted(g: Goal<'_>) -> bool {
     g.overlay() != Some(Overlay::Superseded)
 }
 
-/// Unresolved criteria of the essential set (R§1.3.3), and whether the
+/// Unresolved criteria of the essential set (docs/differences.md#r-1), and whether the
 /// essential gate passes.
 pub fn essential_gate(g: Goal<'_>, profile: &Profile) -> (bool, Vec<(String, CriterionStatus)>) {
     let all: Vec<_> = g.criteria().collect();
@@ -118,7 +118,7 @@ pub fn all_criteria_gate(g: Goal<'_>, profile: &Profile) -> (bool, Vec<(String, 
     (ok, unresolved)
 }
 
-/// A CLI command that changes a goal (the rows of §3.2 this engine enforces
+/// A CLI command that changes a goal (the rows of docs/engine.md#ge-3 this engine enforces
 /// at the command line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trigger {
@@ -161,7 +161,7 @@ pub enum Permit {
     StartFirst,
 }
 
-/// Checks the §3.2 row of `trigger` for `g`.
+/// Checks the docs/engine.md#ge-3 row of `trigger` for `g`.
 pub fn check(
     plan: &Plan,
     g: Goal<'_>,

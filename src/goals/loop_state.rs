@@ -1,7 +1,7 @@
-//! What the goal-loop hooks need from the engine (hooks.md §4–§6): where a
+//! What the goal-loop hooks need from the engine (docs/hook-contracts.md#h-4, docs/hook-contracts.md#h-6): where a
 //! session's plan lives, which goal a resume names, what counts as progress,
 //! the final candidate, and the engine's mutation lock and atomic writer for
-//! the hook side files in `<state>` (goal-engine.md §2.2, §2.7, §2.8).
+//! the hook side files in `<state>` (docs/state-formats.md#ge-2).
 //!
 //! Everything here reads; the side-file writers touch only the named file.
 //! The ledger is never read: the hooks' progress measure is the plan's own
@@ -21,7 +21,7 @@ use super::session;
 use super::state::{self, ReadOutcome, StatePaths};
 use crate::store::{self, Durability, LockError, LockOptions, MutationLock};
 
-/// How a located plan belongs to the session (hooks.md §4.2).
+/// How a located plan belongs to the session (docs/hook-contracts.md#h-4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ownership {
     /// `<stateDir>/<sid>/goals.json`.
@@ -66,7 +66,7 @@ impl Located {
 /// A session's plan that exists but cannot be read: corrupt JSON, not a
 /// regular file (a FIFO, a directory, a symlink), over the size limit, or an
 /// unsafe state directory. Its state is unknown, so no gated decision may
-/// read it as "nothing left" (threat-model.md I2).
+/// read it as "nothing left" (docs/threat-model.md#i2).
 #[derive(Debug)]
 pub struct Unreadable {
     /// The scope whose plan could not be read.
@@ -91,7 +91,7 @@ fn read_in(
     }
 }
 
-/// Finds the payload session's plan in one profile (hooks.md §4.2 steps
+/// Finds the payload session's plan in one profile (docs/hook-contracts.md#h-4 steps
 /// 1–3): the scoped plan of the normalised `raw_sid`; else the unscoped plan
 /// whose recorded owner normalises to the same sid; else, only with
 /// `adopt_unowned`, an unscoped plan that records no owner. A plan that
@@ -178,7 +178,7 @@ fn resumable(g: &Goal<'_>) -> bool {
     matches!(g.status(), GoalStatus::Pending | GoalStatus::InProgress) && g.overlay().is_none()
 }
 
-/// The goal a resume names (hooks.md §4.1 step 7): the `activeGoalId` goal
+/// The goal a resume names (docs/hook-contracts.md#h-4 step 7): the `activeGoalId` goal
 /// if it is pending or in progress without a steering overlay, else the first
 /// such goal in plan order. Superseded and steering-blocked goals never are.
 pub fn resumable_goal(plan: &Plan) -> Option<Goal<'_>> {
@@ -189,7 +189,7 @@ pub fn resumable_goal(plan: &Plan) -> Option<Goal<'_>> {
 }
 
 /// The first goal in plan order that is the final candidate
-/// (goal-engine.md §3.1), if any.
+/// (docs/engine.md#ge-3), if any.
 pub fn final_candidate(plan: &Plan) -> Option<Goal<'_>> {
     plan.goals().find(|g| lifecycle::final_candidate(plan, *g))
 }
@@ -200,7 +200,7 @@ pub fn active_attempt(plan: &Plan) -> Option<(&str, u64)> {
     super::ops::status::active_goal(plan).map(|g| (g.id(), g.attempt()))
 }
 
-/// `sha256` hex of the plan's progress state (hooks.md §4.4): the goal
+/// `sha256` hex of the plan's progress state (docs/hook-contracts.md#h-4): the goal
 /// count and, per goal in plan order, `id`, `status`, steering overlay,
 /// `attempt` and each criterion's `id` and `status`, plus the aggregate
 /// completion status. Timestamps, wording, evidence text and the ledger are
@@ -231,7 +231,7 @@ pub fn progress_digest(plan: &Plan) -> String {
     crate::digest::sha256_hex(crate::json::canonical(&v).as_bytes())
 }
 
-/// The located plan's binding to its ledger (threat-model.md I7), read
+/// The located plan's binding to its ledger (docs/threat-model.md#i7), read
 /// without writing anything and within a hook's budget (the newest records
 /// only, see [`super::txn::judge_tail`]). A hook must not trust a tampered
 /// plan's state.

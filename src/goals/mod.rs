@@ -1,4 +1,4 @@
-//! The goal engine (goal-engine.md): durable multi-goal state (`brief.md`,
+//! The goal engine (docs/engine.md): durable multi-goal state (`brief.md`,
 //! `goals.json`, `ledger.jsonl`) for the `ulw-loop` and `ultragoal` profiles.
 //!
 //! * [`profile`] — the profile, texts and blocker rule families (data, not `if`s);
@@ -68,7 +68,7 @@ pub struct EngineOptions {
     /// The repository root as an absolute path string, so that absolute input
     /// paths inside the repository can be accepted.
     pub root_abs: Option<String>,
-    /// Gate surface inputs read by the front end (quality-gate.md §2.4).
+    /// Gate surface inputs read by the front end (docs/gates.md#qg-2).
     pub surface: SurfaceInputs,
     /// Where diagnostic lines go (opened by the front end, per-user).
     pub diagnostics: diagnostics::Sink,
@@ -211,7 +211,7 @@ impl Engine {
     }
 
     /// `{sid}` of attempt directories for a plan: the plan's session id, else
-    /// the environment's, else the profile fallback (goal-engine.md §3.3).
+    /// the environment's, else the profile fallback (docs/engine.md#ge-3).
     pub fn attempt_sid(&self, plan: &plan::Plan) -> String {
         plan.session_id(&self.profile)
             .or_else(|| self.env_sid.clone())
@@ -219,7 +219,7 @@ impl Engine {
     }
 
     /// The attempt directory of a goal: its persisted `attemptDir`, else the
-    /// template (R§1.5).
+    /// template (docs/differences.md#r-1).
     pub fn attempt_dir(&self, plan: &plan::Plan, g: plan::Goal<'_>) -> String {
         if let Some(d) = g.str("attemptDir") {
             return d.to_owned();

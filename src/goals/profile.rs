@@ -1,4 +1,4 @@
-//! Profiles as data (goal-engine.md §1): the `profiles`, `texts` and
+//! Profiles as data (docs/engine.md#ge-1): the `profiles`, `texts` and
 //! `blockers` rule families. Every difference between `ulw-loop` and
 //! `ultragoal` is a value read here; no code path branches on a profile name.
 
@@ -132,7 +132,7 @@ pub fn texts_key(file: &str) -> Option<&str> {
         .filter(|k| !k.is_empty() && !k.contains('/'))
 }
 
-/// One profile (goal-engine.md §1.1).
+/// One profile (docs/engine.md#ge-1).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Profile {
@@ -186,7 +186,7 @@ pub struct Profile {
     pub team: TeamRules,
     /// Workflow registry identity.
     pub workflow: WorkflowIdentity,
-    /// What the goal-loop hooks read (hooks.md §1.8).
+    /// What the goal-loop hooks read (docs/hook-contracts.md#h-1).
     pub hooks: ProfileHooks,
     /// Texts file (`texts/<name>.json`).
     pub texts: String,
@@ -364,7 +364,7 @@ pub struct WorkflowIdentity {
 
 /// `hooks` keys: the profile facts the goal-loop hooks need besides
 /// `stateDir`, `commandPrefix` (what agents type) and
-/// `steering/directiveMarkers` (hooks.md §1.8).
+/// `steering/directiveMarkers` (docs/hook-contracts.md#h-1).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ProfileHooks {
@@ -424,7 +424,7 @@ pub struct Texts {
     pub template_guidance_v1: String,
 }
 
-/// Fragments of the goal instruction (R§7.5).
+/// Fragments of the goal instruction (docs/differences.md#r-7).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[allow(missing_docs)]

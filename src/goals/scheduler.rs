@@ -1,4 +1,4 @@
-//! The scheduler (goal-engine.md §3.3), run inside the caller's lock by
+//! The scheduler (docs/engine.md#ge-3), run inside the caller's lock by
 //! `complete-goals` and by checkpoint auto-advance.
 
 use serde_json::{Map, Value, json};
@@ -112,7 +112,7 @@ fn entry(now: &str, kind: &str, goal_id: &str, status: &str) -> Map<String, Valu
     m
 }
 
-/// Starts a goal (R§2.3 step 6 with the §3.3 changes): new attempt, persisted
+/// Starts a goal (docs/differences.md#r-2 step 6 with the docs/engine.md#ge-3 changes): new attempt, persisted
 /// attempt directory; blocker signature and counters are kept for escalation.
 pub fn start(
     engine: &Engine,

@@ -1,5 +1,5 @@
-//! Session ids: normalisation (R§1.1) and resolution from the flag or the
-//! profile's environment list (goal-engine.md §2.1).
+//! Session ids: normalisation (docs/differences.md#r-1) and resolution from the flag or the
+//! profile's environment list (docs/state-formats.md#ge-2).
 
 use super::error::{ErrorKind, GoalError};
 

@@ -1,5 +1,5 @@
 //! The state directory: resolution of its repo-relative paths, and opening
-//! it and its files without following symlinks (goal-engine.md §2.2).
+//! it and its files without following symlinks (docs/state-formats.md#ge-2).
 //!
 //! A symlinked component, or an entry of the wrong type, is
 //! `ULW_LOOP_STATE_UNSAFE`; any other I/O failure is `ULW_LOOP_IO_ERROR`.
@@ -26,8 +26,8 @@ pub const INDEX: &str = ".ledger.idx";
 pub const KEYS: &str = ".ledger.keys";
 /// Previous runs.
 pub const ARCHIVE: &str = ".archive";
-/// Marker of a `create-goals --force` switch in progress (threat-model.md
-/// I14): the next lock holder finishes or undoes it.
+/// Marker of a `create-goals --force` switch in progress (docs/threat-model.md#i14):
+/// the next lock holder finishes or undoes it.
 pub const SWITCH: &str = ".force-switch.json";
 /// The replaced run's ledger while a switch is in progress.
 pub const SWITCH_LEDGER: &str = ".force-switch.ledger.jsonl";

@@ -1,5 +1,5 @@
-//! The summary object several commands print (R§3.4, plus `runComplete`,
-//! `completionBlocking` and `waived` of goal-engine.md §4.2).
+//! The summary object several commands print (docs/differences.md#r-3, plus `runComplete`,
+//! `completionBlocking` and `waived` of docs/engine.md#ge-4).
 
 use serde_json::{Value, json};
 

@@ -1,4 +1,4 @@
-//! The team boundary (goal-engine.md §10): workers run tasks and produce
+//! The team boundary (docs/engine.md#ge-10): workers run tasks and produce
 //! evidence; only the leader changes the state directory. A process is a
 //! worker when a `team/workerEnv` variable holds one of its values; on the
 //! hook channel, also when the decoded event carries an agent type matching

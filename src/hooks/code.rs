@@ -1,4 +1,4 @@
-//! Diagnostic codes of the hooks (hooks.md §9): what goes to
+//! Diagnostic codes of the hooks (docs/hook-contracts.md#h-9): what goes to
 //! `diagnostics.jsonl`. Finding codes (`RECEIPT_*`) live in
 //! [`crate::evidence::Code`]. Names are stable API.
 
@@ -18,7 +18,7 @@ pub enum DiagClass {
     /// A policy decision worth recording (cap reached, waiver).
     Policy,
     /// A fault in the hooks' own trust state: the gated call was blocked or
-    /// denied (threat-model.md I2).
+    /// denied (docs/threat-model.md#i2).
     TrustState,
 }
 
@@ -94,13 +94,13 @@ diag_codes! {
     SubagentContextPressure = "SUBAGENT_CONTEXT_PRESSURE", Policy, Info, "Context pressure in the child transcript waived the receipt; a waiver was recorded.";
     GateLedgerRewound = "GATE_LEDGER_REWOUND", Policy, Warn, "The in-tree gate ledger had lost records of its per-user witness; they were restored and the rewind recorded in both.";
     GateLedgerForged = "GATE_LEDGER_FORGED", Policy, Warn, "The in-tree gate ledger held records its per-user witness never wrote; they were dropped from it and recorded in both.";
-    // Goal-loop hooks (hooks.md §4–§6).
+    // Goal-loop hooks (docs/hook-contracts.md#h-4, docs/hook-contracts.md#h-6).
     HookEnvInvalid = "HOOK_ENV_INVALID", Degraded, Warn, "`OMO_SPAWN_FANOUT_LIMIT` is not a positive integer; `spawn.fanout_limit` was used.";
     HookPlanUnreadable = "HOOK_PLAN_UNREADABLE", TrustState, Error, "The session's goal plan exists but cannot be read (corrupt JSON, a FIFO, directory or symlink, oversized): the Stop hook held the stop (within the resume budget, then paused with a notice) and the spawn guard denied, until the user restores `goals.json` from version control (`repair --check` says what is wrong); the prompt hook, which gates nothing, passed it over.";
     StopStuck = "STOP_STUCK", Policy, Info, "Auto-resume paused: goal and criteria state did not change over the allowed resumes; a stuck marker was written.";
     StopDeferUnverified = "STOP_DEFER_UNVERIFIED", Policy, Info, "A continuation owner's file (`.omo/boulder.json`) claims the session, but a file the agent can write does not silence a resume by itself (threat-model.md I5): the resume went ahead.";
     SteerWorkerIgnored = "STEER_WORKER_IGNORED", Policy, Info, "A steering directive from a team worker was ignored (only the leader changes goal state).";
-    // threat-model.md I9: repository policy only tightens.
+    // docs/threat-model.md#i9: repository policy only tightens.
     RulesRelaxationIgnored = "RULES_RELAXATION_IGNORED", Policy, Warn, "A value of the repository's `.evidence-gate/rules.json` would relax policy and was ignored (threat-model.md I9); relax it in `$XDG_CONFIG_HOME/evidence-gate/rules.json` or the wiring's `--rules`.";
     UserDecisionUnverified = "USER_DECISION_UNVERIFIED", Policy, Warn, "A user decision in the plan (waiver, supersede or unblock with --user-decision) was not carried by a recorded user prompt of the session made before it; the Stop hook resumed the agent.";
 }
@@ -128,7 +128,7 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), names.len(), "duplicate names");
-        // The stable list (hooks.md §9): a rename is a breaking change.
+        // The stable list (docs/hook-contracts.md#h-9): a rename is a breaking change.
         assert_eq!(
             names.join(" "),
             "HOOK_USAGE HOOK_DISABLED HOOK_STDIN_EMPTY HOOK_STDIN_TOO_LARGE HOOK_STDIN_READ \

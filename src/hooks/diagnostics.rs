@@ -1,7 +1,7 @@
-//! The diagnostics file (hooks.md §1.5): one compact JSON object per line in
+//! The diagnostics file (docs/hook-contracts.md#h-1): one compact JSON object per line in
 //! `<user state>/hooks/diagnostics.jsonl` of the workspace
-//! (`$XDG_STATE_HOME/evidence-gate/v1/<workspace-id>/hooks/`, threat-model.md
-//! §3), out of reach of the gated agent, which could otherwise delete the
+//! (`$XDG_STATE_HOME/evidence-gate/v1/<workspace-id>/hooks/`, docs/threat-model.md
+//! docs/hook-contracts.md#h-3), out of reach of the gated agent, which could otherwise delete the
 //! record of a fail-open or plant records `doctor` reports. When `<root>` is
 //! neither a repository nor has `.omo/`, is unknown, or its per-user state
 //! directory is unusable, records go to the base per-user state directory

@@ -1,4 +1,4 @@
-//! Directive templates (hooks.md §3.10): `{{NAME}}` placeholders rendered in
+//! Directive templates (docs/hook-contracts.md#h-3): `{{NAME}}` placeholders rendered in
 //! a single pass, so inserted text is never rescanned (a message holding
 //! `{{FINDINGS}}` stays literal).
 

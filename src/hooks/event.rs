@@ -1,4 +1,4 @@
-//! The normalized internal events and decisions (hooks.md §2.1, §2.2).
+//! The normalized internal events and decisions (docs/hook-contracts.md#h-2).
 
 use std::path::PathBuf;
 
@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::host::{Host, HostSource};
 
-/// A hook subcommand (hooks.md §1.1).
+/// A hook subcommand (docs/hook-contracts.md#h-1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HookEvent {
     /// `subagent-stop`: the evidence receipt gate.
@@ -162,7 +162,7 @@ pub enum Body {
     Tool(ToolEvent),
 }
 
-/// What a hook decided (hooks.md §2.2).
+/// What a hook decided (docs/hook-contracts.md#h-2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     /// The call proceeds; no output.
@@ -178,7 +178,7 @@ pub enum Decision {
         reason: String,
     },
     /// The agent keeps working because the hook's own trust state is at
-    /// fault (threat-model.md I2): `reason` tells the agent, `message` tells
+    /// fault (docs/threat-model.md#i2): `reason` tells the agent, `message` tells
     /// the user that they must act (stop family).
     Halt {
         /// Never empty.

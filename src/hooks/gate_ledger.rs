@@ -1,4 +1,4 @@
-//! The hook gate ledger `.omo/evidence-gate/ledger.jsonl` (hooks.md §3.11):
+//! The hook gate ledger `.omo/evidence-gate/ledger.jsonl` (docs/hook-contracts.md#h-3):
 //! hash-chained with [`crate::ledger`], continued from its tail (never a
 //! whole-file read), appended with one synced write under the gate lock.
 

@@ -1,4 +1,4 @@
-//! Records only the host writes (threat-model.md I5: only the host speaks for
+//! Records only the host writes (docs/threat-model.md#i5: only the host speaks for
 //! the host). A context-pressure marker counts only inside a transcript
 //! record of a type the host itself writes when it compacts a context or
 //! runs out of room; a marker in tool output, assistant text or user text

@@ -1,4 +1,4 @@
-//! Reading hook input (hooks.md §1.3): bounded stdin, byte-order marks,
+//! Reading hook input (docs/hook-contracts.md#h-1): bounded stdin, byte-order marks,
 //! exactly one JSON value.
 
 use std::io::{self, Read};

@@ -1,4 +1,4 @@
-//! `EVIDENCE_GATE_IO_REPORT=<file>` (hooks.md §8.3; tests and benchmarks
+//! `EVIDENCE_GATE_IO_REPORT=<file>` (docs/hook-contracts.md#h-8; tests and benchmarks
 //! only): at exit, append the process's read-byte count (Linux
 //! `/proc/self/io` `rchar`), the stdin bytes, and the tracked file reads.
 

@@ -1,4 +1,4 @@
-//! `subagent-stop`: the evidence receipt gate (hooks.md §3). A gated worker
+//! `subagent-stop`: the evidence receipt gate (docs/hook-contracts.md#h-3). A gated worker
 //! cannot end its turn until its final message names a receipt that
 //! verifies; the attempt budget, not `stop_hook_active`, is the loop guard.
 
@@ -152,7 +152,7 @@ pub struct Ctx<'a> {
     pub started: Instant,
 }
 
-/// Evaluates a stop in the normative order of hooks.md §3.1.
+/// Evaluates a stop in the normative order of docs/hook-contracts.md#h-3.
 pub fn decide(c: &Ctx<'_>) -> Decision {
     let agent = c.env.agent.clone().unwrap_or_default();
     if !c.policy.is_gated(agent.kind.as_deref()) {
@@ -346,7 +346,7 @@ fn decide_locked(
     let mut entry = base_entry(c, "receipt_override");
     entry.insert("findings".into(), findings_value(&findings));
     entry.insert("count".into(), json!(count));
-    // The release is recorded in the witness and the mirror (I1); a release
+    // The release is recorded in the witness and the mirror (docs/threat-model.md#i1); a release
     // that cannot be recorded does not happen.
     if let Err(f) = hs.append(c.root, entry) {
         return halt(c, HookCode::HookStateIo, &f);
@@ -412,7 +412,7 @@ fn accept(c: &Ctx<'_>, hs: &HookState, v: &Verified, earlier: usize, counter: &s
 }
 
 /// A marker inside a compaction record the host wrote in the child
-/// transcript's tail releases the worker (threat-model.md I5), unless its
+/// transcript's tail releases the worker (docs/threat-model.md#i5), unless its
 /// own final message carries one (writing the phrase is no escape). Tool
 /// output, assistant and user text never count; a host without a recorded
 /// compaction record shape has no escape at all.
@@ -434,7 +434,7 @@ fn context_pressure(c: &Ctx<'_>) -> bool {
     )
 }
 
-/// A fault in the hook's own trust state blocks (threat-model.md I2): the
+/// A fault in the hook's own trust state blocks (docs/threat-model.md#i2): the
 /// agent is told what failed and the user, in `systemMessage`, that they
 /// must act.
 fn halt(c: &Ctx<'_>, code: HookCode, f: &StateFault) -> Decision {
@@ -528,7 +528,7 @@ fn findings_block(findings: &[Finding], lines: usize, budget: usize) -> String {
     cap_bytes(&out.join("\n"), budget)
 }
 
-/// The block reason (hooks.md §3.10): the excerpt shrinks first, then the
+/// The block reason (docs/hook-contracts.md#h-3): the excerpt shrinks first, then the
 /// findings, and as a last resort the text is cut at a character boundary.
 pub fn render_reason(
     policy: &Policy,

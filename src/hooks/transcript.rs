@@ -41,7 +41,7 @@ pub fn read_tail_cut(amb: &dyn Ambient, path: &Path, max: u64) -> Option<(Vec<u8
 }
 
 /// True when the transcript's tail holds a compaction record the host wrote
-/// itself (threat-model.md I5) carrying one of `markers`. Always false for a
+/// itself (docs/threat-model.md#i5) carrying one of `markers`. Always false for a
 /// host without a recorded record shape ([`super::host_records::SHAPES`]).
 pub fn host_pressure(
     amb: &dyn Ambient,

@@ -1,4 +1,4 @@
-//! The hooks' per-user state and the gate-ledger witness (threat-model.md §3).
+//! The hooks' per-user state and the gate-ledger witness (docs/threat-model.md#tm-3).
 //!
 //! Attempt counters, reuse claims, the gate lock and the authoritative copy
 //! of the gate ledger live in `<user state>/hooks/`, out of the workspace the
@@ -50,7 +50,7 @@ const MAX_LEGACY: usize = 10_000;
 /// Forged-record digests listed at most in one record.
 const MAX_LISTED: usize = 50;
 
-/// A fault in the hooks' trust state: the decision blocks on it (I2).
+/// A fault in the hooks' trust state: the decision blocks on it (docs/threat-model.md#i2).
 #[derive(Debug)]
 pub struct StateFault {
     /// The file or directory at fault (ambient path or workspace-relative).
@@ -424,7 +424,7 @@ fn head_file(state_dir: &str) -> String {
 }
 
 impl HookState {
-    /// Records `head` as observed (threat-model.md §3 "ledger heads
+    /// Records `head` as observed (docs/threat-model.md#tm-3 "ledger heads
     /// observed"): kept when its `seq` is not below the one recorded.
     pub fn observe_head(&self, head: &Head) -> io::Result<()> {
         let dir = self.subdir(HEADS_DIR)?;

@@ -1,6 +1,6 @@
-//! agy's argument-free commands (hooks.md §7.3): some agy builds run only a
+//! agy's argument-free commands (docs/hook-contracts.md#h-7): some agy builds run only a
 //! bare executable path, so `init --write` links the binary as
-//! `evidence-gate-hook-<event>` (the multi-call names of hooks.md §1.1) and
+//! `evidence-gate-hook-<event>` (the multi-call names of docs/hook-contracts.md#h-1) and
 //! points each command at its link by absolute path.
 
 use std::path::{Path, PathBuf};

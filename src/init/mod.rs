@@ -1,4 +1,4 @@
-//! `evidence-gate init` (hooks.md §7.1–§7.4): renders, and with `--write`
+//! `evidence-gate init` (docs/hook-contracts.md#h-7): renders, and with `--write`
 //! merges, the host wiring for the hooks of this build.
 
 mod agy;

@@ -1,4 +1,4 @@
-//! What `init` wires per host (hooks.md §7.3), as data: one row per wired
+//! What `init` wires per host (docs/hook-contracts.md#h-7), as data: one row per wired
 //! handler, derived from the host's event support and the rules.
 
 use serde_json::{Map, Value, json};
@@ -144,7 +144,7 @@ fn known<'a>(wanted: &'a [&'a str], rules: &[String]) -> Vec<&'a str> {
         .collect()
 }
 
-/// The rows for a host (hooks.md §7.3 table, per-host notes).
+/// The rows for a host (docs/hook-contracts.md#h-7 table, per-host notes).
 pub fn rows(host: Host, shape: &Shape) -> Vec<Row> {
     let profile = vec!["--profile".to_owned(), shape.profile.clone()];
     let (shells, spawns) = host_tools(host);

@@ -6,7 +6,7 @@
 //! integer `seq` ≥ 1 and a string `prev` of 64 lowercase hex digits. `prev` is
 //! the SHA-256 of the exact bytes of the record before it (chained or not,
 //! without its `\n`), 64 zeros for the first record; `seq` is the last chained
-//! `seq` + 1 (goal-engine.md §2.5.2).
+//! `seq` + 1 (docs/state-formats.md#ge-2).
 
 mod tail;
 mod verify;

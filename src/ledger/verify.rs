@@ -1,4 +1,4 @@
-//! Full chain verification (goal-engine.md §2.5.4), streaming line by line.
+//! Full chain verification (docs/state-formats.md#ge-2), streaming line by line.
 
 use std::io::{self, BufRead};
 

@@ -1,4 +1,4 @@
-//! Which way each rules key tightens (threat-model.md I9): the table
+//! Which way each rules key tightens (docs/threat-model.md#i9): the table
 //! `rules/directions.json`, embedded next to the defaults, and the
 //! tighten-only merge of a repository override.
 //!

@@ -1,4 +1,4 @@
-//! The `evidence` rule family (`rules/evidence.json`, evidence.md §9).
+//! The `evidence` rule family (`rules/evidence.json`, docs/verify.md#ev-9).
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Deserialize;

@@ -1,4 +1,4 @@
-//! The goal-loop hook families of `rules/hooks.json` (hooks.md §4–§6):
+//! The goal-loop hook families of `rules/hooks.json` (docs/hook-contracts.md#h-4, docs/hook-contracts.md#h-6):
 //! `stop`, `user_prompt_submit`, `create_goal_guard`, `spawn`, `team_guard`.
 //! Directive templates are validated where their policy compiles
 //! ([`crate::hooks::goal_loop::Policy`]), because that needs the
@@ -9,7 +9,7 @@ use serde::Deserialize;
 use super::{Problem, RuleFamily};
 use crate::sandbox::{PathLimits, RelPath};
 
-/// `stop.*` (hooks.md §4).
+/// `stop.*` (docs/hook-contracts.md#h-4).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StopRules {
@@ -19,11 +19,11 @@ pub struct StopRules {
     pub max_resumes_without_progress: u64,
     /// The stop that pauses auto-resume is a one-time `Notify`.
     pub notify_when_stuck: bool,
-    /// Other continuation owners the hook defers to (§4.3).
+    /// Other continuation owners the hook defers to (docs/engine.md#ge-4).
     pub defer_owners: Vec<DeferOwner>,
 }
 
-/// One continuation owner (§4.3). Only the `boulder` kind exists.
+/// One continuation owner (docs/engine.md#ge-4). Only the `boulder` kind exists.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeferOwner {
@@ -81,7 +81,7 @@ impl RuleFamily for StopRules {
     }
 }
 
-/// `user_prompt_submit.*` (hooks.md §5).
+/// `user_prompt_submit.*` (docs/hook-contracts.md#h-5).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UserPromptSubmitRules {
@@ -158,7 +158,7 @@ impl RuleFamily for UserPromptSubmitRules {
     }
 }
 
-/// `create_goal_guard.*` (hooks.md §6.2).
+/// `create_goal_guard.*` (docs/hook-contracts.md#h-6).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateGoalGuardRules {
@@ -187,7 +187,7 @@ impl RuleFamily for CreateGoalGuardRules {
     }
 }
 
-/// When the fan-out counter starts over (hooks.md §6.3).
+/// When the fan-out counter starts over (docs/hook-contracts.md#h-6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SpawnReset {
@@ -199,7 +199,7 @@ pub enum SpawnReset {
     Never,
 }
 
-/// `spawn.*` (hooks.md §6.3).
+/// `spawn.*` (docs/hook-contracts.md#h-6).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SpawnRules {
@@ -252,7 +252,7 @@ impl RuleFamily for SpawnRules {
     }
 }
 
-/// Who counts as a worker for the team boundary guard (hooks.md §6.4).
+/// Who counts as a worker for the team boundary guard (docs/hook-contracts.md#h-6).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum DenyFor {
@@ -262,7 +262,7 @@ pub enum DenyFor {
     AgentType(String),
 }
 
-/// `team_guard.*` (hooks.md §6.4).
+/// `team_guard.*` (docs/hook-contracts.md#h-6).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TeamGuardRules {

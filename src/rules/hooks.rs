@@ -1,4 +1,4 @@
-//! The hook rule families (`rules/hooks.json`, hooks.md §1.8, §3) and the
+//! The hook rule families (`rules/hooks.json`, docs/hook-contracts.md#h-1, docs/hook-contracts.md#h-3) and the
 //! directive templates (`rules/directives/*.md`).
 
 use std::collections::BTreeMap;
@@ -52,7 +52,7 @@ pub struct HostRules {
     pub agy: AgyRules,
 }
 
-/// agy switches (hooks.md §2.6).
+/// agy switches (docs/hook-contracts.md#h-2).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgyRules {
@@ -123,7 +123,7 @@ impl RuleFamily for HooksRules {
     }
 }
 
-/// The `subagent_stop.*` family (hooks.md §3).
+/// The `subagent_stop.*` family (docs/hook-contracts.md#h-3).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubagentStopRules {

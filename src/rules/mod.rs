@@ -101,7 +101,7 @@ pub static EMBEDDED: &[Embedded] = &[
         mount: "/evidence",
         content: Content::Json(include_str!("../../rules/evidence.json")),
     },
-    // quality-gate.md §2: one row per gate rule file, mounted under `gates`.
+    // docs/gates.md#qg-2: one row per gate rule file, mounted under `gates`.
     Embedded {
         file: "rules/gates/common.json",
         mount: "/gates/common",
@@ -127,7 +127,7 @@ pub static EMBEDDED: &[Embedded] = &[
         mount: "/gate",
         content: Content::Json(include_str!("../../rules/gate.json")),
     },
-    // Hook policy (hooks.md §1.8): families `hooks` and `subagent_stop`.
+    // Hook policy (docs/hook-contracts.md#h-1): families `hooks` and `subagent_stop`.
     Embedded {
         file: "rules/hooks.json",
         mount: "",
@@ -138,7 +138,7 @@ pub static EMBEDDED: &[Embedded] = &[
         mount: "/directives/subagent-stop",
         content: Content::Text(include_str!("../../rules/directives/subagent-stop.md")),
     },
-    // Goal-loop hook directives (hooks.md §4.5, §5.3, §6.2).
+    // Goal-loop hook directives (docs/hook-contracts.md#h-4, docs/hook-contracts.md#h-5, docs/hook-contracts.md#h-6).
     Embedded {
         file: "rules/directives/stop-resume.md",
         mount: "/directives/stop-resume",
@@ -166,7 +166,7 @@ pub static EMBEDDED: &[Embedded] = &[
         mount: "/directives/create-goal-deny",
         content: Content::Text(include_str!("../../rules/directives/create-goal-deny.md")),
     },
-    // Goal engine: profiles, their texts, the blocker classifier (goal-engine.md §1).
+    // Goal engine: profiles, their texts, the blocker classifier (docs/engine.md#ge-1).
     Embedded {
         file: "rules/profiles/ulw-loop.json",
         mount: "/profiles/ulw-loop",
@@ -192,7 +192,7 @@ pub static EMBEDDED: &[Embedded] = &[
         mount: "/blockers",
         content: Content::Json(include_str!("../../rules/blockers.json")),
     },
-    // Workflow overlap rules (goal-engine.md §9.2).
+    // Workflow overlap rules (docs/engine.md#ge-9).
     Embedded {
         file: "rules/workflows.json",
         mount: "/workflows",
@@ -212,24 +212,24 @@ pub struct Family {
 /// Every known family.
 pub static FAMILIES: &[Family] = &[
     family::<evidence::EvidenceRules>(),
-    // quality-gate.md §2 (gate rule files) and §2.4 (`gate.surface`).
+    // docs/gates.md#qg-2 (gate rule files) and docs/state-formats.md#ge-2 (`gate.surface`).
     family::<gates::GatesFamily>(),
     family::<gates::GateSettings>(),
-    // Hook families (hooks.md §1.8, §3.10).
+    // Hook families (docs/hook-contracts.md#h-1, docs/hook-contracts.md#h-3).
     family::<hooks::HooksRules>(),
     family::<hooks::SubagentStopRules>(),
     family::<hooks::Directives>(),
-    // Goal-loop hook families (hooks.md §4–§6).
+    // Goal-loop hook families (docs/hook-contracts.md#h-4, docs/hook-contracts.md#h-6).
     family::<goal_loop::StopRules>(),
     family::<goal_loop::UserPromptSubmitRules>(),
     family::<goal_loop::CreateGoalGuardRules>(),
     family::<goal_loop::SpawnRules>(),
     family::<goal_loop::TeamGuardRules>(),
-    // Goal engine (goal-engine.md §1).
+    // Goal engine (docs/engine.md#ge-1).
     family::<crate::goals::profile::Profiles>(),
     family::<crate::goals::profile::TextsFamily>(),
     family::<crate::goals::profile::BlockerRules>(),
-    // Workflow overlap (goal-engine.md §9.2).
+    // Workflow overlap (docs/engine.md#ge-9).
     family::<crate::goals::workflow::WorkflowRules>(),
 ];
 
@@ -309,7 +309,7 @@ impl RuleSet {
     }
 
     /// Embedded defaults, then the trusted `layers` in full, then the
-    /// repository override `repo` tighten-only (threat-model.md I9): its
+    /// repository override `repo` tighten-only (docs/threat-model.md#i9): its
     /// values that do not tighten are ignored and listed in
     /// [`RuleSet::relaxations`].
     pub fn load_tightened(
@@ -527,7 +527,7 @@ pub fn read_repo_override(root: &cap_std::fs::Dir) -> Result<Option<Vec<u8>>, Ru
 /// Loads the rules for hooks and the goal engine: embedded defaults, the
 /// trusted layers in full (the user's configuration, then `--rules FILE`,
 /// already read), then the repository's `.evidence-gate/rules.json`
-/// tighten-only (threat-model.md I9).
+/// tighten-only (docs/threat-model.md#i9).
 pub fn load_workspace(
     root: &cap_std::fs::Dir,
     trusted: &[Layer<'_>],

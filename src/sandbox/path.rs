@@ -76,7 +76,7 @@ impl RelPath {
             return Err(LexicalProblem::Empty);
         }
         // A bidi control makes a path read differently from what it names
-        // (threat-model.md I6): refused like any other control character.
+        // (docs/threat-model.md#i6): refused like any other control character.
         if s.chars()
             .any(|c| c.is_control() || crate::text::is_bidi_control(c))
         {
@@ -178,7 +178,7 @@ mod tests {
         assert_eq!(p(""), Err(LexicalProblem::Empty));
         assert_eq!(p("a\0b"), Err(LexicalProblem::ControlChar));
         assert_eq!(p("a\nb"), Err(LexicalProblem::ControlChar));
-        // Bidi controls (I6): a right-to-left override hides what a path names.
+        // Bidi controls (docs/threat-model.md#i6): a right-to-left override hides what a path names.
         for c in [
             '\u{061C}', '\u{200E}', '\u{200F}', '\u{202A}', '\u{202E}', '\u{2066}', '\u{2069}',
         ] {

@@ -37,7 +37,7 @@ pub struct WalkError {
 }
 
 /// How many directory levels below its start a walk enters at most
-/// (threat-model.md I14): the walk is iterative, and the bound keeps the
+/// (docs/threat-model.md#i14): the walk is iterative, and the bound keeps the
 /// open handles (one per level) and the work finite on any tree. Deeper
 /// directories are reported in [`Walked::too_deep`] and not entered.
 pub const MAX_DEPTH: usize = 128;

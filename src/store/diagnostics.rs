@@ -1,4 +1,4 @@
-//! The one writer of diagnostics files (`hooks.md` §1.5): best effort, one
+//! The one writer of diagnostics files (`docs/hook-contracts.md` docs/engine.md#ge-1): best effort, one
 //! `write` per record on an append-mode handle (records never interleave),
 //! rotation to `.1` above the size cap, never following a symlink. Hooks and
 //! the goal engine both write through it.

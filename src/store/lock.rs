@@ -1,4 +1,4 @@
-//! The cross-process mutation lock (goal-engine.md §2.7, threat-model.md I3).
+//! The cross-process mutation lock (docs/state-formats.md#ge-2, docs/threat-model.md#i3).
 //!
 //! Holding the lock means holding an OS advisory lock (`File::try_lock`) on an
 //! open descriptor of `<dir>/<name>`; nothing else does. The lock file's
@@ -11,7 +11,7 @@
 //! agent can create wedges a caller beyond the one bounded wait.
 //!
 //! Node tools take their lock by exclusive create without an OS lock; their
-//! lock files are not honoured (README, "Differences from the Node tools"):
+//! lock files are not honoured (docs/differences.md#goal-engine-ulw-loop-ultragoal):
 //! a file is something the gated agent can forge.
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -273,7 +273,7 @@ mod tests {
         assert!(!dir.exists(".mutation.lock"));
     }
 
-    /// I3: a holder record and a modification time in the future are not a
+    /// docs/threat-model.md#i3: a holder record and a modification time in the future are not a
     /// lock (today's main waited on such a file forever).
     #[test]
     fn a_forged_future_dated_holder_file_is_not_a_lock() {

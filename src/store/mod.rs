@@ -1,6 +1,6 @@
 //! Durable writes inside a directory handle: atomic replace with fsync,
 //! single-write appends with data sync, and the cross-process mutation lock
-//! (goal-engine.md §2.7, §2.8). Shared by the goal engine and the hooks.
+//! (docs/state-formats.md#ge-2). Shared by the goal engine and the hooks.
 
 mod diagnostics;
 mod lock;

@@ -388,8 +388,8 @@ fn the_pre_commit_hook_runs_repository_mode_once() {
     assert_eq!(str_at(hook, "/pass_filenames"), "false");
     assert_eq!(str_at(hook, "/always_run"), "true");
     assert_eq!(hook["args"], serde_json::json!(["--allow-empty"]));
-    // The README's local-hook block carries the same definition.
-    let readme = include_str!("../../README.md");
+    // docs/ci.md's local-hook block carries the same definition.
+    let readme = include_str!("../../docs/ci.md");
     let block = fenced_after(readme, "repo: local");
     let local = yaml::parse(&block);
     let readme_hook = &local["repos"][0]["hooks"][0];
@@ -401,11 +401,11 @@ fn the_pre_commit_hook_runs_repository_mode_once() {
     assert_eq!(Value::Object(got), Value::Object(want));
 }
 
-/// The fenced block of the README that contains `marker`.
+/// The fenced block of a document that contains `marker`.
 fn fenced_after(text: &str, marker: &str) -> String {
     let at = text
         .find(marker)
-        .unwrap_or_else(|| panic!("README lacks {marker:?}"));
+        .unwrap_or_else(|| panic!("the document lacks {marker:?}"));
     let start = text[..at].rfind("```").unwrap();
     let body_start = start + text[start..].find('\n').unwrap() + 1;
     let end = body_start + text[body_start..].find("```").unwrap();
@@ -413,8 +413,8 @@ fn fenced_after(text: &str, marker: &str) -> String {
 }
 
 #[test]
-fn the_readme_shows_a_five_line_workflow_using_the_action() {
-    let readme = include_str!("../../README.md");
+fn the_ci_document_shows_a_five_line_workflow_using_the_action() {
+    let readme = include_str!("../../docs/ci.md");
     let block = fenced_after(readme, "adapters/github-actions@");
     assert_eq!(block.lines().count(), 5, "{block}");
     let w = yaml::parse(&block);

@@ -427,13 +427,13 @@ fn the_artifact_limit_counts_distinct_paths() {
 }
 
 #[test]
-fn the_readme_examples_are_the_fixtures() {
-    let readme = include_str!("../../README.md");
+fn the_documented_examples_are_the_fixtures() {
+    let readme = include_str!("../../docs/gates.md");
     for name in ["lazycodex.json", "ultragoal.json"] {
         let text = std::fs::read_to_string(Path::new(FIXTURES).join(name)).unwrap();
         assert!(
             readme.contains(text.trim_end()),
-            "the README's example differs from fixtures/gates/{name}"
+            "docs/gates.md's example differs from fixtures/gates/{name}"
         );
     }
 }

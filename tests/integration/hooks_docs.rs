@@ -1,16 +1,16 @@
-//! The README documents every hook diagnostic code and every receipt code.
+//! `docs/codes.md` documents every hook diagnostic code and every receipt code.
 
 use evidence_gate::evidence::Code;
 use evidence_gate::hooks::HookCode;
 
 #[test]
-fn readme_lists_every_hook_and_receipt_code() {
+fn the_codes_document_lists_every_hook_and_receipt_code() {
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/codes.md")).unwrap();
     for c in HookCode::ALL {
         assert!(
             readme.contains(&format!("| `{}` |", c.name())),
-            "README lacks {}",
+            "docs/codes.md lacks {}",
             c.name()
         );
     }
@@ -20,7 +20,7 @@ fn readme_lists_every_hook_and_receipt_code() {
     {
         assert!(
             readme.contains(&format!("| `{}` |", c.name())),
-            "README lacks {}",
+            "docs/codes.md lacks {}",
             c.name()
         );
     }

@@ -249,7 +249,12 @@ fn injected_panic_is_caught() {
             .unwrap()
             .contains("injected test fault")
     );
-    assert!(d["detail"]["file"].as_str().unwrap().ends_with("runner.rs"));
+    assert!(
+        d["detail"]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("hooks/handle.rs")
+    );
     assert!(d["detail"]["line"].as_u64().unwrap() > 0);
 }
 

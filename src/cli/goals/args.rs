@@ -1,4 +1,4 @@
-//! The goal-engine argument rules (R§3.2 with goal-engine.md §4.1): flags
+//! The goal-engine argument rules (docs/differences.md#r-3 with docs/engine.md#ge-4): flags
 //! anywhere after the subcommand, `--flag value` or `--flag=value`, a value
 //! that starts with `--` only through `=`, `--` ends flag parsing, a
 //! single-valued flag repeated with different values is a conflict, and

@@ -1,5 +1,5 @@
-//! Per-subcommand argument handling (R§3.4 parse orders, goal-engine.md
-//! §4.2 additions) and the JSON bodies of their replies.
+//! Per-subcommand argument handling (docs/differences.md#r-3 parse orders, docs/engine.md
+//! docs/engine.md#ge-4 additions) and the JSON bodies of their replies.
 
 use std::io::Read;
 
@@ -428,8 +428,8 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
     };
     let files = a.all("--evidence-file");
     // A present but blank `--evidence` reaches the pipeline, whose evidence
-    // step answers ULW_LOOP_EVIDENCE_REQUIRED (goal-engine.md §3.4 step 4,
-    // §4.4); only an absent one is a missing argument.
+    // step answers ULW_LOOP_EVIDENCE_REQUIRED (docs/engine.md#ge-3 step 4,
+    // docs/engine.md#ge-4); only an absent one is a missing argument.
     let evidence = a.raw("--evidence")?;
     if evidence.is_none() && files.is_empty() {
         return Err(GoalError::missing_flag("--evidence"));

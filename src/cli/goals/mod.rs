@@ -1,5 +1,5 @@
 //! `evidence-gate ulw-loop …` / `evidence-gate ultragoal …` (and the
-//! multi-call names of goal-engine.md §1.2): argument handling, the JSON
+//! multi-call names of docs/engine.md#ge-1): argument handling, the JSON
 //! envelope, text output and exit codes. The logic is in [`crate::goals`].
 
 mod args;
@@ -413,7 +413,7 @@ fn dispatch(
 }
 
 /// `RULES_RELAXATION_IGNORED` warnings: repository values that would relax
-/// policy and were ignored (threat-model.md I9).
+/// policy and were ignored (docs/threat-model.md#i9).
 pub(crate) fn relaxation_warnings(rules: &RuleSet) -> Vec<Value> {
     rules
         .relaxations()
@@ -477,13 +477,13 @@ pub(crate) fn build_engine(
 }
 
 /// The engine's diagnostics target: the per-user state of the workspace at
-/// the current directory (threat-model.md §3), never the workspace itself.
+/// the current directory (docs/threat-model.md#tm-3), never the workspace itself.
 fn diagnostics_sink(amb: &dyn Ambient) -> crate::goals::diagnostics::Sink {
     let canonical = amb.canonicalize(Path::new(".")).ok();
     crate::goals::diagnostics::Sink::open(amb, canonical.as_deref())
 }
 
-/// The gate surface inputs only the binary can read (quality-gate.md §2.4).
+/// The gate surface inputs only the binary can read (docs/gates.md#qg-2).
 fn surface_inputs(rules: &RuleSet, amb: &dyn Ambient) -> crate::goals::SurfaceInputs {
     let Ok(book) = crate::rules::gates::GateBook::from_rules(rules) else {
         return crate::goals::SurfaceInputs::default();

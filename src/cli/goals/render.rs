@@ -1,4 +1,4 @@
-//! Text output of the goal-engine subcommands (R§3.4 formats).
+//! Text output of the goal-engine subcommands (docs/differences.md#r-3 formats).
 
 use serde_json::Value;
 

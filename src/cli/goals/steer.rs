@@ -1,4 +1,4 @@
-//! `steer` (goal-engine.md §5): the single-proposal flags of R§4.2 in the
+//! `steer` (docs/engine.md#ge-5): the single-proposal flags of docs/differences.md#r-4 in the
 //! anchor's evaluation order, `--proposals-json` batches and
 //! `--directive-json` / `--directive-file`. Every mode builds proposal
 //! objects and hands them to the canonical parser in
@@ -302,7 +302,7 @@ fn run_single(engine: &Engine, a: &Args) -> Result<Reply, GoalError> {
         text(a, "--rationale", "rationale")?.ok_or_else(|| field_required("--rationale"))?;
     let title = text(a, "--title", "title")?;
     let objective = text(a, "--objective", "objective")?;
-    // `--after-json` may carry the values the anchor's flags would (§5.8).
+    // `--after-json` may carry the values the anchor's flags would (docs/engine.md#ge-5).
     let after = a.has("--after-json");
     match kind {
         Kind::AddSubgoal if !after => {

@@ -1,4 +1,4 @@
-//! `workflow list | check | register | release` (goal-engine.md §4.2, §9):
+//! `workflow list | check | register | release` (docs/engine.md#ge-4, docs/engine.md#ge-9):
 //! read-only inspection and registration of the session's workflows.
 
 use serde_json::{Value, json};

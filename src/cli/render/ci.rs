@@ -157,7 +157,7 @@ fn finding_line(run: &Run, r: &Report, f: &Finding) -> String {
 }
 
 /// XML text and attribute escaping; characters XML 1.0 cannot carry become U+FFFD,
-/// format characters and line separators are written as `\u{..}` (I6).
+/// format characters and line separators are written as `\u{..}` (docs/threat-model.md#i6).
 fn xml(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -355,7 +355,7 @@ mod tests {
             "&lt;a &amp; &quot;b&quot;&gt;\u{FFFD}"
         );
         assert_eq!(uri_reference("src/a b#.rs"), "src/a%20b%23.rs");
-        // Bidi controls and other format characters never reach a report raw (I6).
+        // Bidi controls and other format characters never reach a report raw (docs/threat-model.md#i6).
         assert_eq!(escape_property("src/\u{202E}gpj.rs"), "src/\\u{202e}gpj.rs");
         assert_eq!(escape_data("a\u{200B}\u{2066}b"), "a\\u{200b}\\u{2066}b");
         assert_eq!(xml("x\u{202E}y\u{2028}"), "x\\u{202e}y\\u{2028}");

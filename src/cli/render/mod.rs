@@ -38,7 +38,7 @@ pub enum Scope {
     Repository(Summary),
 }
 
-/// The policy a repository audit used (threat-model.md I9).
+/// The policy a repository audit used (docs/threat-model.md#i9).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Policy {
@@ -215,7 +215,7 @@ fn text(run: &Run, quiet: bool, color: bool) -> String {
 /// would forge a finding, summary or CI workflow-command line, an escape
 /// sequence would drive the terminal, and a format character (a bidi
 /// override, a zero-width space) would make the line read differently from
-/// what it names (threat-model.md I6; [`crate::text::is_unprintable`]).
+/// what it names (docs/threat-model.md#i6; [`crate::text::is_unprintable`]).
 pub(crate) fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     crate::text::escape_unprintable(s)
 }

@@ -1,4 +1,4 @@
-//! `add-goal` (R§7.4 with goal-engine.md §3.7, §4.2).
+//! `add-goal` (docs/differences.md#r-7 with docs/engine.md#ge-3, docs/engine.md#ge-4).
 
 use serde_json::{Value, json};
 

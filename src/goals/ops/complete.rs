@@ -1,4 +1,4 @@
-//! `complete-goals [--retry-failed]` (R§3.4 with goal-engine.md §3.3, §4.2)
+//! `complete-goals [--retry-failed]` (docs/differences.md#r-3 with docs/engine.md#ge-3, docs/engine.md#ge-4)
 //! and the `next` object of auto-advance.
 
 use serde_json::{Value, json};
@@ -33,7 +33,7 @@ impl CompleteOutcome {
     }
 }
 
-/// The report object of a scheduler outcome (R§2.7, R§3.4, goal-engine.md §3.5).
+/// The report object of a scheduler outcome (docs/differences.md#r-2, docs/differences.md#r-3, docs/engine.md#ge-3).
 pub fn report(engine: &Engine, plan: &Plan, outcome: &Outcome) -> Value {
     match outcome {
         Outcome::Resumed(id) | Outcome::Started(id) => {

@@ -1,4 +1,4 @@
-//! `create-goals` (R§3.4 with goal-engine.md §2.9, §4.2).
+//! `create-goals` (docs/differences.md#r-3 with docs/state-formats.md#ge-2, docs/engine.md#ge-4).
 
 use serde_json::{Map, Value, json};
 
@@ -34,7 +34,7 @@ pub struct CreateOutcome {
     pub committed: Committed,
     /// Repo-relative archive directory of the previous run.
     pub archived: Option<String>,
-    /// The workflow registration (goal-engine.md §9.3).
+    /// The workflow registration (docs/engine.md#ge-9).
     pub workflow: Value,
 }
 
@@ -132,7 +132,7 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
         };
         let old_rev = old.as_ref().map_or(0, Plan::revision);
         // A tampered run is archived, never adopted: its binding verdict
-        // travels with the new run (threat-model.md I7).
+        // travels with the new run (docs/threat-model.md#i7).
         let previous_binding = locked
             .binding
             .as_ref()

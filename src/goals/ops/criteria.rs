@@ -1,4 +1,4 @@
-//! `criteria --goal-id` (read-only, R§3.4).
+//! `criteria --goal-id` (read-only, docs/differences.md#r-3).
 
 use serde_json::Value;
 

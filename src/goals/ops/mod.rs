@@ -57,7 +57,7 @@ pub fn lock_plan_timed<'e>(
     Ok((locked, plan))
 }
 
-/// `ULW_LOOP_PLAN_COMPLETE` when the run is complete (goal-engine.md §3.7).
+/// `ULW_LOOP_PLAN_COMPLETE` when the run is complete (docs/engine.md#ge-3).
 pub fn refuse_if_complete(engine: &Engine, plan: &Plan, command: &str) -> Result<(), GoalError> {
     if !lifecycle::run_complete(plan) {
         return Ok(());
@@ -85,7 +85,7 @@ pub fn refuse_if_complete(engine: &Engine, plan: &Plan, command: &str) -> Result
 
 /// `ULW_LOOP_GOAL_NOT_FOUND` with the anchor's `Unknown <name> id` message
 /// but no `legacyCode`: `criteria` and the template printer already used the
-/// upper-case code (goal-engine.md §4.4).
+/// upper-case code (docs/engine.md#ge-4).
 pub fn unknown_goal_id(engine: &Engine, id: &str) -> GoalError {
     GoalError::new(
         ErrorKind::GoalNotFound {

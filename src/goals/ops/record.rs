@@ -1,4 +1,4 @@
-//! `record-evidence` (R§7.1 with goal-engine.md §3.2, §3.7, §4.2, §4.3).
+//! `record-evidence` (docs/differences.md#r-7 with docs/engine.md#ge-3, docs/engine.md#ge-4).
 
 use serde_json::{Value, json};
 

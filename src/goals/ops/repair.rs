@@ -1,4 +1,4 @@
-//! `repair` (goal-engine.md §4.2): `--check` (read-only chain and plan
+//! `repair` (docs/engine.md#ge-4): `--check` (read-only chain and plan
 //! verification), the recovery check under the lock, `--accept-plan` and
 //! `--rebuild-index`.
 
@@ -25,7 +25,7 @@ pub enum RepairMode {
     Recover,
     /// `--accept-plan --rationale <text>`.
     AcceptPlan(String),
-    /// `--accept-tampered --rationale <text>` (threat-model.md I7).
+    /// `--accept-tampered --rationale <text>` (docs/threat-model.md#i7).
     AcceptTampered(String),
     /// `--rebuild-index`.
     RebuildIndex,
@@ -125,7 +125,7 @@ fn check(engine: &Engine) -> Result<RepairOutcome, GoalError> {
                 Code::LedgerTornTail | Code::LedgerUnterminated
             );
             // The engine continues legacy (Node-written) ledgers; only the
-            // CI audit makes an unchained ledger an error (threat-model.md I10).
+            // CI audit makes an unchained ledger an error (docs/threat-model.md#i10).
             let severity = if f.finding.code == Code::LedgerNotChained {
                 Severity::Warning
             } else {
@@ -185,7 +185,7 @@ fn check(engine: &Engine) -> Result<RepairOutcome, GoalError> {
     if let Some(f) = archive_finding(engine, &dir, first.as_ref()) {
         findings.push(f);
     }
-    // I7: the plan and its ledger vouch for each other.
+    // docs/threat-model.md#i7: the plan and its ledger vouch for each other.
     let max = engine.profile.limits.max_ledger_record_bytes;
     let view = crate::goals::index::view_of(&dir, &engine.paths, ledger_file, max)?;
     let b = txn::judge_in(&dir, ledger_file, &engine.paths, &view.head, &plan, behind)?;
@@ -375,7 +375,7 @@ fn accept_plan(engine: &Engine, rationale: &str) -> Result<RepairOutcome, GoalEr
     adopt(locked, plan, e, actions)
 }
 
-/// `repair --accept-tampered --rationale <text>` (threat-model.md I7): adopts
+/// `repair --accept-tampered --rationale <text>` (docs/threat-model.md#i7): adopts
 /// a plan its ledger does not vouch for, deliberately and on the record. One
 /// chained `tamper_acknowledged` entry carries the recorded and actual plan
 /// digests and the named and found ledger heads; the plan is rewritten as a

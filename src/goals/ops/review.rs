@@ -1,4 +1,4 @@
-//! `record-review-blockers` (R§7.3 with goal-engine.md §3.6): a non-clean
+//! `record-review-blockers` (docs/differences.md#r-7 with docs/engine.md#ge-3): a non-clean
 //! final review turns the final goal `review_blocked` and appends a
 //! resolution goal; the scheduler re-opens the blocked goal once its
 //! resolution goals are resolved (no dead end).

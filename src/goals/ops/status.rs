@@ -1,4 +1,4 @@
-//! `status` (read-only, goal-engine.md §2.10, §4.2) and `criteria`'s sibling
+//! `status` (read-only, docs/state-formats.md#ge-2, docs/engine.md#ge-4) and `criteria`'s sibling
 //! reporting helpers.
 
 use serde_json::{Value, json};
@@ -32,7 +32,7 @@ pub struct StatusOutcome {
     pub adapter: Option<Value>,
     /// Completion-blocking goals when nothing can be scheduled.
     pub stalled: Option<Vec<String>>,
-    /// The plan's binding to its ledger (threat-model.md I7).
+    /// The plan's binding to its ledger (docs/threat-model.md#i7).
     pub binding: crate::goals::binding::Binding,
 }
 

@@ -1,5 +1,5 @@
 //! `checkpoint --print-template [--goal-id <g>]` (read-only,
-//! quality-gate.md §9): the fill-in gate for the target goal, built by
+//! docs/gates.md#qg-9): the fill-in gate for the target goal, built by
 //! [`crate::gate::template`], plus the host-goal template and guidance.
 
 use serde_json::{Value, json};

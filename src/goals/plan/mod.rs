@@ -1,4 +1,4 @@
-//! The plan codec (`goals.json`, goal-engine.md §2.3, §2.4).
+//! The plan codec (`goals.json`, docs/state-formats.md#ge-2).
 //!
 //! The document stays an order-preserving JSON object from read to write, so
 //! unknown keys written by the Node tools and their key order survive every
@@ -34,7 +34,7 @@ pub struct Plan {
     /// persisted by the next mutation in the same revision.
     pub pending: Vec<Map<String, Value>>,
     /// SHA-256 of the body as read, before the in-memory migration
-    /// (threat-model.md I7); `None` for a plan built in memory.
+    /// (docs/threat-model.md#i7); `None` for a plan built in memory.
     read_body_sha256: Option<String>,
 }
 
@@ -369,7 +369,7 @@ impl Plan {
     }
 
     /// The expected aggregate objective: `codexObjective`, else the unscoped
-    /// template (R§1.3.1).
+    /// template (docs/differences.md#r-1).
     pub fn aggregate_objective(&self, profile: &Profile) -> String {
         match self.str("codexObjective") {
             Some(o) => o.to_owned(),
@@ -403,7 +403,7 @@ impl Plan {
     }
 
     /// The session id recorded by `create-goals`, else recovered from
-    /// `goalsPath` (`<stateDir>/<sid>/goals.json`, R§7.5).
+    /// `goalsPath` (`<stateDir>/<sid>/goals.json`, docs/differences.md#r-7).
     pub fn session_id(&self, profile: &Profile) -> Option<String> {
         if let Some(v) = self.doc.get("sessionId") {
             return v.as_str().map(str::to_owned);

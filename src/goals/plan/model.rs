@@ -1,4 +1,4 @@
-//! Enumerations of the plan (R§1.3.4) and typed read access to goals and
+//! Enumerations of the plan (docs/differences.md#r-1) and typed read access to goals and
 //! criteria stored as order-preserving JSON objects.
 
 use serde_json::{Map, Value};

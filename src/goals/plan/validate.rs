@@ -1,4 +1,4 @@
-//! Field rules of a plan read (goal-engine.md §2.4): a violation is
+//! Field rules of a plan read (docs/state-formats.md#ge-2): a violation is
 //! `ULW_LOOP_PLAN_CORRUPT` with the JSON pointer of the offending value.
 
 use std::collections::{HashMap, HashSet};

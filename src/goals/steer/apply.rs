@@ -1,6 +1,6 @@
-//! Application of an accepted proposal (R§4.5 with goal-engine.md §5.5),
+//! Application of an accepted proposal (docs/differences.md#r-4 with docs/engine.md#ge-5),
 //! on the caller's working copy of the plan, and batch membership
-//! maintenance after a supersede with replacements (R§5.6).
+//! maintenance after a supersede with replacements (docs/differences.md#r-5).
 
 use serde_json::{Map, Value, json};
 
@@ -20,7 +20,7 @@ pub struct Applied {
     pub writes_plan: bool,
 }
 
-/// The blocker set a successful transition clears (goal-engine.md §3.4 step 9).
+/// The blocker set a successful transition clears (docs/engine.md#ge-3 step 9).
 pub const BLOCKER_FIELDS: &[&str] = &[
     "blockedReason",
     "blockerSignature",
@@ -202,9 +202,9 @@ fn supersede(
     applied.created = ids;
 }
 
-/// R§5.6: every open batch containing `id` gets the replacements in its
+/// docs/differences.md#r-5: every open batch containing `id` gets the replacements in its
 /// place; a replaced final becomes the last replacement. Closed batches
-/// are immutable (goal-engine.md §6).
+/// are immutable (docs/engine.md#ge-6).
 pub fn replace_member(plan: &mut Plan, id: &str, replacements: &[String]) {
     let Some(list) = plan.batches_mut() else {
         return;
@@ -237,7 +237,7 @@ pub fn replace_member(plan: &mut Plan, id: &str, replacements: &[String]) {
     }
 }
 
-/// goal-engine.md §5.5: the requested ids fill the first positions held by
+/// docs/engine.md#ge-5: the requested ids fill the first positions held by
 /// pending goals without overlay, in the requested order; the other such
 /// goals keep their relative order; every other goal keeps its index.
 fn reorder(plan: &mut Plan, order: &[String]) {

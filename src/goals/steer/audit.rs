@@ -1,6 +1,6 @@
-//! The audit object (R§4.4 with goal-engine.md §5.4) and the steering
-//! ledger entries (R§4.6 with §5.6): `steering_accepted` /
-//! `criteria_revised`, `steering_rejected`, `steering_deduped` (§5.7) and
+//! The audit object (docs/differences.md#r-4 with docs/engine.md#ge-5) and the steering
+//! ledger entries (docs/differences.md#r-4 with docs/engine.md#ge-5): `steering_accepted` /
+//! `criteria_revised`, `steering_rejected`, `steering_deduped` (docs/engine.md#ge-5) and
 //! `batch_updated`.
 
 use serde_json::{Map, Value, json};
@@ -50,7 +50,7 @@ pub fn audit(p: &Proposal, r: &Resolved, digest: &str, j: &Judgement) -> Map<Str
     m
 }
 
-/// The steering entry shape (R§1.4) for an accepted or rejected proposal.
+/// The steering entry shape (docs/differences.md#r-1) for an accepted or rejected proposal.
 pub fn entry(
     now: &str,
     p: &Proposal,
@@ -104,7 +104,7 @@ pub fn prior_seq(prior: &Prior, batch_seq: &dyn Fn(usize) -> Option<u64>) -> Opt
     }
 }
 
-/// The `steering_deduped` entry of a replay (goal-engine.md §5.7).
+/// The `steering_deduped` entry of a replay (docs/engine.md#ge-5).
 pub fn deduped_entry(
     now: &str,
     p: &Proposal,
@@ -144,7 +144,7 @@ pub fn deduped_entry(
     e
 }
 
-/// The `batch_updated` entry (R§1.4): full batch arrays before and after.
+/// The `batch_updated` entry (docs/differences.md#r-1): full batch arrays before and after.
 pub fn batch_updated(
     now: &str,
     before: &Value,

@@ -1,4 +1,4 @@
-//! Idempotency (goal-engine.md §5.7): lookups of a proposal's idempotency
+//! Idempotency (docs/engine.md#ge-5): lookups of a proposal's idempotency
 //! key (`k:`) and prompt signature (`p:`) in `.ledger.keys` — a
 //! byte-substring pre-filter on the JSON-encoded key, then only candidate
 //! lines are parsed; the ledger itself is never scanned — and among the

@@ -1,4 +1,4 @@
-//! Steering (goal-engine.md §5): structured, evidence-backed plan mutations.
+//! Steering (docs/engine.md#ge-5): structured, evidence-backed plan mutations.
 //!
 //! Every channel — `cli` (`steer --kind …`), `batch` (`--proposals-json`),
 //! `directive` (`--directive-json` / `--directive-file`), `hook` (the

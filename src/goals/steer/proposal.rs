@@ -1,10 +1,10 @@
-//! The canonical proposal parser (goal-engine.md §5.2): every channel — CLI
+//! The canonical proposal parser (docs/engine.md#ge-5): every channel — CLI
 //! single flags, `--proposals-json` items, `--directive-json`/`--directive-file`,
 //! the UserPromptSubmit hook and library callers — ends in [`parse_proposal`].
 //!
 //! Parse-level problems (a non-object, an unknown kind, an invalid source,
 //! a wrong JSON type, a blank text field, an invalid child) are errors with
-//! the R§3.5 codes and abort before any state is read. Everything else is
+//! the docs/differences.md#r-3 codes and abort before any state is read. Everything else is
 //! left for the audited invariants of [`super::validate`].
 
 use serde_json::{Map, Value, json};
@@ -14,8 +14,8 @@ use crate::goals::error::{GoalError, SteeringCode};
 use crate::goals::plan::model::wire_enum as wire;
 
 wire!(
-    /// A steering mutation kind: the seven of R§1.3.4, then `unblock` and
-    /// `revise_batch` (goal-engine.md §5.1).
+    /// A steering mutation kind: the seven of docs/differences.md#r-1, then `unblock` and
+    /// `revise_batch` (docs/engine.md#ge-5).
     Kind {
         AddSubgoal = "add_subgoal",
         SplitSubgoal = "split_subgoal",
@@ -50,7 +50,7 @@ wire!(
 );
 
 impl Channel {
-    /// The `source` of a proposal that carries none (goal-engine.md §5.2).
+    /// The `source` of a proposal that carries none (docs/engine.md#ge-5).
     pub fn default_source(self) -> Source {
         match self {
             Channel::Hook => Source::UserPromptSubmit,
@@ -100,8 +100,8 @@ pub const STRING_ARRAYS: &[&str] = &[
     "memberIds",
 ];
 
-/// Every top-level key of the canonical proposal (R§4.3 plus goal-engine.md
-/// §5.2); `now` only on the library channel.
+/// Every top-level key of the canonical proposal (docs/differences.md#r-4 plus docs/engine.md
+/// docs/engine.md#ge-5); `now` only on the library channel.
 pub const CANONICAL_FIELDS: &[&str] = &[
     "kind",
     "source",
@@ -132,7 +132,7 @@ pub const CANONICAL_FIELDS: &[&str] = &[
     "finalGoalId",
 ];
 
-/// Keys of the `after` object (goal-engine.md §5.8).
+/// Keys of the `after` object (docs/engine.md#ge-5).
 pub const AFTER_FIELDS: &[&str] = &[
     "title",
     "objective",
@@ -206,7 +206,7 @@ fn string_list(v: &Value) -> Option<Vec<&str>> {
 }
 
 /// `promptSignature` of a directive: lowercase hex SHA-256 of its compact,
-/// sorted-key JSON (goal-engine.md §5.8). The hook channel uses the same
+/// sorted-key JSON (docs/engine.md#ge-5). The hook channel uses the same
 /// function, so a directive resubmitted through either channel dedupes.
 pub fn directive_signature(directive: &Value) -> String {
     crate::digest::sha256_hex(crate::json::canonical(directive).as_bytes())

@@ -1,7 +1,7 @@
-//! Field resolution (R§4.3 with goal-engine.md §5.3): which goal a proposal
+//! Field resolution (docs/differences.md#r-4 with docs/engine.md#ge-5): which goal a proposal
 //! targets, its children, pending order, revised wording and batch fields,
 //! the conflicts between a field and its `after` counterpart, and the
-//! effect object whose digest identifies the proposal (§5.7).
+//! effect object whose digest identifies the proposal (docs/engine.md#ge-5).
 
 use serde_json::{Map, Value, json};
 
@@ -161,7 +161,7 @@ pub fn resolve(p: &Proposal) -> Resolved {
     r
 }
 
-/// The effect object (goal-engine.md §5.7): `kind`, resolved `targets` and
+/// The effect object (docs/engine.md#ge-5): `kind`, resolved `targets` and
 /// the resolved kind fields, absent fields omitted; `annotate_ledger` adds
 /// `evidence` and `rationale` (its only effect is the note).
 pub fn effect(p: &Proposal, r: &Resolved) -> Value {

@@ -1,7 +1,7 @@
-//! Compact plan snapshots for steering audits (R§4.6): the plan's
+//! Compact plan snapshots for steering audits (docs/differences.md#r-4): the plan's
 //! `updatedAt`, `activeGoalId`, goal count and ids in order, and only the
 //! goals the mutation changed — never whole plans, and computed only over
-//! the goals the proposal could touch (goal-engine.md §11).
+//! the goals the proposal could touch (docs/engine.md#ge-11).
 
 use serde_json::{Map, Value, json};
 

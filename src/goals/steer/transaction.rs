@@ -1,6 +1,6 @@
 //! The steering transaction: parse every item first, then one lock, the
 //! idempotency lookup, the invariants and the application against the
-//! evolving plan, and one commit (goal-engine.md §5.6–§5.9).
+//! evolving plan, and one commit (docs/engine.md#ge-5).
 
 use std::time::Duration;
 
@@ -153,8 +153,8 @@ fn with_flag(mut audit: Map<String, Value>, seq: Option<u64>) -> Value {
     Value::Object(audit)
 }
 
-/// Applies one proposal arriving on `channel` (goal-engine.md §5.2–§5.7,
-/// §5.10): parse, then lock, dedupe, judge, apply and commit.
+/// Applies one proposal arriving on `channel` (docs/engine.md#ge-5,
+/// docs/engine.md#ge-5): parse, then lock, dedupe, judge, apply and commit.
 pub fn apply_one(
     engine: &Engine,
     value: &Value,
@@ -276,7 +276,7 @@ pub fn apply_parsed(
     })
 }
 
-/// Applies an atomic batch (goal-engine.md §5.9): every item is parsed
+/// Applies an atomic batch (docs/engine.md#ge-5): every item is parsed
 /// first, then judged in order against the evolving plan under one lock;
 /// any rejection leaves the plan unchanged and audits every rejected item.
 pub fn apply_batch(

@@ -1,6 +1,6 @@
-//! Structural invariants (goal-engine.md §5.4): the audited reasons a
+//! Structural invariants (docs/engine.md#ge-5): the audited reasons a
 //! proposal is rejected for, collected in the normative order. Nothing is
-//! thrown here; the text heuristic of R§4.4 item 7 only adds a warning.
+//! thrown here; the text heuristic of docs/differences.md#r-4 item 7 only adds a warning.
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -137,7 +137,7 @@ fn strings_of(v: &Value, out: &mut String) {
     }
 }
 
-/// The anchor's "weakened completion" bag-of-words test (R§4.4 item 7),
+/// The anchor's "weakened completion" bag-of-words test (docs/differences.md#r-4 item 7),
 /// kept only as a warning.
 pub fn weakened_wording(fields: &Map<String, Value>) -> bool {
     let mut text = String::new();
@@ -170,7 +170,7 @@ impl Out {
     }
 }
 
-/// Applies the invariants of §5.4 to `p` against `plan`. `key_conflict`:
+/// Applies the invariants of docs/engine.md#ge-5 to `p` against `plan`. `key_conflict`:
 /// the idempotency key or prompt signature names a different proposal.
 pub fn judge(
     plan: &Plan,

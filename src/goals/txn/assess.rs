@@ -1,5 +1,5 @@
-//! The recovery check's comparison of a plan with its ledger (goal-engine.md
-//! §2.8), shared by mutations, `status` and `repair --check`.
+//! The recovery check's comparison of a plan with its ledger (docs/engine.md
+//! docs/state-formats.md#ge-2), shared by mutations, `status` and `repair --check`.
 
 use cap_std::fs::Dir;
 use serde_json::{Map, Value};
@@ -8,7 +8,7 @@ use crate::goals::journal::{self, Head};
 use crate::goals::plan::Plan;
 use crate::goals::state;
 
-/// Plan/ledger agreement (goal-engine.md §2.8, reported by `status`).
+/// Plan/ledger agreement (docs/state-formats.md#ge-2, reported by `status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Consistency {
     /// Plan revision equals the ledger's and nothing is missing.
@@ -72,7 +72,7 @@ pub fn assess(
             .collect()
     };
     if rp == rl {
-        // The seq arithmetic of §2.8 (`Ls < fromSeq + n - 1`) misses a cut
+        // The seq arithmetic of docs/state-formats.md#ge-2 (`Ls < fromSeq + n - 1`) misses a cut
         // made after a repair entry shifted the seqs, so the landed entries
         // are counted whenever the plan's last mutation is the current one.
         if let Some((lrev, from, entries)) = lm

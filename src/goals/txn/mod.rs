@@ -1,4 +1,4 @@
-//! The mutation transaction (goal-engine.md §2.7, §2.8): lock → recovery
+//! The mutation transaction (docs/state-formats.md#ge-2): lock → recovery
 //! check → read plan → validate → write plan → append ledger → update index
 //! → release. Every mutating subcommand runs inside one [`Locked`].
 
@@ -24,7 +24,7 @@ use super::state;
 use crate::store::{self, Durability, LockError, LockOptions, MutationLock};
 
 /// What to do when plan and ledger disagree beyond recovery, or were
-/// tampered with (threat-model.md I7).
+/// tampered with (docs/threat-model.md#i7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnMismatch {
     /// Fail with `ULW_LOOP_PLAN_TAMPERED` / `ULW_LOOP_LEDGER_TAMPERED`, else
@@ -83,7 +83,7 @@ pub struct Locked<'e> {
     pub switch_recovered: Option<Value>,
     /// A switch of this command is under way ([`Locked::archive`]).
     switching: bool,
-    /// The binding of the plan read by the recovery check (I7).
+    /// The binding of the plan read by the recovery check (docs/threat-model.md#i7).
     pub binding: Option<Binding>,
 }
 
@@ -242,9 +242,9 @@ impl<'e> Locked<'e> {
         Ok(state::open_file(&self.dir, state::GOALS, &self.engine.paths.goals())?.is_some())
     }
 
-    /// The recovery check (goal-engine.md §2.8): completes the ledger from
+    /// The recovery check (docs/state-formats.md#ge-2): completes the ledger from
     /// `lastMutation` when possible and audits a torn-tail repair. Checks
-    /// the plan's binding to its ledger first (threat-model.md I7): a
+    /// the plan's binding to its ledger first (docs/threat-model.md#i7): a
     /// tampered plan or ledger is refused before anything is appended,
     /// unless `on_mismatch` is [`OnMismatch::Ignore`].
     pub fn reconcile(
@@ -323,7 +323,7 @@ impl<'e> Locked<'e> {
         Ok(a)
     }
 
-    /// The binding of `plan` to this ledger (threat-model.md I7), from the
+    /// The binding of `plan` to this ledger (docs/threat-model.md#i7), from the
     /// newest records.
     fn judge(&self, plan: &Plan, pending: bool) -> Result<Binding, GoalError> {
         judge_in(
@@ -447,7 +447,7 @@ impl<'e> Locked<'e> {
     }
 
     /// Archives the current run into `.archive/<stamp>[-n]/` and moves its
-    /// ledger aside (goal-engine.md §2.9 steps 2–3, made crash-safe by
+    /// ledger aside (docs/state-formats.md#ge-2 steps 2–3, made crash-safe by
     /// [`switch`]: steps 1–3 of its protocol). The next [`Locked::commit`]
     /// writes the new run and ends the switch. Returns the state-relative
     /// archive directory (`.archive/<name>`) and the head of the archived
@@ -558,7 +558,7 @@ impl<'e> Locked<'e> {
                     }
                 }
                 plan.set("revision", json!(rev));
-                // I7: every entry records the body it wrote; the plan names
+                // docs/threat-model.md#i7: every entry records the body it wrote; the plan names
                 // the head its entries will make (plan first, then append).
                 let d = binding::body_sha256(plan.doc());
                 stamp_plan_sha(&mut all, &d);
@@ -654,7 +654,7 @@ pub(super) fn next_head(head: &Head, entries: &[Map<String, Value>]) -> NamedHea
     }
 }
 
-/// `planSha256` on every entry (threat-model.md I7).
+/// `planSha256` on every entry (docs/threat-model.md#i7).
 fn stamp_plan_sha(entries: &mut [Map<String, Value>], d: &str) {
     for e in entries {
         e.insert(binding::PLAN_SHA256.into(), json!(d));

@@ -1,4 +1,4 @@
-//! The crash-safe run switch of `create-goals --force` (threat-model.md I14).
+//! The crash-safe run switch of `create-goals --force` (docs/threat-model.md#i14).
 //!
 //! Under the lock, in this order, each step durable before the next:
 //! 1. the marker `.force-switch.json` names the archive directory;
@@ -183,7 +183,7 @@ fn start_new_ledger(
     marker.insert("revision".into(), json!(revision));
     // The plan names the last recovered entry as its head; a record after
     // the head is the engine's only when it carries the plan body's digest
-    // (threat-model.md I7), as annotations do.
+    // (docs/threat-model.md#i7), as annotations do.
     if let Some(doc) = plan.as_object() {
         marker.insert(
             crate::goals::binding::PLAN_SHA256.into(),
@@ -191,7 +191,7 @@ fn start_new_ledger(
         );
     }
     entries.push(marker);
-    // Plan first (threat-model.md I7): the recovered entries carry
+    // Plan first (docs/threat-model.md#i7): the recovered entries carry
     // `recovered: true`, so the head they make is not the one the plan
     // named; a bound plan is re-pointed at it before the append.
     if let Some(doc) = plan.as_object()

@@ -1,4 +1,4 @@
-//! Workflow overlap (goal-engine.md §9): a per-session registry of the
+//! Workflow overlap (docs/engine.md#ge-9): a per-session registry of the
 //! workflows that own the session, consulted by `create-goals` and the
 //! `workflow` subcommand, so that two persistence owners (say `ralph` and
 //! an Ultragoal run) never drive one session at once.
@@ -145,7 +145,7 @@ fn own(e: &Entry, s: &Start<'_>) -> bool {
     e.workflow == s.workflow && e.state_dir.as_deref() == s.state_dir
 }
 
-/// Steps 1–2 of §9.3 without writing: stale entries, and the relation of
+/// Steps 1–2 of docs/engine.md#ge-9 without writing: stale entries, and the relation of
 /// every other active entry to the starting workflow.
 pub fn assess(engine: &Engine, reg: &Registry, s: &Start<'_>) -> Assessment {
     let rules = engine.workflows();
@@ -218,7 +218,7 @@ pub fn check_handoff(engine: &Engine, from: Option<&str>, to: &str) -> Result<()
     }
 }
 
-/// Registers a starting workflow (§9.3 steps 1–4) under the registry lock.
+/// Registers a starting workflow (docs/engine.md#ge-9 steps 1–4) under the registry lock.
 pub fn register(engine: &Engine, s: &Start<'_>, now: &str) -> Result<Registration, GoalError> {
     check_handoff(engine, s.handoff_from, s.workflow)?;
     let loc = location(engine);

@@ -1,4 +1,4 @@
-//! The per-session registry of active workflows (goal-engine.md §9.1):
+//! The per-session registry of active workflows (docs/engine.md#ge-9):
 //! `<registryDir>/<sid>.json`, or `<registryDir>.json` unscoped, written
 //! atomically under `<registryDir>/.lock`. Keys written by other workflow
 //! tools are kept.

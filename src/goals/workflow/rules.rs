@@ -1,4 +1,4 @@
-//! `rules/workflows.json` (goal-engine.md §9.2): the workflows that can
+//! `rules/workflows.json` (docs/engine.md#ge-9): the workflows that can
 //! own a session, their roles, the relations between them and the
 //! defaults for pairs no relation names.
 

@@ -1,7 +1,7 @@
-//! Other continuation owners (hooks.md §4.3): the start-work continuation
+//! Other continuation owners (docs/hook-contracts.md#h-4): the start-work continuation
 //! ("boulder") keeps a session going by itself. Its state lives in the
 //! workspace, where the agent can write it, so a claim found here never
-//! silences a resume (threat-model.md I5); the Stop hook only reports it
+//! silences a resume (docs/threat-model.md#i5); the Stop hook only reports it
 //! (`STOP_DEFER_UNVERIFIED`). Any read or parse problem means "no claim".
 
 use std::io::Read;

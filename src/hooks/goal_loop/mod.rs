@@ -1,4 +1,4 @@
-//! The goal-loop hooks (hooks.md §4–§6): `stop` (resume an unfinished plan),
+//! The goal-loop hooks (docs/hook-contracts.md#h-4, docs/hook-contracts.md#h-6): `stop` (resume an unfinished plan),
 //! `user-prompt-submit` (steering directives and ultrawork), `pre-tool-use`
 //! (the `create_goal` guard and the team boundary guard) and
 //! `pre-tool-use-spawn` (fan-out cap and gate preflight).
@@ -38,7 +38,7 @@ use crate::rules::goal_loop::{
 use crate::rules::hooks::{Directives, HooksRules};
 use crate::store::{LockError, MutationLock};
 
-/// Placeholders of the stop-resume templates (hooks.md §4.5).
+/// Placeholders of the stop-resume templates (docs/hook-contracts.md#h-4).
 pub const STOP_PLACEHOLDERS: &[&str] = &[
     "GOAL_ID",
     "GOAL_TITLE",
@@ -47,9 +47,9 @@ pub const STOP_PLACEHOLDERS: &[&str] = &[
     "RESUME_COUNT",
     "MAX_RESUMES",
 ];
-/// Placeholders of the `create_goal` deny template (hooks.md §6.2).
+/// Placeholders of the `create_goal` deny template (docs/hook-contracts.md#h-6).
 pub const CREATE_GOAL_PLACEHOLDERS: &[&str] = &["PROBLEMS", "ALLOWED_KEYS"];
-/// Placeholders of the ultrawork pointer template (hooks.md §5.3).
+/// Placeholders of the ultrawork pointer template (docs/hook-contracts.md#h-5).
 pub const POINTER_PLACEHOLDERS: &[&str] = &["SKILL_PATH", "GOAL_STEP"];
 
 /// Placeholders of the ultrawork template: the goal step, which names the
@@ -217,7 +217,7 @@ impl Policy {
             .collect()
     }
 
-    /// Renders a stop-resume directive (hooks.md §4.5) within `max` bytes.
+    /// Renders a stop-resume directive (docs/hook-contracts.md#h-4) within `max` bytes.
     pub fn render_stop(
         p: &LoopProfile,
         goal_id: &str,
@@ -325,11 +325,11 @@ pub struct Resolved<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    /// Resolves the session's plan over `candidates` (hooks.md §4.2): live
+    /// Resolves the session's plan over `candidates` (docs/hook-contracts.md#h-4): live
     /// plans (not run-complete) beat finished ones, then the latest
     /// `updatedAt`, then profile order. A plan that exists but cannot be
     /// read is returned apart: the Stop hook and the spawn guard refuse on
-    /// it (threat-model.md I2), the prompt hook passes it over.
+    /// it (docs/threat-model.md#i2), the prompt hook passes it over.
     pub fn resolve_plan(&self, candidates: &[&'a LoopProfile]) -> Resolved<'a> {
         let now = crate::time::rfc3339_ms(std::time::SystemTime::now());
         let mut found: Vec<(usize, Found<'a>)> = Vec::new();
@@ -423,9 +423,9 @@ impl<'a> Ctx<'a> {
             .find_map(|p| team::env_marker(&p.profile, &var))
     }
 
-    /// Why the caller is a team worker for the shell guard (hooks.md §6.4),
+    /// Why the caller is a team worker for the shell guard (docs/hook-contracts.md#h-6),
     /// or `None` for the leader. The host payload decides first
-    /// (threat-model.md I13): a payload naming a subagent (`agent_id`) is a
+    /// (docs/threat-model.md#i13): a payload naming a subagent (`agent_id`) is a
     /// worker whatever the environment or `team_guard.deny_for` says; then
     /// a worker environment marker of any profile; then an agent type alone
     /// under `team_guard.deny_for`.
@@ -455,8 +455,8 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Why a steering directive comes from a team worker (goal-engine.md
-    /// §10 on the hook channel): a worker environment marker, an agent type
+    /// Why a steering directive comes from a team worker (docs/engine.md
+    /// docs/hook-contracts.md#h-10 on the hook channel): a worker environment marker, an agent type
     /// matching `team/workerAgentTypes`, or a subagent (non-empty agent id).
     pub fn steering_worker(&self, profile: &Profile) -> Option<String> {
         if let Some(m) = self.env_worker() {
@@ -535,8 +535,8 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The gate surface inputs only the binary can read (quality-gate.md
-    /// §2.4): the environment variable and the marker next to the executable.
+    /// The gate surface inputs only the binary can read (docs/gates.md
+    /// docs/hook-contracts.md#h-2): the environment variable and the marker next to the executable.
     fn surface_inputs(&self) -> SurfaceInputs {
         let Ok(book) = crate::rules::gates::GateBook::from_rules(self.rules) else {
             return SurfaceInputs::default();
@@ -555,8 +555,8 @@ impl<'a> Ctx<'a> {
     }
 
     /// The plan's binding to its ledger when the plan is tampered with
-    /// (threat-model.md I7); a ledger that cannot be read to check it is a
-    /// state fault that blocks (I2).
+    /// (docs/threat-model.md#i7); a ledger that cannot be read to check it is a
+    /// state fault that blocks (docs/threat-model.md#i2).
     pub fn tampered_binding(
         &self,
         found: &Found<'_>,
@@ -572,8 +572,8 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// A fault in goal-loop state a decision depends on (threat-model.md
-    /// I2): writes a `HOOK_STATE_IO` line and blocks the stop (`tool`:
+    /// A fault in goal-loop state a decision depends on (docs/threat-model.md
+    /// docs/threat-model.md#i2): writes a `HOOK_STATE_IO` line and blocks the stop (`tool`:
     /// denies the call), telling the user to act. A sabotaged side file must
     /// not switch the resume or the fan-out cap off.
     pub fn state_io(&self, what: &str, path: &str, e: &dyn std::fmt::Display) -> Decision {
@@ -602,7 +602,7 @@ impl<'a> Ctx<'a> {
     /// Opens the per-user directory that keeps the hooks' side files of the
     /// plan `found` (resume and spawn counters, stuck markers, their lock):
     /// `<user state>/hooks/goal-loop/<16 hex of the state path>/`, out of
-    /// the agent's reach (threat-model.md §3). A fault blocks (`tool`: denies).
+    /// the agent's reach (docs/threat-model.md#tm-3). A fault blocks (`tool`: denies).
     pub fn side_state(&self, found: &Found<'_>, tool: bool) -> Result<SideState, Decision> {
         self.side_state_at(&found.located.paths, tool)
     }
@@ -697,7 +697,7 @@ impl<'a> Ctx<'a> {
     /// names another digest it is newer and kept. In-tree stuck markers
     /// (`auto-resume-<key>.stuck`) are not migrated: the agent can write them,
     /// and a file the agent can write must not silence a resume by itself
-    /// (threat-model.md §3); a goal that is really stuck pauses again after
+    /// (docs/threat-model.md#tm-3); a goal that is really stuck pauses again after
     /// its budget. Errors are `(path, error)`.
     fn migrate_side(
         &self,
@@ -751,7 +751,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Records the head of the plan's goal ledger in the per-user state
-    /// (threat-model.md §3), so that local `verify-evidence` can tell a
+    /// (docs/threat-model.md#tm-3), so that local `verify-evidence` can tell a
     /// ledger that fell behind. Best effort: no gated decision depends on
     /// it, and a fault is left to `doctor`.
     pub fn observe_head(&self, found: &Found<'_>) {

@@ -1,4 +1,4 @@
-//! `user-prompt-submit` (hooks.md §5): a steering directive after a profile
+//! `user-prompt-submit` (docs/hook-contracts.md#h-5): a steering directive after a profile
 //! marker is applied through the engine; a prompt without one may get the
 //! ultrawork injection. A marker never falls through to ultrawork.
 
@@ -23,7 +23,7 @@ pub struct Marker<'a> {
     pub rest: &'a str,
 }
 
-/// The first steering marker of `prompt` (hooks.md §5.1): case-sensitive, at
+/// The first steering marker of `prompt` (docs/hook-contracts.md#h-5): case-sensitive, at
 /// the start or after whitespace, followed by `:`; the earliest wins, and
 /// the longer marker at the same position.
 pub fn find_marker<'a>(prompt: &'a str, candidates: &[&'a LoopProfile]) -> Option<Marker<'a>> {
@@ -121,7 +121,7 @@ fn steer(c: &Ctx<'_>, m: Marker<'_>) -> Decision {
 }
 
 /// Applies the directive through the engine's single-proposal steering on
-/// the hook channel (goal-engine.md §5.10): the canonical parser (with
+/// the hook channel (docs/engine.md#ge-5): the canonical parser (with
 /// `source` defaulting to `user_prompt_submit`, `directiveText` the raw
 /// JSON and a `promptSignature` derived from it, so a resubmitted directive
 /// dedupes), then lock, dedupe, judge, apply and audit.

@@ -1,4 +1,4 @@
-//! The user-prompt witness (threat-model.md §3 and I12): every prompt the
+//! The user-prompt witness (docs/threat-model.md#tm-3, docs/threat-model.md#i12): every prompt the
 //! `user-prompt-submit` hook sees is recorded in the per-user state
 //! directory, out of the agent's reach, as one JSON line
 //! `{session, at, sha256, text, decisionIds}` of `prompts/prompts.jsonl`.
@@ -191,7 +191,7 @@ pub(super) fn witness(c: &super::Ctx<'_>, prompt: &str) {
     }
 }
 
-/// The Stop hook's user-decision check (threat-model.md I12): every user
+/// The Stop hook's user-decision check (docs/threat-model.md#i12): every user
 /// decision of the plan must be carried by a recorded user prompt of this
 /// session made before the decision was recorded. A verified decision not
 /// yet carried to the in-tree gate ledger gets its `user_decision_verified`
@@ -308,7 +308,7 @@ fn carry(c: &super::Ctx<'_>, us: &UserState, d: &UserDecision, prompt: &Prompt) 
         return Ok(());
     }
     // The gate ledger's authoritative copy is the per-user witness; the
-    // in-tree ledger is its mirror (threat-model.md §3). Appending to the
+    // in-tree ledger is its mirror (docs/threat-model.md#tm-3). Appending to the
     // mirror alone would be dropped as forged by the next reconcile.
     let fault =
         |f: witness::StateFault| io::Error::other(format!("{}: {}: {}", f.path, f.what, f.error));

@@ -1,5 +1,5 @@
 //! Reading a worker's shell command for the team boundary guard
-//! (hooks.md §6.4, threat-model.md I13): the command is split into shell
+//! (docs/hook-contracts.md#h-6, docs/threat-model.md#i13): the command is split into shell
 //! words the way a POSIX shell would before running it — single and double
 //! quotes, `$'…'`, backslash escapes and line continuations are resolved, so
 //! `ulw''-loop`, `ulw\-loop` and `"ulw-loop"` are all the word `ulw-loop` —
@@ -370,7 +370,7 @@ mod tests {
             ),
             ("omo checkpoint --goal-id G1", "omo checkpoint"),
             ("ls | ulw steer", "ulw steer"),
-            // I13: shell quoting, escapes, assignments, launcher options
+            // docs/threat-model.md#i13: shell quoting, escapes, assignments, launcher options
             // and `--flag=value` no longer hide the command words.
             (
                 "env -u OMO_TEAM_ROLE evidence-gate ulw-loop add-goal --title x",

@@ -1,4 +1,4 @@
-//! `pre-tool-use-spawn` (hooks.md §6.3): the fan-out cap and the gate
+//! `pre-tool-use-spawn` (docs/hook-contracts.md#h-6): the fan-out cap and the gate
 //! preflight. Everything after the plan is found runs under the state
 //! directory's mutation lock, so parallel spawns serialise and only allowed
 //! spawns are counted.
@@ -21,14 +21,14 @@ use crate::sandbox::{RelPath, open};
 /// File name of the counter in `<state>`.
 pub const COUNTER: &str = "spawn-count.json";
 
-/// Evaluates a spawn in the order of hooks.md §6.3.
+/// Evaluates a spawn in the order of docs/hook-contracts.md#h-6.
 pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
     if !c.policy.spawn.tool_names.contains(&t.tool_name) {
         return Decision::Allow;
     }
     let candidates = c.policy.candidates(c.profile_flag);
     let resolved = c.resolve_plan(&candidates);
-    // I2: a plan that exists but cannot be read decides nothing; refusing
+    // docs/threat-model.md#i2: a plan that exists but cannot be read decides nothing; refusing
     // keeps a corrupted plan from switching the cap and the preflight off.
     if let Some(u) = resolved.unreadable.first() {
         c.plan_unreadable(
@@ -48,7 +48,7 @@ pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
     let Some(found) = resolved.found else {
         return Decision::Allow;
     };
-    // I7 / I2: the preflight and the fan-out reset read the plan; a plan its
+    // docs/threat-model.md#i7 / docs/threat-model.md#i2: the preflight and the fan-out reset read the plan; a plan its
     // ledger does not vouch for decides nothing.
     match c.tampered_binding(&found) {
         Ok(Some(b)) => return tampered(&found, &b),
@@ -56,8 +56,8 @@ pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
         Err(d) => return d,
     }
     c.observe_head(&found);
-    // The counter and its lock live in the per-user state (threat-model.md
-    // §3): nothing planted in the tree resets or jams the cap.
+    // The counter and its lock live in the per-user state (docs/threat-model.md
+    // docs/hook-contracts.md#h-3): nothing planted in the tree resets or jams the cap.
     let side = match c.side_state(&found, true) {
         Ok(s) => s,
         Err(d) => return d,
@@ -108,7 +108,7 @@ fn decide_locked(c: &Ctx<'_>, found: &Found<'_>, side: &SideState, input: &Value
 
 /// Either signal marks a gate-review spawn: the spawned agent type (a
 /// `plugin:` prefix ignored) is a gate-reviewer role of any surface
-/// (quality-gate.md §2.2), or a message contains, ignoring case, one of
+/// (docs/gates.md#qg-2), or a message contains, ignoring case, one of
 /// `spawn.gate_message_patterns` or a role name.
 pub(super) fn is_gate_review(c: &Ctx<'_>, input: &Value) -> bool {
     let Value::Object(m) = input else {
@@ -151,11 +151,11 @@ pub(super) fn is_gate_review(c: &Ctx<'_>, input: &Value) -> bool {
         })
 }
 
-/// The missing reports of the final candidate's gate (hooks.md §6.3 step
+/// The missing reports of the final candidate's gate (docs/hook-contracts.md#h-6 step
 /// 5), as repo-relative paths; empty when the preflight does not apply (no
 /// final candidate, or its criteria are not all `pass`: the gate judges
 /// later) or every report is there. A plan whose gate rules or attempt
-/// directory cannot be resolved denies the spawn (threat-model.md I2).
+/// directory cannot be resolved denies the spawn (docs/threat-model.md#i2).
 fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Result<Vec<String>, Decision> {
     let plan = &found.located.plan;
     let Some(goal) = loop_state::final_candidate(plan) else {

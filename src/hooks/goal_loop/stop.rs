@@ -1,4 +1,4 @@
-//! `stop`: goal-loop resume (hooks.md §4). When the main agent ends a turn
+//! `stop`: goal-loop resume (docs/hook-contracts.md#h-4). When the main agent ends a turn
 //! while this session's plan has work left, block once with a resume
 //! directive — at most `stop.max_resumes_without_progress` times while goal
 //! and criteria state stay unchanged, then pause with a stuck marker that
@@ -19,7 +19,7 @@ use crate::hooks::code::HookCode;
 use crate::hooks::event::{Decision, StopEvent};
 use crate::hooks::transcript::{self, Markers};
 
-/// Evaluates a stop in the order of hooks.md §4.1; every step before the
+/// Evaluates a stop in the order of docs/hook-contracts.md#h-4; every step before the
 /// budget only allows, cheapest first.
 pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
     if c.env.agent.is_some() || s.stop_hook_active == Some(true) {
@@ -27,7 +27,7 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
     }
     let candidates = c.policy.candidates(c.profile_flag);
     let resolved = c.resolve_plan(&candidates);
-    // I2: a plan that exists but cannot be read is not "nothing left" —
+    // docs/threat-model.md#i2: a plan that exists but cannot be read is not "nothing left" —
     // the agent can corrupt it to escape the resume.
     if let Some(u) = resolved.unreadable.first() {
         return unreadable(c, u);
@@ -37,14 +37,14 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
     };
     c.observe_head(&found);
     let plan = &found.located.plan;
-    // I7 / I2: a plan its ledger does not vouch for is never "complete" and
+    // docs/threat-model.md#i7 / docs/threat-model.md#i2: a plan its ledger does not vouch for is never "complete" and
     // never "nothing left": block with the code, the file and the fix.
     match c.tampered_binding(&found) {
         Ok(Some(b)) => return tampered(c, &found, &b),
         Ok(None) => {}
         Err(d) => return d,
     }
-    // I12: a user decision the user never made keeps its goal unfinished,
+    // docs/threat-model.md#i12: a user decision the user never made keeps its goal unfinished,
     // even when it would make the run complete (or waived).
     if let Some(d) = prompts::check(c, &found) {
         return d;
@@ -56,10 +56,10 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
         return Decision::Allow;
     };
     // `.omo/boulder.json` and its plan are workspace files the agent can
-    // write: a claim there does not silence the resume (threat-model.md I5).
+    // write: a claim there does not silence the resume (docs/threat-model.md#i5).
     // When start-work really continues the session, its block and ours fall
     // on the same stop; the host runs one continuation, whose next stop
-    // carries `stop_hook_active` (step 2), and §4.4 bounds the repeats.
+    // carries `stop_hook_active` (step 2), and docs/hook-contracts.md#h-4 bounds the repeats.
     if let Some(owner) = boulder::claimant(c) {
         c.diag.write(
             HookCode::StopDeferUnverified,
@@ -71,7 +71,7 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
     resume(c, &found, goal)
 }
 
-/// The hold on a plan that exists but cannot be read (threat-model.md I2):
+/// The hold on a plan that exists but cannot be read (docs/threat-model.md#i2):
 /// a halt telling the user to act, within the resume budget (keyed by the
 /// file's fingerprint, so it holds until the file changes), then a pause.
 fn unreadable(c: &Ctx<'_>, u: &UnreadablePlan<'_>) -> Decision {
@@ -170,7 +170,7 @@ fn tampered(c: &Ctx<'_>, found: &Found<'_>, b: &crate::goals::binding::Binding) 
 /// A context-pressure marker inside a compaction record the host wrote in
 /// the main transcript's tail: resuming would only feed an exhausted
 /// context. A sentence the agent wrote ("context compacted" in its text or a
-/// tool's output) never counts (threat-model.md I5).
+/// tool's output) never counts (docs/threat-model.md#i5).
 fn main_context_pressure(c: &Ctx<'_>) -> bool {
     transcript::host_pressure(
         c.amb,
@@ -239,7 +239,7 @@ fn budgeted(
     render: &dyn Fn(u64, u64) -> String,
 ) -> Decision {
     // The counters, stuck markers and their lock live in the per-user state
-    // (threat-model.md §3): nothing planted in the tree silences the resume.
+    // (docs/threat-model.md#tm-3): nothing planted in the tree silences the resume.
     let side = match c.side_state_at(found.paths, false) {
         Ok(s) => s,
         Err(d) => return d,

@@ -1,4 +1,4 @@
-//! `pre-tool-use` (hooks.md §6.1, §6.2, §6.4): the `create_goal` guard and
+//! `pre-tool-use` (docs/hook-contracts.md#h-6): the `create_goal` guard and
 //! the team boundary guard, chosen by tool name; any other tool passes.
 
 use serde_json::Value;
@@ -33,7 +33,7 @@ fn quoted(key: &str) -> String {
     format!("`{}`", super::clip_chars(key, 64))
 }
 
-/// The problems of a `create_goal` input (hooks.md §6.2): not an object; a
+/// The problems of a `create_goal` input (docs/hook-contracts.md#h-6): not an object; a
 /// missing, non-string or blank `objective`; keys outside `allowed_keys`.
 pub fn create_goal_problems(input: &Value, allowed: &[String]) -> Vec<String> {
     let Value::Object(m) = input else {

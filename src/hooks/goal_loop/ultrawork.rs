@@ -1,4 +1,4 @@
-//! Ultrawork injection (hooks.md §5.3): a whole-word trigger, skipped under
+//! Ultrawork injection (docs/hook-contracts.md#h-5): a whole-word trigger, skipped under
 //! context pressure and when the transcript tail already holds our recorded
 //! injection, rendered from our own template within the host's cap.
 

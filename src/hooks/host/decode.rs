@@ -1,4 +1,4 @@
-//! Decode tables (hooks.md §2.4): each host's spellings of the normalized
+//! Decode tables (docs/hook-contracts.md#h-2): each host's spellings of the normalized
 //! fields. Every field is accepted in snake_case and camelCase; snake_case
 //! wins. Optional fields decode absent, `null` and wrong-typed values (and
 //! empty ids and paths) to `None`.
@@ -133,7 +133,7 @@ fn spellings(host: Host) -> &'static Spellings {
 }
 
 /// Event names a host sends for a subcommand; `None` = the host cannot
-/// deliver it (hooks.md §2.3).
+/// deliver it (docs/hook-contracts.md#h-2).
 pub fn wire_events(event: HookEvent, host: Host) -> Option<&'static [&'static str]> {
     use HookEvent as E;
     match (event, host) {

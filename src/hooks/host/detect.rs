@@ -1,4 +1,4 @@
-//! Host auto-detection (hooks.md §1.2): payload signals beat environment
+//! Host auto-detection (docs/hook-contracts.md#h-1): payload signals beat environment
 //! signals, because environments leak between nested tools.
 
 use serde_json::{Map, Value};

@@ -1,4 +1,4 @@
-//! Encode tables (hooks.md §2.5) with strict key allow-lists: the encoder
+//! Encode tables (docs/hook-contracts.md#h-2) with strict key allow-lists: the encoder
 //! serialises per-host structs whose fields are the only keys it can emit.
 //! Allow is no output on every host; `{}` is never written (agy reads it as
 //! deny on PreToolUse).
@@ -311,7 +311,7 @@ mod tests {
     }
 
     /// A block on a fault in hook state carries the user's `systemMessage`
-    /// where the host has one (threat-model.md I2); agy's reason carries both.
+    /// where the host has one (docs/threat-model.md#i2); agy's reason carries both.
     #[test]
     fn a_halt_blocks_and_tells_the_user() {
         let halt = Decision::Halt {
@@ -398,7 +398,7 @@ mod tests {
         ));
     }
 
-    /// Every key any encoder can emit, per host and family (hooks.md §2.5).
+    /// Every key any encoder can emit, per host and family (docs/hook-contracts.md#h-2).
     fn allowed(host: Host, family: Family) -> &'static [&'static str] {
         match (host, family) {
             (Host::Codex | Host::ClaudeCode | Host::Common, Family::Stop) => {

@@ -1,5 +1,5 @@
-//! Host adapters: detection (hooks.md §1.2), payload decoding into the
-//! normalized events (§2.4) and decision encoding (§2.5).
+//! Host adapters: detection (docs/hook-contracts.md#h-1), payload decoding into the
+//! normalized events (docs/hook-contracts.md#h-2) and decision encoding (docs/hook-contracts.md#h-2).
 
 pub mod decode;
 pub mod detect;

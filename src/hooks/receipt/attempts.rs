@@ -1,4 +1,4 @@
-//! The attempt counter (hooks.md §3.8), keyed by session and agent.
+//! The attempt counter (docs/hook-contracts.md#h-3), keyed by session and agent.
 
 use std::io::{self, Read};
 use std::time::{Duration, SystemTime};

@@ -1,4 +1,4 @@
-//! Receipt grammar (hooks.md §3.3): the **last** marker in the final
+//! Receipt grammar (docs/hook-contracts.md#h-3): the **last** marker in the final
 //! message, optional spaces or tabs, one non-whitespace token, one matching
 //! pair of wrapping quotes removed.
 

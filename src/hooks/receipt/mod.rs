@@ -1,4 +1,4 @@
-//! The receipt check of `subagent-stop` (hooks.md §3.3–§3.8): grammar, path
+//! The receipt check of `subagent-stop` (docs/hook-contracts.md#h-3): grammar, path
 //! rules, plain and structured receipts, freshness, reuse claims and the
 //! attempt counter.
 
@@ -54,7 +54,7 @@ pub struct Verified {
     pub size: u64,
     /// SHA-256 of the file.
     pub sha256: String,
-    /// The normalized digest reuse protection keys on (threat-model.md I4;
+    /// The normalized digest reuse protection keys on (docs/threat-model.md#i4;
     /// [`reuse::Normalized`]).
     pub normalized_sha256: String,
     /// Its form.

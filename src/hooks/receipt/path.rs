@@ -1,4 +1,4 @@
-//! Receipt path rules (hooks.md §3.4, steps 1–3): lexical checks before any
+//! Receipt path rules (docs/hook-contracts.md#h-3, steps 1–3): lexical checks before any
 //! file access, then confinement to the evidence root of `cwd`.
 
 use std::path::{Component, Path};

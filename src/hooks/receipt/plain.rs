@@ -1,4 +1,4 @@
-//! Plain-file receipts and the substance rule (hooks.md §3.5).
+//! Plain-file receipts and the substance rule (docs/hook-contracts.md#h-3).
 
 use crate::evidence::{Code, Finding};
 

@@ -1,4 +1,4 @@
-//! Reuse protection (hooks.md §3.7, threat-model.md I4): accepting a receipt
+//! Reuse protection (docs/hook-contracts.md#h-3, docs/threat-model.md#i4): accepting a receipt
 //! claims its *normalized* digest by exclusive create of
 //! `receipts/<sha256>.json`, holding the `(session, agent)` it was accepted
 //! for; the same normalized digest is accepted again only for the same
@@ -54,7 +54,7 @@ impl Claimant {
 
     /// Accepting the same digest again is a re-fire of the same stop, not
     /// reuse, for the same session and agent when the turns are equal or
-    /// either is unknown (hooks.md §3.7). The one statement of that rule.
+    /// either is unknown (docs/hook-contracts.md#h-3). The one statement of that rule.
     pub fn same_stop(&self, other: &Claimant) -> bool {
         self.session_id == other.session_id
             && self.agent_id == other.agent_id

@@ -1,4 +1,4 @@
-//! Structured receipts (hooks.md §3.6): an evidence payload v1 verified fully
+//! Structured receipts (docs/hook-contracts.md#h-3): an evidence payload v1 verified fully
 //! by the same library call as `evidence-gate verify`, bound to the event's
 //! session, agent and turn.
 

@@ -1,5 +1,5 @@
-//! The `gates` rule family (`rules/gates/*.json`, quality-gate.md §2) and
-//! the `gate` family (`gate.surface`, §2.4).
+//! The `gates` rule family (`rules/gates/*.json`, docs/gates.md#qg-2) and
+//! the `gate` family (`gate.surface`, docs/state-formats.md#ge-2).
 //!
 //! `gates` is a map from rule-file name to rule file. `common` holds the
 //! vocabularies shared by every gate; every other entry is a gate rule file
@@ -40,7 +40,7 @@ impl RuleFamily for GatesFamily {
 #[serde(deny_unknown_fields)]
 pub struct GateSettings {
     /// Surface chosen by the repository (`gate.surface`), step 3 of surface
-    /// resolution (§2.4). `null` = not chosen.
+    /// resolution (docs/state-formats.md#ge-2). `null` = not chosen.
     pub surface: Option<String>,
 }
 
@@ -67,9 +67,9 @@ pub const COMMON: &str = "common";
 pub struct CommonRules {
     /// Format version; must be 1.
     pub schema: u32,
-    /// How the five-section surface is resolved (§2.4).
+    /// How the five-section surface is resolved (docs/state-formats.md#ge-2).
     pub surface_resolution: SurfaceResolution,
-    /// Placeholder texts (§2.1).
+    /// Placeholder texts (docs/state-formats.md#ge-2).
     pub placeholders: GatePlaceholders,
     /// Allowed artifact `kind` values.
     pub artifact_kinds: Vec<String>,
@@ -87,7 +87,7 @@ pub struct CommonRules {
     pub limits: GateLimits,
 }
 
-/// Surface resolution inputs (§2.4).
+/// Surface resolution inputs (docs/state-formats.md#ge-2).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SurfaceResolution {
@@ -101,7 +101,7 @@ pub struct SurfaceResolution {
     pub known: Vec<String>,
 }
 
-/// Placeholder lists of the gate (§2.1), compared case-insensitively.
+/// Placeholder lists of the gate (docs/state-formats.md#ge-2), compared case-insensitively.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct GatePlaceholders {
@@ -123,7 +123,7 @@ pub struct ReportFiles {
     pub gate_review: String,
 }
 
-/// Legacy report names (R§8.5); `{goalId}` is replaced by the goal id.
+/// Legacy report names (docs/differences.md#r-8); `{goalId}` is replaced by the goal id.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LegacyReportFiles {
@@ -206,7 +206,7 @@ impl Section {
     }
 }
 
-/// A five-section gate rule file (`lazycodex.json`, `omo-senpi.json`, §2.2).
+/// A five-section gate rule file (`lazycodex.json`, `omo-senpi.json`, docs/state-formats.md#ge-2).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct FiveSectionRules {
@@ -224,11 +224,11 @@ pub struct FiveSectionRules {
     pub acceptors: FiveSectionAcceptors,
     /// Accepted `codeReview.codeQualityStatus` values (`WATCH` warns).
     pub code_quality_statuses: Vec<String>,
-    /// Coverage recomputation switches (§5).
+    /// Coverage recomputation switches (docs/engine.md#ge-5).
     pub coverage: CoverageRules,
     /// Require a `VERDICT: <recommendation>` line in each report file.
     pub require_report_verdict_line: bool,
-    /// Template overrides (§9).
+    /// Template overrides (docs/engine.md#ge-9).
     pub template: FiveSectionTemplate,
 }
 
@@ -268,7 +268,7 @@ impl FiveSectionAcceptors {
     }
 }
 
-/// Coverage switches (§5).
+/// Coverage switches (docs/engine.md#ge-5).
 #[derive(Debug, Clone, Copy, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CoverageRules {
@@ -329,7 +329,7 @@ impl FiveSectionRules {
     }
 }
 
-/// The Ultragoal gate rule file (`ultragoal.json`, §2.3).
+/// The Ultragoal gate rule file (`ultragoal.json`, docs/state-formats.md#ge-2).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct UltragoalRules {
@@ -350,7 +350,7 @@ pub struct UltragoalRules {
     pub acceptors: BTreeMap<String, Vec<String>>,
     /// Every section needs a `reportPath`.
     pub require_report_paths: bool,
-    /// Template overrides (§9): section name → `{by}`.
+    /// Template overrides (docs/engine.md#ge-9): section name → `{by}`.
     pub template: BTreeMap<String, TemplateBy>,
 }
 
@@ -441,7 +441,7 @@ impl GateRuleFile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GateFamily {
-    /// The lazycodex / omo-senpi gate of R§6.
+    /// The lazycodex / omo-senpi gate of docs/differences.md#r-6.
     FiveSection,
     /// The Omagy contract's final gate.
     Ultragoal,

@@ -1,4 +1,4 @@
-//! The criteria gate of a complete checkpoint (R§2.5 step 2).
+//! The criteria gate of a complete checkpoint (docs/differences.md#r-2 step 2).
 
 use serde_json::{Value, json};
 
@@ -6,7 +6,7 @@ use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::plan::{Mode, Plan};
 use crate::goals::{Engine, batches, lifecycle};
 
-/// The criteria gate of a complete checkpoint (R§2.5 step 2, goal-engine.md §3.4 step 5).
+/// The criteria gate of a complete checkpoint (docs/differences.md#r-2 step 2, docs/engine.md#ge-3 step 5).
 pub(super) fn criteria_gate(
     engine: &Engine,
     plan: &Plan,

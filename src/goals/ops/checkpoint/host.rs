@@ -1,4 +1,4 @@
-//! Host-goal reconciliation inside a checkpoint (goal-engine.md §8, §7.1).
+//! Host-goal reconciliation inside a checkpoint (docs/engine.md#ge-8, docs/engine.md#ge-7).
 
 use serde_json::{Value, json};
 
@@ -36,7 +36,7 @@ fn brief_reader<'a>(
     }
 }
 
-/// Host-goal reconciliation of a complete checkpoint (goal-engine.md §8).
+/// Host-goal reconciliation of a complete checkpoint (docs/engine.md#ge-8).
 pub(super) fn reconcile_complete(
     engine: &Engine,
     dir: &cap_std::fs::Dir,
@@ -160,7 +160,7 @@ fn mismatch(
 }
 
 /// A snapshot given with a failed/blocked checkpoint is recorded and
-/// reconciled, never failing the command (goal-engine.md §7.1).
+/// reconciled, never failing the command (docs/engine.md#ge-7).
 pub(super) fn reconcile_failure(
     engine: &Engine,
     plan: &Plan,

@@ -1,5 +1,5 @@
-//! `checkpoint` (goal-engine.md §3.4): the pipeline whose order decides
-//! which error wins, then the mutation, auto-advance (§3.5) and one commit.
+//! `checkpoint` (docs/engine.md#ge-3): the pipeline whose order decides
+//! which error wins, then the mutation, auto-advance (docs/engine.md#ge-3) and one commit.
 
 use serde_json::{Map, Value, json};
 

@@ -1,13 +1,12 @@
-//! The common hook machinery (hooks.md §1): usage handling, the emergency
-//! switch, bounded stdin, host detection and decoding, the watchdog, the
-//! output latch, panic capture and the one write of the decision. Every path
-//! exits 0, except a Claude Code Stop/SubagentStop block, which exits 2 with
-//! the reason on standard error once it is written.
+//! The library entry point of every hook event (hooks.md §1): the
+//! emergency switch, bounded standard input, host detection and decoding,
+//! rules loading and the decision, encoded for the host. It never writes
+//! standard output, never ends the process and installs no global hook:
+//! the command-line edge (`src/cli/hook/`) owns the output latch, the
+//! watchdog, panic capture, argument parsing and the one write.
 
-use std::panic::{self, AssertUnwindSafe};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -15,20 +14,17 @@ use cap_fs_ext::MetadataExt;
 use cap_std::fs::Dir;
 use serde_json::json;
 
-use super::args::{self, HookArgs, Parsed};
 use super::code::HookCode;
 use super::diagnostics::Diagnostics;
 use super::event::{Body, Decision, Family, HookEvent};
 use super::goal_loop;
-use super::host::Host;
 use super::host::decode::{self, DecodeError};
 use super::host::detect::detect;
 use super::host::encode::{EncodeOptions, Output, encode};
+use super::host::{Host, HostSource};
 use super::input::{self, InputError};
-use super::io_report;
 use super::subagent_stop;
 use crate::ambient::{self, Ambient};
-use crate::cli::Io;
 use crate::rules::hooks::{HooksRules, PlumbingPolicy};
 use crate::rules::{RuleSet, load_workspace};
 
@@ -49,211 +45,21 @@ pub enum Fault {
     None,
     /// Panic inside the decision.
     Panic,
-    /// The decision never finishes and the deadline is 50 ms.
+    /// The decision never finishes and the deadline is 50 ms away.
     Hang,
     /// The receipt verification budget is already spent.
     BudgetSpent,
 }
 
 impl Fault {
-    fn from_env(amb: &dyn Ambient) -> Fault {
+    /// The fault named by [`FAULT_ENV`] in the process environment.
+    pub fn from_env(amb: &dyn Ambient) -> Fault {
         match ambient::var(amb, FAULT_ENV).as_deref() {
             Some("panic") => Fault::Panic,
             Some("hang") => Fault::Hang,
             Some("budget-spent") => Fault::BudgetSpent,
             _ => Fault::None,
         }
-    }
-}
-
-/// The output latch: the first of main path, watchdog or panic path to take
-/// it writes (or writes nothing) and ends the process.
-struct Latch(AtomicBool);
-
-impl Latch {
-    fn take(&self) -> bool {
-        !self.0.swap(true, Ordering::SeqCst)
-    }
-}
-
-/// A re-armable deadline; `None` disarms it.
-struct Watchdog {
-    deadline: Mutex<Option<Instant>>,
-    cv: Condvar,
-}
-
-impl Watchdog {
-    fn arm(&self, at: Instant) {
-        *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = Some(at);
-        self.cv.notify_all();
-    }
-
-    fn disarm(&self) {
-        *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        self.cv.notify_all();
-    }
-
-    /// Waits until the deadline passes (true) or the watchdog is disarmed.
-    fn wait(&self) -> bool {
-        let mut g = self.deadline.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            let Some(at) = *g else {
-                return false;
-            };
-            let now = Instant::now();
-            if now >= at {
-                return true;
-            }
-            g = self
-                .cv
-                .wait_timeout(g, at - now)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
-    }
-}
-
-static PANIC_INFO: Mutex<Option<(String, String, u32)>> = Mutex::new(None);
-
-fn install_panic_hook() {
-    panic::set_hook(Box::new(|info| {
-        let message = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "panic".into());
-        let (file, line) = info
-            .location()
-            .map(|l| (l.file().to_owned(), l.line()))
-            .unwrap_or_default();
-        if let Ok(mut g) = PANIC_INFO.lock() {
-            *g = Some((message, file, line));
-        }
-    }));
-}
-
-/// Runs `evidence-gate hook <args…>`; always returns 0.
-pub fn run(args: &[String], amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
-    let start = Instant::now();
-    let label = args
-        .iter()
-        .find(|a| !a.starts_with('-'))
-        .cloned()
-        .unwrap_or_default();
-    let diag = Diagnostics::new(amb, &label, start);
-    let proc_cwd = amb.current_dir().ok();
-    if let Some(p) = &proc_cwd {
-        diag.set_root(p);
-    }
-    let parsed = match args::parse(args) {
-        Ok(Parsed::Run(a)) => a,
-        Ok(Parsed::Help) => {
-            let _ = writeln!(io.stderr, "{}", args::SYNOPSIS);
-            return 0;
-        }
-        Err(msg) => {
-            let _ = writeln!(io.stderr, "evidence-gate hook: {msg} ({})", args::SYNOPSIS);
-            diag.write(
-                HookCode::HookUsage,
-                "allow",
-                &msg,
-                Some(json!({"args": args.len()})),
-            );
-            return 0;
-        }
-    };
-    let fault = Fault::from_env(amb);
-    install_panic_hook();
-    let latch = Latch(AtomicBool::new(false));
-    let watchdog = Watchdog {
-        deadline: Mutex::new(Some(start + Duration::from_millis(4000))),
-        cv: Condvar::new(),
-    };
-    let mut stdin_bytes = 0u64;
-    // 0 unless a whole exit-2 block reached standard error: every failure
-    // to decide or to write stays a fail-open exit 0.
-    let mut status = 0u8;
-    thread::scope(|s| {
-        s.spawn(|| {
-            if watchdog.wait() && latch.take() {
-                let (tx, rx) = mpsc::channel();
-                let diag = &diag;
-                s.spawn(move || {
-                    diag.write(
-                        HookCode::HookDeadline,
-                        "allow",
-                        "the hook did not finish before hooks.deadline_ms; the call was allowed",
-                        Some(json!({"elapsed_ms": start.elapsed().as_millis() as u64})),
-                    );
-                    let _ = tx.send(());
-                });
-                let _ = rx.recv_timeout(Duration::from_millis(100));
-                amb.terminate(0);
-            }
-        });
-        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-            main_path(
-                &parsed,
-                amb,
-                io,
-                &diag,
-                &watchdog,
-                fault,
-                &mut stdin_bytes,
-                start,
-            )
-        }));
-        match outcome {
-            Ok(output) => {
-                if !latch.take() {
-                    park_forever();
-                }
-                let (stream, bytes, code): (&mut dyn std::io::Write, &[u8], u8) = match &output {
-                    None => (&mut *io.stdout, &[], 0),
-                    Some(Output::Stdout(b)) => (&mut *io.stdout, b, 0),
-                    Some(Output::Exit2(b)) => (&mut *io.stderr, b, 2),
-                };
-                if !bytes.is_empty() {
-                    if stream
-                        .write_all(bytes)
-                        .and_then(|()| stream.flush())
-                        .is_err()
-                    {
-                        diag.write(
-                            HookCode::HookOutputWrite,
-                            "allow",
-                            "the decision could not be written to standard output",
-                            Some(json!({"bytes": bytes.len()})),
-                        );
-                    } else {
-                        status = code;
-                    }
-                }
-            }
-            Err(_) => {
-                if !latch.take() {
-                    park_forever();
-                }
-                let info = PANIC_INFO.lock().ok().and_then(|g| g.clone());
-                let (message, file, line) = info.unwrap_or_default();
-                diag.write(
-                    HookCode::HookPanic,
-                    "allow",
-                    "a panic was caught; the call was allowed",
-                    Some(json!({"panic": super::host::encode::cap_bytes(&message, 500), "file": file, "line": line})),
-                );
-            }
-        }
-        watchdog.disarm();
-    });
-    io_report::write(amb, stdin_bytes);
-    status
-}
-
-fn park_forever() -> ! {
-    loop {
-        thread::park();
     }
 }
 
@@ -346,35 +152,114 @@ fn encode_options(h: &HooksRules) -> EncodeOptions {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn main_path(
-    a: &HookArgs,
-    amb: &dyn Ambient,
-    io: &mut Io<'_>,
-    diag: &Diagnostics,
-    watchdog: &Watchdog,
-    fault: Fault,
-    stdin_bytes: &mut u64,
-    start: Instant,
-) -> Option<Output> {
-    if io.stdin_is_terminal {
-        let _ = writeln!(
-            io.stderr,
-            "evidence-gate hook {}: reads the host's JSON payload on standard input; run it from a host's hook configuration (see `evidence-gate init`)",
-            a.event.name()
-        );
-        return None;
+/// What the edge asks a hook to decide: the parsed `evidence-gate hook …`
+/// command line plus the test fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookCall {
+    /// The event.
+    pub event: HookEvent,
+    /// `--host`; `None` is `auto`.
+    pub host: Option<Host>,
+    /// `--profile` (read by the goal-loop events; `subagent-stop` ignores it).
+    pub profile: String,
+    /// `--with-ultrawork` (accepted by every event so wiring lines stay uniform).
+    pub with_ultrawork: bool,
+    /// `--rules FILE`.
+    pub rules: Option<PathBuf>,
+    /// The injected test fault ([`Fault::from_env`] at the edge).
+    pub fault: Fault,
+}
+
+impl HookCall {
+    /// A call for `event` with every flag at its default (`--host auto`,
+    /// `--profile auto`, no ultrawork, no `--rules`, no fault).
+    pub fn new(event: HookEvent) -> HookCall {
+        HookCall {
+            event,
+            host: None,
+            profile: "auto".to_owned(),
+            with_ultrawork: false,
+            rules: None,
+            fault: Fault::None,
+        }
     }
+}
+
+/// Where a hook reports the moment its decision must be written by: the
+/// edge's watchdog allows the call when it passes (hooks.md §1.4). The
+/// deadline is known only once the rules are loaded.
+pub trait DeadlineSink: Sync {
+    /// The decision must be written by `at`.
+    fn arm(&self, at: Instant);
+}
+
+/// A sink for callers without a watchdog (library embedders, tests).
+impl DeadlineSink for () {
+    fn arm(&self, _at: Instant) {}
+}
+
+/// The context of one hook run that the edge owns.
+pub struct Env<'a> {
+    /// The only door to the process environment and the file system.
+    pub amb: &'a dyn Ambient,
+    /// The run's diagnostics writer (shared with the edge's watchdog and
+    /// panic path).
+    pub diag: &'a Diagnostics<'a>,
+    /// The edge's watchdog.
+    pub deadline: &'a dyn DeadlineSink,
+    /// When the run started.
+    pub start: Instant,
+}
+
+/// What a hook decided, ready for the edge to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handled {
+    /// The bytes to write and how to exit; `None` writes nothing, exit 0.
+    pub output: Option<Output>,
+    /// How the decision was reached, when the payload was decoded.
+    pub trace: Option<Trace>,
+}
+
+/// The facts of a decided call (the `EVIDENCE_GATE_DEBUG=1` line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Trace {
+    /// The host the payload was decoded as.
+    pub host: Host,
+    /// How the host was chosen.
+    pub host_source: HostSource,
+    /// `allow`, `block`, `deny`, … ([`Decision::outcome`]).
+    pub outcome: &'static str,
+}
+
+/// Decides one hook event: reads the payload from `stdin` (bounded by the
+/// rules), honours `EVIDENCE_GATE_HOOKS=off`, decodes the host's payload,
+/// loads the workspace's rules and runs the event's decision. Every
+/// plumbing failure is an allow (or a notify) plus a diagnostics record.
+pub fn handle(call: &HookCall, env: &Env<'_>, stdin: &mut dyn Read) -> Handled {
+    let mut trace = None;
+    let output = decide(call, env, stdin, &mut trace);
+    Handled { output, trace }
+}
+
+fn decide(
+    a: &HookCall,
+    env: &Env<'_>,
+    stdin: &mut dyn Read,
+    trace: &mut Option<Trace>,
+) -> Option<Output> {
+    let Env {
+        amb,
+        diag,
+        deadline: watchdog,
+        start,
+    } = *env;
+    let fault = a.fault;
     let proc_cwd: Option<PathBuf> = amb.current_dir().ok();
     let proc_dir = proc_cwd.as_deref().and_then(|p| amb.open_dir(p).ok());
     let (mut rules, mut rules_error) = load_rules(amb, proc_dir.as_ref(), a.rules.as_deref());
     let mut hooks = hooks_rules(&rules);
     diag.set_rules(rules.digest(), hooks.diagnostics_max_bytes);
-    let deadline = match fault {
-        Fault::Hang => Duration::from_millis(50),
-        _ => Duration::from_millis(hooks.deadline_ms),
-    };
-    watchdog.arm(start + deadline);
+    watchdog.arm(start + Duration::from_millis(hooks.deadline_ms));
     let family = a.event.family();
     let mut plumbing = Plumbing {
         diag,
@@ -382,7 +267,7 @@ fn main_path(
         family,
         host: a.host.unwrap_or(Host::Common),
     };
-    let read = input::read_stdin(io.stdin, hooks.max_stdin_bytes);
+    let read = input::read_stdin(stdin, hooks.max_stdin_bytes);
     if ambient::var(amb, SWITCH_ENV).is_some_and(|v| v.eq_ignore_ascii_case("off")) {
         diag.write(
             HookCode::HookDisabled,
@@ -403,7 +288,6 @@ fn main_path(
             return plumbing.fail(code, &message, detail);
         }
     };
-    *stdin_bytes = bytes.len() as u64;
     let parsed = input::parse_payload(&bytes);
     let obj = match parsed {
         Ok(o) => o,
@@ -490,7 +374,14 @@ fn main_path(
     };
     match fault {
         Fault::Panic => panic!("injected test fault ({FAULT_ENV}=panic)"),
-        Fault::Hang => park_forever(),
+        // The decision hangs with 50 ms left, however long the way here
+        // took on a loaded machine.
+        Fault::Hang => {
+            watchdog.arm(Instant::now() + Duration::from_millis(50));
+            loop {
+                thread::park();
+            }
+        }
         Fault::None | Fault::BudgetSpent => {}
     }
     let canonical = if same_as_process {
@@ -529,17 +420,11 @@ fn main_path(
             body,
         ),
     };
-    if ambient::var(amb, DEBUG_ENV).as_deref() == Some("1") {
-        let _ = writeln!(
-            io.stderr,
-            "evidence-gate hook {}: host={} ({}) outcome={} elapsed_us={}",
-            a.event.name(),
-            host.name(),
-            host_source.name(),
-            decision.outcome(),
-            start.elapsed().as_micros()
-        );
-    }
+    *trace = Some(Trace {
+        host,
+        host_source,
+        outcome: decision.outcome(),
+    });
     encode(host, family, &decision, &encode_options(&hooks))
 }
 

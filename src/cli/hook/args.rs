@@ -1,42 +1,28 @@
-//! The hook command line (hooks.md §1.1): flags anywhere after `hook`;
+//! The hook command line (docs/hook-contracts.md#h-1): flags anywhere after `hook`;
 //! anything unknown is a usage error (which still exits 0).
 
 use std::path::PathBuf;
 
-use super::event::HookEvent;
-use super::host::Host;
-
-/// Parsed `evidence-gate hook …` arguments.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HookArgs {
-    /// The subcommand.
-    pub event: HookEvent,
-    /// `--host`; `None` is `auto`.
-    pub host: Option<Host>,
-    /// `--profile` (read by the goal-loop events; `subagent-stop` ignores it).
-    pub profile: String,
-    /// `--with-ultrawork` (accepted by every event so wiring lines stay uniform).
-    pub with_ultrawork: bool,
-    /// `--rules FILE`.
-    pub rules: Option<PathBuf>,
-}
+use crate::hooks::event::HookEvent;
+use crate::hooks::host::Host;
+use crate::hooks::{Fault, HookCall};
 
 /// The synopsis printed for `--help`.
-pub const SYNOPSIS: &str = "usage: evidence-gate hook <event> [--host auto|codex|claude-code|gemini|agy] \
+pub(crate) const SYNOPSIS: &str = "usage: evidence-gate hook <event> [--host auto|codex|claude-code|gemini|agy] \
 [--profile ulw-loop|ultragoal|auto] [--with-ultrawork] [--rules FILE]; events: subagent-stop, stop, \
 user-prompt-submit, pre-tool-use, pre-tool-use-spawn";
 
 /// What the command line asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Parsed {
+pub(crate) enum Parsed {
     /// Run a hook.
-    Run(HookArgs),
+    Run(HookCall),
     /// `--help`.
     Help,
 }
 
 /// Parses the arguments after `hook`.
-pub fn parse(args: &[String]) -> Result<Parsed, String> {
+pub(crate) fn parse(args: &[String]) -> Result<Parsed, String> {
     let mut event = None;
     let mut host = None;
     let mut profile = "auto".to_owned();
@@ -96,12 +82,13 @@ pub fn parse(args: &[String]) -> Result<Parsed, String> {
         i += 1;
     }
     let event = event.ok_or_else(|| "no hook event given".to_owned())?;
-    Ok(Parsed::Run(HookArgs {
+    Ok(Parsed::Run(HookCall {
         event,
         host,
         profile,
         with_ultrawork,
         rules,
+        fault: Fault::None,
     }))
 }
 
