@@ -65,6 +65,50 @@ pub fn is_format(c: char) -> bool {
     (c as u32) >= 0xAD && in_ranges(c, FORMAT_RANGES)
 }
 
+/// A JSON Schema `pattern` (ECMA-262, and the same meaning in Python's `re`
+/// and Rust's `regex`) that matches a text which is not blank by
+/// [`is_blank`]: it contains a character that is neither NUL, whitespace
+/// (`char::is_whitespace`) nor `Cf`. ASCII controls are written `\xHH`,
+/// every other character literally, so no dialect's escapes are needed.
+pub fn visible_pattern() -> String {
+    const WHITESPACE: &[(u32, u32)] = &[
+        (0x0009, 0x000D),
+        (0x0020, 0x0020),
+        (0x0085, 0x0085),
+        (0x00A0, 0x00A0),
+        (0x1680, 0x1680),
+        (0x2000, 0x200A),
+        (0x2028, 0x2029),
+        (0x202F, 0x202F),
+        (0x205F, 0x205F),
+        (0x3000, 0x3000),
+    ];
+    let one = |c: u32| -> String {
+        if c < 0x80 {
+            format!("\\x{c:02x}")
+        } else {
+            char::from_u32(c).expect("a scalar value").to_string()
+        }
+    };
+    let mut ranges: Vec<(u32, u32)> = [(0, 0)]
+        .iter()
+        .chain(WHITESPACE)
+        .chain(FORMAT_RANGES)
+        .copied()
+        .collect();
+    ranges.sort_unstable();
+    let mut class = String::from("[^");
+    for (lo, hi) in ranges {
+        class.push_str(&one(lo));
+        if hi != lo {
+            class.push('-');
+            class.push_str(&one(hi));
+        }
+    }
+    class.push(']');
+    class
+}
+
 /// True for a bidirectional control character.
 pub fn is_bidi_control(c: char) -> bool {
     in_ranges(c, BIDI_CONTROLS)
@@ -259,6 +303,24 @@ mod tests {
             }
         }
         assert!(differ.is_empty(), "FORMAT_RANGES differs at {differ:?}");
+        let visible = regex::Regex::new(&visible_pattern()).unwrap();
+        for s in [
+            "",
+            " \t\n",
+            "\u{200B}\u{FEFF}\u{2066}",
+            "\0\u{3000}",
+            "\u{E0020}\u{1D173}",
+            "\u{85}\u{2029}",
+        ] {
+            assert!(is_blank(s) && !visible.is_match(s), "{s:?}");
+        }
+        for s in ["a", " x ", "\u{200B}é", "完了", "\u{1F600}", "-", "\u{1C}"] {
+            assert!(!is_blank(s) && visible.is_match(s), "{s:?}");
+        }
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            let s = c.to_string();
+            assert_eq!(visible.is_match(&s), !is_blank(&s), "{c:?}");
+        }
         for w in FORMAT_RANGES.windows(2) {
             assert!(w[0].1 < w[1].0, "ranges sorted and disjoint");
         }

@@ -81,6 +81,11 @@ pub(crate) struct VerifyArgs {
     /// hidden; changed rules and hook wiring reported.
     #[arg(long, value_name = "REF")]
     base: Option<String>,
+    /// Report root-relative paths under this prefix in every format but
+    /// `json` (the root's path inside the repository, so that CI annotations
+    /// and SARIF locations resolve when --root is not the checkout).
+    #[arg(long, value_name = "PREFIX")]
+    path_prefix: Option<String>,
 }
 
 impl VerifyArgs {
@@ -101,6 +106,15 @@ pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         None => PathBuf::from("."),
     };
     let args = &args;
+    let started = std::time::Instant::now();
+    let path_prefix = match args.path_prefix.as_deref().map(path_prefix) {
+        None => None,
+        Some(Ok(p)) => p,
+        Some(Err(message)) => {
+            let _ = writeln!(io.stderr, "error: {message}");
+            return EXIT_USAGE;
+        }
+    };
     if !args.repository()
         && (args.allow_empty || args.strict || args.allow_legacy || args.base.is_some())
     {
@@ -192,6 +206,11 @@ pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
             }
         }
     };
+    let mut run = run;
+    run.elapsed = started.elapsed();
+    run.path_prefix = path_prefix;
+    run.verbatim_subjects = args.payloads.iter().map(|p| subject(p)).collect();
+    run.verbatim_subjects.push(args.root.display().to_string());
     let color = super::color_enabled(amb, io.stdout_is_terminal);
     match render::render(&run, args.format(), args.quiet, color) {
         Ok(bytes) => {
@@ -210,6 +229,26 @@ pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
             EXIT_USAGE
         }
     }
+}
+
+/// `--path-prefix`: a repo-relative directory (`.` or empty means none),
+/// without `./` or a trailing `/`.
+fn path_prefix(given: &str) -> Result<Option<String>, String> {
+    let trimmed = given
+        .strip_prefix("./")
+        .unwrap_or(given)
+        .trim_end_matches('/');
+    if trimmed.is_empty() || trimmed == "." {
+        return Ok(None);
+    }
+    RelPath::parse(trimmed, PathLimits::default())
+        .map(|_| Some(trimmed.to_owned()))
+        .map_err(|e| {
+            format!(
+                "--path-prefix `{given}` is not a repo-relative directory: {}",
+                e.describe()
+            )
+        })
 }
 
 /// A usage error found after the rules were loaded.

@@ -17,6 +17,7 @@ pub struct Payload {
     #[schemars(range(min = 1, max = 1))]
     pub evidence: u64,
     /// What was done, in 1–4000 characters; not a placeholder.
+    #[schemars(extend("minLength" = 1, "pattern" = crate::text::visible_pattern()))]
     pub summary: String,
     /// Goal the evidence is for (checked against the plan in plan context).
     #[serde(default)]
@@ -28,6 +29,7 @@ pub struct Payload {
     #[serde(default)]
     pub agent: Option<AgentBinding>,
     /// At least one deliverable.
+    #[schemars(length(min = 1))]
     pub deliverables: Vec<Deliverable>,
     /// Supporting artifacts under the evidence root.
     #[serde(default)]
@@ -72,6 +74,7 @@ pub struct FileDeliverable {
     pub path: String,
     /// Expected lowercase hex SHA-256.
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[0-9a-f]{64}$"))]
     pub sha256: Option<String>,
 }
 
@@ -83,9 +86,11 @@ pub struct GlobDeliverable {
     pub glob: String,
     /// Minimum matches (default 1; must be ≥ 1).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub min: Option<u64>,
-    /// Maximum matches (default unlimited).
+    /// Maximum matches (default unlimited; not below `min`).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub max: Option<u64>,
 }
 
@@ -130,6 +135,7 @@ pub struct Verification {
     /// `passed`, `failed` or `blocked`.
     pub verdict: ClaimedVerdict,
     /// Who verified (an agent role or a person).
+    #[schemars(extend("pattern" = crate::text::visible_pattern()))]
     pub by: String,
     /// Commands run and their exit codes.
     #[serde(default)]
@@ -164,6 +170,7 @@ impl ClaimedVerdict {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Check {
     /// The command line.
+    #[schemars(extend("pattern" = crate::text::visible_pattern()))]
     pub command: String,
     /// Its exit code.
     pub exit_code: i64,

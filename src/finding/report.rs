@@ -1,5 +1,7 @@
 //! Findings, verdicts and reports.
 
+use std::time::{Duration, Instant};
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -147,6 +149,18 @@ pub struct Stats {
     pub non_utf8_skipped: usize,
 }
 
+/// Wall time spent building a report (from [`ReportBuilder::new`] to
+/// [`ReportBuilder::finish`]). It is measurement, not content: two reports
+/// with the same findings and files are equal whatever their timings.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Elapsed(pub Duration);
+
+impl PartialEq for Elapsed {
+    fn eq(&self, _: &Elapsed) -> bool {
+        true
+    }
+}
+
 /// The result of verifying one subject. The verdict is computed from the
 /// findings by [`ReportBuilder::finish`]; there is no other way to obtain a
 /// passing report.
@@ -160,6 +174,8 @@ pub struct Report {
     files: Vec<VerifiedFile>,
     #[serde(skip)]
     stats: Stats,
+    #[serde(skip)]
+    elapsed: Elapsed,
 }
 
 impl Report {
@@ -187,6 +203,10 @@ impl Report {
     pub fn stats(&self) -> Stats {
         self.stats
     }
+    /// Wall time spent verifying the subject.
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed.0
+    }
 }
 
 /// Accumulates findings and verified files; the only way to build a [`Report`].
@@ -198,6 +218,7 @@ pub struct ReportBuilder {
     files: Vec<VerifiedFile>,
     /// Statistics, updated by the pipeline.
     pub stats: Stats,
+    started: Instant,
 }
 
 impl ReportBuilder {
@@ -209,6 +230,7 @@ impl ReportBuilder {
             findings: Vec::new(),
             files: Vec::new(),
             stats: Stats::default(),
+            started: Instant::now(),
         }
     }
 
@@ -247,6 +269,7 @@ impl ReportBuilder {
             findings: self.findings,
             files: self.files,
             stats: self.stats,
+            elapsed: Elapsed(self.started.elapsed()),
         }
     }
 }

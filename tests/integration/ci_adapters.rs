@@ -212,8 +212,15 @@ fn steps(action: &Value) -> &Vec<Value> {
     action["runs"]["steps"].as_array().expect("runs.steps")
 }
 
+/// The steps of the action by their role.
+const SOURCES: usize = 0;
+const CACHE: usize = 1;
+const BUILD: usize = 2;
+const RELEASE: usize = 3;
+const AUDIT: usize = 4;
+
 #[test]
-fn the_action_is_a_composite_that_builds_by_default_and_audits_with_github_format() {
+fn the_action_is_a_composite_that_builds_once_and_audits_with_github_format() {
     let a = read_yaml("adapters/github-actions/action.yml");
     assert!(!str_at(&a, "/name").is_empty());
     assert!(!str_at(&a, "/description").is_empty());
@@ -222,7 +229,16 @@ fn the_action_is_a_composite_that_builds_by_default_and_audits_with_github_forma
     let names: Vec<&str> = inputs.keys().map(String::as_str).collect();
     assert_eq!(
         names,
-        ["root", "args", "base", "format", "install", "version"]
+        [
+            "root",
+            "args",
+            "base",
+            "format",
+            "output-file",
+            "install",
+            "version",
+            "sha256"
+        ]
     );
     for (name, i) in inputs {
         assert!(!str_at(i, "/description").is_empty(), "{name}");
@@ -233,30 +249,99 @@ fn the_action_is_a_composite_that_builds_by_default_and_audits_with_github_forma
     assert_eq!(str_at(&a, "/inputs/format/default"), "github");
     assert_eq!(str_at(&a, "/inputs/root/default"), ".");
     assert_eq!(str_at(&a, "/inputs/base/default"), "auto");
+    assert_eq!(str_at(&a, "/inputs/output-file/default"), "");
+    assert_eq!(
+        str_at(&a, "/outputs/report-file/value"),
+        "${{ steps.audit.outputs.report-file }}"
+    );
     let steps = steps(&a);
-    assert_eq!(steps.len(), 3);
-    for s in steps {
+    assert_eq!(steps.len(), 5);
+    for (i, s) in steps.iter().enumerate() {
+        if i == CACHE {
+            continue;
+        }
         assert_eq!(str_at(s, "/shell"), "bash");
         let run = str_at(s, "/run");
         assert!(run.starts_with("set -euo pipefail"), "{run}");
         // Inputs reach scripts only through `env`, never by `${{ }}`
         // substitution into the script text (script injection).
         assert!(!run.contains("${{"), "expression inside a script: {run}");
+        assert_bash_3_2(run);
     }
-    assert_eq!(str_at(&steps[0], "/if"), "inputs.install == 'build'");
-    assert_eq!(str_at(&steps[1], "/if"), "inputs.install == 'release'");
-    assert!(steps[2].get("if").is_none(), "the audit always runs");
+    assert_eq!(str_at(&steps[SOURCES], "/if"), "inputs.install == 'build'");
+    // Built once per source digest: the cache holds the binary.
+    assert!(str_at(&steps[CACHE], "/uses").starts_with("actions/cache@"));
+    assert_eq!(str_at(&steps[CACHE], "/if"), "inputs.install == 'build'");
     assert_eq!(
-        str_at(&steps[2], "/env/EVIDENCE_GATE_FORMAT"),
+        str_at(&steps[CACHE], "/with/key"),
+        "evidence-gate-${{ runner.os }}-${{ runner.arch }}-${{ steps.sources.outputs.digest }}"
+    );
+    assert_eq!(
+        str_at(&steps[BUILD], "/if"),
+        "inputs.install == 'build' && steps.cache.outputs.cache-hit != 'true'"
+    );
+    assert_eq!(
+        str_at(&steps[RELEASE], "/if"),
+        "inputs.install == 'release'"
+    );
+    assert!(steps[AUDIT].get("if").is_none(), "the audit always runs");
+    assert_eq!(str_at(&steps[AUDIT], "/id"), "audit");
+    assert_eq!(
+        str_at(&steps[AUDIT], "/env/EVIDENCE_GATE_FORMAT"),
         "${{ inputs.format }}"
     );
-    assert!(
-        str_at(&steps[0], "/run").contains("cargo build --release --locked --bin verify-evidence")
+    assert_eq!(
+        str_at(&steps[AUDIT], "/env/EVIDENCE_GATE_OUTPUT"),
+        "${{ inputs.output-file }}"
     );
+    assert!(
+        str_at(&steps[BUILD], "/run")
+            .contains("cargo build --release --locked --bin verify-evidence")
+    );
+    // The release is pinned by a checksum the workflow gives, not one
+    // downloaded next to the archive.
+    let release = str_at(&steps[RELEASE], "/run");
+    assert!(!release.contains(".sha256\""), "{release}");
+    assert_eq!(
+        str_at(&steps[RELEASE], "/env/WANT_SHA256"),
+        "${{ inputs.sha256 }}"
+    );
+    for s in steps {
+        let text = serde_json::to_string(s).unwrap();
+        assert!(!text.contains("evidence-gate/evidence-gate"), "{text}");
+    }
+}
+
+/// Constructs bash 3.2 (macOS's /bin/bash) lacks or gets wrong: an empty
+/// array expanded as `"${a[@]}"` is an unbound variable under `set -u`
+/// before bash 4.4, and the rest are bash-4 features.
+fn assert_bash_3_2(script: &str) {
+    let bare = regex::Regex::new(r#"(^|[^+])"\$\{[A-Za-z_]+\[@\]\}""#).unwrap();
+    for line in script.lines() {
+        assert!(
+            !bare.is_match(line),
+            "unguarded array expansion (bash 3.2): {line}"
+        );
+        for bash4 in [
+            "declare -A",
+            "local -A",
+            "mapfile",
+            "readarray",
+            ",,}",
+            "^^}",
+            "|&",
+            "&>>",
+            ";;&",
+            "coproc",
+            "${!",
+        ] {
+            assert!(!line.contains(bash4), "`{bash4}` is not bash 3.2: {line}");
+        }
+    }
 }
 
 #[test]
-fn the_example_workflow_checks_out_and_uses_the_action() {
+fn the_example_workflow_checks_out_pins_the_action_and_uploads_sarif() {
     let w = read_yaml("adapters/github-actions/example-workflow.yml");
     assert!(w["on"].get("pull_request").is_some() && w["on"].get("push").is_some());
     let job = &w["jobs"]["verify-evidence"];
@@ -265,13 +350,35 @@ fn the_example_workflow_checks_out_and_uses_the_action() {
     assert!(str_at(&steps[0], "/uses").starts_with("actions/checkout@"));
     // The base commit `--base` compares with must be in the checkout.
     assert_eq!(str_at(&steps[0], "/with/fetch-depth"), "0");
-    assert!(str_at(&steps[1], "/uses").ends_with("/adapters/github-actions@main"));
+    // Pinned by commit, in the user's own words for owner and SHA; never a
+    // namespace the project does not own, never a branch.
+    assert_eq!(
+        str_at(&steps[1], "/uses"),
+        "OWNER/evidence-gate/adapters/github-actions@<full commit sha>"
+    );
     assert_eq!(str_at(&steps[1], "/with/args"), "--strict");
+    assert_eq!(str_at(&steps[1], "/with/format"), "sarif");
+    assert_eq!(str_at(&steps[1], "/with/output-file"), "evidence.sarif");
+    assert!(str_at(&steps[2], "/uses").starts_with("github/codeql-action/upload-sarif@"));
+    assert!(str_at(&steps[2], "/if").starts_with("always()"));
+    assert_eq!(
+        str_at(&steps[2], "/with/sarif_file"),
+        "${{ steps.evidence.outputs.report-file }}"
+    );
+    assert_eq!(str_at(&w, "/permissions/security-events"), "write");
+    let text = std::fs::read_to_string(
+        manifest_dir().join("adapters/github-actions/example-workflow.yml"),
+    )
+    .unwrap();
+    assert!(
+        text.contains("full 40-character SHA"),
+        "the pin is explained in words"
+    );
 }
 
 #[test]
 fn the_pre_commit_hook_runs_repository_mode_once() {
-    let h = read_yaml("adapters/pre-commit/pre-commit-hooks.yaml");
+    let h = read_yaml(".pre-commit-hooks.yaml");
     let hooks = h.as_array().unwrap();
     assert_eq!(hooks.len(), 1);
     let hook = &hooks[0];
@@ -314,7 +421,11 @@ fn the_ci_document_shows_a_five_line_workflow_using_the_action() {
     let steps = w["jobs"]["evidence"]["steps"].as_array().unwrap();
     assert!(str_at(&steps[0], "/uses").starts_with("actions/checkout@"));
     assert_eq!(str_at(&steps[0], "/with/fetch-depth"), "0");
-    assert!(str_at(&steps[1], "/uses").ends_with("/adapters/github-actions@main"));
+    assert_eq!(
+        str_at(&steps[1], "/uses"),
+        "OWNER/evidence-gate/adapters/github-actions@<full commit sha>"
+    );
+    assert!(!readme.contains("evidence-gate/evidence-gate/"));
 }
 
 /// Runs one step's script the way a runner does (`bash -e {0}` after the
@@ -354,17 +465,43 @@ fn the_action_scripts_build_from_the_checkout_and_audit() {
     }
     let github_env = runner.path().join("github_env");
     std::fs::write(&github_env, "").unwrap();
+    let github_output = runner.path().join("github_output");
+    std::fs::write(&github_output, "").unwrap();
     let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap());
     let action_path = manifest_dir().join("adapters/github-actions");
     let base_env = vec![
         ("PATH", path),
         ("RUNNER_TEMP", temp.display().to_string()),
         ("GITHUB_ENV", github_env.display().to_string()),
+        ("GITHUB_OUTPUT", github_output.display().to_string()),
         ("GITHUB_ACTION_PATH", action_path.display().to_string()),
     ];
     let repo = Repo::new();
     Run4::new(&repo, STATE);
-    let built = run_step(str_at(&steps[0], "/run"), repo.path(), &base_env);
+    // The cache key: a digest of the action's sources, the same twice.
+    let keyed = run_step(str_at(&steps[SOURCES], "/run"), repo.path(), &base_env);
+    assert!(
+        keyed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&keyed.stderr)
+    );
+    let outputs = std::fs::read_to_string(&github_output).unwrap();
+    let digest = outputs
+        .lines()
+        .find_map(|l| l.strip_prefix("digest="))
+        .expect("digest output")
+        .to_owned();
+    assert_eq!(digest.len(), 64, "{digest}");
+    run_step(str_at(&steps[SOURCES], "/run"), repo.path(), &base_env);
+    assert_eq!(
+        std::fs::read_to_string(&github_output)
+            .unwrap()
+            .matches(&digest)
+            .count(),
+        2,
+        "the same sources, the same key"
+    );
+    let built = run_step(str_at(&steps[BUILD], "/run"), repo.path(), &base_env);
     assert!(
         built.status.success(),
         "{}",
@@ -390,7 +527,7 @@ fn the_action_scripts_build_from_the_checkout_and_audit() {
         env.push(("EVIDENCE_GATE_ROOT", ".".into()));
         env.push(("EVIDENCE_GATE_FORMAT", "github".into()));
         env.push(("EVIDENCE_GATE_ARGS", args.into()));
-        run_step(str_at(&steps[2], "/run"), repo.path(), &env)
+        run_step(str_at(&steps[AUDIT], "/run"), repo.path(), &env)
     };
     for args in ["", "--strict", "  --strict   --allow-empty "] {
         let out = audit(args);
@@ -423,17 +560,17 @@ fn the_action_scripts_build_from_the_checkout_and_audit() {
 #[test]
 fn the_action_passes_the_right_base_for_each_event() {
     let a = read_yaml("adapters/github-actions/action.yml");
-    let script = str_at(&steps(&a)[2], "/run").to_owned();
+    let script = str_at(&steps(&a)[AUDIT], "/run").to_owned();
     assert_eq!(
-        str_at(&steps(&a)[2], "/env/EVIDENCE_GATE_PR_BASE"),
+        str_at(&steps(&a)[AUDIT], "/env/EVIDENCE_GATE_PR_BASE"),
         "${{ github.event.pull_request.base.sha }}"
     );
     assert_eq!(
-        str_at(&steps(&a)[2], "/env/EVIDENCE_GATE_PUSH_BEFORE"),
+        str_at(&steps(&a)[AUDIT], "/env/EVIDENCE_GATE_PUSH_BEFORE"),
         "${{ github.event.before }}"
     );
     assert_eq!(
-        str_at(&steps(&a)[2], "/env/EVIDENCE_GATE_EVENT"),
+        str_at(&steps(&a)[AUDIT], "/env/EVIDENCE_GATE_EVENT"),
         "${{ github.event_name }}"
     );
     let home = tempfile::tempdir().unwrap();
@@ -596,4 +733,288 @@ fn the_action_passes_the_right_base_for_each_event() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(args, with_base(&theirs));
+}
+
+/// The audit step with no extra arguments (an empty array under `set -u`,
+/// the bash 3.2 trap), run by `bash --posix`; a root below the checkout
+/// reports repository-relative paths, and `output-file` receives the report
+/// and becomes the `report-file` output.
+#[test]
+fn the_action_audit_step_reports_repository_paths_and_writes_the_output_file() {
+    let a = read_yaml("adapters/github-actions/action.yml");
+    let script = str_at(&steps(&a)[AUDIT], "/run").to_owned();
+    let workspace = Repo::new();
+    let audited = crate::ci_support::audited_repo();
+    std::fs::create_dir_all(workspace.join("sub")).unwrap();
+    std::fs::rename(audited.path(), workspace.join("sub/dir")).unwrap();
+    let github_output = workspace.join("github_output");
+    let run = |root: &str, format: &str, output: &str| {
+        std::fs::write(&github_output, "").unwrap();
+        let mut cmd = Command::new("bash");
+        cmd.arg("--posix")
+            .arg("-e")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(workspace.path())
+            .env("HOME", crate::common::temp_home())
+            .env("XDG_CONFIG_HOME", workspace.config.path())
+            .env("XDG_STATE_HOME", workspace.config.path().join("state"))
+            .env("GITHUB_OUTPUT", &github_output)
+            .env("GITHUB_WORKSPACE", workspace.path())
+            .env("EVIDENCE_GATE_BIN", bin("verify-evidence"))
+            .env("EVIDENCE_GATE_ROOT", root)
+            .env("EVIDENCE_GATE_FORMAT", format)
+            .env("EVIDENCE_GATE_ARGS", "")
+            .env("EVIDENCE_GATE_BASE", "none")
+            .env("EVIDENCE_GATE_OUTPUT", output)
+            .env("EVIDENCE_GATE_EVENT", "push");
+        let out = cmd.output().unwrap();
+        let outputs = std::fs::read_to_string(&github_output).unwrap();
+        (out, outputs)
+    };
+    // Annotations on the log: every file repository-relative.
+    let absolute = workspace.join("sub/dir/").display().to_string();
+    for root in ["sub/dir", "./sub/dir/", absolute.as_str()] {
+        let (out, outputs) = run(root, "github", "");
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{root}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let files: Vec<&str> = stdout
+            .lines()
+            .filter_map(|l| l.split(" file=").nth(1))
+            .collect();
+        assert_eq!(files.len(), 4, "{stdout}");
+        assert!(
+            files.iter().all(|f| f.starts_with("sub/dir/")),
+            "{root}: {stdout}"
+        );
+        assert_eq!(outputs.trim(), "report-file=");
+    }
+    // SARIF to a file for upload-sarif: the step still fails (exit 1), the
+    // output names the file, and the file is the whole report.
+    let (out, outputs) = run("sub/dir", "sarif", "reports/evidence.sarif");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "the report goes to the file only");
+    assert_eq!(outputs.trim(), "report-file=reports/evidence.sarif");
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(workspace.join("reports/evidence.sarif")).unwrap())
+            .unwrap();
+    let results = doc["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    for r in results {
+        let uri = r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            .as_str()
+            .unwrap();
+        assert!(uri.starts_with("sub/dir/"), "{uri}");
+    }
+    // The root itself: no prefix, the plain invocation.
+    let (out, _) = run(".", "github", "");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "nothing to audit at the workspace root"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("NOTHING_TO_VERIFY"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// `install: release`: the archive from the action's own repository's
+/// release, checked against the workflow's `sha256` (a mismatch is exit 2
+/// and installs nothing).
+#[test]
+fn the_action_installs_a_release_only_with_the_pinned_checksum() {
+    let a = read_yaml("adapters/github-actions/action.yml");
+    let script = str_at(&steps(&a)[RELEASE], "/run").to_owned();
+    let runner = tempfile::tempdir().unwrap();
+    let temp = runner.path().join("temp");
+    std::fs::create_dir_all(&temp).unwrap();
+    // The "released" archive, served by a stand-in curl from a directory.
+    let served = runner.path().join("served");
+    let name = "evidence-gate-v9.9.9-x86_64-unknown-linux-musl";
+    std::fs::create_dir_all(served.join(name)).unwrap();
+    std::fs::copy(
+        bin("verify-evidence"),
+        served.join(name).join("verify-evidence"),
+    )
+    .unwrap();
+    let tar = Command::new("tar")
+        .args(["-czf", &format!("{name}.tar.gz"), name])
+        .current_dir(&served)
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let archive = std::fs::read(served.join(format!("{name}.tar.gz"))).unwrap();
+    let sha = evidence_gate::digest::sha256_hex(&archive);
+    let fake = runner.path().join("bin");
+    std::fs::create_dir_all(&fake).unwrap();
+    std::fs::write(
+        fake.join("curl"),
+        format!(
+            "#!/bin/sh\nout=''\nurl=''\nwhile [ $# -gt 0 ]; do case \"$1\" in --output) out=\"$2\"; shift 2;; -*) shift;; *) url=\"$1\"; shift;; esac; done\nprintf '%s\\n' \"$url\" >> '{log}'\ncp '{served}'/\"${{url##*/}}\" \"$out\"\n",
+            log = runner.path().join("urls").display(),
+            served = served.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(fake.join("curl"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+    }
+    let github_env = runner.path().join("github_env");
+    let action_path = runner
+        .path()
+        .join("work/_actions/someone/evidence-gate/0123456789abcdef0123456789abcdef01234567/adapters/github-actions");
+    let install = |want: &str| {
+        std::fs::write(&github_env, "").unwrap();
+        let env = vec![
+            (
+                "PATH",
+                format!("{}:{}", fake.display(), std::env::var("PATH").unwrap()),
+            ),
+            ("RUNNER_TEMP", temp.display().to_string()),
+            ("RUNNER_OS", "Linux".to_owned()),
+            ("RUNNER_ARCH", "X64".to_owned()),
+            ("GITHUB_ENV", github_env.display().to_string()),
+            ("GITHUB_SERVER_URL", "https://github.example".to_owned()),
+            ("GITHUB_ACTION_PATH", action_path.display().to_string()),
+            ("VERSION", "v9.9.9".to_owned()),
+            ("WANT_SHA256", want.to_owned()),
+        ];
+        run_step(&script, runner.path(), &env)
+    };
+    let wrong = install(&"0".repeat(64));
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("checksum mismatch"));
+    assert_eq!(std::fs::read_to_string(&github_env).unwrap(), "");
+    let missing = install("");
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("needs the version and sha256"));
+    let ok = install(&sha.to_uppercase());
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let exported = std::fs::read_to_string(&github_env).unwrap();
+    let bin_path = exported
+        .lines()
+        .find_map(|l| l.strip_prefix("EVIDENCE_GATE_BIN="))
+        .expect("EVIDENCE_GATE_BIN exported");
+    let version = Command::new(bin_path).arg("--version").output().unwrap();
+    assert!(version.status.success());
+    let urls = std::fs::read_to_string(runner.path().join("urls")).unwrap();
+    assert!(
+        urls.lines().all(|u| u
+            == "https://github.example/someone/evidence-gate/releases/download/v9.9.9/evidence-gate-v9.9.9-x86_64-unknown-linux-musl.tar.gz"),
+        "{urls}"
+    );
+}
+
+/// docs/ci-formats.md documents every input and output of the action and
+/// carries the pre-commit hook as the manifest defines it.
+#[test]
+fn the_ci_formats_doc_matches_the_action_and_the_hook() {
+    let doc = std::fs::read_to_string(manifest_dir().join("docs/ci-formats.md")).unwrap();
+    let a = read_yaml("adapters/github-actions/action.yml");
+    for section in ["inputs", "outputs"] {
+        for (name, i) in a[section].as_object().unwrap() {
+            let default = i.get("default").and_then(Value::as_str).unwrap_or("");
+            let shown = if default.is_empty() {
+                "empty".to_owned()
+            } else {
+                format!("`{default}`")
+            };
+            let row = format!("| `{name}` |");
+            assert!(
+                doc.contains(&row),
+                "docs/ci-formats.md lacks the {section} row {row}"
+            );
+            if section == "inputs" {
+                assert!(
+                    doc.contains(&format!("| `{name}` | {shown} |")),
+                    "docs/ci-formats.md: `{name}` default is {shown}"
+                );
+            }
+        }
+    }
+    assert!(doc.contains("uses: OWNER/evidence-gate/adapters/github-actions@<full commit sha>"));
+    assert!(!doc.contains("evidence-gate/evidence-gate/"));
+    let block = fenced_after(&doc, "- repo: local");
+    let local = yaml::parse(&block);
+    let hook = &read_yaml(".pre-commit-hooks.yaml")[0];
+    let mut want = hook.as_object().unwrap().clone();
+    want.retain(|k, _| k != "stages");
+    assert_eq!(local["repos"][0]["hooks"][0], Value::Object(want));
+}
+
+/// The project's own workflows: CI runs `.ci/run`; a version tag builds
+/// Linux, macOS and Windows binaries with the `dist` profile and publishes
+/// them with SHA-256 checksums.
+#[test]
+fn the_workflows_run_ci_and_release_checksummed_binaries_on_tags() {
+    let ci = read_yaml(".github/workflows/ci.yml");
+    let steps = ci["jobs"]["ci"]["steps"].as_array().unwrap();
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.get("run").and_then(Value::as_str) == Some("bash .ci/run"))
+    );
+    let rel = read_yaml(".github/workflows/release.yml");
+    assert_eq!(rel["on"]["push"]["tags"], serde_json::json!(["v*"]));
+    let build = &rel["jobs"]["build"];
+    let targets: Vec<&str> = build["strategy"]["matrix"]["include"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| str_at(m, "/target"))
+        .collect();
+    for want in ["linux", "apple-darwin", "windows"] {
+        assert!(
+            targets.iter().any(|t| t.contains(want)),
+            "{want}: {targets:?}"
+        );
+    }
+    let runs: Vec<&str> = build["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.get("run").and_then(Value::as_str))
+        .collect();
+    assert!(
+        runs.iter()
+            .any(|r| r.contains("cargo build --locked --profile dist"))
+    );
+    assert!(
+        runs.iter()
+            .any(|r| r.contains("sha256sum") && r.contains("shasum -a 256"))
+    );
+    let publish: Vec<&str> = rel["jobs"]["release"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s.get("run").and_then(Value::as_str))
+        .collect();
+    assert!(publish.iter().any(|r| r.contains("SHA256SUMS")));
+    // The archive names the action's `install: release` downloads.
+    let action =
+        std::fs::read_to_string(manifest_dir().join("adapters/github-actions/action.yml")).unwrap();
+    assert!(action.contains(r#"name="evidence-gate-$VERSION-$triple.$ext""#));
+    assert!(
+        runs.iter()
+            .any(|r| r.contains(r#"name="evidence-gate-$VERSION-$TARGET""#))
+    );
+    for t in &targets {
+        assert!(
+            action.contains(t),
+            "the action knows the release target {t}"
+        );
+    }
 }

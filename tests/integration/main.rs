@@ -72,6 +72,8 @@ mod init_doctor_configs;
 mod init_doctor_scopes;
 mod policy;
 mod properties;
+mod schema_support;
+mod schemas;
 mod snapshots;
 mod verify_hostile;
 mod walk_depth;

@@ -18,12 +18,12 @@ pub fn github(run: &Run) -> String {
                 Severity::Warning => "warning",
                 Severity::Info => "notice",
             };
-            let file = f.path.as_deref().unwrap_or(r.subject());
+            let file = run.location(r, f);
             let line = line_of(f).map(|l| format!(",line={l}")).unwrap_or_default();
             let _ = writeln!(
                 out,
                 "::{cmd} file={}{line},title={}::{}",
-                escape_property(file),
+                escape_property(&file),
                 escape_property(f.code.name()),
                 escape_data(&f.message)
             );
@@ -58,7 +58,8 @@ fn escape_property(s: &str) -> String {
 }
 
 /// JUnit XML: one test case per payload or audited plan; failures carry the
-/// findings, could-not-verify reports are `<error>`.
+/// findings, could-not-verify reports are `<error>`. `time` (seconds) is the
+/// measured wall time of the run and of each report.
 pub fn junit(run: &Run) -> String {
     let failures = run
         .reports
@@ -71,14 +72,15 @@ pub fn junit(run: &Run) -> String {
         .filter(|r| r.verdict() == Verdict::Error)
         .count();
     let n = run.reports.len();
+    let time = seconds(run.elapsed);
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "<testsuites name=\"evidence-gate\" tests=\"{n}\" failures=\"{failures}\" errors=\"{errors}\">"
+        "<testsuites name=\"evidence-gate\" tests=\"{n}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{time}\">"
     );
     let _ = writeln!(
         out,
-        "  <testsuite name=\"verify-evidence\" tests=\"{n}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\">"
+        "  <testsuite name=\"verify-evidence\" tests=\"{n}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\" time=\"{time}\">"
     );
     for r in &run.reports {
         let kind = serde_json::to_value(r.kind())
@@ -87,9 +89,10 @@ pub fn junit(run: &Run) -> String {
             .unwrap_or_default();
         let _ = write!(
             out,
-            "    <testcase classname=\"evidence-gate.{}\" name=\"{}\"",
+            "    <testcase classname=\"evidence-gate.{}\" name=\"{}\" time=\"{}\"",
             xml(&kind),
-            xml(r.subject())
+            xml(&run.shown_subject(r)),
+            seconds(r.elapsed())
         );
         let errs: Vec<&Finding> = r
             .findings()
@@ -127,14 +130,14 @@ pub fn junit(run: &Run) -> String {
                 xml(msg)
             );
             for f in &errs {
-                let _ = writeln!(out, "{}", xml(&finding_line(r, f)));
+                let _ = writeln!(out, "{}", xml(&finding_line(run, r, f)));
             }
             let _ = writeln!(out, "</{tag}>");
         }
         if !others.is_empty() {
             out.push_str("      <system-out>");
             for f in &others {
-                let _ = writeln!(out, "{}", xml(&finding_line(r, f)));
+                let _ = writeln!(out, "{}", xml(&finding_line(run, r, f)));
             }
             out.push_str("</system-out>\n");
         }
@@ -144,13 +147,13 @@ pub fn junit(run: &Run) -> String {
     out
 }
 
-fn finding_line(r: &Report, f: &Finding) -> String {
-    format!(
-        "{} {}: {}",
-        f.code.name(),
-        f.path.as_deref().unwrap_or(r.subject()),
-        f.message
-    )
+/// Seconds with millisecond precision, the way JUnit readers parse `time`.
+fn seconds(d: std::time::Duration) -> String {
+    format!("{}.{:03}", d.as_secs(), d.subsec_millis())
+}
+
+fn finding_line(run: &Run, r: &Report, f: &Finding) -> String {
+    format!("{} {}: {}", f.code.name(), run.location(r, f), f.message)
 }
 
 /// XML text and attribute escaping; characters XML 1.0 cannot carry become U+FFFD,
@@ -175,8 +178,14 @@ fn xml(s: &str) -> String {
     out
 }
 
+/// The base every SARIF result URI is relative to (`uriBaseId`).
+pub const SRCROOT: &str = "SRCROOT";
+
 /// SARIF 2.1.0 with one rule per finding code (help text from the code
-/// table) and one result per finding.
+/// table, `helpUri` its entry in `docs/codes.md`) and one result per finding.
+/// Every result has a region (`startLine` 1 for a finding about a whole
+/// file), a URI relative to `SRCROOT` and a `partialFingerprints` entry that
+/// stays the same across runs for the same finding.
 pub fn sarif(run: &Run) -> Value {
     let rules: Vec<Value> = Code::ALL
         .iter()
@@ -187,6 +196,7 @@ pub fn sarif(run: &Run) -> Value {
                 "shortDescription": {"text": c.summary()},
                 "fullDescription": {"text": c.summary()},
                 "help": {"text": format!("{}: {}", c.name(), c.summary())},
+                "helpUri": help_uri(*c),
                 "defaultConfiguration": {"level": level(default_severity(*c))},
             })
         })
@@ -195,24 +205,37 @@ pub fn sarif(run: &Run) -> Value {
     for r in &run.reports {
         for f in r.findings() {
             let index = Code::ALL.iter().position(|c| *c == f.code).unwrap_or(0);
-            let uri = f.path.as_deref().unwrap_or(r.subject());
-            let mut location = json!({"artifactLocation": {"uri": uri_reference(uri)}});
-            if let Some(l) = line_of(f) {
-                location["region"] = json!({"startLine": l});
-            }
+            let uri = uri_reference(&run.location(r, f));
+            let line = line_of(f);
+            let location = json!({
+                "artifactLocation": {"uri": uri, "uriBaseId": SRCROOT},
+                "region": {"startLine": line.unwrap_or(1)},
+            });
+            let subject = super::printable(&run.shown_subject(r)).into_owned();
+            let fingerprint = crate::digest::sha256_hex(
+                [
+                    f.code.name(),
+                    subject.as_str(),
+                    uri.as_str(),
+                    &line.map(|l| l.to_string()).unwrap_or_default(),
+                    f.message.as_str(),
+                ]
+                .join("\0")
+                .as_bytes(),
+            );
             let mut result = json!({
                 "ruleId": f.code.name(),
                 "ruleIndex": index,
                 "level": level(f.severity),
                 "message": {"text": super::printable(&f.message)},
                 "locations": [{"physicalLocation": location}],
+                "partialFingerprints": {FINGERPRINT: fingerprint},
             });
-            let subject = super::printable(r.subject());
+            let mut properties = json!({"subject": subject, "wholeFile": line.is_none()});
             if let Some(d) = &f.detail {
-                result["properties"] = json!({"detail": d, "subject": subject});
-            } else {
-                result["properties"] = json!({"subject": subject});
+                properties["detail"] = d.clone();
             }
+            result["properties"] = properties;
             results.push(result);
         }
     }
@@ -223,13 +246,62 @@ pub fn sarif(run: &Run) -> Value {
             "tool": {"driver": {
                 "name": "evidence-gate",
                 "version": env!("CARGO_PKG_VERSION"),
-                "informationUri": "https://github.com/evidence-gate/evidence-gate",
+                "informationUri": super::docs_url("ci-formats.md"),
                 "rules": rules,
             }},
+            "originalUriBaseIds": {SRCROOT: {"description": {"text": match &run.path_prefix {
+                Some(_) => "The repository root: result paths carry the audited root's path (--path-prefix).",
+                None => "The audited root (verify-evidence --root).",
+            }}}},
             "results": results,
             "properties": {"verdict": run.verdict},
         }],
     })
+}
+
+/// The `partialFingerprints` key: SHA-256 of the code, subject, location,
+/// line and message, NUL-separated.
+pub const FINGERPRINT: &str = "evidenceGateFinding/v1";
+
+/// The code's entry in `docs/codes.md` (anchor: the code in lower case).
+pub fn help_uri(c: Code) -> String {
+    super::docs_url(&format!("codes.md#{}", c.name().to_ascii_lowercase()))
+}
+
+/// The in-toto Statement v1 `predicateType` of a verify-evidence report.
+pub const PREDICATE_TYPE: &str = "https://docs.rs/crate/evidence-gate/latest/source/docs/ci-formats.md#verify-evidence-report-v1";
+
+/// An in-toto Statement v1: one subject per verified file (name as the
+/// report shows it, `sha256` digest), the JSON report as the predicate. A
+/// run that verified no file has no subject, which the statement format
+/// forbids: such a run is an error to render (exit 2), never a statement
+/// that attests nothing.
+pub fn in_toto(run: &Run) -> Result<Value, String> {
+    let mut subjects: Vec<(String, String)> = Vec::new();
+    for r in &run.reports {
+        for f in r.files() {
+            let name = run.shown(&f.path).into_owned();
+            if !subjects.iter().any(|(n, d)| *n == name && *d == f.sha256) {
+                subjects.push((name, f.sha256.clone()));
+            }
+        }
+    }
+    subjects.sort();
+    if subjects.is_empty() {
+        return Err(
+            "an in-toto statement needs at least one verified file, and this run verified none (use --format json)".to_owned(),
+        );
+    }
+    let subject: Vec<Value> = subjects
+        .into_iter()
+        .map(|(name, sha256)| json!({"name": name, "digest": {"sha256": sha256}}))
+        .collect();
+    Ok(json!({
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": subject,
+        "predicateType": PREDICATE_TYPE,
+        "predicate": serde_json::to_value(run).map_err(|e| e.to_string())?,
+    }))
 }
 
 fn default_severity(c: Code) -> Severity {

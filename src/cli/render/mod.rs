@@ -2,12 +2,14 @@
 
 mod ci;
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::audit::Summary;
-use crate::finding::{Report, Severity, Verdict};
+use crate::finding::{Finding, Report, Severity, Verdict};
 
 /// Output format of `verify`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -22,6 +24,9 @@ pub enum Format {
     Junit,
     /// SARIF 2.1.0, one rule per finding code.
     Sarif,
+    /// An in-toto Statement v1: the verified files as subjects (SHA-256),
+    /// the JSON report as predicate, for the CI's own signing tooling.
+    InToto,
 }
 
 /// What a run verified.
@@ -59,6 +64,17 @@ pub struct Run {
     /// What was verified (wording of the summary line).
     #[serde(skip)]
     pub scope: Scope,
+    /// Wall time of the whole verification (JUnit `time`).
+    #[serde(skip)]
+    pub elapsed: Duration,
+    /// Prefix of the root-relative paths in the CI formats (`--path-prefix`:
+    /// the root's path inside the repository), without a trailing `/`.
+    #[serde(skip)]
+    pub path_prefix: Option<String>,
+    /// Subjects given on the command line (payload files, the root itself):
+    /// they are not root-relative, so the prefix does not apply.
+    #[serde(skip)]
+    pub verbatim_subjects: Vec<String>,
 }
 
 impl Run {
@@ -76,6 +92,37 @@ impl Run {
             policy: None,
             reports,
             scope,
+            elapsed: Duration::ZERO,
+            path_prefix: None,
+            verbatim_subjects: Vec::new(),
+        }
+    }
+
+    /// A root-relative path as the CI formats report it: under the
+    /// `--path-prefix` when one was given.
+    pub(crate) fn shown<'a>(&self, path: &'a str) -> Cow<'a, str> {
+        match &self.path_prefix {
+            Some(p) => Cow::Owned(format!("{p}/{path}")),
+            None => Cow::Borrowed(path),
+        }
+    }
+
+    /// A report's subject as the CI formats report it: repository-mode
+    /// subjects are root-relative (prefixed like paths); payload files named
+    /// on the command line are shown as they were given.
+    pub(crate) fn shown_subject<'a>(&self, r: &'a Report) -> Cow<'a, str> {
+        let verbatim = self.verbatim_subjects.iter().any(|s| s == r.subject());
+        match self.scope {
+            Scope::Repository(_) if !verbatim => self.shown(r.subject()),
+            _ => Cow::Borrowed(r.subject()),
+        }
+    }
+
+    /// Where a finding is: its path, else its report's subject.
+    pub(crate) fn location<'a>(&self, r: &'a Report, f: &'a Finding) -> Cow<'a, str> {
+        match &f.path {
+            Some(p) => self.shown(p),
+            None => self.shown_subject(r),
         }
     }
 }
@@ -96,7 +143,22 @@ pub fn render(run: &Run, format: Format, quiet: bool, color: bool) -> Result<Vec
             s.push('\n');
             Ok(s.into_bytes())
         }
+        Format::InToto => {
+            let statement = ci::in_toto(run).map_err(|e| e.to_string())?;
+            let mut s = serde_json::to_string_pretty(&statement).map_err(|e| e.to_string())?;
+            s.push('\n');
+            Ok(s.into_bytes())
+        }
     }
+}
+
+/// The documentation of this version: the file under `docs/` of the
+/// published package, as docs.rs serves its source.
+pub(crate) fn docs_url(file_and_anchor: &str) -> String {
+    format!(
+        "https://docs.rs/crate/evidence-gate/{}/source/docs/{file_and_anchor}",
+        env!("CARGO_PKG_VERSION")
+    )
 }
 
 /// `s` in the style named by `code` (`1;32` bold green, `1;31` bold red,
@@ -147,7 +209,7 @@ fn text(run: &Run, quiet: bool, color: bool) -> String {
                 },
                 f.code.name(),
             );
-            let path = printable(f.path.as_deref().unwrap_or(r.subject()));
+            let path = printable(&run.location(r, f)).into_owned();
             let _ = writeln!(out, "{sev}{code} {path}: {}", printable(&f.message));
         }
     }
