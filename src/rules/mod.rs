@@ -248,6 +248,11 @@ fn validate_as<T: RuleFamily>(value: &Value) -> Result<(), Problem> {
 }
 
 fn parse_family<T: DeserializeOwned>(value: &Value) -> Result<T, Problem> {
+    // The plain decoder first (valid rules, every start); the path-tracking
+    // one only to locate an error.
+    if let Ok(parsed) = T::deserialize(value) {
+        return Ok(parsed);
+    }
     serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
         let pointer = path_to_pointer(e.path());
         Problem {
@@ -346,6 +351,34 @@ fn embedded_family_value(key: &str) -> Result<Value, RulesError> {
         .as_object_mut()
         .and_then(|m| m.remove(key))
         .unwrap_or(Value::Null))
+}
+
+/// The embedded file mounted exactly at `pointer`, when it alone provides
+/// the value there: no other file mounts at, above or below it, and no file
+/// merged at the top provides its family.
+fn sole_file_at(pointer: &str) -> Option<&'static Embedded> {
+    let key = pointer.get(1..)?.split('/').next()?;
+    let mut found = None;
+    for e in EMBEDDED {
+        if e.mount.is_empty() {
+            if let Content::Json(text) = e.content
+                && text.contains(&format!("\"{key}\""))
+            {
+                return None;
+            }
+            continue;
+        }
+        let related = e.mount == pointer
+            || pointer.starts_with(&format!("{}/", e.mount))
+            || e.mount.starts_with(&format!("{pointer}/"));
+        if related {
+            if e.mount != pointer || found.is_some() {
+                return None;
+            }
+            found = Some(e);
+        }
+    }
+    found
 }
 
 /// The whole embedded document (every file mounted).
@@ -483,6 +516,32 @@ impl RuleSet {
         })
     }
 
+    /// The typed value at `pointer` inside a family (`/texts/ulw-loop`),
+    /// `None` when absent. With the embedded defaults alone, a pointer that
+    /// is exactly one embedded file's mount point (and no other file mounts
+    /// above or below it) is read from that file only, so an engine command
+    /// parses one profile's texts, not every profile's.
+    pub fn part<T: DeserializeOwned>(&self, pointer: &str) -> Result<Option<T>, RulesError> {
+        let located = |p: Problem| RulesError {
+            file: embedded_file_for(pointer),
+            pointer: format!("{pointer}{}", p.pointer),
+            problem: p.problem,
+        };
+        if let Document::Embedded(slots) = &self.doc
+            && let Some(key) = pointer[1.min(pointer.len())..].split('/').next()
+            && let Some(i) = FAMILIES.iter().position(|f| f.key == key)
+            && slots[i].get().is_none()
+            && let Some(file) = sole_file_at(pointer)
+        {
+            let value = embedded_value(file)?;
+            return parse_family(&value).map(Some).map_err(located);
+        }
+        match self.pointer(pointer) {
+            Some(value) => parse_family(value).map(Some).map_err(located),
+            None => Ok(None),
+        }
+    }
+
     /// A raw value by JSON pointer (for text templates and data lookups).
     pub fn pointer(&self, pointer: &str) -> Option<&Value> {
         let rest = pointer.strip_prefix('/')?;
@@ -499,10 +558,7 @@ impl RuleSet {
         self.digest.get_or_init(|| {
             let merged = self.whole().map(std::borrow::Cow::into_owned);
             let merged = merged.unwrap_or(Value::Null);
-            format!(
-                "sha256:{}",
-                sha256_hex(json::canonical(&merged).as_bytes())
-            )
+            format!("sha256:{}", sha256_hex(json::canonical(&merged).as_bytes()))
         })
     }
 
@@ -723,6 +779,20 @@ mod tests {
             whole.pointer("/texts/ulw-loop")
         );
         assert_eq!(rules.pointer("/no-such-family/x"), None);
+        // One file read alone equals its part of the whole document.
+        let texts: Option<Value> = RuleSet::embedded()
+            .unwrap()
+            .part("/texts/ulw-loop")
+            .unwrap();
+        assert_eq!(texts.as_ref(), whole.pointer("/texts/ulw-loop"));
+        assert!(sole_file_at("/texts/ulw-loop").is_some());
+        assert!(
+            sole_file_at("/gates").is_none(),
+            "several files mount below"
+        );
+        assert!(sole_file_at("/hooks").is_none(), "merged at the top");
+        let none: Option<Value> = rules.part("/texts/no-such-profile").unwrap();
+        assert_eq!(none, None);
         assert_eq!(
             rules.digest(),
             format!("sha256:{}", sha256_hex(json::canonical(&whole).as_bytes()))

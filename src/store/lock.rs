@@ -20,7 +20,6 @@
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::time::{Duration, Instant, SystemTime};
 
-
 use cap_fs_ext::{FollowSymlinks, MetadataExt, OpenOptionsFollowExt, OpenOptionsSyncExt};
 use cap_std::fs::{Dir, OpenOptions};
 use serde_json::{Value, json};
@@ -92,11 +91,7 @@ impl MutationLock {
                     // the next open sees the new entry.
                     std::thread::sleep(Duration::from_millis(1));
                 }
-                Attempt::Held {
-                    file,
-                    meta,
-                    holder,
-                } => {
+                Attempt::Held { file, meta, holder } => {
                     if holder.is_some() {
                         last_holder = holder;
                     }
@@ -357,6 +352,53 @@ mod tests {
         let again = MutationLock::acquire(&dir, ".mutation.lock", &opts(50)).unwrap();
         drop(again);
         assert!(!dir.exists(".mutation.lock"));
+    }
+
+    /// A waiter blocks on the holder's lock and takes it once the holder
+    /// releases (and deletes) the file: it then holds a live lock file of
+    /// its own that excludes a third process.
+    #[test]
+    fn a_blocked_waiter_takes_the_lock_when_the_holder_releases() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let held = MutationLock::acquire(&dir, ".mutation.lock", &opts(100)).unwrap();
+        let waiter = {
+            let dir = dir.try_clone().unwrap();
+            std::thread::spawn(move || MutationLock::acquire(&dir, ".mutation.lock", &opts(60_000)))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        held.release().unwrap();
+        let got = waiter.join().unwrap().unwrap();
+        assert!(dir.exists(".mutation.lock"));
+        assert!(matches!(
+            MutationLock::acquire(&dir, ".mutation.lock", &opts(30)),
+            Err(LockError::Timeout { .. })
+        ));
+        got.release().unwrap();
+        assert!(!dir.exists(".mutation.lock"));
+    }
+
+    /// A waiter that gave up leaves nothing behind: when the holder (here a
+    /// process that locks the file and never deletes it) lets go, the
+    /// abandoned helper drops the lock at once instead of keeping it.
+    #[test]
+    fn an_abandoned_wait_never_keeps_the_lock() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let foreign = std::fs::File::create(tmp.path().join(".mutation.lock")).unwrap();
+        foreign.lock().unwrap();
+        for _ in 0..3 {
+            assert!(matches!(
+                MutationLock::acquire(&dir, ".mutation.lock", &opts(20)),
+                Err(LockError::Timeout { .. })
+            ));
+        }
+        foreign.unlock().unwrap();
+        for _ in 0..5 {
+            let again = MutationLock::acquire(&dir, ".mutation.lock", &opts(5_000)).unwrap();
+            again.release().unwrap();
+        }
+        drop(foreign);
     }
 
     /// I3: a holder record and a modification time in the future are not a

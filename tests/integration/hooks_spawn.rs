@@ -153,7 +153,10 @@ fn one_hundred_twenty_eight_writers_count_exactly_or_time_out_closed() {
         "{denied:?}"
     );
     let counted = counter(&h).map_or(0, |c| c["count"].as_u64().unwrap());
-    assert_eq!(counted as usize, allowed, "every allowed spawn counted once");
+    assert_eq!(
+        counted as usize, allowed,
+        "every allowed spawn counted once"
+    );
     let codes = h.diag_codes();
     assert!(codes.iter().all(|c| c == "HOOK_LOCK_TIMEOUT"), "{codes:?}");
     assert_eq!(codes.len(), denied.len(), "one diagnostic per timeout");
