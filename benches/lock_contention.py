@@ -5,7 +5,8 @@ wait (`hooks.lock_wait_ms`). Prints, per round, how many were counted and how
 many gave up with `HOOK_LOCK_TIMEOUT`, and the wall time of the round.
 
 Run: `cargo build --release && python3 benches/lock_contention.py
-[--bin target/release/evidence-gate] [--writers 128] [--rounds 3]`.
+[--bin target/release/evidence-gate] [--writers 128] [--rounds 3] [--dir DIR]`
+(default: the temporary directory, on disk).
 """
 
 import argparse
@@ -25,9 +26,12 @@ def main():
     ap.add_argument("--writers", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--wait-ms", type=int, default=2000)
+    ap.add_argument("--deadline-ms", type=int, default=30000)
+    ap.add_argument("--dir", default=tempfile.gettempdir(),
+                    help="where the repository lives (a disk, so the critical section fsyncs)")
     a = ap.parse_args()
     binary = os.path.abspath(a.bin)
-    base = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+    base = a.dir
     for round_no in range(a.rounds):
         root = tempfile.mkdtemp(prefix="eg-lock-", dir=base)
         try:
@@ -35,7 +39,7 @@ def main():
             os.makedirs(repo)
             os.makedirs(os.path.join(home, "config", "evidence-gate"))
             with open(os.path.join(home, "config", "evidence-gate", "rules.json"), "w") as f:
-                json.dump({"hooks": {"lock_wait_ms": a.wait_ms}}, f)
+                json.dump({"hooks": {"lock_wait_ms": a.wait_ms, "deadline_ms": a.deadline_ms}}, f)
             env = {k: v for k, v in os.environ.items()
                    if not k.startswith(("OMO_", "CODEX_", "CLAUDE_", "OMAGY_", "EVIDENCE_GATE_"))}
             env.update(HOME=home, XDG_STATE_HOME=os.path.join(home, "state"),
@@ -56,21 +60,30 @@ def main():
                                       cwd=repo, env=env, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
                      for _ in range(a.writers)]
+            # Every writer gets its payload at once (it fits a pipe buffer),
+            # so all of them race for the lock together.
+            for p in procs:
+                p.stdin.write(payload)
+                p.stdin.close()
             outs = []
             for p in procs:
-                out, _ = p.communicate(payload)
-                outs.append(out)
+                outs.append(p.stdout.read())
+                p.wait()
             wall = time.perf_counter() - start
             timeouts = sum(b"HOOK_LOCK_TIMEOUT" in o for o in outs)
             allowed = sum(not o.strip() for o in outs)
             other = a.writers - timeouts - allowed
-            counted = 0
+            counted, diag = 0, {}
             for top, _, files in os.walk(root):
                 if "spawn-count.json" in files:
                     counted = json.load(open(os.path.join(top, "spawn-count.json")))["count"]
+                if "diagnostics.jsonl" in files:
+                    for line in open(os.path.join(top, "diagnostics.jsonl")):
+                        code = json.loads(line).get("code")
+                        diag[code] = diag.get(code, 0) + 1
             print(f"round {round_no + 1}: {a.writers} writers, {allowed} allowed, "
                   f"{counted} counted, {timeouts} HOOK_LOCK_TIMEOUT, {other} other, "
-                  f"{wall:.2f} s")
+                  f"{wall:.2f} s; diagnostics {diag}")
         finally:
             shutil.rmtree(root)
 

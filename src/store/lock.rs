@@ -4,11 +4,8 @@
 //! open descriptor of `<dir>/<name>`; nothing else does. The lock file's
 //! existence, content or modification time never means "held": a file left by
 //! a crashed process or written by the agent is simply locked and reused. The
-//! wait blocks in the kernel (a blocking `File::lock` in a helper thread, so
-//! the waiter is woken the instant the holder unlocks instead of sleeping
-//! through a poll interval while later arrivals take the lock) and is bounded
-//! by a deadline; the locked handle must still be the directory entry
-//! (identity check); the file is deleted on release. A path that is not
+//! wait is bounded and jittered; the locked handle must still be the directory
+//! entry (identity check); the file is deleted on release. A path that is not
 //! a regular file (symlink, FIFO, directory, socket, device) is refused at
 //! once: the open is non-blocking and never follows a symlink, so no file the
 //! agent can create wedges a caller beyond the one bounded wait.
@@ -78,33 +75,24 @@ impl MutationLock {
         }
         #[cfg_attr(feature = "drill-unlocked", allow(unreachable_code))]
         let start = Instant::now();
+        let mut backoff = Duration::from_millis(2);
+        let mut seed =
+            u64::from(std::process::id()) ^ (crate::time::epoch_ms(SystemTime::now()) << 8);
         let mut last_holder: Option<Value> = None;
         loop {
             match try_once(dir, name)? {
-                Attempt::Acquired(file) => return MutationLock::held(dir, name, file, opts),
+                Attempt::Acquired(file) => {
+                    let mut lock = MutationLock {
+                        dir: dir.try_clone().map_err(LockError::Io)?,
+                        name: name.to_owned(),
+                        file: Some(file),
+                    };
+                    lock.write_holder(&opts.command).map_err(LockError::Io)?;
+                    return Ok(lock);
+                }
                 Attempt::Busy(holder) => {
                     if holder.is_some() {
                         last_holder = holder;
-                    }
-                    // The name is being replaced (a releasing holder deletes
-                    // it; on Windows a file pending deletion refuses opens):
-                    // the next open sees the new entry.
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                Attempt::Held { file, meta, holder } => {
-                    if holder.is_some() {
-                        last_holder = holder;
-                    }
-                    let remaining = opts.timeout.saturating_sub(start.elapsed());
-                    if !remaining.is_zero()
-                        && let Some(file) = wait_for(file, remaining).map_err(LockError::Io)?
-                    {
-                        if still_named(dir, name, &meta) {
-                            return MutationLock::held(dir, name, file, opts);
-                        }
-                        // The holder deleted the file on release: the lock
-                        // we got is on a dead entry. Open the name again.
-                        let _ = file.unlock();
                     }
                 }
             }
@@ -115,22 +103,15 @@ impl MutationLock {
                     holder: last_holder,
                 });
             }
+            // xorshift jitter in [backoff/2, backoff].
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let half = backoff.as_micros() as u64 / 2;
+            let sleep = Duration::from_micros(half + seed % (half + 1));
+            std::thread::sleep(sleep.min(opts.timeout.saturating_sub(waited)));
+            backoff = (backoff * 2).min(Duration::from_millis(50));
         }
-    }
-
-    fn held(
-        dir: &Dir,
-        name: &str,
-        file: std::fs::File,
-        opts: &LockOptions,
-    ) -> Result<MutationLock, LockError> {
-        let mut lock = MutationLock {
-            dir: dir.try_clone().map_err(LockError::Io)?,
-            name: name.to_owned(),
-            file: Some(file),
-        };
-        lock.write_holder(&opts.command).map_err(LockError::Io)?;
-        Ok(lock)
     }
 
     fn write_holder(&mut self, command: &str) -> io::Result<()> {
@@ -170,68 +151,7 @@ impl Drop for MutationLock {
 
 enum Attempt {
     Acquired(std::fs::File),
-    /// Locked by another holder: the open handle to wait on, its metadata
-    /// (for the identity check after the wait) and the holder record.
-    Held {
-        file: std::fs::File,
-        meta: cap_std::fs::Metadata,
-        holder: Option<Value>,
-    },
-    /// The name could not be opened right now; try again.
     Busy(Option<Value>),
-}
-
-/// Blocks on the OS lock of `file` for at most `within`: `Some(file)` locked,
-/// `None` when the deadline passed first.
-///
-/// The blocking `lock()` runs in a helper thread; the caller waits on a
-/// condition variable with the deadline. A helper that gets the lock after
-/// its caller gave up closes the handle at once, which releases the lock
-/// (an `flock` belongs to the open file description, used by nobody else).
-fn wait_for(file: std::fs::File, within: Duration) -> io::Result<Option<std::fs::File>> {
-    use std::sync::{Arc, Condvar, Mutex, PoisonError};
-    #[derive(Default)]
-    struct Slot {
-        done: Option<io::Result<std::fs::File>>,
-        abandoned: bool,
-    }
-    let shared = Arc::new((Mutex::new(Slot::default()), Condvar::new()));
-    let theirs = Arc::clone(&shared);
-    std::thread::Builder::new()
-        .name("mutation-lock-wait".into())
-        .spawn(move || {
-            let result = match file.lock() {
-                Ok(()) => Ok(file),
-                Err(e) => Err(e),
-            };
-            let (slot, ready) = &*theirs;
-            let mut s = slot.lock().unwrap_or_else(PoisonError::into_inner);
-            if !s.abandoned {
-                s.done = Some(result);
-                ready.notify_one();
-            }
-        })?;
-    let (slot, ready) = &*shared;
-    let guard = slot.lock().unwrap_or_else(PoisonError::into_inner);
-    let (mut s, _) = ready
-        .wait_timeout_while(guard, within, |s| s.done.is_none())
-        .unwrap_or_else(PoisonError::into_inner);
-    match s.done.take() {
-        Some(Ok(file)) => Ok(Some(file)),
-        // A signal interrupted the wait: the caller opens and waits again.
-        Some(Err(e)) if e.kind() == io::ErrorKind::Interrupted => Ok(None),
-        Some(Err(e)) => Err(e),
-        None => {
-            s.abandoned = true;
-            Ok(None)
-        }
-    }
-}
-
-/// Whether `dir/name` is still the file `meta` describes.
-fn still_named(dir: &Dir, name: &str, meta: &cap_std::fs::Metadata) -> bool {
-    matches!(dir.symlink_metadata(name),
-        Ok(m) if m.dev() == meta.dev() && m.ino() == meta.ino() && m.is_file())
 }
 
 /// What a non-regular entry at the lock path is.
@@ -297,18 +217,17 @@ fn try_once(dir: &Dir, name: &str) -> Result<Attempt, LockError> {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
             let holder = read_holder(&mut std_file);
-            return Ok(Attempt::Held {
-                file: std_file,
-                meta,
-                holder,
-            });
+            return Ok(Attempt::Busy(holder));
         }
         Err(std::fs::TryLockError::Error(e)) => return Err(LockError::Io(e)),
     }
     // Identity: the handle must still be what the name points to.
-    if !still_named(dir, name, &meta) {
-        let _ = std_file.unlock();
-        return Ok(Attempt::Busy(None));
+    match dir.symlink_metadata(name) {
+        Ok(m) if m.dev() == meta.dev() && m.ino() == meta.ino() && m.is_file() => {}
+        _ => {
+            let _ = std_file.unlock();
+            return Ok(Attempt::Busy(None));
+        }
     }
     // Whatever the file holds (a Node tool's holder record, a forged one,
     // a future modification time) is not a lock: the OS lock is ours.
@@ -354,11 +273,11 @@ mod tests {
         assert!(!dir.exists(".mutation.lock"));
     }
 
-    /// A waiter blocks on the holder's lock and takes it once the holder
-    /// releases (and deletes) the file: it then holds a live lock file of
-    /// its own that excludes a third process.
+    /// A waiter keeps trying within its wait and takes the lock once the
+    /// holder releases (and deletes) the file: it then holds a live lock file
+    /// of its own that excludes a third process.
     #[test]
-    fn a_blocked_waiter_takes_the_lock_when_the_holder_releases() {
+    fn a_waiter_takes_the_lock_when_the_holder_releases() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
         let held = MutationLock::acquire(&dir, ".mutation.lock", &opts(100)).unwrap();
@@ -376,29 +295,6 @@ mod tests {
         ));
         got.release().unwrap();
         assert!(!dir.exists(".mutation.lock"));
-    }
-
-    /// A waiter that gave up leaves nothing behind: when the holder (here a
-    /// process that locks the file and never deletes it) lets go, the
-    /// abandoned helper drops the lock at once instead of keeping it.
-    #[test]
-    fn an_abandoned_wait_never_keeps_the_lock() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
-        let foreign = std::fs::File::create(tmp.path().join(".mutation.lock")).unwrap();
-        foreign.lock().unwrap();
-        for _ in 0..3 {
-            assert!(matches!(
-                MutationLock::acquire(&dir, ".mutation.lock", &opts(20)),
-                Err(LockError::Timeout { .. })
-            ));
-        }
-        foreign.unlock().unwrap();
-        for _ in 0..5 {
-            let again = MutationLock::acquire(&dir, ".mutation.lock", &opts(5_000)).unwrap();
-            again.release().unwrap();
-        }
-        drop(foreign);
     }
 
     /// I3: a holder record and a modification time in the future are not a
