@@ -2,37 +2,87 @@
 //! classifier over `rules/blockers.json` word lists, and escalation to
 //! `needs_user_decision` by occurrences.
 
-use regex::Regex;
-
 use super::plan::Plan;
 use super::profile::BlockerRules;
+
+/// One word-list entry: the literal `stem`, matched at word boundaries; with
+/// `prefix` (a trailing `*` in the rules) any word characters may follow it.
+///
+/// This is exactly the regular expression `\b<stem>\b` (or `\b<stem>\w*\b`)
+/// with Unicode word characters, evaluated without compiling it: a `checkpoint
+/// --status blocked|failed` call would otherwise build about 35 Unicode
+/// automata to classify one sentence.
+#[derive(Debug, Clone)]
+struct Word {
+    stem: String,
+    prefix: bool,
+}
+
+impl Word {
+    fn new(w: &str) -> Word {
+        match w.strip_suffix('*') {
+            Some(stem) => Word {
+                stem: stem.to_owned(),
+                prefix: true,
+            },
+            None => Word {
+                stem: w.to_owned(),
+                prefix: false,
+            },
+        }
+    }
+
+    /// Whether the entry occurs in `text` (every start position is tried, as
+    /// a regex search does).
+    fn is_match(&self, text: &str) -> bool {
+        let mut from = 0;
+        while let Some(found) = text[from..].find(self.stem.as_str()) {
+            let start = from + found;
+            let end = start + self.stem.len();
+            if at_boundary(text, start)
+                && (at_boundary(text, end) || (self.prefix && word_at(text, end)))
+            {
+                return true;
+            }
+            match text[start..].chars().next() {
+                Some(c) => from = start + c.len_utf8(),
+                None => return false,
+            }
+        }
+        false
+    }
+}
+
+/// `\w` in Unicode mode (the regex crate's own table).
+fn is_word(c: char) -> bool {
+    regex_syntax::is_word_character(c)
+}
+
+/// Whether the character starting at byte `i` is a word character.
+fn word_at(text: &str, i: usize) -> bool {
+    text[i..].chars().next().is_some_and(is_word)
+}
+
+/// `\b` at byte `i`: a word character on exactly one side (the text's ends
+/// count as non-word).
+fn at_boundary(text: &str, i: usize) -> bool {
+    let before = text[..i].chars().next_back().is_some_and(is_word);
+    before != word_at(text, i)
+}
 
 /// A compiled classifier.
 #[derive(Debug)]
 pub struct Classifier {
-    auth: Vec<Regex>,
-    missing: Vec<Regex>,
-    registry: Vec<Regex>,
-    http401: Vec<Regex>,
-    http403: Vec<Regex>,
+    auth: Vec<Word>,
+    missing: Vec<Word>,
+    registry: Vec<Word>,
+    http401: Vec<Word>,
+    http403: Vec<Word>,
     rules: BlockerRules,
 }
 
-fn word_regex(w: &str) -> Regex {
-    let (stem, prefix) = match w.strip_suffix('*') {
-        Some(s) => (s, true),
-        None => (w, false),
-    };
-    let pattern = format!(
-        r"\b{}{}\b",
-        regex::escape(stem),
-        if prefix { r"\w*" } else { "" }
-    );
-    Regex::new(&pattern).expect("escaped words always compile")
-}
-
-fn any(list: &[Regex], text: &str) -> bool {
-    list.iter().any(|r| r.is_match(text))
+fn any(list: &[Word], text: &str) -> bool {
+    list.iter().any(|w| w.is_match(text))
 }
 
 /// Lower-cases, blanks out URLs and quoting/punctuation characters, and
@@ -69,9 +119,9 @@ pub fn normalise(text: &str) -> String {
 }
 
 impl Classifier {
-    /// Compiles the word lists.
+    /// Prepares the word lists (nothing is compiled).
     pub fn new(rules: &BlockerRules) -> Classifier {
-        let c = |l: &[String]| l.iter().map(|w| word_regex(w)).collect();
+        let c = |l: &[String]| l.iter().map(|w| Word::new(w)).collect();
         Classifier {
             auth: c(&rules.auth_words),
             missing: c(&rules.missing_words),
@@ -181,5 +231,72 @@ mod tests {
             c.classify("see https://auth.example/missing for details"),
             None
         );
+    }
+
+    /// The regular expression the word matcher stands for.
+    fn reference(w: &str) -> regex::Regex {
+        let (stem, prefix) = match w.strip_suffix('*') {
+            Some(s) => (s, true),
+            None => (w, false),
+        };
+        regex::Regex::new(&format!(
+            r"\b{}{}\b",
+            regex::escape(stem),
+            if prefix { r"\w*" } else { "" }
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn word_matching_agrees_with_the_regex_on_edge_cases() {
+        let words = [
+            "auth*", "token", "401", "not set", "a", "aa", "é*", "-x", "x-", "x-*", "", "*", ".",
+        ];
+        let texts = [
+            "",
+            "token",
+            "tokens",
+            "a token.",
+            "authorization",
+            "xauth",
+            "401k",
+            "(401)",
+            "aaa",
+            "a a",
+            "é",
+            "éa",
+            "-x",
+            "a-x",
+            "x-",
+            "x-y",
+            "x--",
+            "not  set",
+            "not set!",
+            "ключ token",
+            "token\u{301}",
+            "a\u{301}",
+            "_token_",
+            "٣401",
+            ".",
+            "a.b",
+        ];
+        for w in words {
+            let re = reference(w);
+            for t in texts {
+                assert_eq!(Word::new(w).is_match(t), re.is_match(t), "{w:?} in {t:?}");
+            }
+        }
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn word_matching_agrees_with_the_regex(
+            w in "[a4é\u{301}_ .-]{0,3}\\*?",
+            t in "[a4é\u{301}_ .-]{0,8}",
+        ) {
+            prop_assert_eq!(Word::new(&w).is_match(&t), reference(&w).is_match(&t));
+        }
     }
 }

@@ -128,9 +128,9 @@ impl Engine {
                 "no such profile".into(),
             )
         })?;
-        let texts_family: profile::TextsFamily = rules.family()?;
         let key = profile::texts_key(&profile.texts).unwrap_or_default();
-        let texts = texts_family.0.get(key).cloned().ok_or_else(|| {
+        let texts_at = format!("/texts/{}", crate::json::pointer_token(key));
+        let texts = rules.part::<Texts>(&texts_at)?.ok_or_else(|| {
             invalid(
                 format!("/profiles/{}/texts", profile.name),
                 format!("names `{}`, which is not a texts file", profile.texts),

@@ -11,7 +11,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use cap_std::fs::Dir;
@@ -21,6 +21,7 @@ use super::code::HookCode;
 use super::event::Envelope;
 use super::host::{Host, HostSource};
 use crate::ambient::Ambient;
+use crate::rules::RuleSet;
 
 /// File name of the diagnostics log.
 pub const FILE: &str = crate::store::DIAGNOSTICS_FILE;
@@ -62,7 +63,8 @@ struct State {
     agent_id: Option<String>,
     agent_type: Option<String>,
     turn_id: Option<String>,
-    rules_digest: Option<String>,
+    /// The rules in effect; their digest is computed when a record is written.
+    rules: Option<Arc<RuleSet>>,
     profile: Option<String>,
     max_bytes: u64,
 }
@@ -91,7 +93,7 @@ impl<'a> Diagnostics<'a> {
                 agent_id: None,
                 agent_type: None,
                 turn_id: None,
-                rules_digest: None,
+                rules: None,
                 profile: None,
                 max_bytes: 1024 * 1024,
             }),
@@ -163,10 +165,10 @@ impl<'a> Diagnostics<'a> {
         self.lock().profile = name.map(str::to_owned);
     }
 
-    /// Records the rules in effect.
-    pub fn set_rules(&self, digest: &str, max_bytes: u64) {
+    /// Records the rules in effect (their digest goes into each record).
+    pub fn set_rules(&self, rules: &Arc<RuleSet>, max_bytes: u64) {
         let mut s = self.lock();
-        s.rules_digest = Some(digest.to_owned());
+        s.rules = Some(Arc::clone(rules));
         s.max_bytes = max_bytes;
     }
 
@@ -248,7 +250,10 @@ impl<'a> Diagnostics<'a> {
             "elapsed_us".into(),
             json!(self.start.elapsed().as_micros() as u64),
         );
-        m.insert("rules_digest".into(), json!(s.rules_digest));
+        m.insert(
+            "rules_digest".into(),
+            json!(s.rules.as_ref().map(|r| r.digest())),
+        );
         m.insert("version".into(), json!(env!("CARGO_PKG_VERSION")));
         m.insert("pid".into(), json!(std::process::id()));
         m

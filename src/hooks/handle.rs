@@ -7,6 +7,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -256,9 +257,10 @@ fn decide(
     let fault = a.fault;
     let proc_cwd: Option<PathBuf> = amb.current_dir().ok();
     let proc_dir = proc_cwd.as_deref().and_then(|p| amb.open_dir(p).ok());
-    let (mut rules, mut rules_error) = load_rules(amb, proc_dir.as_ref(), a.rules.as_deref());
+    let (rules, mut rules_error) = load_rules(amb, proc_dir.as_ref(), a.rules.as_deref());
+    let mut rules = Arc::new(rules);
     let mut hooks = hooks_rules(&rules);
-    diag.set_rules(rules.digest(), hooks.diagnostics_max_bytes);
+    diag.set_rules(&rules, hooks.diagnostics_max_bytes);
     watchdog.arm(start + Duration::from_millis(hooks.deadline_ms));
     let family = a.event.family();
     let mut plumbing = Plumbing {
@@ -352,9 +354,10 @@ fn decide(
     diag.set_root_dir(&decoded.envelope.cwd, &root);
     let same_as_process = proc_dir.as_ref().is_some_and(|p| same_dir(p, &root));
     if !same_as_process {
-        (rules, rules_error) = load_rules(amb, Some(&root), a.rules.as_deref());
+        let (reloaded, error) = load_rules(amb, Some(&root), a.rules.as_deref());
+        (rules, rules_error) = (Arc::new(reloaded), error);
         hooks = hooks_rules(&rules);
-        diag.set_rules(rules.digest(), hooks.diagnostics_max_bytes);
+        diag.set_rules(&rules, hooks.diagnostics_max_bytes);
     }
     report_rules(diag, &rules, &rules_error);
     let (policy, loop_policy) = match compile_policies(&rules) {
@@ -366,9 +369,9 @@ fn decide(
                 "the rules' hook policy is invalid; embedded defaults are used",
                 Some(json!({"problem": super::host::encode::cap_bytes(&e, 1500)})),
             );
-            rules = RuleSet::embedded().expect("embedded rules validate");
+            rules = Arc::new(RuleSet::embedded().expect("embedded rules validate"));
             hooks = hooks_rules(&rules);
-            diag.set_rules(rules.digest(), hooks.diagnostics_max_bytes);
+            diag.set_rules(&rules, hooks.diagnostics_max_bytes);
             compile_policies(&rules).expect("embedded policies compile")
         }
     };
@@ -399,7 +402,7 @@ fn decide(
             stop,
             hooks: &hooks,
             policy: &policy,
-            rules_digest: rules.digest(),
+            rules: &rules,
             budget_spent: fault == Fault::BudgetSpent,
             started: start,
         }),

@@ -144,8 +144,8 @@ pub struct Ctx<'a> {
     pub hooks: &'a HooksRules,
     /// The compiled policy.
     pub policy: &'a Policy,
-    /// `sha256:` digest of the merged rules.
-    pub rules_digest: &'a str,
+    /// The merged rules (their `sha256:` digest goes into each record).
+    pub rules: &'a RuleSet,
     /// Test fault: the verification budget is already spent.
     pub budget_spent: bool,
     /// When the hook process started (the watchdog counts from here).
@@ -492,7 +492,7 @@ fn base_entry(c: &Ctx<'_>, kind: &str) -> Map<String, Value> {
     m.insert("agent_id".into(), json!(agent.id));
     m.insert("agent_type".into(), json!(agent.kind));
     m.insert("turn_id".into(), json!(c.env.turn_id));
-    m.insert("rules_digest".into(), json!(c.rules_digest));
+    m.insert("rules_digest".into(), json!(c.rules.digest()));
     m
 }
 

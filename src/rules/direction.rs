@@ -295,7 +295,7 @@ mod tests {
         let rules = RuleSet::embedded().unwrap();
         let table = table();
         let mut all = Vec::new();
-        leaves(rules.merged(), &mut Vec::new(), &mut all);
+        leaves(&rules.merged(), &mut Vec::new(), &mut all);
         assert!(all.len() > 100, "{}", all.len());
         for (path, value) in &all {
             let p = pointer_of(path);

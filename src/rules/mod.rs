@@ -14,6 +14,7 @@ pub mod goal_loop;
 pub mod hooks;
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -262,6 +263,11 @@ fn validate_as<T: RuleFamily>(value: &Value) -> Result<(), Problem> {
 }
 
 fn parse_family<T: DeserializeOwned>(value: &Value) -> Result<T, Problem> {
+    // The plain decoder first (valid rules, every start); the path-tracking
+    // one only to locate an error.
+    if let Ok(parsed) = T::deserialize(value) {
+        return Ok(parsed);
+    }
     serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
         let pointer = path_to_pointer(e.path());
         Problem {
@@ -303,10 +309,100 @@ pub struct Layer<'a> {
 /// The merged, validated rules document.
 #[derive(Debug, Clone)]
 pub struct RuleSet {
-    merged: Value,
-    digest: std::sync::OnceLock<String>,
+    doc: Document,
+    digest: OnceLock<String>,
     sources: Vec<String>,
     relaxations: Vec<direction::Relaxation>,
+}
+
+/// Where the families of a [`RuleSet`] come from.
+#[derive(Debug, Clone)]
+enum Document {
+    /// The embedded defaults alone: each family is assembled from its
+    /// embedded files on first use, so a command parses only the families it
+    /// reads (a hook reads a few of fifteen). Their validation is the test
+    /// suite's (`embedded_rules_validate`) and `doctor`'s.
+    Embedded(Box<[OnceLock<Value>]>),
+    /// After an override layer: the whole merged document, validated with it.
+    Merged(Value),
+}
+
+impl Document {
+    fn embedded() -> Document {
+        Document::Embedded(FAMILIES.iter().map(|_| OnceLock::new()).collect())
+    }
+}
+
+/// Parses one embedded file.
+fn embedded_value(e: &Embedded) -> Result<Value, RulesError> {
+    match e.content {
+        Content::Json(text) => json::parse_strict_str(text).map_err(|err| RulesError {
+            file: e.file.into(),
+            pointer: String::new(),
+            problem: err.to_string(),
+        }),
+        Content::Text(text) => Ok(Value::String(text.to_owned())),
+    }
+}
+
+/// The embedded value of the top-level family `key`, mounted exactly as the
+/// whole document mounts it (same files, same order): `Null` when no
+/// embedded file provides it.
+fn embedded_family_value(key: &str) -> Result<Value, RulesError> {
+    let mut doc = Value::Object(Default::default());
+    for e in EMBEDDED {
+        if e.mount.is_empty() {
+            let whole = embedded_value(e)?;
+            if let Some(part) = whole.get(key) {
+                let mut only = serde_json::Map::new();
+                only.insert(key.to_owned(), part.clone());
+                mount(&mut doc, "", Value::Object(only));
+            }
+        } else if e.mount[1..].split('/').next() == Some(key) {
+            mount(&mut doc, e.mount, embedded_value(e)?);
+        }
+    }
+    Ok(doc
+        .as_object_mut()
+        .and_then(|m| m.remove(key))
+        .unwrap_or(Value::Null))
+}
+
+/// The embedded file mounted exactly at `pointer`, when it alone provides
+/// the value there: no other file mounts at, above or below it, and no file
+/// merged at the top provides its family.
+fn sole_file_at(pointer: &str) -> Option<&'static Embedded> {
+    let key = pointer.get(1..)?.split('/').next()?;
+    let mut found = None;
+    for e in EMBEDDED {
+        if e.mount.is_empty() {
+            if let Content::Json(text) = e.content
+                && text.contains(&format!("\"{key}\""))
+            {
+                return None;
+            }
+            continue;
+        }
+        let related = e.mount == pointer
+            || pointer.starts_with(&format!("{}/", e.mount))
+            || e.mount.starts_with(&format!("{pointer}/"));
+        if related {
+            if e.mount != pointer || found.is_some() {
+                return None;
+            }
+            found = Some(e);
+        }
+    }
+    found
+}
+
+/// The whole embedded document (every file mounted).
+fn embedded_document() -> Result<Value, RulesError> {
+    let mut merged = Value::Object(Default::default());
+    for e in EMBEDDED {
+        mount(&mut merged, e.mount, embedded_value(e)?);
+    }
+    Ok(merged)
 }
 
 impl RuleSet {
@@ -331,23 +427,21 @@ impl RuleSet {
         layers: &[Layer<'_>],
         repo: Option<Layer<'_>>,
     ) -> Result<RuleSet, RulesError> {
-        let mut merged = Value::Object(Default::default());
-        for e in EMBEDDED {
-            let value = match e.content {
-                Content::Json(text) => json::parse_strict_str(text).map_err(|err| RulesError {
-                    file: e.file.into(),
-                    pointer: String::new(),
-                    problem: err.to_string(),
-                })?,
-                Content::Text(text) => Value::String(text.to_owned()),
-            };
-            mount(&mut merged, e.mount, value);
-        }
-        // The embedded defaults alone are not re-validated on every start
-        // (`RuleSet::validate`, run by the test suite and `doctor`, does it):
-        // a hook call must stay a process start plus a few reads. Every
-        // override layer is validated together with what it merges into.
         let mut sources = vec!["embedded".to_owned()];
+        if layers.is_empty() && repo.is_none() {
+            // The embedded defaults alone are neither parsed as a whole nor
+            // re-validated on every start (`RuleSet::validate`, run by the
+            // test suite and `doctor`, does it): a hook call must stay a
+            // process start plus a few reads.
+            return Ok(RuleSet {
+                doc: Document::embedded(),
+                digest: OnceLock::new(),
+                sources,
+                relaxations: Vec::new(),
+            });
+        }
+        // Every override layer is validated together with what it merges into.
+        let mut merged = embedded_document()?;
         for layer in layers {
             let overlay = parse_layer(layer)?;
             deep_merge(&mut merged, &overlay);
@@ -362,11 +456,37 @@ impl RuleSet {
             sources.push(format!("{} (tighten-only)", layer.name));
         }
         Ok(RuleSet {
-            merged,
-            digest: std::sync::OnceLock::new(),
+            doc: Document::Merged(merged),
+            digest: OnceLock::new(),
             sources,
             relaxations,
         })
+    }
+
+    /// The value of the top-level family `key` (`None` when the document has
+    /// no such key).
+    fn top(&self, key: &str) -> Result<Option<&Value>, RulesError> {
+        match &self.doc {
+            Document::Merged(merged) => Ok(merged.get(key)),
+            Document::Embedded(slots) => {
+                let Some(i) = FAMILIES.iter().position(|f| f.key == key) else {
+                    return Ok(None);
+                };
+                if slots[i].get().is_none() {
+                    let value = embedded_family_value(key)?;
+                    let _ = slots[i].set(value);
+                }
+                Ok(slots[i].get().filter(|v| !v.is_null()))
+            }
+        }
+    }
+
+    /// The whole merged document.
+    fn whole(&self) -> Result<std::borrow::Cow<'_, Value>, RulesError> {
+        match &self.doc {
+            Document::Merged(merged) => Ok(std::borrow::Cow::Borrowed(merged)),
+            Document::Embedded(_) => Ok(std::borrow::Cow::Owned(embedded_document()?)),
+        }
     }
 
     /// Repository values that were ignored because they do not tighten
@@ -377,15 +497,16 @@ impl RuleSet {
 
     /// The merged document.
     #[cfg(test)]
-    pub(crate) fn merged(&self) -> &Value {
-        &self.merged
+    pub(crate) fn merged(&self) -> Value {
+        self.whole().expect("embedded rules parse").into_owned()
     }
 
     /// Validates every family of the merged document (the embedded defaults
     /// included), as `load` does for each override layer.
     pub fn validate(&self) -> Result<(), RulesError> {
         let blame_embedded = self.sources.len() == 1;
-        validate_all(&self.merged, &|p| {
+        let merged = self.whole()?;
+        validate_all(&merged, &|p| {
             if blame_embedded {
                 embedded_file_for(p)
             } else {
@@ -402,7 +523,7 @@ impl RuleSet {
 
     /// The typed value of one family.
     pub fn family<T: RuleFamily>(&self) -> Result<T, RulesError> {
-        let value = self.merged.get(T::KEY).unwrap_or(&Value::Null);
+        let value = self.top(T::KEY)?.unwrap_or(&Value::Null);
         parse_family(value).map_err(|p| RulesError {
             file: embedded_file_for(&format!("/{}", T::KEY)),
             pointer: format!("/{}{}", T::KEY, p.pointer),
@@ -410,18 +531,49 @@ impl RuleSet {
         })
     }
 
+    /// The typed value at `pointer` inside a family (`/texts/ulw-loop`),
+    /// `None` when absent. With the embedded defaults alone, a pointer that
+    /// is exactly one embedded file's mount point (and no other file mounts
+    /// above or below it) is read from that file only, so an engine command
+    /// parses one profile's texts, not every profile's.
+    pub fn part<T: DeserializeOwned>(&self, pointer: &str) -> Result<Option<T>, RulesError> {
+        let located = |p: Problem| RulesError {
+            file: embedded_file_for(pointer),
+            pointer: format!("{pointer}{}", p.pointer),
+            problem: p.problem,
+        };
+        if let Document::Embedded(slots) = &self.doc
+            && let Some(key) = pointer[1.min(pointer.len())..].split('/').next()
+            && let Some(i) = FAMILIES.iter().position(|f| f.key == key)
+            && slots[i].get().is_none()
+            && let Some(file) = sole_file_at(pointer)
+        {
+            let value = embedded_value(file)?;
+            return parse_family(&value).map(Some).map_err(located);
+        }
+        match self.pointer(pointer) {
+            Some(value) => parse_family(value).map(Some).map_err(located),
+            None => Ok(None),
+        }
+    }
+
     /// A raw value by JSON pointer (for text templates and data lookups).
     pub fn pointer(&self, pointer: &str) -> Option<&Value> {
-        self.merged.pointer(pointer)
+        let rest = pointer.strip_prefix('/')?;
+        let (key, below) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
+        };
+        let key = key.replace("~1", "/").replace("~0", "~");
+        self.top(&key).ok().flatten()?.pointer(below)
     }
 
     /// `sha256:<hex>` of the canonical merged document (computed on first use).
     pub fn digest(&self) -> &str {
         self.digest.get_or_init(|| {
-            format!(
-                "sha256:{}",
-                sha256_hex(json::canonical(&self.merged).as_bytes())
-            )
+            let merged = self.whole().map(std::borrow::Cow::into_owned);
+            let merged = merged.unwrap_or(Value::Null);
+            format!("sha256:{}", sha256_hex(json::canonical(&merged).as_bytes()))
         })
     }
 
@@ -617,6 +769,49 @@ mod tests {
         let ev: EvidenceRules = rules.family().unwrap();
         assert_eq!(ev.evidence_root, ".omo/evidence");
         assert!(rules.digest().starts_with("sha256:"));
+    }
+
+    /// Assembling one family from its embedded files gives exactly what the
+    /// whole document holds under its key (values and key order).
+    #[test]
+    fn each_embedded_family_equals_its_part_of_the_whole_document() {
+        let whole = embedded_document().unwrap();
+        let keys: Vec<&String> = whole.as_object().unwrap().keys().collect();
+        for f in FAMILIES {
+            assert!(keys.iter().any(|k| *k == f.key), "{} is embedded", f.key);
+        }
+        for key in keys {
+            let part = embedded_family_value(key).unwrap();
+            assert_eq!(
+                serde_json::to_string(&part).unwrap(),
+                serde_json::to_string(&whole[key.as_str()]).unwrap(),
+                "{key}"
+            );
+        }
+        let rules = RuleSet::embedded().unwrap();
+        assert_eq!(
+            rules.pointer("/texts/ulw-loop"),
+            whole.pointer("/texts/ulw-loop")
+        );
+        assert_eq!(rules.pointer("/no-such-family/x"), None);
+        // One file read alone equals its part of the whole document.
+        let texts: Option<Value> = RuleSet::embedded()
+            .unwrap()
+            .part("/texts/ulw-loop")
+            .unwrap();
+        assert_eq!(texts.as_ref(), whole.pointer("/texts/ulw-loop"));
+        assert!(sole_file_at("/texts/ulw-loop").is_some());
+        assert!(
+            sole_file_at("/gates").is_none(),
+            "several files mount below"
+        );
+        assert!(sole_file_at("/hooks").is_none(), "merged at the top");
+        let none: Option<Value> = rules.part("/texts/no-such-profile").unwrap();
+        assert_eq!(none, None);
+        assert_eq!(
+            rules.digest(),
+            format!("sha256:{}", sha256_hex(json::canonical(&whole).as_bytes()))
+        );
     }
 
     #[test]

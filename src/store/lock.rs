@@ -295,6 +295,30 @@ mod tests {
         assert!(!dir.exists(".mutation.lock"));
     }
 
+    /// A waiter keeps trying within its wait and takes the lock once the
+    /// holder releases (and deletes) the file: it then holds a live lock file
+    /// of its own that excludes a third process.
+    #[test]
+    fn a_waiter_takes_the_lock_when_the_holder_releases() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let held = MutationLock::acquire(&dir, ".mutation.lock", &opts(100)).unwrap();
+        let waiter = {
+            let dir = dir.try_clone().unwrap();
+            std::thread::spawn(move || MutationLock::acquire(&dir, ".mutation.lock", &opts(60_000)))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        held.release().unwrap();
+        let got = waiter.join().unwrap().unwrap();
+        assert!(dir.exists(".mutation.lock"));
+        assert!(matches!(
+            MutationLock::acquire(&dir, ".mutation.lock", &opts(30)),
+            Err(LockError::Timeout { .. })
+        ));
+        got.release().unwrap();
+        assert!(!dir.exists(".mutation.lock"));
+    }
+
     /// docs/threat-model.md#i3: a holder record and a modification time in the future are not a
     /// lock (today's main waited on such a file forever).
     #[test]

@@ -174,6 +174,10 @@ impl GateBook {
 }
 
 fn typed<T: DeserializeOwned>(value: &Value, at: &str) -> Result<T, Problem> {
+    // The plain decoder first; the path-tracking one only to locate an error.
+    if let Ok(parsed) = T::deserialize(value) {
+        return Ok(parsed);
+    }
     serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
         let mut pointer = at.to_owned();
         for seg in e.path().iter() {
