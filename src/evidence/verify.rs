@@ -630,12 +630,13 @@ fn run_jobs(
 ) {
     let jobs: Vec<Job> = jobs.into_values().collect();
     let checks = root.checks;
-    let results: Vec<Result<HashedFile, FileProblem>> = parallel::map(&jobs, |job| {
-        if deadline.is_some_and(|d| Instant::now() > d) {
-            return Err(FileProblem::Deadline);
-        }
-        open::verify_file(&root.dir, &job.path, &checks, deadline)
-    });
+    let results: Vec<Result<HashedFile, FileProblem>> =
+        parallel::map_runs(&jobs, open::ParentCache::default, |parents, job| {
+            if deadline.is_some_and(|d| Instant::now() > d) {
+                return Err(FileProblem::Deadline);
+            }
+            open::verify_file_cached(&root.dir, &job.path, &checks, deadline, parents)
+        });
     let mut timed_out = false;
     for (job, result) in jobs.iter().zip(results) {
         let fields: Vec<&str> = job.expected.iter().map(|(f, _)| f.as_str()).collect();
