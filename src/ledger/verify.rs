@@ -144,8 +144,17 @@ pub fn verify_chain(
     foreign: ForeignSeverity,
     visit: &mut dyn FnMut(u64, &Value),
 ) -> io::Result<ChainReport> {
+    verify_chain_with(r, foreign, visit, verify_threads())
+}
+
+/// [`verify_chain`] on `threads` threads (fewer than 2: on the caller's).
+fn verify_chain_with(
+    r: &mut dyn BufRead,
+    foreign: ForeignSeverity,
+    visit: &mut dyn FnMut(u64, &Value),
+    threads: usize,
+) -> io::Result<ChainReport> {
     let mut link = Link::new(foreign);
-    let threads = verify_threads();
     if threads < 2 {
         let mut block = Vec::with_capacity(BLOCK + 64 * 1024);
         loop {
@@ -491,6 +500,46 @@ mod tests {
                 (Code::LedgerNotChained, None)
             ]
         );
+    }
+
+    #[test]
+    fn threads_do_not_change_findings_or_visits() {
+        // Several blocks of records with every kind of damage spread over
+        // them, ending in a torn tail.
+        let pad = "p".repeat(300);
+        let many: Vec<Map<String, Value>> = (0..12_000)
+            .map(|i| serde_json::from_value(json!({"kind": "k", "i": i, "revision": i % 5000, "pad": pad})).unwrap())
+            .collect();
+        let (mut bytes, _) = chain_records(0, None, &many);
+        assert!(bytes.len() > 3 * BLOCK);
+        let mut cut = |at: usize, with: &[u8]| {
+            let line_start = bytes[..at].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+            bytes.splice(line_start..line_start, with.iter().copied());
+        };
+        cut(BLOCK / 2, b"{\"foreign\":true}\n");
+        cut(BLOCK + 17, b"[1,2]\n\n   \n");
+        cut(2 * BLOCK + 5, b"not json\n");
+        let i = 3 * BLOCK / 2;
+        bytes[i] = if bytes[i] == b'p' { b'q' } else { b'p' };
+        bytes.extend_from_slice(b"{\"torn");
+        let run = |threads| {
+            let mut seen = Vec::new();
+            let rep = verify_chain_with(
+                &mut &bytes[..],
+                ForeignSeverity::Warning,
+                &mut |line, v| seen.push((line, v.get("i").cloned())),
+                threads,
+            )
+            .unwrap();
+            (rep, seen)
+        };
+        let (one, one_seen) = run(1);
+        assert!(one.findings.len() >= 5, "{:?}", one.findings);
+        for threads in [2, 3, 8] {
+            let (many, many_seen) = run(threads);
+            assert_eq!(many, one, "{threads} threads");
+            assert_eq!(many_seen, one_seen, "{threads} threads");
+        }
     }
 
     #[test]
