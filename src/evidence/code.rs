@@ -197,6 +197,7 @@ codes! {
     UserDecisionUnverified = "USER_DECISION_UNVERIFIED", Warning, "A plan records a user decision (waiver, supersede or unblock with `--user-decision`) that no `user_decision_verified` gate-ledger record backs: the user-prompt witness never saw the user make it (a failure with `--strict`).";
     UserDecisionVerified = "USER_DECISION_VERIFIED", Info, "A plan's user decision is backed by a `user_decision_verified` gate-ledger record: a user prompt of the session carried it before it was recorded.";
     RunWaived = "RUN_WAIVED", Info, "Every goal of the plan was waived by a user decision: the run ended as waived, not complete (no final gate passed).";
+    SteeringKeyReaccepted = "STEERING_KEY_REACCEPTED", Fail, "A chained steering entry was accepted under an idempotency key or prompt signature an earlier chained entry of the same ledger had already been accepted under: the engine's dedupe was bypassed (its key index `.ledger.keys`/`.ledger.keyhash` edited), so one proposal was applied twice.";
     LedgerIndexMismatch = "LEDGER_INDEX_MISMATCH", Fail, "`.ledger.idx` names a last record the ledger no longer holds at that offset (or a longer ledger): the ledger was rewritten after the engine last wrote it, e.g. its last record edited in place.";
     // threat-model.md I8: `--base REF`, recorded history is append-only against git.
     LedgerRewritten = "LEDGER_REWRITTEN", Fail, "With `--base REF`: a ledger present at REF does not keep REF's bytes as its prefix at HEAD (cut, edited or re-chained), and no archived run of the engine holds them.";

@@ -311,6 +311,36 @@ pub struct Sources<'a> {
     pub max_record: u64,
 }
 
+/// Offsets of the slots tagged like `key`, up to the first empty slot.
+fn probe(table: &mut File, h: &Header, key: &str) -> io::Result<Vec<u64>> {
+    let t = tag(key);
+    let mask = h.slots - 1;
+    let mut candidates = Vec::new();
+    let mut i = t & mask;
+    let mut seen = 0u64;
+    while seen < h.slots {
+        let n = PROBE_CHUNK.min(h.slots - i);
+        let mut chunk = vec![0u8; (n * SLOT) as usize];
+        table.seek(SeekFrom::Start(HEADER + i * SLOT))?;
+        table.read_exact(&mut chunk)?;
+        for s in chunk.chunks_exact(SLOT as usize) {
+            let st = u64::from_le_bytes(s[..8].try_into().expect("8"));
+            if st == 0 {
+                return Ok(candidates);
+            }
+            if st == t {
+                candidates.push(u64::from_le_bytes(s[8..].try_into().expect("8")));
+            }
+            seen += 1;
+            if seen >= h.slots {
+                break;
+            }
+        }
+        i = (i + n) & mask;
+    }
+    Ok(candidates)
+}
+
 /// Looks `key` up: probes the table, reads each candidate line, and checks
 /// every line carrying the key against its ledger record.
 pub fn lookup(src: &Sources<'_>, key: &str) -> io::Result<Lookup> {
@@ -328,31 +358,7 @@ pub fn lookup(src: &Sources<'_>, key: &str) -> io::Result<Lookup> {
     if h.keys_bytes != src.keys_bytes {
         return Ok(Lookup::Stale);
     }
-    let t = tag(key);
-    let mask = h.slots - 1;
-    let mut candidates = Vec::new();
-    let mut i = t & mask;
-    let mut seen = 0u64;
-    'probe: while seen < h.slots {
-        let n = PROBE_CHUNK.min(h.slots - i);
-        let mut chunk = vec![0u8; (n * SLOT) as usize];
-        table.seek(SeekFrom::Start(HEADER + i * SLOT))?;
-        table.read_exact(&mut chunk)?;
-        for s in chunk.chunks_exact(SLOT as usize) {
-            let st = u64::from_le_bytes(s[..8].try_into().expect("8"));
-            if st == 0 {
-                break 'probe;
-            }
-            if st == t {
-                candidates.push(u64::from_le_bytes(s[8..].try_into().expect("8")));
-            }
-            seen += 1;
-            if seen >= h.slots {
-                break 'probe;
-            }
-        }
-        i = (i + n) & mask;
-    }
+    let mut candidates = probe(&mut table, &h, key)?;
     if candidates.is_empty() {
         return Ok(Lookup::Found(None));
     }
@@ -431,6 +437,43 @@ mod tests {
         .unwrap();
         assert_eq!(h.used, 3000);
         assert!(h.slots >= 6000);
+    }
+
+    #[test]
+    #[allow(clippy::disallowed_methods)]
+    fn appends_grow_the_table_and_every_key_stays_reachable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let mut keys = Vec::new();
+        let mut offsets = Vec::new();
+        // 700 keys in batches of 7: past half of the first 1,024 slots.
+        for batch in 0..100 {
+            let old = keys.len() as u64;
+            let mut appended = Vec::new();
+            for j in 0..7 {
+                offsets.push(old + appended.len() as u64);
+                let line = format!("{{\"k\":\"k:n{}\",\"d\":null}}\n", batch * 7 + j);
+                appended.extend_from_slice(line.as_bytes());
+            }
+            keys.extend_from_slice(&appended);
+            std::fs::write(tmp.path().join(super::super::state::KEYS), &keys).unwrap();
+            append(&dir, old, &appended).unwrap();
+        }
+        let mut f = open_nofollow(&dir, FILE, false).unwrap();
+        let h = read_header(&mut f).unwrap().unwrap();
+        assert_eq!(h.used, 700);
+        assert_eq!(h.keys_bytes, keys.len() as u64);
+        assert!(h.slots >= 2048, "{h:?}");
+        for (i, off) in offsets.iter().enumerate() {
+            assert_eq!(probe(&mut f, &h, &format!("k:n{i}")).unwrap(), vec![*off]);
+        }
+        assert!(probe(&mut f, &h, "k:absent").unwrap().is_empty());
+        // A table that does not cover the key bytes it is told about is
+        // rebuilt from `.ledger.keys` (here: its first 30 bytes, one line).
+        append(&dir, 10, &keys[10..30]).unwrap();
+        let mut f = open_nofollow(&dir, FILE, false).unwrap();
+        let h = read_header(&mut f).unwrap().unwrap();
+        assert_eq!((h.used, h.keys_bytes), (1, 30));
     }
 
     #[test]
