@@ -165,17 +165,20 @@ fn workload(goals: usize, records: u64) -> (tempfile::TempDir, u64, u64) {
     let dir = tempfile::tempdir_in(base_dir()).unwrap();
     let state = dir.path().join(STATE);
     std::fs::create_dir_all(&state).unwrap();
-    let mut ledger = std::io::BufWriter::new(std::fs::File::create(state.join("ledger.jsonl")).unwrap());
+    let mut ledger =
+        std::io::BufWriter::new(std::fs::File::create(state.join("ledger.jsonl")).unwrap());
     let mut last_seq = 0;
     let mut last_hash: Option<String> = None;
     let mut last = Map::new();
     let mut bytes = 0u64;
     let mut n = 1;
     while n <= records {
-        let batch: Vec<Map<String, Value>> =
-            (n..(n + 1000).min(records + 1)).map(|k| entry(k, goals)).collect();
+        let batch: Vec<Map<String, Value>> = (n..(n + 1000).min(records + 1))
+            .map(|k| entry(k, goals))
+            .collect();
         last = batch.last().unwrap().clone();
-        let (b, recs) = evidence_gate::ledger::chain_records(last_seq, last_hash.as_deref(), &batch);
+        let (b, recs) =
+            evidence_gate::ledger::chain_records(last_seq, last_hash.as_deref(), &batch);
         ledger.write_all(&b).unwrap();
         bytes += b.len() as u64;
         last_seq = recs.last().unwrap().seq;
@@ -293,7 +296,8 @@ fn time_op(
         let env = [("EVIDENCE_GATE_IO_REPORT", report.display().to_string())];
         run(&b.gate, &o.args, root, &o.stdin, &env, home);
         let text = std::fs::read_to_string(&report).unwrap_or_default();
-        let v: Value = serde_json::from_str(text.lines().last().unwrap_or("{}")).unwrap_or(Value::Null);
+        let v: Value =
+            serde_json::from_str(text.lines().last().unwrap_or("{}")).unwrap_or(Value::Null);
         v["file_bytes"].as_u64().unwrap_or(u64::MAX)
     });
     (median_ms(new), None, read)
@@ -315,9 +319,17 @@ fn ops(goals: usize) -> Vec<(&'static str, Box<dyn Fn(usize, &Path) -> Op>)> {
         Box::new(|i, _| Op {
             name: "record-evidence",
             args: s(&[
-                "ulw-loop", "record-evidence", "--goal-id", &gid(0), "--criterion-id",
-                ["C001", "C002", "C003"][i % 3], "--status", "pass", "--evidence",
-                &format!("rerun {i}: 14 passed"), "--json",
+                "ulw-loop",
+                "record-evidence",
+                "--goal-id",
+                &gid(0),
+                "--criterion-id",
+                ["C001", "C002", "C003"][i % 3],
+                "--status",
+                "pass",
+                "--evidence",
+                &format!("rerun {i}: 14 passed"),
+                "--json",
             ]),
             stdin: Vec::new(),
             hook: false,
@@ -327,9 +339,19 @@ fn ops(goals: usize) -> Vec<(&'static str, Box<dyn Fn(usize, &Path) -> Op>)> {
     let t2 = target.clone();
     let note = move |key: String, target: &str| {
         s(&[
-            "ulw-loop", "steer", "--kind", "annotate_ledger", "--goal-id", target,
-            "--idempotency-key", &key, "--evidence", "observed a slow query in staging",
-            "--rationale", "record it for the reviewers", "--json",
+            "ulw-loop",
+            "steer",
+            "--kind",
+            "annotate_ledger",
+            "--goal-id",
+            target,
+            "--idempotency-key",
+            &key,
+            "--evidence",
+            "observed a slow query in staging",
+            "--rationale",
+            "record it for the reviewers",
+            "--json",
         ])
     };
     v.push((
@@ -367,7 +389,14 @@ fn ops(goals: usize) -> Vec<(&'static str, Box<dyn Fn(usize, &Path) -> Op>)> {
         "hook user-prompt-submit (steering)",
         Box::new(|i, root| Op {
             name: "prompt-steer",
-            args: s(&["hook", "user-prompt-submit", "--host", "codex", "--profile", "auto"]),
+            args: s(&[
+                "hook",
+                "user-prompt-submit",
+                "--host",
+                "codex",
+                "--profile",
+                "auto",
+            ]),
             stdin: {
                 let d = json!({"kind": "annotate_ledger", "evidence": format!("perf note {i}"),
                                "rationale": "latency curve"});
@@ -385,8 +414,15 @@ fn ops(goals: usize) -> Vec<(&'static str, Box<dyn Fn(usize, &Path) -> Op>)> {
         Box::new(|i, _| Op {
             name: "checkpoint",
             args: s(&[
-                "ulw-loop", "checkpoint", "--goal-id", &gid(i), "--status", "complete",
-                "--evidence", "part done, tests green", "--codex-goal-json",
+                "ulw-loop",
+                "checkpoint",
+                "--goal-id",
+                &gid(i),
+                "--status",
+                "complete",
+                "--evidence",
+                "part done, tests green",
+                "--codex-goal-json",
                 &json!({"goal": {"objective": objective(), "status": "active"}}).to_string(),
                 "--json",
             ]),
@@ -398,7 +434,9 @@ fn ops(goals: usize) -> Vec<(&'static str, Box<dyn Fn(usize, &Path) -> Op>)> {
 }
 
 fn ratio(new: f64, old: Option<f64>) -> String {
-    old.map_or(String::new(), |o| format!("  baseline {o:>8.2} ms  speed-up {:>5.2}x", o / new))
+    old.map_or(String::new(), |o| {
+        format!("  baseline {o:>8.2} ms  speed-up {:>5.2}x", o / new)
+    })
 }
 
 fn hashing(runs: usize, quick: bool) {
@@ -421,7 +459,8 @@ fn hashing(runs: usize, quick: bool) {
     }
     let bytes = (mb as f64) * 1024.0 * 1024.0;
     let gib = |ms: f64| bytes / (1u64 << 30) as f64 / (ms / 1000.0);
-    let root = cap_std::fs::Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).unwrap();
+    let root =
+        cap_std::fs::Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).unwrap();
     let rel = evidence_gate::sandbox::RelPath::parse("big.bin", Default::default()).unwrap();
     let checks = evidence_gate::sandbox::FileChecks {
         reject_hard_links: true,
@@ -430,7 +469,11 @@ fn hashing(runs: usize, quick: bool) {
     };
     let mut ours = Vec::new();
     let mut openssl = Vec::new();
-    let has_openssl = Command::new("openssl").arg("version").stdout(Stdio::null()).status().is_ok();
+    let has_openssl = Command::new("openssl")
+        .arg("version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok();
     for _ in 0..runs.clamp(3, 7) {
         let t = Instant::now();
         evidence_gate::sandbox::open::verify_file(&root, &rel, &checks, None).unwrap();
@@ -448,7 +491,11 @@ fn hashing(runs: usize, quick: bool) {
     }
     let ours = median_ms(ours);
     println!("hashing: {mb} MiB file (page cache)");
-    println!("  verifier (sandbox::open::verify_file)   {:>8.1} ms  {:>5.2} GiB/s", ours, gib(ours));
+    println!(
+        "  verifier (sandbox::open::verify_file)   {:>8.1} ms  {:>5.2} GiB/s",
+        ours,
+        gib(ours)
+    );
     if has_openssl {
         let o = median_ms(openssl);
         println!(
@@ -459,7 +506,11 @@ fn hashing(runs: usize, quick: bool) {
         println!(
             "  ratio verifier / openssl = {:.2}  (target >= 0.90: {})",
             gib(ours) / gib(o),
-            if gib(ours) / gib(o) >= 0.9 { "met" } else { "MISSED" }
+            if gib(ours) / gib(o) >= 0.9 {
+                "met"
+            } else {
+                "MISSED"
+            }
         );
     }
     // The read-buffer sweep that sized the verifier's per-worker buffer.
@@ -481,14 +532,22 @@ fn hashing(runs: usize, quick: bool) {
             v.push(t.elapsed());
         }
         let m = median_ms(v);
-        println!("  buffer {kib:>5} KiB                          {:>8.1} ms  {:>5.2} GiB/s", m, gib(m));
+        println!(
+            "  buffer {kib:>5} KiB                          {:>8.1} ms  {:>5.2} GiB/s",
+            m,
+            gib(m)
+        );
     }
     // In-memory SHA-256 (no reads): the ceiling.
     let data = std::fs::read(&path).unwrap();
     let t = Instant::now();
     std::hint::black_box(Sha256::digest(&data));
     let m = t.elapsed().as_secs_f64() * 1000.0;
-    println!("  in-memory SHA-256                        {:>8.1} ms  {:>5.2} GiB/s", m, gib(m));
+    println!(
+        "  in-memory SHA-256                        {:>8.1} ms  {:>5.2} GiB/s",
+        m,
+        gib(m)
+    );
 }
 
 fn main() {
@@ -504,14 +563,21 @@ fn main() {
     }
     let started = Instant::now();
     let fl = floor(runs);
-    println!("# evidence-gate performance ({} runs per point{})", runs, if quick { ", quick" } else { "" });
+    println!(
+        "# evidence-gate performance ({} runs per point{})",
+        runs,
+        if quick { ", quick" } else { "" }
+    );
     println!("floor: `true` p50 {fl:.2} ms");
 
     // Start-up: `--version` and a command that loads the rules.
     let empty = tempfile::tempdir().unwrap();
     for (name, args) in [
         ("--version", s(&["--version"])),
-        ("ulw-loop status (no plan)", s(&["ulw-loop", "status", "--json"])),
+        (
+            "ulw-loop status (no plan)",
+            s(&["ulw-loop", "status", "--json"]),
+        ),
     ] {
         let mut new = Vec::new();
         let mut old = Vec::new();
@@ -602,11 +668,19 @@ fn main() {
             audit(&b, base.as_ref(), repo.path(), records, home.path(), quick);
         }
     }
-    println!("\ntotal bench time {:.0} s", started.elapsed().as_secs_f64());
+    println!(
+        "\ntotal bench time {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
 }
 
 fn audit(b: &Bins, base: Option<&Bins>, root: &Path, records: u64, home: &Path, quick: bool) {
-    let args = vec!["--format".to_owned(), "json".to_owned(), "--root".to_owned(), root.display().to_string()];
+    let args = vec![
+        "--format".to_owned(),
+        "json".to_owned(),
+        "--root".to_owned(),
+        root.display().to_string(),
+    ];
     let runs = if quick { 1 } else { 3 };
     let mut one = Vec::new();
     let mut all = Vec::new();

@@ -211,7 +211,8 @@ pub fn view_read_only(
     };
     let (scan, source) = match cached {
         Some(idx)
-            if idx.version == 1 && prefix_matches(&mut file, &idx, len, max_record).map_err(io)? =>
+            if idx.version == 1
+                && prefix_matches(&mut file, &idx, len, max_record).map_err(io)? =>
         {
             if idx.ledger_bytes == len {
                 return Ok(View {

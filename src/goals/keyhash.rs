@@ -25,8 +25,8 @@
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
-use cap_std::fs::{Dir, File, OpenOptions};
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, File, OpenOptions};
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -98,7 +98,10 @@ impl Header {
         let ok = h.slots.is_power_of_two()
             && h.slots >= MIN_SLOTS
             && h.used * 2 <= h.slots
-            && h.slots.checked_mul(SLOT).and_then(|s| s.checked_add(HEADER)) == Some(file_len);
+            && h.slots
+                .checked_mul(SLOT)
+                .and_then(|s| s.checked_add(HEADER))
+                == Some(file_len);
         ok.then_some(h)
     }
 }
@@ -129,7 +132,9 @@ fn read_header(f: &mut File) -> io::Result<Option<Header>> {
 
 /// Slots for `entries` keys: a power of two at least twice as many.
 fn slots_for(entries: u64) -> u64 {
-    (entries.saturating_mul(2)).max(MIN_SLOTS).next_power_of_two()
+    (entries.saturating_mul(2))
+        .max(MIN_SLOTS)
+        .next_power_of_two()
 }
 
 /// Builds a table in memory from `(tag, line offset)` pairs.

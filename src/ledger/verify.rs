@@ -508,7 +508,12 @@ mod tests {
         // them, ending in a torn tail.
         let pad = "p".repeat(300);
         let many: Vec<Map<String, Value>> = (0..12_000)
-            .map(|i| serde_json::from_value(json!({"kind": "k", "i": i, "revision": i % 5000, "pad": pad})).unwrap())
+            .map(|i| {
+                serde_json::from_value(
+                    json!({"kind": "k", "i": i, "revision": i % 5000, "pad": pad}),
+                )
+                .unwrap()
+            })
             .collect();
         let (mut bytes, _) = chain_records(0, None, &many);
         assert!(bytes.len() > 3 * BLOCK);

@@ -289,7 +289,11 @@ pub struct ParentCache {
 impl ParentCache {
     /// The parent of `path` (opened without following symlinks, exactly as
     /// [`open_parent`] does) and the leaf name.
-    fn parent<'c>(&'c mut self, root: &Dir, path: &RelPath) -> Result<(&'c Dir, String), FileProblem> {
+    fn parent<'c>(
+        &'c mut self,
+        root: &Dir,
+        path: &RelPath,
+    ) -> Result<(&'c Dir, String), FileProblem> {
         let (parent, leaf) = match path.as_str().rsplit_once('/') {
             Some((p, l)) => (p, l),
             None => ("", path.as_str()),

@@ -78,12 +78,7 @@ pub fn map_runs<T: Sync, R: Send, S>(
                         if first >= items.len() {
                             break;
                         }
-                        for (i, item) in items
-                            .iter()
-                            .enumerate()
-                            .skip(first)
-                            .take(run)
-                        {
+                        for (i, item) in items.iter().enumerate().skip(first).take(run) {
                             out.push((i, f(&mut state, item)));
                         }
                     }
@@ -108,10 +103,14 @@ mod tests {
     #[test]
     fn runs_keep_order_and_state_is_per_worker() {
         let items: Vec<u32> = (0..1000).collect();
-        let out = super::map_runs(&items, || 0u32, |seen, x| {
-            *seen += 1;
-            x * 3
-        });
+        let out = super::map_runs(
+            &items,
+            || 0u32,
+            |seen, x| {
+                *seen += 1;
+                x * 3
+            },
+        );
         assert_eq!(out, items.iter().map(|x| x * 3).collect::<Vec<_>>());
     }
 

@@ -114,7 +114,9 @@ fn a_replay_let_through_by_an_emptied_table_is_caught_by_the_audit() {
     note(&repo, "note-1");
     let honest = audit(&repo, &[]);
     assert!(
-        !honest.codes().contains(&"STEERING_KEY_REACCEPTED".to_owned()),
+        !honest
+            .codes()
+            .contains(&"STEERING_KEY_REACCEPTED".to_owned()),
         "{}",
         honest.stdout
     );
