@@ -303,9 +303,11 @@ fn time_op(
     (median_ms(new), None, read)
 }
 
-fn ops(goals: usize) -> Vec<(&'static str, Box<dyn Fn(usize, &Path) -> Op>)> {
-    let mut v: Vec<(&'static str, Box<dyn Fn(usize, &Path) -> Op>)> = Vec::new();
-    v.push((
+/// A labelled operation: run index and repository root → the call.
+type Labelled = (&'static str, Box<dyn Fn(usize, &Path) -> Op>);
+
+fn ops(goals: usize) -> Vec<Labelled> {
+    let mut v: Vec<Labelled> = vec![(
         "status --json",
         Box::new(|_, _| Op {
             name: "status",
@@ -313,7 +315,7 @@ fn ops(goals: usize) -> Vec<(&'static str, Box<dyn Fn(usize, &Path) -> Op>)> {
             stdin: Vec::new(),
             hook: false,
         }),
-    ));
+    )];
     v.push((
         "record-evidence",
         Box::new(|i, _| Op {
