@@ -190,7 +190,9 @@ pub(crate) fn check(
     let mut totals = Totals::default();
     for batch in valid.chunks(BATCH) {
         let results: Vec<Result<HashedFile, FileProblem>> =
-            parallel::map(batch, |(_, p)| open::verify_file(root, p, &checks, None));
+            parallel::map_runs(batch, open::ParentCache::default, |parents, (_, p)| {
+                open::verify_file_cached(root, p, &checks, None, parents)
+            });
         for ((path, _), result) in batch.iter().zip(results) {
             if let Ok(h) = &result {
                 totals.files += 1;

@@ -49,6 +49,10 @@ struct Collected {
     downgrade: binding::Downgrade,
     /// `tamper_acknowledged` entries: `(line, seq, entry)`.
     acknowledged: Vec<(u64, Option<u64>, Value)>,
+    /// Steering keys accepted by chained entries: key → (line, seq).
+    accepted_keys: std::collections::HashMap<String, (u64, u64)>,
+    /// A key accepted again: `(key, first (line, seq), again (line, seq))`.
+    reaccepted: Vec<(String, (u64, u64), (u64, u64))>,
 }
 
 /// How one state directory is judged: the audit's flags and what the
@@ -112,6 +116,21 @@ pub(crate) fn audit(
                     got.finals.push(FinalEntry::of(line, v));
                 }
                 got.downgrade.feed(v);
+                if let Some((seq, _)) = chain_fields(v) {
+                    for k in crate::goals::journal::keys_of(v, None) {
+                        let Some(key) = k.0.get("k").and_then(Value::as_str) else {
+                            continue;
+                        };
+                        match got.accepted_keys.get(key) {
+                            Some(first) => {
+                                got.reaccepted.push((key.to_owned(), *first, (line, seq)));
+                            }
+                            None => {
+                                got.accepted_keys.insert(key.to_owned(), (line, seq));
+                            }
+                        }
+                    }
+                }
                 if kind == Some(binding::TAMPER_ACKNOWLEDGED) {
                     got.acknowledged
                         .push((line, v.get("seq").and_then(Value::as_u64), v.clone()));
@@ -161,6 +180,18 @@ pub(crate) fn audit(
     }
     for f in files.invalid.drain(..) {
         report.push(f);
+    }
+    for (key, (line0, seq0), (line, seq)) in &got.reaccepted {
+        report.push(
+            Finding::new(
+                Code::SteeringKeyReaccepted,
+                Some(&ledger_display),
+                format!(
+                    "line {line} (seq {seq}): steering key `{key}` was already accepted at line {line0} (seq {seq0}); the proposal was applied twice (the key index was edited?)"
+                ),
+            )
+            .with_detail(json!({"line": line, "seq": seq, "key": key, "firstLine": line0, "firstSeq": seq0})),
+        );
     }
     let records = head.as_ref().map_or(0, |(h, _)| h.records);
     if !plan_unreadable {

@@ -608,16 +608,17 @@ fn run_jobs(
     if let Some(p) = progress {
         p.start(jobs.len() as u64);
     }
-    let results: Vec<Result<HashedFile, FileProblem>> = parallel::map(&jobs, |job| {
-        if deadline.is_some_and(|d| Instant::now() > d) {
-            return Err(FileProblem::Deadline);
-        }
-        let r = open::verify_file(&root.dir, &job.path, &checks, deadline);
-        if let Some(p) = progress {
-            p.done(r.as_ref().map_or(0, |h| h.size));
-        }
-        r
-    });
+    let results: Vec<Result<HashedFile, FileProblem>> =
+        parallel::map_runs(&jobs, open::ParentCache::default, |parents, job| {
+            if deadline.is_some_and(|d| Instant::now() > d) {
+                return Err(FileProblem::Deadline);
+            }
+            let r = open::verify_file_cached(&root.dir, &job.path, &checks, deadline, parents);
+            if let Some(p) = progress {
+                p.done(r.as_ref().map_or(0, |h| h.size));
+            }
+            r
+        });
     let mut timed_out = false;
     for (job, result) in jobs.iter().zip(results) {
         let fields: Vec<&str> = job.expected.iter().map(|(f, _)| f.as_str()).collect();

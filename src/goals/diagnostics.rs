@@ -68,6 +68,12 @@ impl Sink {
         Sink(dir.map(Arc::new))
     }
 
+    /// The per-user directory the sink writes to, when there is one (the
+    /// engine's read-only commands keep their ledger-index cache there).
+    pub fn dir(&self) -> Option<&Dir> {
+        self.0.as_deref()
+    }
+
     /// A sink that writes nothing.
     pub fn none() -> Sink {
         Sink(None)

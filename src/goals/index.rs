@@ -172,6 +172,101 @@ pub fn view_of(
     Ok(from_scan(scan, len, Source::FullScan, 0))
 }
 
+/// The head for a read-only command, which never writes the state
+/// directory and never scans a whole ledger on every call: the in-tree index
+/// when it is valid (or valid for a prefix); otherwise a copy of the index
+/// kept in the per-user cache `cache` (keyed by `cache_key`, checked the
+/// same way: the record it names must still hash to its digest at its
+/// offset), brought up to date by parsing the suffix. Only when neither
+/// describes the ledger (a fresh clone, Node-written state, a rewritten
+/// ledger) is it scanned once, and the cache written for the next call.
+pub fn view_read_only(
+    dir: &Dir,
+    paths: &state::StatePaths,
+    name: &str,
+    max_record: u64,
+    cache: Option<&Dir>,
+    cache_key: &str,
+) -> Result<View, GoalError> {
+    let display = paths.file(name);
+    let opened = state::open_file(dir, name, &display)?.map(|(f, m)| (f, m.len()));
+    let Some((mut file, len)) = opened else {
+        return view_of(dir, paths, name, max_record);
+    };
+    let io = |e: std::io::Error| GoalError::io(&display, "read", &e);
+    if let Some(idx) = read_index(dir, paths)
+        && idx.version == 1
+        && keys_len(dir) == Some(idx.keys_bytes)
+        && prefix_matches(&mut file, &idx, len, max_record).map_err(io)?
+    {
+        return view_of(dir, paths, name, max_record);
+    }
+    let Some(cache) = cache else {
+        return view_of(dir, paths, name, max_record);
+    };
+    let cache_name = cached_index_name(cache_key);
+    let cached = match state::read_file(cache, &cache_name, &cache_name, 64 * 1024) {
+        Ok(Some(state::ReadOutcome::Bytes(b))) => serde_json::from_slice::<IndexDoc>(&b).ok(),
+        _ => None,
+    };
+    let (scan, source) = match cached {
+        Some(idx)
+            if idx.version == 1
+                && prefix_matches(&mut file, &idx, len, max_record).map_err(io)? =>
+        {
+            if idx.ledger_bytes == len {
+                return Ok(View {
+                    head: idx.head(),
+                    trailing: Vec::new(),
+                    file_len: len,
+                    source: Source::Index,
+                    new_keys: Vec::new(),
+                    keys_bytes: 0,
+                });
+            }
+            let scan = journal::scan_from(&mut file, idx.head(), len).map_err(io)?;
+            (scan, Source::Suffix)
+        }
+        _ => {
+            let scan = journal::scan_from(&mut file, Head::default(), len).map_err(io)?;
+            (scan, Source::FullScan)
+        }
+    };
+    let doc = doc_of(&scan.head, 0);
+    // A cache outside the workspace: failing to write it costs one scan.
+    let _ = store::atomic_replace(
+        cache,
+        &cache_name,
+        &serde_json::to_vec(&doc).expect("json"),
+        Durability::Cache,
+    );
+    let mut v = from_scan(scan, len, source, 0);
+    v.new_keys.clear();
+    Ok(v)
+}
+
+/// The per-user cache file of a ledger: `ledger-index-<16 hex>.json`, the
+/// digest of `key` (the workspace root, state directory and ledger name).
+pub fn cached_index_name(key: &str) -> String {
+    format!(
+        "ledger-index-{}.json",
+        &crate::digest::sha256_hex(key.as_bytes())[..16]
+    )
+}
+
+fn doc_of(head: &Head, keys_bytes: u64) -> IndexDoc {
+    IndexDoc {
+        version: 1,
+        ledger_bytes: head.len,
+        records: head.records,
+        last_seq: head.last_seq,
+        last_revision: head.last_revision,
+        last_record_offset: head.last_offset,
+        last_record_sha256: head.last_hash.clone(),
+        keys_bytes,
+    }
+}
+
 fn from_scan(scan: Scan, len: u64, source: Source, keys_bytes: u64) -> View {
     View {
         head: scan.head,
@@ -246,6 +341,7 @@ pub fn refresh(
         Source::Missing => {
             remove_quietly(dir, state::INDEX);
             remove_quietly(dir, state::KEYS);
+            remove_quietly(dir, super::keyhash::FILE);
             v.keys_bytes = 0;
         }
         Source::Suffix => {
@@ -261,6 +357,9 @@ pub fn refresh(
             }
             store::atomic_replace(dir, state::KEYS, &bytes, Durability::Cache)
                 .map_err(|e| GoalError::io(&paths.file(state::KEYS), "write", &e))?;
+            // A cache: a table that could not be written is rebuilt from
+            // `.ledger.keys` by the next lookup.
+            let _ = super::keyhash::rebuild_from_lines(dir, &v.new_keys);
             v.keys_bytes = bytes.len() as u64;
             v.new_keys.clear();
             write(dir, paths, &v.head, v.keys_bytes)?;
@@ -289,6 +388,9 @@ pub fn append_keys(
         store::open_append(dir, state::KEYS).map_err(|e| GoalError::io(&display, "open", &e))?;
     f.write_all(&bytes)
         .map_err(|e| GoalError::io(&display, "append to", &e))?;
+    // A cache: a table that could not be updated no longer covers the key
+    // bytes the ledger index names, so the next lookup rebuilds it.
+    let _ = super::keyhash::append(dir, keys_bytes, &bytes);
     Ok(keys_bytes + bytes.len() as u64)
 }
 
@@ -299,17 +401,7 @@ pub fn write(
     head: &Head,
     keys_bytes: u64,
 ) -> Result<(), GoalError> {
-    let doc = IndexDoc {
-        version: 1,
-        ledger_bytes: head.len,
-        records: head.records,
-        last_seq: head.last_seq,
-        last_revision: head.last_revision,
-        last_record_offset: head.last_offset,
-        last_record_sha256: head.last_hash.clone(),
-        keys_bytes,
-    };
-    let bytes = serde_json::to_vec(&doc).expect("json");
+    let bytes = serde_json::to_vec(&doc_of(head, keys_bytes)).expect("json");
     store::atomic_replace(dir, state::INDEX, &bytes, Durability::Cache)
         .map_err(|e| GoalError::io(&paths.file(state::INDEX), "write", &e))
 }

@@ -27,6 +27,7 @@ pub mod hostgoal;
 pub mod index;
 pub mod input;
 pub mod journal;
+pub mod keyhash;
 pub mod lifecycle;
 pub mod loop_state;
 pub mod ops;

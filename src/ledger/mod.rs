@@ -14,7 +14,7 @@ mod verify;
 use serde_json::{Map, Value};
 
 pub use tail::{Tail, read_tail};
-pub use verify::{ChainFinding, ChainReport, ForeignSeverity, verify_chain};
+pub use verify::{ChainFinding, ChainReport, ForeignSeverity, set_verify_threads, verify_chain};
 
 use crate::digest::sha256_hex;
 

@@ -1,6 +1,9 @@
 //! Full chain verification (docs/state-formats.md#ge-2), streaming line by line.
 
+use std::collections::BTreeMap;
 use std::io::{self, BufRead};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, mpsc};
 
 use serde_json::{Value, json};
 
@@ -46,41 +49,245 @@ pub struct ChainReport {
     pub bytes: u64,
 }
 
+/// Threads [`verify_chain`] uses for hashing and parsing records: 0 (the
+/// default) means the machine's available parallelism. Set once by a
+/// binary (`EVIDENCE_GATE_AUDIT_THREADS`), so a benchmark can time the same
+/// code on one thread.
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the number of threads [`verify_chain`] uses (0: all cores).
+pub fn set_verify_threads(n: usize) {
+    THREADS.store(n, Ordering::Relaxed);
+}
+
+fn verify_threads() -> usize {
+    match THREADS.load(Ordering::Relaxed) {
+        0 => std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(8),
+        n => n,
+    }
+}
+
+/// Bytes of whole lines handed to a worker at a time.
+const BLOCK: usize = 1024 * 1024;
+
+/// One physical line, hashed and parsed off the sequential path.
+struct Prepared {
+    /// Bytes consumed, with the `\n`.
+    n: u64,
+    terminated: bool,
+    /// Bytes of the line without the `\n`.
+    len: usize,
+    /// The line holds a non-whitespace byte.
+    record: bool,
+    /// Hash of the line (records only).
+    hash: String,
+    /// The line parsed, when it is a JSON object (records only).
+    value: Option<Value>,
+}
+
+fn prepare(block: &[u8]) -> Vec<Prepared> {
+    block
+        .split_inclusive(|&b| b == b'\n')
+        .map(|raw| {
+            let terminated = raw.last() == Some(&b'\n');
+            let line = if terminated {
+                &raw[..raw.len() - 1]
+            } else {
+                raw
+            };
+            let record = is_record(line);
+            let (hash, value) = if record {
+                (
+                    record_hash(line),
+                    serde_json::from_slice::<Value>(line)
+                        .ok()
+                        .filter(Value::is_object),
+                )
+            } else {
+                (String::new(), None)
+            };
+            Prepared {
+                n: raw.len() as u64,
+                terminated,
+                len: line.len(),
+                record,
+                hash,
+                value,
+            }
+        })
+        .collect()
+}
+
+/// Reads whole lines into `block` until it holds at least [`BLOCK`] bytes
+/// or the input ends; `false` at the end of the input.
+fn fill(r: &mut dyn BufRead, block: &mut Vec<u8>) -> io::Result<bool> {
+    while block.len() < BLOCK {
+        if r.read_until(b'\n', block)? == 0 {
+            return Ok(!block.is_empty());
+        }
+    }
+    Ok(true)
+}
+
 /// Verifies every record of a ledger; `visit` sees each parsed record with its
 /// line number (callers collect `files` arrays, kinds, completion entries).
+///
+/// Hashing and parsing, the bulk of the work, run on worker threads over
+/// blocks of whole lines; linking the chain and `visit` stay sequential, in
+/// file order, on the caller's thread, so findings and visits are the same
+/// whatever the number of threads.
 pub fn verify_chain(
     r: &mut dyn BufRead,
     foreign: ForeignSeverity,
     visit: &mut dyn FnMut(u64, &Value),
 ) -> io::Result<ChainReport> {
-    let mut rep = ChainReport::default();
-    let mut line_no = 0u64;
-    let mut prev_hash: Option<String> = None;
-    let mut chain_started = false;
-    let mut last_chained_seq: Option<u64> = None;
-    let mut max_revision: Option<u64> = None;
-    let mut legacy_before = 0u64;
-    let mut buf = Vec::new();
+    verify_chain_with(r, foreign, visit, verify_threads())
+}
+
+/// [`verify_chain`] on `threads` threads (fewer than 2: on the caller's).
+fn verify_chain_with(
+    r: &mut dyn BufRead,
+    foreign: ForeignSeverity,
+    visit: &mut dyn FnMut(u64, &Value),
+    threads: usize,
+) -> io::Result<ChainReport> {
+    let mut link = Link::new(foreign);
+    if threads < 2 {
+        let mut block = Vec::with_capacity(BLOCK + 64 * 1024);
+        loop {
+            block.clear();
+            if !fill(r, &mut block)? {
+                break;
+            }
+            for p in prepare(&block) {
+                if !link.line(p, visit) {
+                    return Ok(link.finish());
+                }
+            }
+        }
+        return Ok(link.finish());
+    }
+    let (work_tx, work_rx) = mpsc::channel::<(u64, Vec<u8>)>();
+    let work_rx = Mutex::new(work_rx);
+    let (done_tx, done_rx) = mpsc::channel::<(u64, Vec<Prepared>)>();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let done_tx = done_tx.clone();
+            let work_rx = &work_rx;
+            scope.spawn(move || {
+                loop {
+                    // The lock is held only while taking the next block.
+                    let job = match work_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => break,
+                    };
+                    let Ok((id, block)) = job else { break };
+                    if done_tx.send((id, prepare(&block))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        let result = feed(r, &work_tx, &done_rx, threads as u64, &mut link, visit);
+        // Dropping the sender ends the workers; blocks still queued are
+        // prepared and discarded.
+        drop(work_tx);
+        result
+    })?;
+    Ok(link.finish())
+}
+
+/// The caller's side of the parallel scan: keeps up to two blocks per
+/// worker in flight, links the prepared lines in file order.
+fn feed(
+    r: &mut dyn BufRead,
+    work: &mpsc::Sender<(u64, Vec<u8>)>,
+    done: &mpsc::Receiver<(u64, Vec<Prepared>)>,
+    threads: u64,
+    link: &mut Link,
+    visit: &mut dyn FnMut(u64, &Value),
+) -> io::Result<()> {
+    let mut sent = 0u64;
+    let mut next = 0u64;
+    let mut ready: BTreeMap<u64, Vec<Prepared>> = BTreeMap::new();
+    let mut input_done = false;
     loop {
-        buf.clear();
-        let n = r.read_until(b'\n', &mut buf)?;
-        if n == 0 {
-            break;
+        while !input_done && sent - next < 2 * threads {
+            let mut block = Vec::with_capacity(BLOCK + 64 * 1024);
+            if fill(r, &mut block)? {
+                if work.send((sent, block)).is_err() {
+                    return Err(io::Error::other("a ledger verification worker stopped"));
+                }
+                sent += 1;
+            } else {
+                input_done = true;
+            }
         }
-        rep.bytes += n as u64;
-        line_no += 1;
-        let terminated = buf.last() == Some(&b'\n');
-        let line = if terminated {
-            &buf[..buf.len() - 1]
-        } else {
-            &buf[..]
+        if next == sent {
+            return Ok(());
+        }
+        let lines = loop {
+            if let Some(lines) = ready.remove(&next) {
+                break lines;
+            }
+            match done.recv() {
+                Ok((id, lines)) => {
+                    ready.insert(id, lines);
+                }
+                // A worker panicked: the scope re-raises it.
+                Err(_) => return Err(io::Error::other("a ledger verification worker stopped")),
+            }
         };
-        if !is_record(line) {
-            continue;
+        next += 1;
+        for p in lines {
+            if !link.line(p, visit) {
+                return Ok(());
+            }
         }
-        if !terminated {
-            let parsed: Option<Value> = serde_json::from_slice(line).ok();
-            let (code, msg) = if parsed.as_ref().is_some_and(Value::is_object) {
+    }
+}
+
+/// The sequential half of verification: the chain link between records.
+struct Link {
+    rep: ChainReport,
+    foreign: ForeignSeverity,
+    line_no: u64,
+    prev_hash: Option<String>,
+    chain_started: bool,
+    last_chained_seq: Option<u64>,
+    max_revision: Option<u64>,
+    legacy_before: u64,
+}
+
+impl Link {
+    fn new(foreign: ForeignSeverity) -> Link {
+        Link {
+            rep: ChainReport::default(),
+            foreign,
+            line_no: 0,
+            prev_hash: None,
+            chain_started: false,
+            last_chained_seq: None,
+            max_revision: None,
+            legacy_before: 0,
+        }
+    }
+
+    /// Links one line; `false` when verification stops (a torn tail).
+    fn line(&mut self, p: Prepared, visit: &mut dyn FnMut(u64, &Value)) -> bool {
+        let rep = &mut self.rep;
+        rep.bytes += p.n;
+        self.line_no += 1;
+        let line_no = self.line_no;
+        if !p.record {
+            return true;
+        }
+        if !p.terminated {
+            let (code, msg) = if p.value.is_some() {
                 (
                     Code::LedgerUnterminated,
                     "the last record is not terminated by a newline",
@@ -93,18 +300,17 @@ pub fn verify_chain(
             };
             rep.findings.push(ChainFinding {
                 finding: Finding::new(code, None, format!("line {line_no}: {msg}"))
-                    .with_detail(json!({"line": line_no, "bytes": line.len()})),
+                    .with_detail(json!({"line": line_no, "bytes": p.len})),
                 line: Some(line_no),
                 seq: None,
             });
             if code == Code::LedgerTornTail {
-                break;
+                return false;
             }
         }
         rep.records += 1;
-        let hash = record_hash(line);
-        let value: Option<Value> = serde_json::from_slice(line).ok().filter(Value::is_object);
-        match &value {
+        let hash = p.hash;
+        match &p.value {
             None => rep.findings.push(ChainFinding {
                 finding: Finding::new(
                     Code::LedgerRecordInvalid,
@@ -118,7 +324,8 @@ pub fn verify_chain(
             Some(v) => {
                 if let Some((seq, prev)) = chain_fields(v) {
                     rep.chained += 1;
-                    if !chain_started && legacy_before > 0 {
+                    if !self.chain_started && self.legacy_before > 0 {
+                        let legacy_before = self.legacy_before;
                         rep.findings.push(ChainFinding {
                             finding: Finding::new(
                                 Code::LedgerLegacyPrefix,
@@ -130,7 +337,7 @@ pub fn verify_chain(
                             seq: None,
                         });
                     }
-                    let expected_prev = prev_hash.as_deref().unwrap_or(ZERO_HASH);
+                    let expected_prev = self.prev_hash.as_deref().unwrap_or(ZERO_HASH);
                     if prev != expected_prev {
                         rep.findings.push(ChainFinding {
                             finding: Finding::new(
@@ -143,6 +350,7 @@ pub fn verify_chain(
                             seq: Some(seq),
                         });
                     }
+                    let last_chained_seq = self.last_chained_seq;
                     let want = last_chained_seq.map_or(1, |s| s + 1);
                     if seq != want {
                         rep.findings.push(ChainFinding {
@@ -161,6 +369,7 @@ pub fn verify_chain(
                         });
                     }
                     if let Some(rev) = v.get("revision").and_then(Value::as_u64) {
+                        let max_revision = self.max_revision;
                         if max_revision.is_some_and(|m| rev < m) {
                             rep.findings.push(ChainFinding {
                                 finding: Finding::new(
@@ -173,16 +382,16 @@ pub fn verify_chain(
                                 seq: Some(seq),
                             });
                         }
-                        max_revision = Some(max_revision.map_or(rev, |m| m.max(rev)));
+                        self.max_revision = Some(max_revision.map_or(rev, |m| m.max(rev)));
                         rep.last_revision = Some(rev);
                     }
-                    chain_started = true;
-                    last_chained_seq = Some(seq);
+                    self.chain_started = true;
+                    self.last_chained_seq = Some(seq);
                     rep.last_seq = Some(seq);
-                } else if !chain_started {
-                    legacy_before += 1;
+                } else if !self.chain_started {
+                    self.legacy_before += 1;
                 } else {
-                    let sev = match foreign {
+                    let sev = match self.foreign {
                         ForeignSeverity::Error => Severity::Error,
                         ForeignSeverity::Warning => Severity::Warning,
                     };
@@ -201,23 +410,28 @@ pub fn verify_chain(
                 visit(line_no, v);
             }
         }
-        prev_hash = Some(hash.clone());
-        if terminated {
-            rep.head = Some(hash);
+        if p.terminated {
+            rep.head = Some(hash.clone());
         }
+        self.prev_hash = Some(hash);
+        true
     }
-    if rep.records > 0 && rep.chained == 0 {
-        rep.findings.push(ChainFinding {
-            finding: Finding::new(
-                Code::LedgerNotChained,
-                None,
-                "the ledger has no hash-chained records (legacy ledger)",
-            ),
-            line: None,
-            seq: None,
-        });
+
+    fn finish(mut self) -> ChainReport {
+        let rep = &mut self.rep;
+        if rep.records > 0 && rep.chained == 0 {
+            rep.findings.push(ChainFinding {
+                finding: Finding::new(
+                    Code::LedgerNotChained,
+                    None,
+                    "the ledger has no hash-chained records (legacy ledger)",
+                ),
+                line: None,
+                seq: None,
+            });
+        }
+        self.rep
     }
-    Ok(rep)
 }
 
 #[cfg(test)]
@@ -286,6 +500,51 @@ mod tests {
                 (Code::LedgerNotChained, None)
             ]
         );
+    }
+
+    #[test]
+    fn threads_do_not_change_findings_or_visits() {
+        // Several blocks of records with every kind of damage spread over
+        // them, ending in a torn tail.
+        let pad = "p".repeat(300);
+        let many: Vec<Map<String, Value>> = (0..12_000)
+            .map(|i| {
+                serde_json::from_value(
+                    json!({"kind": "k", "i": i, "revision": i % 5000, "pad": pad}),
+                )
+                .unwrap()
+            })
+            .collect();
+        let (mut bytes, _) = chain_records(0, None, &many);
+        assert!(bytes.len() > 3 * BLOCK);
+        let mut cut = |at: usize, with: &[u8]| {
+            let line_start = bytes[..at].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+            bytes.splice(line_start..line_start, with.iter().copied());
+        };
+        cut(BLOCK / 2, b"{\"foreign\":true}\n");
+        cut(BLOCK + 17, b"[1,2]\n\n   \n");
+        cut(2 * BLOCK + 5, b"not json\n");
+        let i = 3 * BLOCK / 2;
+        bytes[i] = if bytes[i] == b'p' { b'q' } else { b'p' };
+        bytes.extend_from_slice(b"{\"torn");
+        let run = |threads| {
+            let mut seen = Vec::new();
+            let rep = verify_chain_with(
+                &mut &bytes[..],
+                ForeignSeverity::Warning,
+                &mut |line, v| seen.push((line, v.get("i").cloned())),
+                threads,
+            )
+            .unwrap();
+            (rep, seen)
+        };
+        let (one, one_seen) = run(1);
+        assert!(one.findings.len() >= 5, "{:?}", one.findings);
+        for threads in [2, 3, 8] {
+            let (many, many_seen) = run(threads);
+            assert_eq!(many, one, "{threads} threads");
+            assert_eq!(many_seen, one_seen, "{threads} threads");
+        }
     }
 
     #[test]

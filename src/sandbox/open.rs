@@ -196,12 +196,42 @@ pub fn hash_handle_with(
     kept: &mut Vec<u8>,
     sink: &mut dyn FnMut(&[u8]),
 ) -> Result<HashedFile, FileProblem> {
+    HASH_BUF.with_borrow_mut(|buf| {
+        if buf.len() != HASH_BUF_BYTES {
+            buf.resize(HASH_BUF_BYTES, 0);
+        }
+        hash_into(file, before, checks, deadline, keep, kept, sink, buf)
+    })
+}
+
+/// Bytes read per `read` while hashing. 256 KiB measured best on the
+/// reference machine among 64 KiB … 1 MiB (`benches/perf.rs` prints the
+/// sweep): large enough that syscalls are a small share, small enough that
+/// the bytes read are still in L2 when SHA-256 consumes them.
+pub const HASH_BUF_BYTES: usize = 256 * 1024;
+
+thread_local! {
+    /// One read buffer per thread (each verifier worker), allocated and
+    /// zeroed once instead of once per file.
+    static HASH_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+#[allow(clippy::too_many_arguments)]
+fn hash_into(
+    file: &mut File,
+    before: &Metadata,
+    checks: &FileChecks,
+    deadline: Option<Instant>,
+    keep: usize,
+    kept: &mut Vec<u8>,
+    sink: &mut dyn FnMut(&[u8]),
+    buf: &mut [u8],
+) -> Result<HashedFile, FileProblem> {
     let start = Stamp::of(before);
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
     let mut total: u64 = 0;
     loop {
-        let n = match file.read(&mut buf) {
+        let n = match file.read(buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -243,6 +273,52 @@ pub fn verify_file(
     deadline: Option<Instant>,
 ) -> Result<HashedFile, FileProblem> {
     let (mut file, meta) = open_leaf(root, path)?;
+    check_handle(&meta, checks)?;
+    hash_handle(&mut file, &meta, checks, deadline, 0, &mut Vec::new())
+}
+
+/// The parent directory of the last file a worker opened, kept open for
+/// its siblings: files are handed out in sorted runs, so most files of a
+/// tree are opened with one `openat` below a handle already held instead
+/// of re-walking every component.
+#[derive(Default)]
+pub struct ParentCache {
+    held: Option<(String, Dir)>,
+}
+
+impl ParentCache {
+    /// The parent of `path` (opened without following symlinks, exactly as
+    /// [`open_parent`] does) and the leaf name.
+    fn parent<'c>(
+        &'c mut self,
+        root: &Dir,
+        path: &RelPath,
+    ) -> Result<(&'c Dir, String), FileProblem> {
+        let (parent, leaf) = match path.as_str().rsplit_once('/') {
+            Some((p, l)) => (p, l),
+            None => ("", path.as_str()),
+        };
+        let hit = matches!(&self.held, Some((p, _)) if p == parent);
+        if !hit {
+            self.held = None;
+            let (dir, _) = open_parent(root, path)?;
+            self.held = Some((parent.to_owned(), dir));
+        }
+        let (_, dir) = self.held.as_ref().expect("held");
+        Ok((dir, leaf.to_owned()))
+    }
+}
+
+/// [`verify_file`] reusing `cache`'s parent handle for siblings.
+pub fn verify_file_cached(
+    root: &Dir,
+    path: &RelPath,
+    checks: &FileChecks,
+    deadline: Option<Instant>,
+    cache: &mut ParentCache,
+) -> Result<HashedFile, FileProblem> {
+    let (parent, leaf) = cache.parent(root, path)?;
+    let (mut file, meta) = open_in(parent, &leaf, path.as_str())?;
     check_handle(&meta, checks)?;
     hash_handle(&mut file, &meta, checks, deadline, 0, &mut Vec::new())
 }

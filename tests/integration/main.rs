@@ -36,6 +36,7 @@ mod goals_concurrency;
 mod goals_durability;
 mod goals_errors;
 mod goals_hostile;
+mod goals_keyhash;
 mod goals_legacy;
 mod goals_omx;
 mod goals_probe;

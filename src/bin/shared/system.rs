@@ -67,6 +67,15 @@ impl Ambient for System {
 
 /// Runs the CLI on the real process streams.
 pub fn run() -> std::process::ExitCode {
+    // Threads hashing and parsing ledger records (0 or unset: every core);
+    // `1` times the same code on one thread (benches/perf.rs). Findings do
+    // not depend on it.
+    if let Some(n) = std::env::var("EVIDENCE_GATE_AUDIT_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        evidence_gate::ledger::set_verify_threads(n);
+    }
     let system = System::new();
     let stdin = io::stdin();
     let stdout = io::stdout();

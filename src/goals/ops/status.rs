@@ -98,7 +98,20 @@ pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome,
     // is still live, its ledger is the renamed one (txn::switch).
     let ledger_file =
         txn::switch::ledger_name(&dir, &engine.paths, engine.profile.limits.max_plan_bytes);
-    let view = index::view_of(&dir, &engine.paths, ledger_file, max)?;
+    let cache_key = format!(
+        "{}\n{}\n{}",
+        engine.root_abs().unwrap_or(""),
+        engine.paths.dir,
+        ledger_file
+    );
+    let view = index::view_read_only(
+        &dir,
+        &engine.paths,
+        ledger_file,
+        max,
+        engine.diagnostics().dir(),
+        &cache_key,
+    )?;
     let head = view.head.clone();
     let a = txn::assess(
         Some(&plan),

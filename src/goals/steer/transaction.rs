@@ -181,8 +181,8 @@ pub fn apply_parsed(
     lock_timeout: Option<Duration>,
 ) -> Result<SteerOutcome, GoalError> {
     let timeout = lock_timeout.unwrap_or(engine.lock_timeout());
-    let (locked, mut plan) = lock_plan_timed(engine, "steer", timeout)?;
-    let index = KeyIndex::load(&locked.dir, &engine.paths, locked.view.keys_bytes)?;
+    let (mut locked, mut plan) = lock_plan_timed(engine, "steer", timeout)?;
+    let index = dedupe::resolve(&mut locked, &[p], "steer")?;
     let now = p
         .text("now")
         .map_or_else(|| locked.now.clone(), str::to_owned);
@@ -307,8 +307,9 @@ pub fn apply_batch(
         .map(|(i, v)| parse_proposal(v, Channel::Batch, defaults, Some(i)))
         .collect::<Result<_, _>>()?;
     let timeout = defaults.lock_timeout.unwrap_or(engine.lock_timeout());
-    let (locked, mut plan) = lock_plan_timed(engine, "steer", timeout)?;
-    let index = KeyIndex::load(&locked.dir, &engine.paths, locked.view.keys_bytes)?;
+    let (mut locked, mut plan) = lock_plan_timed(engine, "steer", timeout)?;
+    let all: Vec<&Proposal> = parsed.iter().collect();
+    let index = dedupe::resolve(&mut locked, &all, "steer")?;
     let original_batches = batches_value(&plan);
     let revision = plan.revision();
     let mut priors: Vec<Prior> = Vec::new();

@@ -217,6 +217,20 @@ impl<'e> Locked<'e> {
         Ok(())
     }
 
+    /// Rebuilds the ledger index, `.ledger.keys` and `.ledger.keyhash` from
+    /// the ledger (a cache found inconsistent while the lock is held); a
+    /// `LEDGER_INDEX_REBUILT` diagnostic names `command`.
+    pub fn rebuild_index(&mut self, command: &str) -> Result<(), GoalError> {
+        let max_record = self.engine.profile.limits.max_ledger_record_bytes;
+        let (view, rebuilt) = index::refresh(&self.dir, &self.engine.paths, max_record, true)?;
+        if rebuilt {
+            super::diagnostics::index_rebuilt(self.engine, command, &view);
+        }
+        self.view = view;
+        self.rebuilt_index |= rebuilt;
+        Ok(())
+    }
+
     /// The engine.
     pub fn engine(&self) -> &'e Engine {
         self.engine
@@ -524,6 +538,7 @@ impl<'e> Locked<'e> {
         }
         index::remove_quietly(&self.dir, state::INDEX);
         index::remove_quietly(&self.dir, state::KEYS);
+        index::remove_quietly(&self.dir, super::keyhash::FILE);
         store::sync_dir(&self.dir).map_err(|e| GoalError::io(&paths.dir, "sync", &e))?;
         self.switching = true;
         self.view = View {

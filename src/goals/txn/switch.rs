@@ -210,6 +210,7 @@ fn start_new_ledger(
     super::super::journal::append(dir, &paths.ledger(), &Head::default(), &entries, max_record)?;
     super::super::index::remove_quietly(dir, state::INDEX);
     super::super::index::remove_quietly(dir, state::KEYS);
+    super::super::index::remove_quietly(dir, super::super::keyhash::FILE);
     Ok(())
 }
 
@@ -285,6 +286,7 @@ pub fn recover(
             .map_err(|e| GoalError::io(&paths.ledger(), "restore", &e))?;
         super::super::index::remove_quietly(dir, state::INDEX);
         super::super::index::remove_quietly(dir, state::KEYS);
+        super::super::index::remove_quietly(dir, super::super::keyhash::FILE);
     }
     let archive = state::open_chain(dir, &p.archive, false)?;
     if let Some(a) = &archive {

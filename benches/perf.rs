@@ -1,0 +1,710 @@
+//! Performance targets of one run, each printed as a ratio against a
+//! baseline measured in the same run (the issue "near the process floor at
+//! any size"; `docs/performance.md` is written from this output):
+//!
+//! * the process floor: spawning `true`; `--version` and every command and
+//!   hook as a multiple of it;
+//! * SHA-256 throughput of the verifier's file hashing against
+//!   `openssl dgst -sha256` on the same file, and the read-buffer sweep
+//!   that sized the verifier's buffer;
+//! * the repository audit on all cores against the same binary forced to
+//!   one thread (`EVIDENCE_GATE_AUDIT_THREADS=1`), with identical reports;
+//! * the curves at 5 / 200 / 2,000 goals (100 records) and 100 / 100k / 1M
+//!   records (200 goals), plus the spec workload (1,000 goals, 100k records),
+//!   for `status`, `steer` (new key and dedupe replay), `checkpoint`,
+//!   `record-evidence`, the Stop hook and the steering prompt hook, with the
+//!   bytes each hook read from files (`EVIDENCE_GATE_IO_REPORT`).
+//!
+//! `PERF_BASELINE_DIR=<dir with evidence-gate and verify-evidence>` times an
+//! older build on the same workloads, interleaved run by run, and prints the
+//! ratio. `PERF_QUICK=1` takes fewer runs and drops the 1M-record workload
+//! (about a minute instead of several). `PERF_RUNS=N` sets the runs.
+//!
+//! Run: `PERF_QUICK=1 cargo bench --bench perf`.
+
+#![allow(clippy::disallowed_methods)]
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+const SID: &str = "perf";
+const STATE: &str = ".omo/ulw-loop/perf";
+const STEERING_EVERY: u64 = 10;
+
+struct Bins {
+    gate: PathBuf,
+    verify: PathBuf,
+}
+
+fn bins() -> (Bins, Option<Bins>) {
+    let new = Bins {
+        gate: PathBuf::from(env!("CARGO_BIN_EXE_evidence-gate")),
+        verify: PathBuf::from(env!("CARGO_BIN_EXE_verify-evidence")),
+    };
+    let base = std::env::var_os("PERF_BASELINE_DIR").map(|d| {
+        let d = PathBuf::from(d);
+        Bins {
+            gate: d.join("evidence-gate"),
+            verify: d.join("verify-evidence"),
+        }
+    });
+    (new, base)
+}
+
+fn base_dir() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+fn gid(i: usize) -> String {
+    format!("G{:04}-implement-part-{i}", i + 1)
+}
+
+fn plan(goals: usize, records: u64, last_entry: &Map<String, Value>) -> Value {
+    let now = "2026-05-01T12:00:00.000Z";
+    let goals: Vec<Value> = (0..goals)
+        .map(|i| {
+            let criteria: Vec<Value> = ["happy", "edge", "regression"]
+                .iter()
+                .enumerate()
+                .map(|(j, model)| {
+                    json!({
+                        "id": format!("C00{}", j + 1),
+                        "scenario": format!("{model} scenario for part {i}: request, response and persisted state agree"),
+                        "userModel": model,
+                        "expectedEvidence": format!("transcript of the {model} run for part {i} with exit status 0"),
+                        "essential": j < 2,
+                        "capturedEvidence": format!("cargo test part_{i}_{model}: ok @tree:abc{i:04}"),
+                        "status": "pass",
+                        "capturedAt": now,
+                    })
+                })
+                .collect();
+            json!({
+                "id": gid(i),
+                "title": format!("Implement part {i} of the service"),
+                "objective": format!("Implement part {i} of the service behind the public API, with tests and docs"),
+                "status": if i == 0 { "in_progress" } else { "pending" },
+                "successCriteria": criteria,
+                "attempt": if i == 0 { 1 } else { 0 },
+                "createdAt": now,
+                "updatedAt": now,
+            })
+        })
+        .collect();
+    json!({
+        "version": 1,
+        "evidenceLayoutVersion": 2,
+        "createdAt": now,
+        "updatedAt": now,
+        "briefPath": format!("{STATE}/brief.md"),
+        "goalsPath": format!("{STATE}/goals.json"),
+        "ledgerPath": format!("{STATE}/ledger.jsonl"),
+        "codexGoalMode": "aggregate",
+        "goals": goals,
+        "codexObjective": objective(),
+        "activeGoalId": gid(0),
+        "revision": records,
+        "profile": "ulw-loop",
+        "sessionId": SID,
+        "gateRules": "lazycodex",
+        "lastMutation": {"revision": records, "fromSeq": records, "entries": [last_entry]},
+    })
+}
+
+fn objective() -> String {
+    format!(
+        "Complete the durable ulw-loop plan in {STATE}/goals.json, including later accepted/appended stories, under the original brief constraints; use {STATE}/ledger.jsonl as the audit trail."
+    )
+}
+
+fn entry(n: u64, goals: usize) -> Map<String, Value> {
+    let goal = gid((n % goals as u64) as usize);
+    let v = if n.is_multiple_of(STEERING_EVERY) {
+        json!({
+            "at": "2026-05-01T12:00:00.000Z", "kind": "steering_accepted",
+            "evidence": format!("observed behaviour {n} in the staging run"),
+            "message": "annotated for the reviewers",
+            "steering": {
+                "kind": "annotate_ledger", "source": "cli", "targetGoalIds": [goal],
+                "evidence": format!("observed behaviour {n} in the staging run"), "rationale": "annotated for the reviewers",
+                "invariant": {"accepted": true, "structuralInvariantAccepted": true, "evidenceBackedNecessity": true,
+                              "noEasierCompletion": true, "rejectedReasons": [], "reasons": []},
+                "idempotencyKey": format!("note-{n}"), "channel": "cli", "proposalDigest": format!("{:064x}", n),
+            },
+            "mutationKind": "annotate_ledger", "goalId": goal, "idempotencyKey": format!("note-{n}"),
+            "channel": "cli", "proposalDigest": format!("{:064x}", n),
+        })
+    } else {
+        json!({
+            "at": "2026-05-01T12:00:00.000Z", "kind": "evidence_captured", "goalId": goal,
+            "criterionId": "C001", "criterionStatus": "pass",
+            "evidence": format!("cargo test part {n}: 14 passed, 0 failed; transcript saved @tree:abc{n:06}"),
+            "capturedEvidence": format!("cargo test part {n}: 14 passed, 0 failed; transcript saved @tree:abc{n:06}"),
+            "before": {"status": "pending"},
+            "after": {"goalId": goal, "criterionId": "C001", "status": "pass", "capturedAt": "2026-05-01T12:00:00.000Z", "prevStatus": "pending"},
+        })
+    };
+    let mut m = v.as_object().unwrap().clone();
+    m.insert("revision".into(), json!(n));
+    m
+}
+
+/// A repository with a plan of `goals` goals and a chained ledger of
+/// `records` records; returns it and the plan and ledger sizes.
+fn workload(goals: usize, records: u64) -> (tempfile::TempDir, u64, u64) {
+    let dir = tempfile::tempdir_in(base_dir()).unwrap();
+    let state = dir.path().join(STATE);
+    std::fs::create_dir_all(&state).unwrap();
+    let mut ledger =
+        std::io::BufWriter::new(std::fs::File::create(state.join("ledger.jsonl")).unwrap());
+    let mut last_seq = 0;
+    let mut last_hash: Option<String> = None;
+    let mut last = Map::new();
+    let mut bytes = 0u64;
+    let mut n = 1;
+    while n <= records {
+        let batch: Vec<Map<String, Value>> = (n..(n + 1000).min(records + 1))
+            .map(|k| entry(k, goals))
+            .collect();
+        last = batch.last().unwrap().clone();
+        let (b, recs) =
+            evidence_gate::ledger::chain_records(last_seq, last_hash.as_deref(), &batch);
+        ledger.write_all(&b).unwrap();
+        bytes += b.len() as u64;
+        last_seq = recs.last().unwrap().seq;
+        last_hash = Some(recs.last().unwrap().hash.clone());
+        n += 1000;
+    }
+    ledger.flush().unwrap();
+    let mut text = serde_json::to_string_pretty(&plan(goals, records, &last)).unwrap();
+    text.push('\n');
+    std::fs::write(state.join("goals.json"), &text).unwrap();
+    std::fs::write(state.join("brief.md"), "- the service\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("transcripts")).unwrap();
+    std::fs::write(dir.path().join("transcripts/parent.jsonl"), "").unwrap();
+    (dir, text.len() as u64, bytes)
+}
+
+/// One process run: wall time, exit code, stdout.
+fn run(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    stdin: &[u8],
+    env: &[(&str, String)],
+    home: &Path,
+) -> (Duration, i32, Vec<u8>) {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .env("HOME", home)
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("OMO_ULW_LOOP_SESSION_ID", SID)
+        .env_remove("CODEX_THREAD_ID")
+        .env_remove("CODEX_SESSION_ID");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let start = Instant::now();
+    let mut child = cmd.spawn().expect("spawn");
+    {
+        let mut si = child.stdin.take().unwrap();
+        let _ = si.write_all(stdin);
+    }
+    let mut out = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+    let status = child.wait().expect("wait");
+    (start.elapsed(), status.code().unwrap_or(-1), out)
+}
+
+fn median_ms(mut v: Vec<Duration>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort();
+    v[v.len() / 2].as_secs_f64() * 1000.0
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| (*x).to_owned()).collect()
+}
+
+fn floor(runs: usize) -> f64 {
+    median_ms(
+        (0..runs.max(30))
+            .map(|_| {
+                let t = Instant::now();
+                Command::new("true").status().unwrap();
+                t.elapsed()
+            })
+            .collect(),
+    )
+}
+
+fn hook_payload(root: &Path, event: &str, extra: Value) -> Vec<u8> {
+    let mut v = json!({"session_id": SID, "turn_id": "perf-turn",
+                       "transcript_path": root.join("transcripts/parent.jsonl"),
+                       "cwd": root, "hook_event_name": event, "model": "gpt-5-codex",
+                       "permission_mode": "default"});
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    v.to_string().into_bytes()
+}
+
+/// One timed operation of the curves.
+struct Op {
+    name: &'static str,
+    args: Vec<String>,
+    stdin: Vec<u8>,
+    /// Read budget applies (hooks).
+    hook: bool,
+}
+
+/// Times `op` `runs` times; for a hook, also the bytes one more call reads.
+fn time_op(
+    b: &Bins,
+    root: &Path,
+    home: &Path,
+    op: &dyn Fn(usize) -> Op,
+    runs: usize,
+) -> (f64, Option<f64>, Option<u64>) {
+    let mut new = Vec::new();
+    for i in 0..runs {
+        let o = op(i);
+        new.push(run(&b.gate, &o.args, root, &o.stdin, &[], home).0);
+    }
+    // The bytes read from files by one more call (hooks only).
+    let o = op(runs);
+    let read = o.hook.then(|| {
+        let report = home.join("io-report.jsonl");
+        let _ = std::fs::remove_file(&report);
+        let env = [("EVIDENCE_GATE_IO_REPORT", report.display().to_string())];
+        run(&b.gate, &o.args, root, &o.stdin, &env, home);
+        let text = std::fs::read_to_string(&report).unwrap_or_default();
+        let v: Value =
+            serde_json::from_str(text.lines().last().unwrap_or("{}")).unwrap_or(Value::Null);
+        v["file_bytes"].as_u64().unwrap_or(u64::MAX)
+    });
+    (median_ms(new), None, read)
+}
+
+/// A labelled operation: run index and repository root → the call.
+type Labelled = (&'static str, Box<dyn Fn(usize, &Path) -> Op>);
+
+fn ops(goals: usize) -> Vec<Labelled> {
+    let mut v: Vec<Labelled> = vec![(
+        "status --json",
+        Box::new(|_, _| Op {
+            name: "status",
+            args: s(&["ulw-loop", "status", "--json"]),
+            stdin: Vec::new(),
+            hook: false,
+        }),
+    )];
+    v.push((
+        "record-evidence",
+        Box::new(|i, _| Op {
+            name: "record-evidence",
+            args: s(&[
+                "ulw-loop",
+                "record-evidence",
+                "--goal-id",
+                &gid(0),
+                "--criterion-id",
+                ["C001", "C002", "C003"][i % 3],
+                "--status",
+                "pass",
+                "--evidence",
+                &format!("rerun {i}: 14 passed"),
+                "--json",
+            ]),
+            stdin: Vec::new(),
+            hook: false,
+        }),
+    ));
+    let target = gid(goals - 1);
+    let t2 = target.clone();
+    let note = move |key: String, target: &str| {
+        s(&[
+            "ulw-loop",
+            "steer",
+            "--kind",
+            "annotate_ledger",
+            "--goal-id",
+            target,
+            "--idempotency-key",
+            &key,
+            "--evidence",
+            "observed a slow query in staging",
+            "--rationale",
+            "record it for the reviewers",
+            "--json",
+        ])
+    };
+    v.push((
+        "steer (new key)",
+        Box::new(move |i, _| Op {
+            name: "steer-new",
+            args: note(format!("perf-new-{i}"), &target),
+            stdin: Vec::new(),
+            hook: false,
+        }),
+    ));
+    v.push((
+        "steer (replay, dedupe hit)",
+        Box::new(move |_, _| Op {
+            name: "steer-replay",
+            args: note("perf-new-0".to_owned(), &t2),
+            stdin: Vec::new(),
+            hook: false,
+        }),
+    ));
+    v.push((
+        "hook stop (live plan)",
+        Box::new(|_, root| Op {
+            name: "stop",
+            args: s(&["hook", "stop", "--host", "codex", "--profile", "auto"]),
+            stdin: hook_payload(
+                root,
+                "Stop",
+                json!({"stop_hook_active": false, "last_assistant_message": "Done for now."}),
+            ),
+            hook: true,
+        }),
+    ));
+    v.push((
+        "hook user-prompt-submit (steering)",
+        Box::new(|i, root| Op {
+            name: "prompt-steer",
+            args: s(&[
+                "hook",
+                "user-prompt-submit",
+                "--host",
+                "codex",
+                "--profile",
+                "auto",
+            ]),
+            stdin: {
+                let d = json!({"kind": "annotate_ledger", "evidence": format!("perf note {i}"),
+                               "rationale": "latency curve"});
+                hook_payload(
+                    root,
+                    "UserPromptSubmit",
+                    json!({"prompt": format!("OMO_ULW_LOOP_STEER: {d}")}),
+                )
+            },
+            hook: true,
+        }),
+    ));
+    v.push((
+        "checkpoint --status complete",
+        Box::new(|i, _| Op {
+            name: "checkpoint",
+            args: s(&[
+                "ulw-loop",
+                "checkpoint",
+                "--goal-id",
+                &gid(i),
+                "--status",
+                "complete",
+                "--evidence",
+                "part done, tests green",
+                "--codex-goal-json",
+                &json!({"goal": {"objective": objective(), "status": "active"}}).to_string(),
+                "--json",
+            ]),
+            stdin: Vec::new(),
+            hook: false,
+        }),
+    ));
+    v
+}
+
+fn ratio(new: f64, old: Option<f64>) -> String {
+    old.map_or(String::new(), |o| {
+        format!("  baseline {o:>8.2} ms  speed-up {:>5.2}x", o / new)
+    })
+}
+
+fn hashing(runs: usize, quick: bool) {
+    let mb = if quick { 128 } else { 512 };
+    let dir = tempfile::tempdir_in(base_dir()).unwrap();
+    let path = dir.path().join("big.bin");
+    {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut chunk = vec![0u8; 1 << 20];
+        for _ in 0..mb {
+            for b in chunk.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = x as u8;
+            }
+            f.write_all(&chunk).unwrap();
+        }
+    }
+    let bytes = (mb as f64) * 1024.0 * 1024.0;
+    let gib = |ms: f64| bytes / (1u64 << 30) as f64 / (ms / 1000.0);
+    let root =
+        cap_std::fs::Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).unwrap();
+    let rel = evidence_gate::sandbox::RelPath::parse("big.bin", Default::default()).unwrap();
+    let checks = evidence_gate::sandbox::FileChecks {
+        reject_hard_links: true,
+        max_bytes: u64::MAX,
+        reject_empty: true,
+    };
+    let mut ours = Vec::new();
+    let mut openssl = Vec::new();
+    let has_openssl = Command::new("openssl")
+        .arg("version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok();
+    for _ in 0..runs.clamp(3, 7) {
+        let t = Instant::now();
+        evidence_gate::sandbox::open::verify_file(&root, &rel, &checks, None).unwrap();
+        ours.push(t.elapsed());
+        if has_openssl {
+            let t = Instant::now();
+            Command::new("openssl")
+                .args(["dgst", "-sha256"])
+                .arg(&path)
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            openssl.push(t.elapsed());
+        }
+    }
+    let ours = median_ms(ours);
+    println!("hashing: {mb} MiB file (page cache)");
+    println!(
+        "  verifier (sandbox::open::verify_file)   {:>8.1} ms  {:>5.2} GiB/s",
+        ours,
+        gib(ours)
+    );
+    if has_openssl {
+        let o = median_ms(openssl);
+        println!(
+            "  openssl dgst -sha256 (process)           {:>8.1} ms  {:>5.2} GiB/s",
+            o,
+            gib(o)
+        );
+        println!(
+            "  ratio verifier / openssl = {:.2}  (target >= 0.90: {})",
+            gib(ours) / gib(o),
+            if gib(ours) / gib(o) >= 0.9 {
+                "met"
+            } else {
+                "MISSED"
+            }
+        );
+    }
+    // The read-buffer sweep that sized the verifier's per-worker buffer.
+    for kib in [64usize, 128, 256, 512, 1024] {
+        let mut buf = vec![0u8; kib * 1024];
+        let mut v = Vec::new();
+        for _ in 0..3 {
+            let t = Instant::now();
+            let mut f = std::fs::File::open(&path).unwrap();
+            let mut h = Sha256::new();
+            loop {
+                let n = f.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                h.update(&buf[..n]);
+            }
+            std::hint::black_box(h.finalize());
+            v.push(t.elapsed());
+        }
+        let m = median_ms(v);
+        println!(
+            "  buffer {kib:>5} KiB                          {:>8.1} ms  {:>5.2} GiB/s",
+            m,
+            gib(m)
+        );
+    }
+    // In-memory SHA-256 (no reads): the ceiling.
+    let data = std::fs::read(&path).unwrap();
+    let t = Instant::now();
+    std::hint::black_box(Sha256::digest(&data));
+    let m = t.elapsed().as_secs_f64() * 1000.0;
+    println!(
+        "  in-memory SHA-256                        {:>8.1} ms  {:>5.2} GiB/s",
+        m,
+        gib(m)
+    );
+}
+
+fn main() {
+    let quick = std::env::var_os("PERF_QUICK").is_some();
+    let runs: usize = std::env::var("PERF_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if quick { 7 } else { 30 });
+    let (b, base) = bins();
+    let home = tempfile::tempdir().unwrap();
+    for d in ["state", "config"] {
+        std::fs::create_dir_all(home.path().join(d)).unwrap();
+    }
+    let started = Instant::now();
+    let fl = floor(runs);
+    println!(
+        "# evidence-gate performance ({} runs per point{})",
+        runs,
+        if quick { ", quick" } else { "" }
+    );
+    println!("floor: `true` p50 {fl:.2} ms");
+
+    // Start-up: `--version` and a command that loads the rules.
+    let empty = tempfile::tempdir().unwrap();
+    for (name, args) in [
+        ("--version", s(&["--version"])),
+        (
+            "ulw-loop status (no plan)",
+            s(&["ulw-loop", "status", "--json"]),
+        ),
+    ] {
+        let mut new = Vec::new();
+        let mut old = Vec::new();
+        for _ in 0..runs.max(30) {
+            new.push(run(&b.gate, &args, empty.path(), b"", &[], home.path()).0);
+            if let Some(bb) = &base {
+                old.push(run(&bb.gate, &args, empty.path(), b"", &[], home.path()).0);
+            }
+        }
+        let n = median_ms(new);
+        let o = (!old.is_empty()).then(|| median_ms(old));
+        println!(
+            "start-up {name:<34} {n:>8.2} ms  floor_ratio {:>5.2} (target <= 2.5){}",
+            n / fl,
+            ratio(n, o)
+        );
+    }
+
+    hashing(runs, quick);
+
+    // Curves. (goals, records); the spec workload last.
+    let mut points: Vec<(usize, u64)> = vec![(5, 100), (200, 100), (2000, 100), (200, 100_000)];
+    if !quick {
+        points.push((200, 1_000_000));
+    }
+    points.push((1000, 100_000));
+    let mut audit_done = false;
+    for (goals, records) in points {
+        let t = Instant::now();
+        let (repo, plan_bytes, ledger_bytes) = workload(goals, records);
+        let base_repo = base.as_ref().map(|_| {
+            let d = tempfile::tempdir_in(base_dir()).unwrap();
+            let st = Command::new("cp")
+                .arg("-a")
+                .arg(repo.path().join("."))
+                .arg(d.path())
+                .status()
+                .unwrap();
+            assert!(st.success());
+            d
+        });
+        println!(
+            "\n## {goals} goals, {records} records (goals.json {:.2} MB, ledger {:.1} MB; generated in {:.1} s)",
+            plan_bytes as f64 / 1e6,
+            ledger_bytes as f64 / 1e6,
+            t.elapsed().as_secs_f64()
+        );
+        for (label, op) in ops(goals) {
+            let n = if label.starts_with("checkpoint") {
+                runs.min(goals - 1)
+            } else {
+                runs
+            };
+            let root = repo.path();
+            let br = base_repo.as_ref().map(|d| d.path());
+            let op_new = |i: usize| op(i, root);
+            let (new, old, read) = if let (Some(bb), Some(br)) = (base.as_ref(), br) {
+                // The baseline's payloads name its own copy of the repository.
+                let mut new = Vec::new();
+                let mut old = Vec::new();
+                for i in 0..n {
+                    let o = op(i, root);
+                    new.push(run(&b.gate, &o.args, root, &o.stdin, &[], home.path()).0);
+                    let o = op(i, br);
+                    old.push(run(&bb.gate, &o.args, br, &o.stdin, &[], home.path()).0);
+                }
+                let (_, _, read) = time_op(&b, root, home.path(), &op_new, 0);
+                (median_ms(new), Some(median_ms(old)), read)
+            } else {
+                time_op(&b, root, home.path(), &op_new, n)
+            };
+            let name = op(0, root).name;
+            let read = read.map_or(String::new(), |r| {
+                format!(
+                    "  read {:>9} B (<= 1 MiB: {})",
+                    r,
+                    if r <= 1 << 20 { "met" } else { "MISSED" }
+                )
+            });
+            println!(
+                "{name:<16} {label:<36} {new:>8.2} ms  floor_ratio {:>6.2}{}{read}",
+                new / fl,
+                ratio(new, old)
+            );
+        }
+        if (records >= 100_000 && !audit_done) || records >= 1_000_000 {
+            audit_done = true;
+            audit(&b, base.as_ref(), repo.path(), records, home.path(), quick);
+        }
+    }
+    println!(
+        "\ntotal bench time {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+fn audit(b: &Bins, base: Option<&Bins>, root: &Path, records: u64, home: &Path, quick: bool) {
+    let args = vec![
+        "--format".to_owned(),
+        "json".to_owned(),
+        "--root".to_owned(),
+        root.display().to_string(),
+    ];
+    let runs = if quick { 1 } else { 3 };
+    let mut one = Vec::new();
+    let mut all = Vec::new();
+    let mut old = Vec::new();
+    let mut reports = Vec::new();
+    for _ in 0..runs {
+        let env1 = [("EVIDENCE_GATE_AUDIT_THREADS", "1".to_owned())];
+        let (d, _, out1) = run(&b.verify, &args, root, b"", &env1, home);
+        one.push(d);
+        let (d, _, out) = run(&b.verify, &args, root, b"", &[], home);
+        all.push(d);
+        reports.push(out1 == out);
+        if let Some(bb) = base {
+            old.push(run(&bb.verify, &args, root, b"", &[], home).0);
+        }
+    }
+    let (o, a) = (median_ms(one), median_ms(all));
+    println!(
+        "audit {records} records: one thread {o:.0} ms, all cores {a:.0} ms, speed-up {:.2}x (target >= 1.6: {}), reports identical: {}{}",
+        o / a,
+        if o / a >= 1.6 { "met" } else { "MISSED" },
+        reports.iter().all(|x| *x),
+        ratio(a, (!old.is_empty()).then(|| median_ms(old)))
+    );
+}
