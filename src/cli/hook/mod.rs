@@ -56,6 +56,10 @@ pub(crate) fn run(
     run_args(&args, amb, io)
 }
 
+/// How long the watchdog waits for its `HOOK_DEADLINE` record before it
+/// ends the process.
+const RECORD_GRACE: Duration = Duration::from_millis(500);
+
 /// The output latch: the first of main path, watchdog or panic path to take
 /// it writes (or writes nothing) and ends the run.
 struct Latch(AtomicBool);
@@ -246,7 +250,10 @@ fn run_args(args: &[String], amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
                     );
                     let _ = tx.send(());
                 });
-                let _ = rx.recv_timeout(Duration::from_millis(100));
+                // The record may take a while on a loaded machine; the
+                // deadline (4 s) plus this wait stays below the 5 s host
+                // timeout `init` writes (docs/hook-contracts.md#h-1).
+                let _ = rx.recv_timeout(RECORD_GRACE);
                 amb.terminate(0);
             }
         });
