@@ -150,20 +150,9 @@ pub fn view_of(
         });
     };
     let io = |e: std::io::Error| GoalError::io(&display, "read", &e);
-    if let Some(idx) = read_index(dir, paths)
-        && idx.version == 1
-        && keys_len(dir) == Some(idx.keys_bytes)
-        && prefix_matches(&mut file, &idx, len, max_record).map_err(io)?
-    {
+    if let Some(idx) = tree_index(dir, paths, &mut file, len, max_record).map_err(io)? {
         if idx.ledger_bytes == len {
-            return Ok(View {
-                head: idx.head(),
-                trailing: Vec::new(),
-                file_len: len,
-                source: Source::Index,
-                new_keys: Vec::new(),
-                keys_bytes: idx.keys_bytes,
-            });
+            return Ok(View::at_index(&idx, len, idx.keys_bytes));
         }
         let scan = journal::scan_from(&mut file, idx.head(), len).map_err(io)?;
         return Ok(from_scan(scan, len, Source::Suffix, idx.keys_bytes));
@@ -194,10 +183,9 @@ pub fn view_read_only(
         return view_of(dir, paths, name, max_record);
     };
     let io = |e: std::io::Error| GoalError::io(&display, "read", &e);
-    if let Some(idx) = read_index(dir, paths)
-        && idx.version == 1
-        && keys_len(dir) == Some(idx.keys_bytes)
-        && prefix_matches(&mut file, &idx, len, max_record).map_err(io)?
+    if tree_index(dir, paths, &mut file, len, max_record)
+        .map_err(io)?
+        .is_some()
     {
         return view_of(dir, paths, name, max_record);
     }
@@ -215,14 +203,7 @@ pub fn view_read_only(
                 && prefix_matches(&mut file, &idx, len, max_record).map_err(io)? =>
         {
             if idx.ledger_bytes == len {
-                return Ok(View {
-                    head: idx.head(),
-                    trailing: Vec::new(),
-                    file_len: len,
-                    source: Source::Index,
-                    new_keys: Vec::new(),
-                    keys_bytes: 0,
-                });
+                return Ok(View::at_index(&idx, len, 0));
             }
             let scan = journal::scan_from(&mut file, idx.head(), len).map_err(io)?;
             (scan, Source::Suffix)
@@ -264,6 +245,42 @@ fn doc_of(head: &Head, keys_bytes: u64) -> IndexDoc {
         last_record_offset: head.last_offset,
         last_record_sha256: head.last_hash.clone(),
         keys_bytes,
+    }
+}
+
+/// The in-tree index when it describes the ledger (or a prefix of it) and
+/// the key table it was written with.
+fn tree_index(
+    dir: &Dir,
+    paths: &state::StatePaths,
+    file: &mut File,
+    len: u64,
+    max_record: u64,
+) -> std::io::Result<Option<IndexDoc>> {
+    match read_index(dir, paths) {
+        Some(idx)
+            if idx.version == 1
+                && keys_len(dir) == Some(idx.keys_bytes)
+                && prefix_matches(file, &idx, len, max_record)? =>
+        {
+            Ok(Some(idx))
+        }
+        _ => Ok(None),
+    }
+}
+
+impl View {
+    /// The view an index gives of a ledger of `len` bytes that it covers
+    /// entirely.
+    fn at_index(idx: &IndexDoc, len: u64, keys_bytes: u64) -> View {
+        View {
+            head: idx.head(),
+            trailing: Vec::new(),
+            file_len: len,
+            source: Source::Index,
+            new_keys: Vec::new(),
+            keys_bytes,
+        }
     }
 }
 

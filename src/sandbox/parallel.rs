@@ -5,42 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// Applies `f` to every item, using up to `available_parallelism` threads
 /// when there are enough items; results keep the input order.
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(8);
-    if threads < 2 || items.len() < 8 {
-        return items.iter().map(f).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let mut slots: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= items.len() {
-                            break;
-                        }
-                        out.push((i, f(&items[i])));
-                    }
-                    out
-                })
-            })
-            .collect();
-        for h in handles {
-            // A panic in a worker is re-raised here, on the caller's thread.
-            for (i, r) in h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
-                slots[i] = Some(r);
-            }
-        }
-    });
-    slots
-        .into_iter()
-        .map(|s| s.expect("every index is processed once"))
-        .collect()
+    in_runs(items, |_| 1, || (), |(), t| f(t))
 }
 
 /// Items handed to a worker at a time by [`map_runs`].
@@ -55,6 +20,21 @@ pub fn map_runs<T: Sync, R: Send, S>(
     init: impl Fn() -> S + Sync,
     f: impl Fn(&mut S, &T) -> R + Sync,
 ) -> Vec<R> {
+    // Runs small enough that every worker gets some.
+    let run = |threads: usize| RUN.min(items.len().div_ceil(threads)).max(1);
+    in_runs(items, run, init, f)
+}
+
+/// The worker pool behind [`map`] and [`map_runs`]: up to
+/// `available_parallelism` (at most 8) threads, each with its own state,
+/// taking `run(threads)` consecutive items at a time; serial for fewer than
+/// 8 items or one core.
+fn in_runs<T: Sync, R: Send, S>(
+    items: &[T],
+    run: impl Fn(usize) -> usize,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &T) -> R + Sync,
+) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -63,8 +43,7 @@ pub fn map_runs<T: Sync, R: Send, S>(
         let mut state = init();
         return items.iter().map(|t| f(&mut state, t)).collect();
     }
-    // Runs small enough that every worker gets some.
-    let run = RUN.min(items.len().div_ceil(threads)).max(1);
+    let run = run(threads);
     let next = AtomicUsize::new(0);
     let mut slots: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
     std::thread::scope(|scope| {
@@ -87,6 +66,7 @@ pub fn map_runs<T: Sync, R: Send, S>(
             })
             .collect();
         for h in handles {
+            // A panic in a worker is re-raised here, on the caller's thread.
             for (i, r) in h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
                 slots[i] = Some(r);
             }
