@@ -52,8 +52,11 @@ struct Collected {
     /// Steering keys accepted by chained entries: key → (line, seq).
     accepted_keys: std::collections::HashMap<String, (u64, u64)>,
     /// A key accepted again: `(key, first (line, seq), again (line, seq))`.
-    reaccepted: Vec<(String, (u64, u64), (u64, u64))>,
+    reaccepted: Vec<(String, LineSeq, LineSeq)>,
 }
+
+/// A ledger position: `(line, seq)`.
+type LineSeq = (u64, u64);
 
 /// How one state directory is judged: the audit's flags and what the
 /// other ledgers established.

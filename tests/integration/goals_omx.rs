@@ -784,3 +784,406 @@ fn the_tool_guard_denies_a_workers_omx_mutations_and_passes_reads() {
     );
     assert!(deny_reason(&run).contains("env:OMX_TEAM_WORKER"));
 }
+
+// ---- A project nested in a git repository (`apps/web` below the worktree root).
+
+const WEB: &str = "apps/web";
+
+fn recorded(name: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(fixture(name)).unwrap()).unwrap()
+}
+
+/// A repository whose git worktree root holds `.git`, with the recorded
+/// snapshots and gates in the nested project `apps/web`.
+fn nested_repo() -> Repo {
+    let repo = Repo::new();
+    repo.mkdir(".git");
+    for f in [
+        "codex-goal-active.json",
+        "codex-goal-complete.json",
+        "codex-goal-nested-active.json",
+        "codex-goal-nested-complete.json",
+        "gate-strict.json",
+    ] {
+        repo.write(&format!("{WEB}/{f}"), std::fs::read(fixture(f)).unwrap());
+    }
+    repo
+}
+
+/// Copies the OMX-written state `name` into `<dir>/.omx/ultragoal`.
+fn fill_at(repo: &Repo, dir: &str, name: &str) {
+    for f in ["brief.md", "goals.json", "ledger.jsonl"] {
+        repo.write(
+            &format!("{dir}/{STATE}/{f}"),
+            std::fs::read(fixture(name).join(f)).unwrap(),
+        );
+    }
+}
+
+/// `evidence-gate omx ultragoal <args…> --json`, run in `dir`.
+fn omx_in(repo: &Repo, dir: &str, args: &[&str]) -> Run {
+    let mut all = vec!["omx", "ultragoal"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let config = repo.config.path().to_str().unwrap().to_owned();
+    let mut env = env_with(&[]);
+    env.push(("XDG_CONFIG_HOME", &config));
+    crate::common::run_in(&repo.join(dir), "evidence-gate", &all, None, &env)
+}
+
+fn plan_at(repo: &Repo, dir: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(repo.join(&format!("{dir}/{STATE}/goals.json"))).unwrap())
+        .unwrap()
+}
+
+fn ledger_at(repo: &Repo, dir: &str) -> Vec<Value> {
+    std::fs::read_to_string(repo.join(&format!("{dir}/{STATE}/ledger.jsonl")))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// `{id, title, objective}` of every goal.
+fn goal_texts(plan: &Value) -> Vec<Value> {
+    plan["goals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| json!([g["id"], g["title"], g["objective"]]))
+        .collect()
+}
+
+fn snapshot_objective(name: &str) -> Value {
+    recorded(name)["goal"]["objective"].clone()
+}
+
+#[test]
+fn nested_project_names_its_state_from_the_worktree_root_as_omx_does() {
+    let repo = nested_repo();
+    repo.write(
+        &format!("{WEB}/brief.md"),
+        std::fs::read(fixture("nested/brief.md")).unwrap(),
+    );
+    let theirs = recorded("nested-create.json");
+    let created = expect_ok(&omx_in(
+        &repo,
+        WEB,
+        &["create-goals", "--brief-file", "brief.md"],
+    ));
+    let ours = plan_at(&repo, WEB);
+    // The state lives in the directory the command ran in, as OMX keeps it.
+    assert!(!repo.join(STATE).exists());
+    for key in [
+        "statePathPrefix",
+        "codexObjective",
+        "briefPath",
+        "goalsPath",
+        "ledgerPath",
+        "codexGoalMode",
+    ] {
+        assert_eq!(ours[key], theirs["plan"][key], "{key}");
+    }
+    assert_eq!(ours["statePathPrefix"], WEB);
+    assert_eq!(goal_texts(&ours), goal_texts(&theirs["plan"]));
+    assert_eq!(created["summary"]["total"], theirs["summary"]["total"]);
+    // The objective is the one the Codex goal of the recorded run carries.
+    assert_eq!(
+        ours["codexObjective"],
+        snapshot_objective("codex-goal-nested-active.json")
+    );
+
+    // The aggregate handoff names the plan and ledger the same way.
+    let next = expect_ok(&omx_in(&repo, WEB, &["next"]));
+    let text = next["instruction"].as_str().unwrap();
+    let recorded_next = recorded("nested-next.json");
+    for line in recorded_next["instruction"].as_str().unwrap().lines() {
+        if line.starts_with("Plan: ") || line.starts_with("Ledger: ") {
+            assert!(text.lines().any(|l| l == line), "{line}\n{text}");
+        }
+    }
+    assert_eq!(
+        next["instructionPayload"]["objective"],
+        ours["codexObjective"]
+    );
+    expect_ok(&omx_in(
+        &repo,
+        WEB,
+        &[
+            "checkpoint",
+            "--goal-id",
+            "G001-build-the-parser",
+            "--status",
+            "complete",
+            "--evidence",
+            "parser built, tests pass",
+            "--codex-goal-json",
+            "codex-goal-nested-active.json",
+        ],
+    ));
+    // The objective OMX's status accepted on a run evidence-gate wrote.
+    let omx_read = recorded("nested-omx-status-of-ours.json");
+    assert_eq!(omx_read["reconciliation"]["ok"], true);
+    let ours = plan_at(&repo, WEB);
+    for key in ["statePathPrefix", "codexObjective", "codexGoalMode"] {
+        assert_eq!(ours[key], omx_read["plan"][key], "{key}");
+    }
+}
+
+#[test]
+fn nested_project_refuses_a_snapshot_of_the_unprefixed_objective() {
+    let repo = nested_repo();
+    expect_ok(&omx_in(
+        &repo,
+        WEB,
+        &["create", "--brief", "- Build the parser\n- Add tests"],
+    ));
+    expect_ok(&omx_in(&repo, WEB, &["next"]));
+    // OMX refused this snapshot in the recorded run: the Codex goal of a run
+    // at the worktree root is a different goal.
+    let s = expect_ok(&omx_in(
+        &repo,
+        WEB,
+        &["status", "--codex-goal-json", "codex-goal-active.json"],
+    ));
+    assert_eq!(s["reconciliation"]["ok"], false, "{s}");
+    assert!(
+        s["reconciliation"]["errors"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("Codex goal objective mismatch"),
+        "{s}"
+    );
+    let e = expect_error(
+        &omx_in(
+            &repo,
+            WEB,
+            &[
+                "checkpoint",
+                "--goal-id",
+                "G001-build-the-parser",
+                "--status",
+                "complete",
+                "--evidence",
+                "parser built",
+                "--codex-goal-json",
+                "codex-goal-active.json",
+            ],
+        ),
+        "ULW_LOOP_CODEX_SNAPSHOT_MISMATCH",
+    );
+    assert_eq!(
+        e["details"]["expectedObjective"],
+        snapshot_objective("codex-goal-nested-active.json")
+    );
+    assert_eq!(plan_at(&repo, WEB)["goals"][0]["status"], "in_progress");
+    // The honest snapshot completes the story.
+    expect_ok(&omx_in(
+        &repo,
+        WEB,
+        &[
+            "checkpoint",
+            "--goal-id",
+            "G001-build-the-parser",
+            "--status",
+            "complete",
+            "--evidence",
+            "parser built",
+            "--codex-goal-json",
+            "codex-goal-nested-active.json",
+        ],
+    ));
+}
+
+#[test]
+fn omx_written_nested_run_is_continued_from_its_directory_only() {
+    let repo = nested_repo();
+    fill_at(&repo, WEB, "nested");
+    // From the worktree root and from a subdirectory there is no plan, as for
+    // OMX (its state is per directory).
+    repo.mkdir(&format!("{WEB}/src"));
+    expect_error(&omx_in(&repo, ".", &["status"]), "ULW_LOOP_PLAN_MISSING");
+    expect_error(
+        &omx_in(&repo, &format!("{WEB}/src"), &["status"]),
+        "ULW_LOOP_PLAN_MISSING",
+    );
+    let s = expect_ok(&omx_in(
+        &repo,
+        WEB,
+        &[
+            "status",
+            "--codex-goal-json",
+            "codex-goal-nested-active.json",
+        ],
+    ));
+    assert_eq!(
+        (&s["summary"]["complete"], &s["summary"]["pending"]),
+        (&json!(1), &json!(1))
+    );
+    let before = ledger_at(&repo, WEB).len();
+    let started = expect_ok(&omx_in(&repo, WEB, &["next"]));
+    assert_eq!(started["goal"]["id"], SECOND);
+    // Nothing to migrate: the recorded objective already names the prefix.
+    assert_eq!(ledger_at(&repo, WEB)[before]["event"], "goal_started");
+    let done = expect_ok(&omx_in(
+        &repo,
+        WEB,
+        &[
+            "checkpoint",
+            "--goal-id",
+            SECOND,
+            "--status",
+            "complete",
+            "--evidence",
+            "tests added",
+            "--codex-goal-json",
+            "codex-goal-nested-complete.json",
+            "--quality-gate-json",
+            "gate-strict.json",
+            "--strict",
+        ],
+    ));
+    assert_eq!(done["summary"]["aggregateComplete"], true, "{done}");
+}
+
+#[test]
+fn a_root_objective_in_a_nested_project_is_migrated_as_omx_migrates_it() {
+    let repo = nested_repo();
+    // A run OMX wrote at a worktree root, then nested in a repository.
+    fill_at(&repo, WEB, "midrun");
+    let root_objective = snapshot_objective("codex-goal-active.json");
+    let original = plan_at(&repo, WEB);
+    assert_eq!(original["codexObjective"], root_objective);
+    // A read migrates nothing on disk.
+    let snap = repo.snapshot();
+    let s = expect_ok(&omx_in(&repo, WEB, &["status"]));
+    assert_eq!(s["summary"]["pending"], 1);
+    assert_eq!(repo.snapshot(), snap, "status wrote");
+    // The next mutation migrates, with the line OMX writes.
+    let before = ledger_at(&repo, WEB).len();
+    expect_ok(&omx_in(&repo, WEB, &["next"]));
+    let ours = plan_at(&repo, WEB);
+    let omx_migrated = plan_at_fixture("nested-migrated");
+    for key in ["statePathPrefix", "codexObjective", "codexObjectiveAliases"] {
+        assert_eq!(ours[key], omx_migrated[key], "{key}");
+    }
+    let line = &ledger_at(&repo, WEB)[before];
+    let omx_line = omx_ledger_fixture("nested-migrated")
+        .into_iter()
+        .find(|e| e["event"] == "aggregate_objective_migrated")
+        .unwrap();
+    for key in ["event", "message", "before", "after"] {
+        assert_eq!(line[key], omx_line[key], "{key}");
+    }
+    // The Codex goal created under the old objective still matches (OMX
+    // accepted it too), and so does the new one.
+    // The remaining story is the final one, so the snapshots are complete.
+    for snapshot in [
+        "codex-goal-complete.json",
+        "codex-goal-nested-complete.json",
+    ] {
+        let s = expect_ok(&omx_in(
+            &repo,
+            WEB,
+            &["status", "--codex-goal-json", snapshot],
+        ));
+        assert_eq!(s["reconciliation"]["ok"], true, "{snapshot}: {s}");
+        assert_eq!(s["reconciliation"], s["hostGoal"]);
+    }
+    let done = expect_ok(&omx_in(
+        &repo,
+        WEB,
+        &[
+            "checkpoint",
+            "--goal-id",
+            SECOND,
+            "--status",
+            "complete",
+            "--evidence",
+            "tests added",
+            "--codex-goal-json",
+            "codex-goal-complete.json",
+            "--quality-gate-json",
+            "gate-strict.json",
+            "--strict",
+        ],
+    ));
+    assert_eq!(done["summary"]["aggregateComplete"], true, "{done}");
+}
+
+fn plan_at_fixture(name: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(fixture(name).join("goals.json")).unwrap()).unwrap()
+}
+
+fn omx_ledger_fixture(name: &str) -> Vec<Value> {
+    std::fs::read_to_string(fixture(name).join("ledger.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn worktree_file_per_story_and_no_repository_follow_omx() {
+    // A linked worktree's `.git` is a file naming the git directory.
+    let repo = Repo::new();
+    repo.write(".git", "gitdir: /elsewhere/.git/worktrees/wt\n");
+    repo.mkdir("pkg/a");
+    expect_ok(&omx_in(
+        &repo,
+        "pkg/a",
+        &["create", "--brief", "- One story"],
+    ));
+    let theirs = recorded("nested-worktree-create.json");
+    let ours = plan_at(&repo, "pkg/a");
+    for key in ["statePathPrefix", "codexObjective"] {
+        assert_eq!(ours[key], theirs["plan"][key], "{key}");
+    }
+    // A `.git` file that names no git directory marks no worktree (attack:
+    // a planted file cannot move the objective).
+    let planted = Repo::new();
+    planted.write(".git", "not a pointer\n");
+    planted.mkdir("pkg/a");
+    expect_ok(&omx_in(
+        &planted,
+        "pkg/a",
+        &["create", "--brief", "- One story"],
+    ));
+    let none = recorded("nested-no-git-create.json");
+    let ours = plan_at(&planted, "pkg/a");
+    assert!(ours.get("statePathPrefix").is_none(), "{ours}");
+    assert_eq!(ours["codexObjective"], none["plan"]["codexObjective"]);
+    // Outside any repository: no prefix, the objective of a root run.
+    let bare = Repo::new();
+    bare.mkdir(WEB);
+    expect_ok(&omx_in(&bare, WEB, &["create", "--brief", "- One story"]));
+    let ours = plan_at(&bare, WEB);
+    assert!(ours.get("statePathPrefix").is_none(), "{ours}");
+    assert_eq!(ours["codexObjective"], none["plan"]["codexObjective"]);
+    // Per-story mode in a nested project: no aggregate objective, no prefix.
+    let per = nested_repo();
+    per.write(
+        &format!("{WEB}/brief.md"),
+        std::fs::read(fixture("nested/brief.md")).unwrap(),
+    );
+    expect_ok(&omx_in(
+        &per,
+        WEB,
+        &[
+            "create",
+            "--brief-file",
+            "brief.md",
+            "--codex-goal-mode",
+            "per-story",
+        ],
+    ));
+    let theirs = recorded("nested-per-story-create.json");
+    let ours = plan_at(&per, WEB);
+    for key in ["statePathPrefix", "codexObjective"] {
+        assert!(theirs["plan"].get(key).is_none(), "{key}");
+        assert!(ours.get(key).is_none(), "{key}: {ours}");
+    }
+    assert_eq!(ours["codexGoalMode"], theirs["plan"]["codexGoalMode"]);
+    assert_eq!(goal_texts(&ours), goal_texts(&theirs["plan"]));
+}

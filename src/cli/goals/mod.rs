@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use super::Io;
 use crate::ambient::{self, Ambient};
 use crate::goals::plan::Plan;
-use crate::goals::profile::Profiles;
+use crate::goals::profile::{Profiles, ProjectRoot};
 use crate::goals::{Engine, EngineOptions, ErrorKind, GoalError, session};
 use crate::rules::RuleSet;
 
@@ -434,6 +434,18 @@ fn dispatch(
     };
     let display = p.display_name.clone();
     let fail = |e: GoalError| Outcome::Error(e, display.clone());
+    // A profile whose foreign tool keeps its state in the directory it runs
+    // in works on the current directory (the rules stay the repository's).
+    let (root, root_path) =
+        if p.compat.project_root == ProjectRoot::Cwd && root_path != Path::new(".") {
+            let here = std::path::PathBuf::from(".");
+            match amb.open_dir(&here) {
+                Ok(d) => (d, here),
+                Err(e) => return fail(GoalError::io(".", "open", &e)),
+            }
+        } else {
+            (root, root_path)
+        };
     let explicit = match globals.one(&p.session.flag) {
         Ok(v) => v,
         Err(e) => return fail(e),
@@ -555,8 +567,12 @@ pub(crate) fn build_engine(
     let root_abs = amb
         .current_dir()
         .ok()
-        .map(|d| path_clean::clean(d.join(root_path)))
-        .and_then(|d| d.to_str().map(str::to_owned));
+        .map(|d| path_clean::clean(d.join(root_path)));
+    let worktree_prefix = match &root_abs {
+        Some(r) if p.compat.state_path_prefix => ambient::worktree_prefix(amb, r),
+        _ => String::new(),
+    };
+    let root_abs = root_abs.and_then(|d| d.to_str().map(str::to_owned));
     Engine::new(
         root,
         rules,
@@ -568,6 +584,7 @@ pub(crate) fn build_engine(
             root_abs,
             surface: surface_inputs(rules, amb),
             diagnostics: diagnostics_sink_at(amb, root_path),
+            worktree_prefix,
         },
     )
 }
