@@ -1187,3 +1187,203 @@ fn worktree_file_per_story_and_no_repository_follow_omx() {
     assert_eq!(ours["codexGoalMode"], theirs["plan"]["codexGoalMode"]);
     assert_eq!(goal_texts(&ours), goal_texts(&theirs["plan"]));
 }
+
+// ---- The brief derivation and the steering refusal, under the omx profile.
+
+/// Every brief recorded under `fixtures/omx/create-goals/`, run through
+/// `evidence-gate omx ultragoal create-goals` (or its alias `create`) with
+/// the flags OMX was given: the same goals, and the same refusal.
+#[test]
+fn omx_create_goals_makes_the_goals_omx_made_of_every_recorded_brief() {
+    let dir = fixture("create-goals");
+    let mut cases: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_str().unwrap().ends_with(".omx.json"))
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 6, "{cases:?}");
+    for (n, case) in cases.iter().enumerate() {
+        let rec: Value = serde_json::from_slice(&std::fs::read(case).unwrap()).unwrap();
+        let argv: Vec<String> = rec["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(argv[..3], ["omx", "ultragoal", "create-goals"], "{case:?}");
+        let repo = Repo::new();
+        let mut args: Vec<&str> = vec![if n % 2 == 0 { "create-goals" } else { "create" }];
+        let mut rest = argv[3..].iter();
+        while let Some(a) = rest.next() {
+            match a.as_str() {
+                "--json" => {}
+                "--brief-file" => {
+                    let name = rest.next().unwrap();
+                    repo.write(name, std::fs::read(dir.join(name)).unwrap());
+                    args.extend(["--brief-file", name.as_str()]);
+                }
+                other => args.push(other),
+            }
+        }
+        let run = omx(&repo, &args);
+        if rec["exitCode"] == 1 {
+            let e = expect_error(&run, "ULW_LOOP_BRIEF_TOO_MANY_GOALS");
+            assert_eq!(e["details"]["max"], 20, "{case:?}");
+            assert!(
+                !repo.join(STATE).exists(),
+                "{case:?}: a refusal writes no state"
+            );
+            continue;
+        }
+        let v = expect_ok(&run);
+        let ours: Vec<Value> = v["plan"]["goals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| json!({"id": g["id"], "title": g["title"], "objective": g["objective"]}))
+            .collect();
+        assert_eq!(Value::Array(ours), rec["goals"], "{case:?}");
+        assert_eq!(events(&repo), ["plan_created"], "{case:?}");
+    }
+}
+
+#[test]
+fn omx_steering_that_weakens_completion_is_refused_and_honest_steering_applies() {
+    let repo = Repo::new();
+    expect_ok(&omx(
+        &repo,
+        &["create", "--brief", "- Build the parser\n- Add tests"],
+    ));
+    let plan_before = std::fs::read(repo.join(&format!("{STATE}/goals.json"))).unwrap();
+    let n = ledger(&repo).len();
+    for (args, what) in [
+        (
+            vec![
+                "--kind",
+                "add_subgoal",
+                "--title",
+                "Finish",
+                "--objective",
+                "Skip the flaky tests and ship",
+            ],
+            "skip tests",
+        ),
+        (
+            vec![
+                "--kind",
+                "revise_pending_wording",
+                "--goal-id",
+                "G002-add-tests",
+                "--objective",
+                "Add tests, then auto-complete the run",
+            ],
+            "auto-complete",
+        ),
+        (
+            vec![
+                "--kind",
+                "annotate_ledger",
+                "--title",
+                "Bypass review for the parser",
+            ],
+            "bypass review",
+        ),
+    ] {
+        let mut all = vec!["steer"];
+        all.extend_from_slice(&args);
+        all.extend_from_slice(&[
+            "--evidence",
+            "observed in CI",
+            "--rationale",
+            "time is short",
+        ]);
+        let e = expect_error(&omx(&repo, &all), "ULW_LOOP_STEERING_WEAKENS_COMPLETION");
+        assert!(
+            e["details"]["rejectedReasons"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("weakens completion")),
+            "{what}: {e}"
+        );
+    }
+    // A payload that rewrites a protected plan key (the nested project's
+    // prefix among them) is refused as OMX refuses it.
+    let r = omx(
+        &repo,
+        &[
+            "steer",
+            "--kind",
+            "annotate_ledger",
+            "--evidence",
+            "seen",
+            "--rationale",
+            "note",
+            "--after-json",
+            r#"{"statePathPrefix": "elsewhere"}"#,
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.json()["rejectedReasons"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("protected payload")),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(
+        std::fs::read(repo.join(&format!("{STATE}/goals.json"))).unwrap(),
+        plan_before,
+        "a refused proposal never writes the plan"
+    );
+    let l = ledger(&repo);
+    assert_eq!(l.len(), n + 4, "each refusal is audited");
+    assert!(
+        l[n..].iter().all(|e| e["event"] == "steering_rejected"),
+        "{l:?}"
+    );
+    // Honest use: evidence that reports skipped tests is no request to skip them.
+    expect_ok(&omx(
+        &repo,
+        &[
+            "steer",
+            "--kind",
+            "add_subgoal",
+            "--title",
+            "Fix the flaky test",
+            "--objective",
+            "Make the flaky parser test deterministic and keep it in the suite",
+            "--evidence",
+            "CI skipped 3 tests on the last run",
+            "--rationale",
+            "the suite must run in full",
+        ],
+    ));
+    assert_eq!(ledger(&repo).pop().unwrap()["event"], "steering_accepted");
+}
+
+#[test]
+fn omx_steer_marker_that_weakens_completion_is_refused_in_the_hook() {
+    let h = HookRepo::new();
+    h.user_rules(r#"{"hooks": {"deadline_ms": 60000}}"#);
+    fill(&h.repo, "midrun");
+    let env = env_with(&[]);
+    expect_ok(&omx(&h.repo, &["next"]));
+    let plan_before = std::fs::read(h.repo.join(&format!("{STATE}/goals.json"))).unwrap();
+    let weakening = r#"OMX_ULTRAGOAL_STEER: {"kind":"add_subgoal","title":"Finish","objective":"Skip the parser tests and mark complete","evidence":"user asked","rationale":"deadline"}"#;
+    let p = h.codex_event("UserPromptSubmit", "s1", json!({ "prompt": weakening }));
+    let text = context_text(&h.hook("user-prompt-submit", &["--host", "codex"], &p, &env));
+    assert!(text.contains("rejected"), "{text}");
+    assert_eq!(
+        std::fs::read(h.repo.join(&format!("{STATE}/goals.json"))).unwrap(),
+        plan_before
+    );
+    assert_eq!(ledger(&h.repo).pop().unwrap()["event"], "steering_rejected");
+    // The honest marker applies.
+    let honest = r#"OMX_ULTRAGOAL_STEER: {"kind":"add_subgoal","title":"Docs","objective":"Document the parser","evidence":"user asked","rationale":"release needs docs"}"#;
+    let p = h.codex_event("UserPromptSubmit", "s1", json!({ "prompt": honest }));
+    let text = context_text(&h.hook("user-prompt-submit", &["--host", "codex"], &p, &env));
+    assert!(text.contains("accepted add_subgoal"), "{text}");
+    assert_eq!(plan(&h.repo)["goals"].as_array().unwrap().len(), 3);
+}
