@@ -1387,3 +1387,32 @@ fn omx_steer_marker_that_weakens_completion_is_refused_in_the_hook() {
     assert!(text.contains("accepted add_subgoal"), "{text}");
     assert_eq!(plan(&h.repo)["goals"].as_array().unwrap().len(), 3);
 }
+
+#[test]
+fn strict_gate_requires_a_passed_cleaner_and_the_architect_role() {
+    let repo = omx_repo("midrun");
+    expect_ok(&omx(&repo, &["next"]));
+    let honest: Value =
+        serde_json::from_slice(&std::fs::read(repo.join("gate-strict.json")).unwrap()).unwrap();
+    // Attack: a cleaner pass that did nothing, under --strict.
+    let mut noop = honest.clone();
+    noop["aiSlopCleaner"]["status"] = json!("noop");
+    repo.write("noop.json", serde_json::to_vec(&noop).unwrap());
+    let e = expect_error(
+        &final_checkpoint(&repo, "noop.json", true),
+        "ULW_LOOP_QUALITY_GATE_INVALID",
+    );
+    assert!(e.to_string().contains("aiSlopCleaner"), "{e}");
+    // Attack: the architect report comes from the author's lane.
+    let mut lane = honest.clone();
+    lane["codeReview"]["independentReview"]["architect"]["agentRole"] = json!("executor");
+    repo.write("lane.json", serde_json::to_vec(&lane).unwrap());
+    let e = expect_error(
+        &final_checkpoint(&repo, "lane.json", true),
+        "ULW_LOOP_QUALITY_GATE_INVALID",
+    );
+    assert!(e.to_string().contains("architect"), "{e}");
+    assert_eq!(goal(&plan(&repo), SECOND)["status"], "in_progress");
+    // Honest use: the recorded gate passes.
+    expect_ok(&final_checkpoint(&repo, "gate-strict.json", true));
+}
