@@ -1416,3 +1416,35 @@ fn strict_gate_requires_a_passed_cleaner_and_the_architect_role() {
     // Honest use: the recorded gate passes.
     expect_ok(&final_checkpoint(&repo, "gate-strict.json", true));
 }
+
+#[test]
+fn hooks_resume_a_nested_run_from_the_project_directory() {
+    let h = HookRepo::new();
+    h.user_rules(r#"{"hooks": {"deadline_ms": 60000}}"#);
+    h.repo.mkdir(".git");
+    fill_at(&h.repo, WEB, "nested");
+    let env = env_with(&[]);
+    let web = h.repo.join(WEB);
+    let stop = json!({
+        "stop_hook_active": false,
+        "last_assistant_message": "Done for now.",
+        "cwd": web.to_str().unwrap(),
+    });
+    // A run only OMX has written stays OMX's.
+    assert_allow(&h.hook(
+        "stop",
+        &["--host", "codex"],
+        &h.codex_event("Stop", "s1", stop.clone()),
+        &env,
+    ));
+    expect_ok(&omx_in(&h.repo, WEB, &["next"]));
+    let reason = block_reason(&h.hook(
+        "stop",
+        &["--host", "codex"],
+        &h.codex_event("Stop", "s1", stop),
+        &env,
+    ));
+    assert!(reason.contains(SECOND), "{reason}");
+    // At the worktree root there is no run to resume.
+    assert_allow(&h.hook("stop", &["--host", "codex"], &h.codex_stop("s2"), &env));
+}
