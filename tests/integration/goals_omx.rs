@@ -1045,6 +1045,9 @@ fn omx_written_nested_run_is_continued_from_its_directory_only() {
         ],
     ));
     assert_eq!(done["summary"]["aggregateComplete"], true, "{done}");
+    // The audit of the project directory accepts the run.
+    let a = audit(&repo, &["--root", WEB]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
 }
 
 #[test]
