@@ -1451,3 +1451,40 @@ fn hooks_resume_a_nested_run_from_the_project_directory() {
     // At the worktree root there is no run to resume.
     assert_allow(&h.hook("stop", &["--host", "codex"], &h.codex_stop("s2"), &env));
 }
+
+/// The wordings `omx ultragoal steer` refused or accepted in a recorded run
+/// (`fixtures/omx/steer-weakening.omx.json`): the same verdict for each.
+#[test]
+fn steering_verdicts_match_the_recorded_omx_verdicts() {
+    let rec = recorded("steer-weakening.omx.json");
+    let repo = Repo::new();
+    expect_ok(&omx(&repo, &["create", "--brief", "- a\n- b"]));
+    let cases = rec["cases"].as_array().unwrap();
+    assert!(cases.iter().any(|c| c["accepted"] == true));
+    assert!(cases.iter().any(|c| c["accepted"] == false));
+    for c in cases {
+        let objective = c["objective"].as_str().unwrap();
+        let r = omx(
+            &repo,
+            &[
+                "steer",
+                "--kind",
+                "add_subgoal",
+                "--title",
+                "Follow-up",
+                "--objective",
+                objective,
+                "--evidence",
+                "observed in CI",
+                "--rationale",
+                "plan change",
+            ],
+        );
+        assert_eq!(json!(r.code), c["exitCode"], "{objective}: {}", r.stdout);
+        if c["accepted"] == false {
+            expect_error(&r, "ULW_LOOP_STEERING_WEAKENS_COMPLETION");
+        } else {
+            assert_eq!(expect_ok(&r)["accepted"], true, "{objective}");
+        }
+    }
+}
