@@ -139,6 +139,8 @@ fn omx_ultragoal_and_profile_flag_read_omx_written_state() {
     );
     assert_eq!(s["aggregateComplete"], false);
     assert_eq!(s["artifactComplete"], false);
+    // Without a snapshot OMX prints `reconciliation: null`.
+    assert!(a.get("reconciliation").is_some_and(Value::is_null), "{a}");
     assert_eq!(s["needsUserDecision"], 0);
     let b = repo.run_env(
         "evidence-gate",

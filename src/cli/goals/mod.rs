@@ -206,15 +206,18 @@ impl Body {
             .push(("plan".to_owned(), Field::Plan(Box::new(plan))));
     }
     /// Repeats each value member named in `aliases` under its alias
-    /// (`compat/outputAliases`); a member already present is kept.
+    /// (`compat/outputAliases`); a member already present is kept, and an
+    /// absent one is repeated as `null` (the foreign tool prints the key).
     pub fn alias(&mut self, aliases: &std::collections::BTreeMap<String, String>) {
         let mut extra = Vec::new();
         for (ours, theirs) in aliases {
             if self.0.iter().any(|(k, _)| k == theirs) {
                 continue;
             }
-            if let Some((_, Field::Value(v))) = self.0.iter().find(|(k, _)| k == ours) {
-                extra.push((theirs.clone(), Field::Value(v.clone())));
+            match self.0.iter().find(|(k, _)| k == ours) {
+                Some((_, Field::Value(v))) => extra.push((theirs.clone(), Field::Value(v.clone()))),
+                Some(_) => {}
+                None => extra.push((theirs.clone(), Field::Value(Value::Null))),
             }
         }
         self.0.extend(extra);
