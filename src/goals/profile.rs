@@ -275,7 +275,8 @@ pub struct Compat {
     pub session_authority: Option<SessionAuthority>,
     /// Where the command line puts the project root of this profile:
     /// `repository` (the default) walks up to the nearest `.git` or state
-    /// directory; `cwd` takes the current directory, as the foreign tool
+    /// directory; `cwd` takes the current directory (and reads its rules
+    /// there, as the hooks read the payload `cwd`'s), as the foreign tool
     /// keeps its state in the directory it runs in.
     #[serde(default)]
     pub project_root: ProjectRoot,

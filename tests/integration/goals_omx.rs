@@ -1490,3 +1490,42 @@ fn steering_verdicts_match_the_recorded_omx_verdicts() {
         }
     }
 }
+
+#[test]
+fn a_nested_project_reads_its_own_repository_rules_every_time() {
+    let repo = nested_repo();
+    // A tightening rule in the project directory applies, before and after
+    // the first write created `.omo/` there.
+    repo.write(
+        &format!("{WEB}/.evidence-gate/rules.json"),
+        r#"{"profiles":{"omx":{"limits":{"maxBriefBytes":32}}}}"#,
+    );
+    repo.write(
+        &format!("{WEB}/long.md"),
+        "- a very long brief that exceeds the cap\n",
+    );
+    expect_error(
+        &omx_in(&repo, WEB, &["create-goals", "--brief-file", "long.md"]),
+        "ULW_LOOP_INPUT_TOO_LARGE",
+    );
+    expect_ok(&omx_in(&repo, WEB, &["create-goals", "--brief", "- short"]));
+    expect_error(
+        &omx_in(
+            &repo,
+            WEB,
+            &["create-goals", "--force", "--brief-file", "long.md"],
+        ),
+        "ULW_LOOP_INPUT_TOO_LARGE",
+    );
+    // Honest use: the same brief in a project without the rule.
+    let other = nested_repo();
+    other.write(
+        &format!("{WEB}/long.md"),
+        "- a very long brief that exceeds the cap\n",
+    );
+    expect_ok(&omx_in(
+        &other,
+        WEB,
+        &["create-goals", "--brief-file", "long.md"],
+    ));
+}

@@ -395,8 +395,8 @@ fn dispatch(
     let fail = |e: GoalError| Outcome::Error(e, fallback_display.clone());
     let globals = args::parse(rest, &global_flags());
     // Run from a subdirectory, the command works on the repository root.
-    let root_path = super::find_root(amb);
-    let root = match amb.open_dir(&root_path) {
+    let mut root_path = super::find_root(amb);
+    let mut root = match amb.open_dir(&root_path) {
         Ok(d) => d,
         Err(e) => return fail(GoalError::io(&root_path.display().to_string(), "open", &e)),
     };
@@ -420,13 +420,32 @@ fn dispatch(
             }
         },
     }
-    let rules = match crate::rules::load_workspace(&root, &crate::rules::layers(&owned)) {
-        Ok(r) => r,
-        Err(e) => return fail(e.into()),
-    };
-    let profiles: Profiles = match rules.family() {
-        Ok(p) => p,
-        Err(e) => return fail(e.into()),
+    let (rules, profiles) = loop {
+        let rules = match crate::rules::load_workspace(&root, &crate::rules::layers(&owned)) {
+            Ok(r) => r,
+            Err(e) => return fail(e.into()),
+        };
+        let profiles: Profiles = match rules.family() {
+            Ok(p) => p,
+            Err(e) => return fail(e.into()),
+        };
+        // A profile whose foreign tool keeps its state in the directory it
+        // runs in works on the current directory, with that directory's
+        // rules, as the hooks do with the payload's `cwd`.
+        let here = Path::new(".");
+        let cwd_root = profiles
+            .0
+            .get(profile)
+            .is_some_and(|p| p.compat.project_root == ProjectRoot::Cwd);
+        if cwd_root && root_path != here {
+            root = match amb.open_dir(here) {
+                Ok(d) => d,
+                Err(e) => return fail(GoalError::io(".", "open", &e)),
+            };
+            root_path = here.to_path_buf();
+            continue;
+        }
+        break (rules, profiles);
     };
     let Some(p) = profiles.0.get(profile) else {
         return fail(GoalError::from(crate::rules::RulesError {
@@ -437,18 +456,6 @@ fn dispatch(
     };
     let display = p.display_name.clone();
     let fail = |e: GoalError| Outcome::Error(e, display.clone());
-    // A profile whose foreign tool keeps its state in the directory it runs
-    // in works on the current directory (the rules stay the repository's).
-    let (root, root_path) =
-        if p.compat.project_root == ProjectRoot::Cwd && root_path != Path::new(".") {
-            let here = std::path::PathBuf::from(".");
-            match amb.open_dir(&here) {
-                Ok(d) => (d, here),
-                Err(e) => return fail(GoalError::io(".", "open", &e)),
-            }
-        } else {
-            (root, root_path)
-        };
     let explicit = match globals.one(&p.session.flag) {
         Ok(v) => v,
         Err(e) => return fail(e),
