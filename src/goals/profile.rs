@@ -287,6 +287,11 @@ pub struct Compat {
     /// `statePathPrefix`.
     #[serde(default)]
     pub state_path_prefix: bool,
+    /// Whether `checkpoint --status complete` of a non-final goal leaves the
+    /// next goal pending for `complete-goals` to start, as if `--no-advance`
+    /// were given (the foreign tool's checkpoint starts nothing).
+    #[serde(default)]
+    pub no_checkpoint_advance: bool,
 }
 
 /// `compat/projectRoot`.

@@ -1529,3 +1529,55 @@ fn a_nested_project_reads_its_own_repository_rules_every_time() {
         &["create-goals", "--brief-file", "long.md"],
     ));
 }
+
+/// OMX's checkpoint of a non-final story starts nothing: the recorded
+/// `midrun-checkpoint.json` leaves the next story pending and no goal
+/// active, and the next `complete-goals` starts it (`goal_started`).
+#[test]
+fn a_story_checkpoint_leaves_the_next_story_to_complete_goals() {
+    let repo = Repo::new();
+    repo.write(
+        "brief.md",
+        std::fs::read(fixture("midrun/brief.md")).unwrap(),
+    );
+    repo.write(
+        "codex-goal-active.json",
+        std::fs::read(fixture("codex-goal-active.json")).unwrap(),
+    );
+    expect_ok(&omx(&repo, &["create-goals", "--brief-file", "brief.md"]));
+    expect_ok(&omx(&repo, &["next"]));
+    let r = expect_ok(&omx(
+        &repo,
+        &[
+            "checkpoint",
+            "--goal-id",
+            "G001-build-the-parser",
+            "--status",
+            "complete",
+            "--evidence",
+            "parser built, tests pass",
+            "--codex-goal-json",
+            "codex-goal-active.json",
+        ],
+    ));
+    let theirs = recorded("midrun-checkpoint.json");
+    let ours = plan(&repo);
+    for g in theirs["plan"]["goals"].as_array().unwrap() {
+        let id = g["id"].as_str().unwrap();
+        assert_eq!(goal(&ours, id)["status"], g["status"], "{id}");
+    }
+    assert!(
+        ours.get("activeGoalId").is_none_or(Value::is_null),
+        "{ours}"
+    );
+    for key in ["total", "pending", "inProgress", "complete"] {
+        assert_eq!(r["summary"][key], theirs["summary"][key], "{key}");
+    }
+    assert_eq!(events(&repo).last().unwrap(), "goal_completed");
+    let started = expect_ok(&omx(&repo, &["next"]));
+    assert_eq!(
+        (&started["goal"]["id"], &started["resumed"]),
+        (&json!(SECOND), &json!(false))
+    );
+    assert_eq!(events(&repo).last().unwrap(), "goal_started");
+}
