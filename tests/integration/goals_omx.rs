@@ -824,11 +824,15 @@ fn fill_at(repo: &Repo, dir: &str, name: &str) {
 
 /// `evidence-gate omx ultragoal <args…> --json`, run in `dir`.
 fn omx_in(repo: &Repo, dir: &str, args: &[&str]) -> Run {
+    omx_in_env(repo, dir, args, &[])
+}
+
+fn omx_in_env(repo: &Repo, dir: &str, args: &[&str], extra: &[(&str, &str)]) -> Run {
     let mut all = vec!["omx", "ultragoal"];
     all.extend_from_slice(args);
     all.push("--json");
     let config = repo.config.path().to_str().unwrap().to_owned();
-    let mut env = env_with(&[]);
+    let mut env = env_with(extra);
     env.push(("XDG_CONFIG_HOME", &config));
     crate::common::run_in(&repo.join(dir), "evidence-gate", &all, None, &env)
 }
@@ -1580,4 +1584,39 @@ fn a_story_checkpoint_leaves_the_next_story_to_complete_goals() {
         (&json!(SECOND), &json!(false))
     );
     assert_eq!(events(&repo).last().unwrap(), "goal_started");
+}
+
+/// A session OMX started at the repository root works in the nested
+/// project: OMX's session discovery walks up from the project to the
+/// root's `.omx/state/session.json`, whose `cwd` holds the project.
+#[test]
+fn a_session_bound_at_the_repository_root_may_create_a_nested_run() {
+    let repo = nested_repo();
+    let root = repo.path().canonicalize().unwrap();
+    let pointer = |id: &str, cwd: &std::path::Path| {
+        repo.write(
+            ".omx/state/session.json",
+            json!({"session_id": id, "cwd": cwd.to_str().unwrap()}).to_string(),
+        );
+    };
+    let create = |id: &str| {
+        omx_in_env(
+            &repo,
+            WEB,
+            &["create-goals", "--brief", "- Build the parser"],
+            &[("OMX_SESSION_ID", id)],
+        )
+    };
+    // Attack: the pointer above names another session.
+    pointer("sess-1", &root);
+    expect_error(&create("sess-2"), "ULW_LOOP_SESSION_AUTHORITY");
+    // Attack: the pointer above names the session for another directory.
+    repo.mkdir("apps/api");
+    pointer("sess-1", &root.join("apps/api"));
+    expect_error(&create("sess-1"), "ULW_LOOP_SESSION_AUTHORITY");
+    assert!(!repo.join(&format!("{WEB}/{STATE}")).exists());
+    // Honest use: the session bound at the root, working in apps/web.
+    pointer("sess-1", &root);
+    expect_ok(&create("sess-1"));
+    assert_eq!(plan_at(&repo, WEB)["statePathPrefix"], WEB);
 }

@@ -513,7 +513,9 @@ fn dispatch(
     // The read-only forms a worker may run are the ones that need no
     // session authority either.
     if !crate::goals::team::worker_may_run(head, rest)
-        && let Err(e) = crate::goals::authority::check(&engine, head, &env)
+        && let Err(e) = crate::goals::authority::check(&engine, head, &env, &|id| {
+            session_bound_above(amb, &engine, id)
+        })
     {
         return fail(e);
     }
@@ -527,6 +529,28 @@ fn dispatch(
         }
         Err(e) => fail(e),
     }
+}
+
+/// Whether a session pointer above the project directory binds `id` to a
+/// directory holding it (`compat/sessionAuthority`).
+fn session_bound_above(amb: &dyn Ambient, engine: &Engine, id: &str) -> bool {
+    let Some(a) = &engine.profile.compat.session_authority else {
+        return false;
+    };
+    let Some(project) = engine
+        .root_abs()
+        .and_then(|r| amb.canonicalize(Path::new(r)).ok())
+    else {
+        return false;
+    };
+    crate::goals::authority::bound_above(
+        &project,
+        &a.pointer,
+        &a.id_key,
+        id,
+        &|p| ambient::read_file(amb, p, 64 * 1024).ok(),
+        &|p| amb.canonicalize(p).ok(),
+    )
 }
 
 /// `RULES_RELAXATION_IGNORED` warnings: repository values that would relax
