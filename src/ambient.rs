@@ -55,6 +55,53 @@ pub struct GitOutput {
     pub stderr: Vec<u8>,
 }
 
+/// The path of `dir` from the root of the git worktree holding it, with `/`
+/// separators (`apps/web`): the nearest directory at or above `dir` (after
+/// resolving symlinks) whose `.git` is a directory, or a file whose one line
+/// is `gitdir: <path>`. Empty when `dir` is that root, is in no worktree, or
+/// is not valid UTF-8.
+pub fn worktree_prefix(amb: &dyn Ambient, dir: &Path) -> String {
+    let dir = amb.canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let Some(root) = dir.ancestors().find(|d| is_worktree_root(amb, d)) else {
+        return String::new();
+    };
+    let Ok(rel) = dir.strip_prefix(root) else {
+        return String::new();
+    };
+    let mut parts = Vec::new();
+    for c in rel.components() {
+        match c.as_os_str().to_str() {
+            Some(s) => parts.push(s),
+            None => return String::new(),
+        }
+    }
+    parts.join("/")
+}
+
+fn is_worktree_root(amb: &dyn Ambient, dir: &Path) -> bool {
+    let Ok(d) = amb.open_dir(dir) else {
+        return false;
+    };
+    let Ok(meta) = d.metadata(".git") else {
+        return false;
+    };
+    if meta.is_dir() {
+        return true;
+    }
+    if !meta.is_file() || meta.len() > 64 * 1024 {
+        return false;
+    }
+    let Ok(text) = d.read_to_string(".git") else {
+        return false;
+    };
+    let line = text.trim();
+    let Some(head) = line.get(..7) else {
+        return false;
+    };
+    let target = line[7..].trim_start();
+    head.eq_ignore_ascii_case("gitdir:") && !target.is_empty() && !target.contains(['\n', '\r'])
+}
+
 /// Reads an environment variable as UTF-8 (non-UTF-8 values count as unset).
 pub fn var(amb: &dyn Ambient, key: &str) -> Option<String> {
     amb.var_os(key).and_then(|v| v.into_string().ok())

@@ -55,7 +55,7 @@ struct Collected {
     reaccepted: Vec<(String, LineSeq, LineSeq)>,
 }
 
-/// A ledger record's `(line, seq)`.
+/// A ledger position: `(line, seq)`.
 type LineSeq = (u64, u64);
 
 /// How one state directory is judged: the audit's flags and what the

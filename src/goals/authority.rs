@@ -4,7 +4,10 @@
 //! must be unset or name the pointer's session, and the pointer must be a
 //! readable JSON object with a non-blank session id; without a pointer, a
 //! set variable refuses `create-goals` (a new run needs a bound session)
-//! and lets the other mutations through.
+//! unless a pointer in a directory above the project binds that session to
+//! a working directory that holds the project (a session started at the
+//! repository root, working in a nested project), and lets the other
+//! mutations through.
 //!
 //! The pointer lives in the workspace, so the gated agent can write it: this
 //! check keeps two sessions from mutating one run by mistake, it is not a
@@ -21,10 +24,13 @@ use crate::sandbox::{PathLimits, RelPath};
 const MAX_POINTER_BYTES: u64 = 64 * 1024;
 
 /// Checks the session authority of a mutating `sub` (canonical name).
+/// `bound_above(id)` tells whether a pointer above the project binds the
+/// session `id` to a directory holding the project (read by the front end).
 pub fn check(
     engine: &Engine,
     sub: &str,
     var: &dyn Fn(&str) -> Option<String>,
+    bound_above: &dyn Fn(&str) -> bool,
 ) -> Result<(), GoalError> {
     let Some(a) = &engine.profile.compat.session_authority else {
         return Ok(());
@@ -50,7 +56,7 @@ pub fn check(
     let bytes = match open::open_leaf(engine.root(), &rel) {
         Err(FileProblem::Missing) => {
             return match env {
-                Some(id) if sub == "create-goals" => Err(refuse(format!(
+                Some(id) if sub == "create-goals" && !bound_above(&id) => Err(refuse(format!(
                     "{}={id} is set but {} does not exist, so the session is not bound",
                     a.env, a.pointer
                 ))),
@@ -98,4 +104,36 @@ pub fn check(
         ))),
         _ => Ok(()),
     }
+}
+
+/// Whether a session pointer (`pointer`, e.g. `.omx/state/session.json`) in
+/// a directory strictly above `project` records the session `id` under
+/// `id_key` and a `cwd` that is `project` or holds it, as OMX's session
+/// discovery accepts it. `read` returns a file's bytes (bounded).
+pub fn bound_above(
+    project: &std::path::Path,
+    pointer: &str,
+    id_key: &str,
+    id: &str,
+    read: &dyn Fn(&std::path::Path) -> Option<Vec<u8>>,
+    canonical: &dyn Fn(&std::path::Path) -> Option<std::path::PathBuf>,
+) -> bool {
+    project.ancestors().skip(1).any(|dir| {
+        let Some(bytes) = read(&dir.join(pointer)) else {
+            return false;
+        };
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+            return false;
+        };
+        let names = v
+            .get(id_key)
+            .and_then(|s| s.as_str())
+            .is_some_and(|s| s.trim() == id);
+        let holds = v
+            .get("cwd")
+            .and_then(|c| c.as_str())
+            .and_then(|c| canonical(std::path::Path::new(c)))
+            .is_some_and(|c| project.starts_with(c));
+        names && holds
+    })
 }

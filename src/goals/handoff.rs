@@ -49,16 +49,17 @@ pub fn vars<'a>(engine: &'a Engine, plan: &Plan) -> BTreeMap<&'a str, String> {
     v.insert("modeFlag", p.host_goal.mode_flag.clone());
     v.insert("modeAliases", p.host_goal.mode_aliases.join(", "));
     v.insert("sessionOpt", engine.session_opt(plan));
-    v.insert(
-        "goalsPath",
-        plan.str("goalsPath")
-            .map_or_else(|| engine.paths.goals(), str::to_owned),
-    );
-    v.insert(
-        "ledgerPath",
-        plan.str("ledgerPath")
-            .map_or_else(|| engine.paths.ledger(), str::to_owned),
-    );
+    // The aggregate handoff names the files from the git worktree root, as
+    // its objective does (`statePathPrefix`, written only in aggregate mode).
+    let prefix = match plan.mode() {
+        Mode::Aggregate => plan.str("statePathPrefix").unwrap_or_default(),
+        Mode::PerStory => "",
+    };
+    let named = |key: &str, fallback: String| {
+        super::state::prefixed(prefix, plan.str(key).unwrap_or(&fallback))
+    };
+    v.insert("goalsPath", named("goalsPath", engine.paths.goals()));
+    v.insert("ledgerPath", named("ledgerPath", engine.paths.ledger()));
     if let Ok(name) = super::gate::rules_of(engine, plan)
         && let Some(rules) = engine.gates().get(&name)
         && let crate::rules::gates::GateRuleFile::FiveSection(r) = rules.file

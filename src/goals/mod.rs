@@ -75,6 +75,10 @@ pub struct EngineOptions {
     pub surface: SurfaceInputs,
     /// Where diagnostic lines go (opened by the front end, per-user).
     pub diagnostics: diagnostics::Sink,
+    /// The root's path from the git worktree root (`apps/web`; empty at the
+    /// worktree root or outside one), used when the profile sets
+    /// `compat/statePathPrefix`.
+    pub worktree_prefix: String,
 }
 
 /// The surface-resolution inputs only the binary can read: the variable named
@@ -141,7 +145,10 @@ impl Engine {
         let evidence: EvidenceRules = rules.family()?;
         let gates = GateBook::from_rules(rules)?;
         let workflows: workflow::WorkflowRules = rules.family()?;
-        let paths = StatePaths::new(&profile.state_dir, opts.session.sid());
+        let mut paths = StatePaths::new(&profile.state_dir, opts.session.sid());
+        if profile.compat.state_path_prefix {
+            paths = paths.with_prefix(&opts.worktree_prefix);
+        }
         let lock_timeout =
             Duration::from_millis(opts.lock_timeout_ms.unwrap_or(profile.lock.timeout_ms));
         Ok(Engine {

@@ -273,6 +273,36 @@ pub struct Compat {
     /// Session-authority check of mutations (none when absent).
     #[serde(default)]
     pub session_authority: Option<SessionAuthority>,
+    /// Where the command line puts the project root of this profile:
+    /// `repository` (the default) walks up to the nearest `.git` or state
+    /// directory; `cwd` takes the current directory (and reads its rules
+    /// there, as the hooks read the payload `cwd`'s), as the foreign tool
+    /// keeps its state in the directory it runs in.
+    #[serde(default)]
+    pub project_root: ProjectRoot,
+    /// Whether the aggregate objective (and the aggregate handoff's plan and
+    /// ledger lines) name the state files by their path from the git
+    /// worktree root, so that a project nested in a repository names
+    /// `apps/web/.omx/ultragoal/goals.json`; the plan records the prefix as
+    /// `statePathPrefix`.
+    #[serde(default)]
+    pub state_path_prefix: bool,
+    /// Whether `checkpoint --status complete` of a non-final goal leaves the
+    /// next goal pending for `complete-goals` to start, as if `--no-advance`
+    /// were given (the foreign tool's checkpoint starts nothing).
+    #[serde(default)]
+    pub no_checkpoint_advance: bool,
+}
+
+/// `compat/projectRoot`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ProjectRoot {
+    /// The nearest directory holding `.git` or a state directory.
+    #[default]
+    Repository,
+    /// The current directory.
+    Cwd,
 }
 
 /// `compat/sessionAuthority`: a mutation refuses to run when the session

@@ -32,6 +32,16 @@ pub const SWITCH: &str = ".force-switch.json";
 /// The replaced run's ledger while a switch is in progress.
 pub const SWITCH_LEDGER: &str = ".force-switch.ledger.jsonl";
 
+/// `path` named from the git worktree root: `<prefix>/<path>`, or `path`
+/// when the prefix is empty.
+pub fn prefixed(prefix: &str, path: &str) -> String {
+    if prefix.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{prefix}/{path}")
+    }
+}
+
 /// Repo-relative paths of one scope's state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatePaths {
@@ -39,6 +49,10 @@ pub struct StatePaths {
     pub sid: Option<String>,
     /// `<stateDir>[/<sid>]`.
     pub dir: String,
+    /// The project root's path from the git worktree root (`apps/web`), empty
+    /// at the worktree root, outside a worktree, or when the profile does not
+    /// name state paths from the worktree root (`compat/statePathPrefix`).
+    pub prefix: String,
 }
 
 impl StatePaths {
@@ -51,7 +65,17 @@ impl StatePaths {
         StatePaths {
             sid: sid.map(str::to_owned),
             dir,
+            prefix: String::new(),
         }
+    }
+    /// The same paths with the worktree-relative prefix of the project root.
+    pub fn with_prefix(mut self, prefix: &str) -> StatePaths {
+        prefix.clone_into(&mut self.prefix);
+        self
+    }
+    /// `path` (repo-relative) named from the git worktree root.
+    pub fn prefixed(&self, path: &str) -> String {
+        prefixed(&self.prefix, path)
     }
     /// Repo-relative path of a file in the state directory.
     pub fn file(&self, name: &str) -> String {

@@ -139,6 +139,8 @@ fn omx_ultragoal_and_profile_flag_read_omx_written_state() {
     );
     assert_eq!(s["aggregateComplete"], false);
     assert_eq!(s["artifactComplete"], false);
+    // Without a snapshot OMX prints `reconciliation: null`.
+    assert!(a.get("reconciliation").is_some_and(Value::is_null), "{a}");
     assert_eq!(s["needsUserDecision"], 0);
     let b = repo.run_env(
         "evidence-gate",
@@ -783,4 +785,838 @@ fn the_tool_guard_denies_a_workers_omx_mutations_and_passes_reads() {
         &env_with(&[("OMX_TEAM_WORKER", "team-a/worker-3")]),
     );
     assert!(deny_reason(&run).contains("env:OMX_TEAM_WORKER"));
+}
+
+// ---- A project nested in a git repository (`apps/web` below the worktree root).
+
+const WEB: &str = "apps/web";
+
+fn recorded(name: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(fixture(name)).unwrap()).unwrap()
+}
+
+/// A repository whose git worktree root holds `.git`, with the recorded
+/// snapshots and gates in the nested project `apps/web`.
+fn nested_repo() -> Repo {
+    let repo = Repo::new();
+    repo.mkdir(".git");
+    for f in [
+        "codex-goal-active.json",
+        "codex-goal-complete.json",
+        "codex-goal-nested-active.json",
+        "codex-goal-nested-complete.json",
+        "gate-strict.json",
+    ] {
+        repo.write(&format!("{WEB}/{f}"), std::fs::read(fixture(f)).unwrap());
+    }
+    repo
+}
+
+/// Copies the OMX-written state `name` into `<dir>/.omx/ultragoal`.
+fn fill_at(repo: &Repo, dir: &str, name: &str) {
+    for f in ["brief.md", "goals.json", "ledger.jsonl"] {
+        repo.write(
+            &format!("{dir}/{STATE}/{f}"),
+            std::fs::read(fixture(name).join(f)).unwrap(),
+        );
+    }
+}
+
+/// `evidence-gate omx ultragoal <args…> --json`, run in `dir`.
+fn omx_in(repo: &Repo, dir: &str, args: &[&str]) -> Run {
+    omx_in_env(repo, dir, args, &[])
+}
+
+fn omx_in_env(repo: &Repo, dir: &str, args: &[&str], extra: &[(&str, &str)]) -> Run {
+    let mut all = vec!["omx", "ultragoal"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let config = repo.config.path().to_str().unwrap().to_owned();
+    let mut env = env_with(extra);
+    env.push(("XDG_CONFIG_HOME", &config));
+    crate::common::run_in(&repo.join(dir), "evidence-gate", &all, None, &env)
+}
+
+fn plan_at(repo: &Repo, dir: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(repo.join(&format!("{dir}/{STATE}/goals.json"))).unwrap())
+        .unwrap()
+}
+
+fn ledger_at(repo: &Repo, dir: &str) -> Vec<Value> {
+    std::fs::read_to_string(repo.join(&format!("{dir}/{STATE}/ledger.jsonl")))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// `{id, title, objective}` of every goal.
+fn goal_texts(plan: &Value) -> Vec<Value> {
+    plan["goals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| json!([g["id"], g["title"], g["objective"]]))
+        .collect()
+}
+
+fn snapshot_objective(name: &str) -> Value {
+    recorded(name)["goal"]["objective"].clone()
+}
+
+#[test]
+fn nested_project_names_its_state_from_the_worktree_root_as_omx_does() {
+    let repo = nested_repo();
+    repo.write(
+        &format!("{WEB}/brief.md"),
+        std::fs::read(fixture("nested/brief.md")).unwrap(),
+    );
+    let theirs = recorded("nested-create.json");
+    let created = expect_ok(&omx_in(
+        &repo,
+        WEB,
+        &["create-goals", "--brief-file", "brief.md"],
+    ));
+    let ours = plan_at(&repo, WEB);
+    // The state lives in the directory the command ran in, as OMX keeps it.
+    assert!(!repo.join(STATE).exists());
+    for key in [
+        "statePathPrefix",
+        "codexObjective",
+        "briefPath",
+        "goalsPath",
+        "ledgerPath",
+        "codexGoalMode",
+    ] {
+        assert_eq!(ours[key], theirs["plan"][key], "{key}");
+    }
+    assert_eq!(ours["statePathPrefix"], WEB);
+    assert_eq!(goal_texts(&ours), goal_texts(&theirs["plan"]));
+    assert_eq!(created["summary"]["total"], theirs["summary"]["total"]);
+    // The objective is the one the Codex goal of the recorded run carries.
+    assert_eq!(
+        ours["codexObjective"],
+        snapshot_objective("codex-goal-nested-active.json")
+    );
+
+    // The aggregate handoff names the plan and ledger the same way.
+    let next = expect_ok(&omx_in(&repo, WEB, &["next"]));
+    let text = next["instruction"].as_str().unwrap();
+    let recorded_next = recorded("nested-next.json");
+    for line in recorded_next["instruction"].as_str().unwrap().lines() {
+        if line.starts_with("Plan: ") || line.starts_with("Ledger: ") {
+            assert!(text.lines().any(|l| l == line), "{line}\n{text}");
+        }
+    }
+    assert_eq!(
+        next["instructionPayload"]["objective"],
+        ours["codexObjective"]
+    );
+    expect_ok(&omx_in(
+        &repo,
+        WEB,
+        &[
+            "checkpoint",
+            "--goal-id",
+            "G001-build-the-parser",
+            "--status",
+            "complete",
+            "--evidence",
+            "parser built, tests pass",
+            "--codex-goal-json",
+            "codex-goal-nested-active.json",
+        ],
+    ));
+    // The objective OMX's status accepted on a run evidence-gate wrote.
+    let omx_read = recorded("nested-omx-status-of-ours.json");
+    assert_eq!(omx_read["reconciliation"]["ok"], true);
+    let ours = plan_at(&repo, WEB);
+    for key in ["statePathPrefix", "codexObjective", "codexGoalMode"] {
+        assert_eq!(ours[key], omx_read["plan"][key], "{key}");
+    }
+}
+
+#[test]
+fn nested_project_refuses_a_snapshot_of_the_unprefixed_objective() {
+    let repo = nested_repo();
+    expect_ok(&omx_in(
+        &repo,
+        WEB,
+        &["create", "--brief", "- Build the parser\n- Add tests"],
+    ));
+    expect_ok(&omx_in(&repo, WEB, &["next"]));
+    // OMX refused this snapshot in the recorded run: the Codex goal of a run
+    // at the worktree root is a different goal.
+    let s = expect_ok(&omx_in(
+        &repo,
+        WEB,
+        &["status", "--codex-goal-json", "codex-goal-active.json"],
+    ));
+    assert_eq!(s["reconciliation"]["ok"], false, "{s}");
+    assert!(
+        s["reconciliation"]["errors"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("Codex goal objective mismatch"),
+        "{s}"
+    );
+    let e = expect_error(
+        &omx_in(
+            &repo,
+            WEB,
+            &[
+                "checkpoint",
+                "--goal-id",
+                "G001-build-the-parser",
+                "--status",
+                "complete",
+                "--evidence",
+                "parser built",
+                "--codex-goal-json",
+                "codex-goal-active.json",
+            ],
+        ),
+        "ULW_LOOP_CODEX_SNAPSHOT_MISMATCH",
+    );
+    assert_eq!(
+        e["details"]["expectedObjective"],
+        snapshot_objective("codex-goal-nested-active.json")
+    );
+    assert_eq!(plan_at(&repo, WEB)["goals"][0]["status"], "in_progress");
+    // The honest snapshot completes the story.
+    expect_ok(&omx_in(
+        &repo,
+        WEB,
+        &[
+            "checkpoint",
+            "--goal-id",
+            "G001-build-the-parser",
+            "--status",
+            "complete",
+            "--evidence",
+            "parser built",
+            "--codex-goal-json",
+            "codex-goal-nested-active.json",
+        ],
+    ));
+}
+
+#[test]
+fn omx_written_nested_run_is_continued_from_its_directory_only() {
+    let repo = nested_repo();
+    fill_at(&repo, WEB, "nested");
+    // From the worktree root and from a subdirectory there is no plan, as for
+    // OMX (its state is per directory).
+    repo.mkdir(&format!("{WEB}/src"));
+    expect_error(&omx_in(&repo, ".", &["status"]), "ULW_LOOP_PLAN_MISSING");
+    expect_error(
+        &omx_in(&repo, &format!("{WEB}/src"), &["status"]),
+        "ULW_LOOP_PLAN_MISSING",
+    );
+    let s = expect_ok(&omx_in(
+        &repo,
+        WEB,
+        &[
+            "status",
+            "--codex-goal-json",
+            "codex-goal-nested-active.json",
+        ],
+    ));
+    assert_eq!(
+        (&s["summary"]["complete"], &s["summary"]["pending"]),
+        (&json!(1), &json!(1))
+    );
+    let before = ledger_at(&repo, WEB).len();
+    let started = expect_ok(&omx_in(&repo, WEB, &["next"]));
+    assert_eq!(started["goal"]["id"], SECOND);
+    // Nothing to migrate: the recorded objective already names the prefix.
+    assert_eq!(ledger_at(&repo, WEB)[before]["event"], "goal_started");
+    let done = expect_ok(&omx_in(
+        &repo,
+        WEB,
+        &[
+            "checkpoint",
+            "--goal-id",
+            SECOND,
+            "--status",
+            "complete",
+            "--evidence",
+            "tests added",
+            "--codex-goal-json",
+            "codex-goal-nested-complete.json",
+            "--quality-gate-json",
+            "gate-strict.json",
+            "--strict",
+        ],
+    ));
+    assert_eq!(done["summary"]["aggregateComplete"], true, "{done}");
+    // The audit of the project directory accepts the run.
+    let a = audit(&repo, &["--root", WEB]);
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+}
+
+#[test]
+fn a_root_objective_in_a_nested_project_is_migrated_as_omx_migrates_it() {
+    let repo = nested_repo();
+    // A run OMX wrote at a worktree root, then nested in a repository.
+    fill_at(&repo, WEB, "midrun");
+    let root_objective = snapshot_objective("codex-goal-active.json");
+    let original = plan_at(&repo, WEB);
+    assert_eq!(original["codexObjective"], root_objective);
+    // A read migrates nothing on disk.
+    let snap = repo.snapshot();
+    let s = expect_ok(&omx_in(&repo, WEB, &["status"]));
+    assert_eq!(s["summary"]["pending"], 1);
+    assert_eq!(repo.snapshot(), snap, "status wrote");
+    // The next mutation migrates, with the line OMX writes.
+    let before = ledger_at(&repo, WEB).len();
+    expect_ok(&omx_in(&repo, WEB, &["next"]));
+    let ours = plan_at(&repo, WEB);
+    let omx_migrated = plan_at_fixture("nested-migrated");
+    for key in ["statePathPrefix", "codexObjective", "codexObjectiveAliases"] {
+        assert_eq!(ours[key], omx_migrated[key], "{key}");
+    }
+    let line = &ledger_at(&repo, WEB)[before];
+    let omx_line = omx_ledger_fixture("nested-migrated")
+        .into_iter()
+        .find(|e| e["event"] == "aggregate_objective_migrated")
+        .unwrap();
+    for key in ["event", "message", "before", "after"] {
+        assert_eq!(line[key], omx_line[key], "{key}");
+    }
+    // The Codex goal created under the old objective still matches (OMX
+    // accepted it too), and so does the new one.
+    // The remaining story is the final one, so the snapshots are complete.
+    for snapshot in [
+        "codex-goal-complete.json",
+        "codex-goal-nested-complete.json",
+    ] {
+        let s = expect_ok(&omx_in(
+            &repo,
+            WEB,
+            &["status", "--codex-goal-json", snapshot],
+        ));
+        assert_eq!(s["reconciliation"]["ok"], true, "{snapshot}: {s}");
+        assert_eq!(s["reconciliation"], s["hostGoal"]);
+    }
+    let done = expect_ok(&omx_in(
+        &repo,
+        WEB,
+        &[
+            "checkpoint",
+            "--goal-id",
+            SECOND,
+            "--status",
+            "complete",
+            "--evidence",
+            "tests added",
+            "--codex-goal-json",
+            "codex-goal-complete.json",
+            "--quality-gate-json",
+            "gate-strict.json",
+            "--strict",
+        ],
+    ));
+    assert_eq!(done["summary"]["aggregateComplete"], true, "{done}");
+}
+
+fn plan_at_fixture(name: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(fixture(name).join("goals.json")).unwrap()).unwrap()
+}
+
+fn omx_ledger_fixture(name: &str) -> Vec<Value> {
+    std::fs::read_to_string(fixture(name).join("ledger.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn worktree_file_per_story_and_no_repository_follow_omx() {
+    // A linked worktree's `.git` is a file naming the git directory.
+    let repo = Repo::new();
+    repo.write(".git", "gitdir: /elsewhere/.git/worktrees/wt\n");
+    repo.mkdir("pkg/a");
+    expect_ok(&omx_in(
+        &repo,
+        "pkg/a",
+        &["create", "--brief", "- One story"],
+    ));
+    let theirs = recorded("nested-worktree-create.json");
+    let ours = plan_at(&repo, "pkg/a");
+    for key in ["statePathPrefix", "codexObjective"] {
+        assert_eq!(ours[key], theirs["plan"][key], "{key}");
+    }
+    // A `.git` file that names no git directory marks no worktree (attack:
+    // a planted file cannot move the objective).
+    let planted = Repo::new();
+    planted.write(".git", "not a pointer\n");
+    planted.mkdir("pkg/a");
+    expect_ok(&omx_in(
+        &planted,
+        "pkg/a",
+        &["create", "--brief", "- One story"],
+    ));
+    let none = recorded("nested-no-git-create.json");
+    let ours = plan_at(&planted, "pkg/a");
+    assert!(ours.get("statePathPrefix").is_none(), "{ours}");
+    assert_eq!(ours["codexObjective"], none["plan"]["codexObjective"]);
+    // Outside any repository: no prefix, the objective of a root run.
+    let bare = Repo::new();
+    bare.mkdir(WEB);
+    expect_ok(&omx_in(&bare, WEB, &["create", "--brief", "- One story"]));
+    let ours = plan_at(&bare, WEB);
+    assert!(ours.get("statePathPrefix").is_none(), "{ours}");
+    assert_eq!(ours["codexObjective"], none["plan"]["codexObjective"]);
+    // Per-story mode in a nested project: no aggregate objective, no prefix.
+    let per = nested_repo();
+    per.write(
+        &format!("{WEB}/brief.md"),
+        std::fs::read(fixture("nested/brief.md")).unwrap(),
+    );
+    expect_ok(&omx_in(
+        &per,
+        WEB,
+        &[
+            "create",
+            "--brief-file",
+            "brief.md",
+            "--codex-goal-mode",
+            "per-story",
+        ],
+    ));
+    let theirs = recorded("nested-per-story-create.json");
+    let ours = plan_at(&per, WEB);
+    for key in ["statePathPrefix", "codexObjective"] {
+        assert!(theirs["plan"].get(key).is_none(), "{key}");
+        assert!(ours.get(key).is_none(), "{key}: {ours}");
+    }
+    assert_eq!(ours["codexGoalMode"], theirs["plan"]["codexGoalMode"]);
+    assert_eq!(goal_texts(&ours), goal_texts(&theirs["plan"]));
+}
+
+// ---- The brief derivation and the steering refusal, under the omx profile.
+
+/// Every brief recorded under `fixtures/omx/create-goals/`, run through
+/// `evidence-gate omx ultragoal create-goals` (or its alias `create`) with
+/// the flags OMX was given: the same goals, and the same refusal.
+#[test]
+fn omx_create_goals_makes_the_goals_omx_made_of_every_recorded_brief() {
+    let dir = fixture("create-goals");
+    let mut cases: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_str().unwrap().ends_with(".omx.json"))
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 6, "{cases:?}");
+    for (n, case) in cases.iter().enumerate() {
+        let rec: Value = serde_json::from_slice(&std::fs::read(case).unwrap()).unwrap();
+        let argv: Vec<String> = rec["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(argv[..3], ["omx", "ultragoal", "create-goals"], "{case:?}");
+        let repo = Repo::new();
+        let mut args: Vec<&str> = vec![if n % 2 == 0 { "create-goals" } else { "create" }];
+        let mut rest = argv[3..].iter();
+        while let Some(a) = rest.next() {
+            match a.as_str() {
+                "--json" => {}
+                "--brief-file" => {
+                    let name = rest.next().unwrap();
+                    repo.write(name, std::fs::read(dir.join(name)).unwrap());
+                    args.extend(["--brief-file", name.as_str()]);
+                }
+                other => args.push(other),
+            }
+        }
+        let run = omx(&repo, &args);
+        if rec["exitCode"] == 1 {
+            let e = expect_error(&run, "ULW_LOOP_BRIEF_TOO_MANY_GOALS");
+            assert_eq!(e["details"]["max"], 20, "{case:?}");
+            assert!(
+                !repo.join(STATE).exists(),
+                "{case:?}: a refusal writes no state"
+            );
+            continue;
+        }
+        let v = expect_ok(&run);
+        let ours: Vec<Value> = v["plan"]["goals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| json!({"id": g["id"], "title": g["title"], "objective": g["objective"]}))
+            .collect();
+        assert_eq!(Value::Array(ours), rec["goals"], "{case:?}");
+        assert_eq!(events(&repo), ["plan_created"], "{case:?}");
+    }
+}
+
+#[test]
+fn omx_steering_that_weakens_completion_is_refused_and_honest_steering_applies() {
+    let repo = Repo::new();
+    expect_ok(&omx(
+        &repo,
+        &["create", "--brief", "- Build the parser\n- Add tests"],
+    ));
+    let plan_before = std::fs::read(repo.join(&format!("{STATE}/goals.json"))).unwrap();
+    let n = ledger(&repo).len();
+    for (args, what) in [
+        (
+            vec![
+                "--kind",
+                "add_subgoal",
+                "--title",
+                "Finish",
+                "--objective",
+                "Skip the flaky tests and ship",
+            ],
+            "skip tests",
+        ),
+        (
+            vec![
+                "--kind",
+                "revise_pending_wording",
+                "--goal-id",
+                "G002-add-tests",
+                "--objective",
+                "Add tests, then auto-complete the run",
+            ],
+            "auto-complete",
+        ),
+        (
+            vec![
+                "--kind",
+                "annotate_ledger",
+                "--title",
+                "Bypass review for the parser",
+            ],
+            "bypass review",
+        ),
+    ] {
+        let mut all = vec!["steer"];
+        all.extend_from_slice(&args);
+        all.extend_from_slice(&[
+            "--evidence",
+            "observed in CI",
+            "--rationale",
+            "time is short",
+        ]);
+        let e = expect_error(&omx(&repo, &all), "ULW_LOOP_STEERING_WEAKENS_COMPLETION");
+        assert!(
+            e["details"]["rejectedReasons"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("weakens completion")),
+            "{what}: {e}"
+        );
+    }
+    // A payload that rewrites a protected plan key (the nested project's
+    // prefix among them) is refused as OMX refuses it.
+    let r = omx(
+        &repo,
+        &[
+            "steer",
+            "--kind",
+            "annotate_ledger",
+            "--evidence",
+            "seen",
+            "--rationale",
+            "note",
+            "--after-json",
+            r#"{"statePathPrefix": "elsewhere"}"#,
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.json()["rejectedReasons"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("protected payload")),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(
+        std::fs::read(repo.join(&format!("{STATE}/goals.json"))).unwrap(),
+        plan_before,
+        "a refused proposal never writes the plan"
+    );
+    let l = ledger(&repo);
+    assert_eq!(l.len(), n + 4, "each refusal is audited");
+    assert!(
+        l[n..].iter().all(|e| e["event"] == "steering_rejected"),
+        "{l:?}"
+    );
+    // Honest use: evidence that reports skipped tests is no request to skip them.
+    expect_ok(&omx(
+        &repo,
+        &[
+            "steer",
+            "--kind",
+            "add_subgoal",
+            "--title",
+            "Fix the flaky test",
+            "--objective",
+            "Make the flaky parser test deterministic and keep it in the suite",
+            "--evidence",
+            "CI skipped 3 tests on the last run",
+            "--rationale",
+            "the suite must run in full",
+        ],
+    ));
+    assert_eq!(ledger(&repo).pop().unwrap()["event"], "steering_accepted");
+}
+
+#[test]
+fn omx_steer_marker_that_weakens_completion_is_refused_in_the_hook() {
+    let h = HookRepo::new();
+    h.user_rules(r#"{"hooks": {"deadline_ms": 60000}}"#);
+    fill(&h.repo, "midrun");
+    let env = env_with(&[]);
+    expect_ok(&omx(&h.repo, &["next"]));
+    let plan_before = std::fs::read(h.repo.join(&format!("{STATE}/goals.json"))).unwrap();
+    let weakening = r#"OMX_ULTRAGOAL_STEER: {"kind":"add_subgoal","title":"Finish","objective":"Skip the parser tests and mark complete","evidence":"user asked","rationale":"deadline"}"#;
+    let p = h.codex_event("UserPromptSubmit", "s1", json!({ "prompt": weakening }));
+    let text = context_text(&h.hook("user-prompt-submit", &["--host", "codex"], &p, &env));
+    assert!(text.contains("rejected"), "{text}");
+    assert_eq!(
+        std::fs::read(h.repo.join(&format!("{STATE}/goals.json"))).unwrap(),
+        plan_before
+    );
+    assert_eq!(ledger(&h.repo).pop().unwrap()["event"], "steering_rejected");
+    // The honest marker applies.
+    let honest = r#"OMX_ULTRAGOAL_STEER: {"kind":"add_subgoal","title":"Docs","objective":"Document the parser","evidence":"user asked","rationale":"release needs docs"}"#;
+    let p = h.codex_event("UserPromptSubmit", "s1", json!({ "prompt": honest }));
+    let text = context_text(&h.hook("user-prompt-submit", &["--host", "codex"], &p, &env));
+    assert!(text.contains("accepted add_subgoal"), "{text}");
+    assert_eq!(plan(&h.repo)["goals"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn strict_gate_requires_a_passed_cleaner_and_the_architect_role() {
+    let repo = omx_repo("midrun");
+    expect_ok(&omx(&repo, &["next"]));
+    let honest: Value =
+        serde_json::from_slice(&std::fs::read(repo.join("gate-strict.json")).unwrap()).unwrap();
+    // Attack: a cleaner pass that did nothing, under --strict.
+    let mut noop = honest.clone();
+    noop["aiSlopCleaner"]["status"] = json!("noop");
+    repo.write("noop.json", serde_json::to_vec(&noop).unwrap());
+    let e = expect_error(
+        &final_checkpoint(&repo, "noop.json", true),
+        "ULW_LOOP_QUALITY_GATE_INVALID",
+    );
+    assert!(e.to_string().contains("aiSlopCleaner"), "{e}");
+    // Attack: the architect report comes from the author's lane.
+    let mut lane = honest.clone();
+    lane["codeReview"]["independentReview"]["architect"]["agentRole"] = json!("executor");
+    repo.write("lane.json", serde_json::to_vec(&lane).unwrap());
+    let e = expect_error(
+        &final_checkpoint(&repo, "lane.json", true),
+        "ULW_LOOP_QUALITY_GATE_INVALID",
+    );
+    assert!(e.to_string().contains("architect"), "{e}");
+    assert_eq!(goal(&plan(&repo), SECOND)["status"], "in_progress");
+    // Honest use: the recorded gate passes.
+    expect_ok(&final_checkpoint(&repo, "gate-strict.json", true));
+}
+
+#[test]
+fn hooks_resume_a_nested_run_from_the_project_directory() {
+    let h = HookRepo::new();
+    h.user_rules(r#"{"hooks": {"deadline_ms": 60000}}"#);
+    h.repo.mkdir(".git");
+    fill_at(&h.repo, WEB, "nested");
+    let env = env_with(&[]);
+    let web = h.repo.join(WEB);
+    let stop = json!({
+        "stop_hook_active": false,
+        "last_assistant_message": "Done for now.",
+        "cwd": web.to_str().unwrap(),
+    });
+    // A run only OMX has written stays OMX's.
+    assert_allow(&h.hook(
+        "stop",
+        &["--host", "codex"],
+        &h.codex_event("Stop", "s1", stop.clone()),
+        &env,
+    ));
+    expect_ok(&omx_in(&h.repo, WEB, &["next"]));
+    let reason = block_reason(&h.hook(
+        "stop",
+        &["--host", "codex"],
+        &h.codex_event("Stop", "s1", stop),
+        &env,
+    ));
+    assert!(reason.contains(SECOND), "{reason}");
+    // At the worktree root there is no run to resume.
+    assert_allow(&h.hook("stop", &["--host", "codex"], &h.codex_stop("s2"), &env));
+}
+
+/// The wordings `omx ultragoal steer` refused or accepted in a recorded run
+/// (`fixtures/omx/steer-weakening.omx.json`): the same verdict for each.
+#[test]
+fn steering_verdicts_match_the_recorded_omx_verdicts() {
+    let rec = recorded("steer-weakening.omx.json");
+    let repo = Repo::new();
+    expect_ok(&omx(&repo, &["create", "--brief", "- a\n- b"]));
+    let cases = rec["cases"].as_array().unwrap();
+    assert!(cases.iter().any(|c| c["accepted"] == true));
+    assert!(cases.iter().any(|c| c["accepted"] == false));
+    for c in cases {
+        let objective = c["objective"].as_str().unwrap();
+        let r = omx(
+            &repo,
+            &[
+                "steer",
+                "--kind",
+                "add_subgoal",
+                "--title",
+                "Follow-up",
+                "--objective",
+                objective,
+                "--evidence",
+                "observed in CI",
+                "--rationale",
+                "plan change",
+            ],
+        );
+        assert_eq!(json!(r.code), c["exitCode"], "{objective}: {}", r.stdout);
+        if c["accepted"] == false {
+            expect_error(&r, "ULW_LOOP_STEERING_WEAKENS_COMPLETION");
+        } else {
+            assert_eq!(expect_ok(&r)["accepted"], true, "{objective}");
+        }
+    }
+}
+
+#[test]
+fn a_nested_project_reads_its_own_repository_rules_every_time() {
+    let repo = nested_repo();
+    // A tightening rule in the project directory applies, before and after
+    // the first write created `.omo/` there.
+    repo.write(
+        &format!("{WEB}/.evidence-gate/rules.json"),
+        r#"{"profiles":{"omx":{"limits":{"maxBriefBytes":32}}}}"#,
+    );
+    repo.write(
+        &format!("{WEB}/long.md"),
+        "- a very long brief that exceeds the cap\n",
+    );
+    expect_error(
+        &omx_in(&repo, WEB, &["create-goals", "--brief-file", "long.md"]),
+        "ULW_LOOP_INPUT_TOO_LARGE",
+    );
+    expect_ok(&omx_in(&repo, WEB, &["create-goals", "--brief", "- short"]));
+    expect_error(
+        &omx_in(
+            &repo,
+            WEB,
+            &["create-goals", "--force", "--brief-file", "long.md"],
+        ),
+        "ULW_LOOP_INPUT_TOO_LARGE",
+    );
+    // Honest use: the same brief in a project without the rule.
+    let other = nested_repo();
+    other.write(
+        &format!("{WEB}/long.md"),
+        "- a very long brief that exceeds the cap\n",
+    );
+    expect_ok(&omx_in(
+        &other,
+        WEB,
+        &["create-goals", "--brief-file", "long.md"],
+    ));
+}
+
+/// OMX's checkpoint of a non-final story starts nothing: the recorded
+/// `midrun-checkpoint.json` leaves the next story pending and no goal
+/// active, and the next `complete-goals` starts it (`goal_started`).
+#[test]
+fn a_story_checkpoint_leaves_the_next_story_to_complete_goals() {
+    let repo = Repo::new();
+    repo.write(
+        "brief.md",
+        std::fs::read(fixture("midrun/brief.md")).unwrap(),
+    );
+    repo.write(
+        "codex-goal-active.json",
+        std::fs::read(fixture("codex-goal-active.json")).unwrap(),
+    );
+    expect_ok(&omx(&repo, &["create-goals", "--brief-file", "brief.md"]));
+    expect_ok(&omx(&repo, &["next"]));
+    let r = expect_ok(&omx(
+        &repo,
+        &[
+            "checkpoint",
+            "--goal-id",
+            "G001-build-the-parser",
+            "--status",
+            "complete",
+            "--evidence",
+            "parser built, tests pass",
+            "--codex-goal-json",
+            "codex-goal-active.json",
+        ],
+    ));
+    let theirs = recorded("midrun-checkpoint.json");
+    let ours = plan(&repo);
+    for g in theirs["plan"]["goals"].as_array().unwrap() {
+        let id = g["id"].as_str().unwrap();
+        assert_eq!(goal(&ours, id)["status"], g["status"], "{id}");
+    }
+    assert!(
+        ours.get("activeGoalId").is_none_or(Value::is_null),
+        "{ours}"
+    );
+    for key in ["total", "pending", "inProgress", "complete"] {
+        assert_eq!(r["summary"][key], theirs["summary"][key], "{key}");
+    }
+    assert_eq!(events(&repo).last().unwrap(), "goal_completed");
+    let started = expect_ok(&omx(&repo, &["next"]));
+    assert_eq!(
+        (&started["goal"]["id"], &started["resumed"]),
+        (&json!(SECOND), &json!(false))
+    );
+    assert_eq!(events(&repo).last().unwrap(), "goal_started");
+}
+
+/// A session OMX started at the repository root works in the nested
+/// project: OMX's session discovery walks up from the project to the
+/// root's `.omx/state/session.json`, whose `cwd` holds the project.
+#[test]
+fn a_session_bound_at_the_repository_root_may_create_a_nested_run() {
+    let repo = nested_repo();
+    let root = repo.path().canonicalize().unwrap();
+    let pointer = |id: &str, cwd: &std::path::Path| {
+        repo.write(
+            ".omx/state/session.json",
+            json!({"session_id": id, "cwd": cwd.to_str().unwrap()}).to_string(),
+        );
+    };
+    let create = |id: &str| {
+        omx_in_env(
+            &repo,
+            WEB,
+            &["create-goals", "--brief", "- Build the parser"],
+            &[("OMX_SESSION_ID", id)],
+        )
+    };
+    // Attack: the pointer above names another session.
+    pointer("sess-1", &root);
+    expect_error(&create("sess-2"), "ULW_LOOP_SESSION_AUTHORITY");
+    // Attack: the pointer above names the session for another directory.
+    repo.mkdir("apps/api");
+    pointer("sess-1", &root.join("apps/api"));
+    expect_error(&create("sess-1"), "ULW_LOOP_SESSION_AUTHORITY");
+    assert!(!repo.join(&format!("{WEB}/{STATE}")).exists());
+    // Honest use: the session bound at the root, working in apps/web.
+    pointer("sess-1", &root);
+    expect_ok(&create("sess-1"));
+    assert_eq!(plan_at(&repo, WEB)["statePathPrefix"], WEB);
 }

@@ -506,7 +506,7 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
             quality_gate,
             accept_task_scoped: a.text("--accept-task-scoped-snapshot")?,
             start_pending: a.has("--start-pending"),
-            no_advance: a.has("--no-advance"),
+            no_advance: a.has("--no-advance") || engine.profile.compat.no_checkpoint_advance,
             strict: a.has("--strict"),
         },
     )?;

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use super::Io;
 use crate::ambient::{self, Ambient};
 use crate::goals::plan::Plan;
-use crate::goals::profile::Profiles;
+use crate::goals::profile::{Profiles, ProjectRoot};
 use crate::goals::{Engine, EngineOptions, ErrorKind, GoalError, session};
 use crate::rules::RuleSet;
 
@@ -206,15 +206,18 @@ impl Body {
             .push(("plan".to_owned(), Field::Plan(Box::new(plan))));
     }
     /// Repeats each value member named in `aliases` under its alias
-    /// (`compat/outputAliases`); a member already present is kept.
+    /// (`compat/outputAliases`); a member already present is kept, and an
+    /// absent one is repeated as `null` (the foreign tool prints the key).
     pub fn alias(&mut self, aliases: &std::collections::BTreeMap<String, String>) {
         let mut extra = Vec::new();
         for (ours, theirs) in aliases {
             if self.0.iter().any(|(k, _)| k == theirs) {
                 continue;
             }
-            if let Some((_, Field::Value(v))) = self.0.iter().find(|(k, _)| k == ours) {
-                extra.push((theirs.clone(), Field::Value(v.clone())));
+            match self.0.iter().find(|(k, _)| k == ours) {
+                Some((_, Field::Value(v))) => extra.push((theirs.clone(), Field::Value(v.clone()))),
+                Some(_) => {}
+                None => extra.push((theirs.clone(), Field::Value(Value::Null))),
             }
         }
         self.0.extend(extra);
@@ -392,8 +395,8 @@ fn dispatch(
     let fail = |e: GoalError| Outcome::Error(e, fallback_display.clone());
     let globals = args::parse(rest, &global_flags());
     // Run from a subdirectory, the command works on the repository root.
-    let root_path = super::find_root(amb);
-    let root = match amb.open_dir(&root_path) {
+    let mut root_path = super::find_root(amb);
+    let mut root = match amb.open_dir(&root_path) {
         Ok(d) => d,
         Err(e) => return fail(GoalError::io(&root_path.display().to_string(), "open", &e)),
     };
@@ -417,13 +420,32 @@ fn dispatch(
             }
         },
     }
-    let rules = match crate::rules::load_workspace(&root, &crate::rules::layers(&owned)) {
-        Ok(r) => r,
-        Err(e) => return fail(e.into()),
-    };
-    let profiles: Profiles = match rules.family() {
-        Ok(p) => p,
-        Err(e) => return fail(e.into()),
+    let (rules, profiles) = loop {
+        let rules = match crate::rules::load_workspace(&root, &crate::rules::layers(&owned)) {
+            Ok(r) => r,
+            Err(e) => return fail(e.into()),
+        };
+        let profiles: Profiles = match rules.family() {
+            Ok(p) => p,
+            Err(e) => return fail(e.into()),
+        };
+        // A profile whose foreign tool keeps its state in the directory it
+        // runs in works on the current directory, with that directory's
+        // rules, as the hooks do with the payload's `cwd`.
+        let here = Path::new(".");
+        let cwd_root = profiles
+            .0
+            .get(profile)
+            .is_some_and(|p| p.compat.project_root == ProjectRoot::Cwd);
+        if cwd_root && root_path != here {
+            root = match amb.open_dir(here) {
+                Ok(d) => d,
+                Err(e) => return fail(GoalError::io(".", "open", &e)),
+            };
+            root_path = here.to_path_buf();
+            continue;
+        }
+        break (rules, profiles);
     };
     let Some(p) = profiles.0.get(profile) else {
         return fail(GoalError::from(crate::rules::RulesError {
@@ -491,7 +513,9 @@ fn dispatch(
     // The read-only forms a worker may run are the ones that need no
     // session authority either.
     if !crate::goals::team::worker_may_run(head, rest)
-        && let Err(e) = crate::goals::authority::check(&engine, head, &env)
+        && let Err(e) = crate::goals::authority::check(&engine, head, &env, &|id| {
+            session_bound_above(amb, &engine, id)
+        })
     {
         return fail(e);
     }
@@ -505,6 +529,28 @@ fn dispatch(
         }
         Err(e) => fail(e),
     }
+}
+
+/// Whether a session pointer above the project directory binds `id` to a
+/// directory holding it (`compat/sessionAuthority`).
+fn session_bound_above(amb: &dyn Ambient, engine: &Engine, id: &str) -> bool {
+    let Some(a) = &engine.profile.compat.session_authority else {
+        return false;
+    };
+    let Some(project) = engine
+        .root_abs()
+        .and_then(|r| amb.canonicalize(Path::new(r)).ok())
+    else {
+        return false;
+    };
+    crate::goals::authority::bound_above(
+        &project,
+        &a.pointer,
+        &a.id_key,
+        id,
+        &|p| ambient::read_file(amb, p, 64 * 1024).ok(),
+        &|p| amb.canonicalize(p).ok(),
+    )
 }
 
 /// `RULES_RELAXATION_IGNORED` warnings: repository values that would relax
@@ -555,8 +601,12 @@ pub(crate) fn build_engine(
     let root_abs = amb
         .current_dir()
         .ok()
-        .map(|d| path_clean::clean(d.join(root_path)))
-        .and_then(|d| d.to_str().map(str::to_owned));
+        .map(|d| path_clean::clean(d.join(root_path)));
+    let worktree_prefix = match &root_abs {
+        Some(r) if p.compat.state_path_prefix => ambient::worktree_prefix(amb, r),
+        _ => String::new(),
+    };
+    let root_abs = root_abs.and_then(|d| d.to_str().map(str::to_owned));
     Engine::new(
         root,
         rules,
@@ -568,6 +618,7 @@ pub(crate) fn build_engine(
             root_abs,
             surface: surface_inputs(rules, amb),
             diagnostics: diagnostics_sink_at(amb, root_path),
+            worktree_prefix,
         },
     )
 }

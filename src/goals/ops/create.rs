@@ -187,6 +187,9 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
         doc.insert("validationBatches".into(), Value::Array(b));
     }
     if req.mode == Mode::Aggregate {
+        if !engine.paths.prefix.is_empty() {
+            doc.insert("statePathPrefix".into(), json!(engine.paths.prefix));
+        }
         doc.insert(
             "codexObjective".into(),
             json!(plan::objective_for(p, &engine.paths)),

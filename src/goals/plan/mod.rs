@@ -373,7 +373,11 @@ impl Plan {
     pub fn aggregate_objective(&self, profile: &Profile) -> String {
         match self.str("codexObjective") {
             Some(o) => o.to_owned(),
-            None => objective_for(profile, &StatePaths::new(&profile.state_dir, None)),
+            None => objective_for(
+                profile,
+                &StatePaths::new(&profile.state_dir, None)
+                    .with_prefix(self.str("statePathPrefix").unwrap_or_default()),
+            ),
         }
     }
 
@@ -426,11 +430,23 @@ impl Plan {
         let legacy = &profile.legacy_objectives;
         let is_legacy = legacy.exact.contains(&old)
             || legacy.prefixes.iter().any(|p| old.starts_with(p.as_str()));
-        if !is_legacy {
+        // A project nested in a git worktree whose objective still names the
+        // state from the project root (a plan written before the prefix was
+        // recorded, or a project moved into a repository) is migrated to the
+        // worktree-relative names, as `omx ultragoal` does.
+        let unprefixed = StatePaths {
+            prefix: String::new(),
+            ..paths.clone()
+        };
+        let canonical = !paths.prefix.is_empty() && old == objective_for(profile, &unprefixed);
+        if !is_legacy && !canonical {
             return;
         }
         let new = objective_for(profile, paths);
         self.set("codexObjective", Value::String(new.clone()));
+        if !paths.prefix.is_empty() {
+            self.set("statePathPrefix", Value::String(paths.prefix.clone()));
+        }
         let mut aliases: Vec<Value> = self
             .doc
             .get("codexObjectiveAliases")
@@ -445,7 +461,11 @@ impl Plan {
         let entry = json!({
             "at": now,
             "kind": "aggregate_objective_migrated",
-            "message": "Legacy aggregate objective migrated to the durable plan objective.",
+            "message": if canonical {
+                "Migrated the cwd-relative aggregate Codex objective to canonical repo-root-relative state paths."
+            } else {
+                "Legacy aggregate objective migrated to the durable plan objective."
+            },
             "before": {"codexObjective": old},
             "after": {"codexObjective": new},
         });
@@ -456,11 +476,13 @@ impl Plan {
 }
 
 /// The aggregate objective for a scope: the profile template with the scope's paths.
+/// The files are named from the git worktree root when the paths carry a
+/// prefix (`compat/statePathPrefix`).
 pub fn objective_for(profile: &Profile, paths: &StatePaths) -> String {
     profile
         .aggregate_objective
-        .replace("{goals}", &paths.goals())
-        .replace("{ledger}", &paths.ledger())
+        .replace("{goals}", &paths.prefixed(&paths.goals()))
+        .replace("{ledger}", &paths.prefixed(&paths.ledger()))
 }
 
 #[cfg(test)]

@@ -495,6 +495,11 @@ impl<'a> Ctx<'a> {
                 SurfaceInputs::default()
             },
             diagnostics: crate::goals::diagnostics::Sink::open(self.amb, self.canonical_cwd),
+            worktree_prefix: if profile.profile.compat.state_path_prefix {
+                crate::ambient::worktree_prefix(self.amb, &self.env.cwd)
+            } else {
+                String::new()
+            },
         };
         let root = self.root.try_clone().map_err(|e| e.to_string())?;
         Engine::new(root, self.rules, opts).map_err(|e| e.message)
