@@ -19,7 +19,7 @@ macro_rules! wire_enum {
             pub const ALL: &'static [$name] = &[$($name::$variant),*];
 
             /// The wire string.
-            pub fn as_str(self) -> &'static str {
+            pub const fn as_str(self) -> &'static str {
                 match self { $($name::$variant => $wire,)* }
             }
 
