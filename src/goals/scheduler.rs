@@ -4,6 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::Engine;
+use super::journal::LedgerKind;
 use super::lifecycle;
 use super::plan::{GoalStatus, Overlay, Plan, remove_key};
 
@@ -81,7 +82,7 @@ pub fn run(
             })
             .map(|g| (g.id().to_owned(), g.str("failureReason").map(str::to_owned)));
         if let Some((id, reason)) = retry {
-            let mut e = entry(now, "goal_retried", &id, "pending");
+            let mut e = entry(now, LedgerKind::GoalRetried, &id, "pending");
             if let Some(r) = reason {
                 e.insert("message".into(), json!(r));
             }
@@ -103,10 +104,10 @@ pub fn run(
     )
 }
 
-fn entry(now: &str, kind: &str, goal_id: &str, status: &str) -> Map<String, Value> {
+fn entry(now: &str, kind: LedgerKind, goal_id: &str, status: &str) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("at".into(), json!(now));
-    m.insert("kind".into(), json!(kind));
+    m.insert("kind".into(), json!(kind.as_str()));
     m.insert("goalId".into(), json!(goal_id));
     m.insert("status".into(), json!(status));
     m
@@ -138,7 +139,7 @@ pub fn start(
     g.insert("updatedAt".into(), json!(now));
     plan.set("activeGoalId", json!(id));
     plan.set("updatedAt", json!(now));
-    let mut e = entry(now, "goal_started", id, "in_progress");
+    let mut e = entry(now, LedgerKind::GoalStarted, id, "in_progress");
     e.insert("message".into(), json!(format!("Attempt {attempt}")));
     if let Some(from) = reopened_from {
         e.insert("reopenedFrom".into(), json!(from));

@@ -93,7 +93,7 @@ pub fn run(engine: &Engine, retry_failed: bool) -> Result<CompleteOutcome, GoalE
     // `compat/resumeEntry`: resuming an in-progress goal leaves an
     // audit-only record (the plan is unchanged).
     if let (Outcome::Resumed(id), Some(kind)) = (&outcome, &engine.profile.compat.resume_entry) {
-        let mut e = super::entry(&now, kind, Some(id));
+        let mut e = super::entry_named(&now, kind, Some(id));
         e.insert("status".into(), json!("in_progress"));
         e.insert("message".into(), json!("Resuming the active goal."));
         let committed = locked.commit(

@@ -6,6 +6,7 @@ use super::{entry, goal_not_found, ledger_json, lock_plan, refuse_if_complete};
 use crate::goals::Engine;
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::evidence_files::{self, Parsed};
+use crate::goals::journal::LedgerKind;
 use crate::goals::lifecycle::{self, Trigger};
 use crate::goals::plan::{CriterionStatus, Plan};
 use crate::goals::txn::{Committed, Write};
@@ -156,9 +157,9 @@ pub fn run(engine: &Engine, req: RecordRequest) -> Result<RecordOutcome, GoalErr
     let prev = c.status();
     let now = locked.now.clone();
     let kind = match status {
-        CriterionStatus::Pass => "evidence_captured",
-        CriterionStatus::Fail => "criterion_failed",
-        CriterionStatus::Blocked | CriterionStatus::Pending => "criterion_blocked",
+        CriterionStatus::Pass => LedgerKind::EvidenceCaptured,
+        CriterionStatus::Fail => LedgerKind::CriterionFailed,
+        CriterionStatus::Blocked | CriterionStatus::Pending => LedgerKind::CriterionBlocked,
     };
     let goal = plan.goal_mut(&req.goal_id).expect("looked up");
     let crit = goal

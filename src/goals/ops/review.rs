@@ -10,6 +10,7 @@ use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::evidence_files::{self, Parsed};
 use crate::goals::hostgoal::{self, Expect, HostStatus};
 use crate::goals::input::Loaded;
+use crate::goals::journal::LedgerKind;
 use crate::goals::plan::{GoalStatus, Mode, Plan, remove_key};
 use crate::goals::txn::{Committed, Write};
 use crate::goals::{Engine, brief, handoff, lifecycle};
@@ -178,7 +179,7 @@ pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalErr
     plan.push_goal(new_goal.clone());
     plan.set("updatedAt", json!(now));
     let snap = snapshot.unwrap_or(Value::Null);
-    let mut blocked = entry(&now, "goal_review_blocked", Some(&req.goal_id));
+    let mut blocked = entry(&now, LedgerKind::GoalReviewBlocked, Some(&req.goal_id));
     blocked.insert("status".into(), json!("review_blocked"));
     blocked.insert("evidence".into(), json!(req.evidence));
     blocked.insert("codexGoal".into(), snap.clone());
@@ -186,11 +187,11 @@ pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalErr
         blocked.insert("files".into(), json!(accepted.files));
         blocked.insert("evidencePayloads".into(), json!(accepted.payloads));
     }
-    let mut added = entry(&now, "goal_added", Some(&new_id));
+    let mut added = entry(&now, LedgerKind::GoalAdded, Some(&new_id));
     added.insert("status".into(), json!("pending"));
     added.insert("evidence".into(), json!(req.evidence));
     added.insert("message".into(), new_goal["title"].clone());
-    let mut recorded = entry(&now, "blocker_recorded", Some(&req.goal_id));
+    let mut recorded = entry(&now, LedgerKind::BlockerRecorded, Some(&req.goal_id));
     recorded.insert("status".into(), json!("review_blocked"));
     recorded.insert("evidence".into(), json!(req.evidence));
     recorded.insert("codexGoal".into(), snap);
@@ -202,7 +203,7 @@ pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalErr
     // `compat/reviewFailedEntry`: the failed final review gets its own
     // record first.
     if let Some(kind) = &engine.profile.compat.review_failed_entry {
-        let mut failed = entry(&now, kind, Some(&req.goal_id));
+        let mut failed = super::entry_named(&now, kind, Some(&req.goal_id));
         failed.insert("status".into(), json!("review_blocked"));
         failed.insert("evidence".into(), json!(req.evidence));
         failed.insert("codexGoal".into(), blocked["codexGoal"].clone());

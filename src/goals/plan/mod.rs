@@ -444,7 +444,7 @@ impl Plan {
         self.set("updatedAt", Value::String(now.to_owned()));
         let entry = json!({
             "at": now,
-            "kind": "aggregate_objective_migrated",
+            "kind": crate::goals::journal::LedgerKind::AggregateObjectiveMigrated.as_str(),
             "message": "Legacy aggregate objective migrated to the durable plan objective.",
             "before": {"codexObjective": old},
             "after": {"codexObjective": new},

@@ -18,7 +18,7 @@ use crate::goals::evidence_files::{self, Accepted, Parsed};
 use crate::goals::gate;
 use crate::goals::hostgoal;
 use crate::goals::input::Loaded;
-use crate::goals::journal::Head;
+use crate::goals::journal::{Head, LedgerKind};
 use crate::goals::lifecycle::{self, Permit, Trigger};
 use crate::goals::plan::{Plan, remove_key};
 use crate::goals::scheduler::{self, Outcome};
@@ -256,9 +256,9 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
             main = entry(
                 &now,
                 if is_final {
-                    "aggregate_completed"
+                    LedgerKind::AggregateCompleted
                 } else {
-                    "goal_completed"
+                    LedgerKind::GoalCompleted
                 },
                 Some(&id),
             );
@@ -294,7 +294,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
             // `compat/perGoalCompletion`: the final goal also gets its own
             // `goal_completed` entry, before `aggregate_completed`.
             if is_final && engine.profile.compat.per_goal_completion {
-                let mut own = entry(&now, "goal_completed", Some(&id));
+                let mut own = entry(&now, LedgerKind::GoalCompleted, Some(&id));
                 for k in ["status", "evidence", "codexGoal"] {
                     if let Some(v) = main.get(k) {
                         own.insert(k.into(), v.clone());
@@ -320,7 +320,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
             }
             entries.push(std::mem::take(&mut main));
             if let Some(b) = &closes {
-                let mut bc = entry(&now, "batch_closed", Some(&id));
+                let mut bc = entry(&now, LedgerKind::BatchClosed, Some(&id));
                 bc.insert("message".into(), json!(batches::batch_id(b)));
                 entries.push(bc);
             }
@@ -334,7 +334,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
             plan.set("activeGoalId", json!(id));
             plan.set("updatedAt", json!(now));
             new_status = "in_progress".to_owned();
-            main = entry(&now, "goal_blocked", Some(&id));
+            main = entry(&now, LedgerKind::GoalBlocked, Some(&id));
             main.insert("status".into(), json!("in_progress"));
             main.insert("evidence".into(), json!(evidence));
             if let Some(s) = &host.snapshot {
@@ -397,9 +397,9 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
             plan.set("updatedAt", json!(now));
             new_status = status.to_owned();
             let kind = match status {
-                "needs_user_decision" => "goal_needs_user_decision",
-                "blocked" => "goal_blocked",
-                _ => "goal_failed",
+                "needs_user_decision" => LedgerKind::GoalNeedsUserDecision,
+                "blocked" => LedgerKind::GoalBlocked,
+                _ => LedgerKind::GoalFailed,
             };
             main = entry(&now, kind, Some(&id));
             main.insert("status".into(), json!(status));
