@@ -403,11 +403,7 @@ fn accept_tampered(engine: &Engine, rationale: &str) -> Result<RepairOutcome, Go
     let base = a.plan_revision.max(a.ledger_revision);
     plan.set("revision", json!(base));
     let codes = b.codes().join(" and ");
-    let mut e = entry(
-        &locked.now,
-        LedgerKind::TamperAcknowledged,
-        None,
-    );
+    let mut e = entry(&locked.now, LedgerKind::TamperAcknowledged, None);
     e.insert(
         "message".into(),
         json!(format!(

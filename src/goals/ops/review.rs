@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 
 use super::{entry, goal_not_found, ledger_json, lock_plan, refuse_if_complete};
+use crate::goals::blockers::BLOCKER_FIELDS;
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::evidence_files::{self, Parsed};
 use crate::goals::hostgoal::{self, Expect, HostStatus};
@@ -72,7 +73,7 @@ pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalErr
                 from: g.status().as_str().to_owned(),
                 overlay: g.overlay().map(|o| o.as_str().to_owned()),
                 command: "record-review-blockers".into(),
-                allowed_from: vec!["in_progress".into()],
+                allowed_from: vec![GoalStatus::InProgress.as_str().into()],
                 suggested_command: None,
                 legacy: true,
             },
@@ -151,23 +152,11 @@ pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalErr
     new_goal.insert("id".into(), json!(new_id));
     new_goal.insert("resolves".into(), json!([req.goal_id]));
     let goal = plan.goal_mut(&req.goal_id).expect("looked up");
-    for k in [
-        "blockedReason",
-        "blockerSignature",
-        "blockerOccurrenceCount",
-        "requiredExternalDecision",
-        "nonRetriable",
-        "failedAt",
-        "failureReason",
-        "completedAt",
-        "blocker",
-        "blockerEvidence",
-        "blockerOccurrences",
-        "blockedAt",
-    ] {
+    // The failed review also takes back the completion.
+    for k in BLOCKER_FIELDS.iter().chain(&["completedAt"]) {
         remove_key(goal, k);
     }
-    goal.insert("status".into(), json!("review_blocked"));
+    goal.insert("status".into(), json!(GoalStatus::ReviewBlocked.as_str()));
     goal.insert("reviewBlockedAt".into(), json!(now));
     goal.insert("evidence".into(), json!(req.evidence));
     goal.insert("reviewBlockedBy".into(), json!([new_id]));
@@ -180,7 +169,7 @@ pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalErr
     plan.set("updatedAt", json!(now));
     let snap = snapshot.unwrap_or(Value::Null);
     let mut blocked = entry(&now, LedgerKind::GoalReviewBlocked, Some(&req.goal_id));
-    blocked.insert("status".into(), json!("review_blocked"));
+    blocked.insert("status".into(), json!(GoalStatus::ReviewBlocked.as_str()));
     blocked.insert("evidence".into(), json!(req.evidence));
     blocked.insert("codexGoal".into(), snap.clone());
     if !accepted.files.is_empty() {
@@ -188,11 +177,11 @@ pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalErr
         blocked.insert("evidencePayloads".into(), json!(accepted.payloads));
     }
     let mut added = entry(&now, LedgerKind::GoalAdded, Some(&new_id));
-    added.insert("status".into(), json!("pending"));
+    added.insert("status".into(), json!(GoalStatus::Pending.as_str()));
     added.insert("evidence".into(), json!(req.evidence));
     added.insert("message".into(), new_goal["title"].clone());
     let mut recorded = entry(&now, LedgerKind::BlockerRecorded, Some(&req.goal_id));
-    recorded.insert("status".into(), json!("review_blocked"));
+    recorded.insert("status".into(), json!(GoalStatus::ReviewBlocked.as_str()));
     recorded.insert("evidence".into(), json!(req.evidence));
     recorded.insert("codexGoal".into(), snap);
     recorded.insert(
@@ -204,7 +193,7 @@ pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalErr
     // record first.
     if let Some(kind) = &engine.profile.compat.review_failed_entry {
         let mut failed = super::entry_named(&now, kind, Some(&req.goal_id));
-        failed.insert("status".into(), json!("review_blocked"));
+        failed.insert("status".into(), json!(GoalStatus::ReviewBlocked.as_str()));
         failed.insert("evidence".into(), json!(req.evidence));
         failed.insert("codexGoal".into(), blocked["codexGoal"].clone());
         failed.insert(

@@ -8,7 +8,7 @@ use super::proposal::{Kind, Proposal};
 use super::resolve::{Child, Resolved};
 use crate::goals::batches;
 use crate::goals::brief;
-use crate::goals::plan::{Plan, UserModel, remove_key};
+use crate::goals::plan::{CriterionStatus, GoalStatus, Overlay, Plan, UserModel, remove_key};
 use crate::goals::profile::Profile;
 
 /// What an application changed.
@@ -20,20 +20,7 @@ pub struct Applied {
     pub writes_plan: bool,
 }
 
-/// The blocker set a successful transition clears (docs/engine.md#ge-3 step 9).
-pub const BLOCKER_FIELDS: &[&str] = &[
-    "blockedReason",
-    "blockerSignature",
-    "blockerOccurrenceCount",
-    "requiredExternalDecision",
-    "nonRetriable",
-    "failedAt",
-    "failureReason",
-    "blocker",
-    "blockerEvidence",
-    "blockerOccurrences",
-    "blockedAt",
-];
+pub use crate::goals::blockers::BLOCKER_FIELDS;
 
 fn text<'a>(p: &'a Proposal, key: &str) -> &'a str {
     p.text(key).unwrap_or_default()
@@ -127,7 +114,7 @@ pub fn apply(plan: &mut Plan, profile: &Profile, p: &Proposal, r: &Resolved, now
             let g = plan
                 .goal_mut(&target.expect("validated"))
                 .expect("validated");
-            g.insert("status".into(), json!("pending"));
+            g.insert("status".into(), json!(GoalStatus::Pending.as_str()));
             remove_key(g, "steeringStatus");
             for k in BLOCKER_FIELDS {
                 remove_key(g, k);
@@ -148,7 +135,7 @@ fn block_or_waive(plan: &mut Plan, p: &Proposal, id: &str, now: &str) {
     let g = plan.goal_mut(id).expect("validated");
     match p.text("userDecision") {
         Some(decision) => {
-            g.insert("steeringStatus".into(), json!("superseded"));
+            g.insert("steeringStatus".into(), json!(Overlay::Superseded.as_str()));
             g.insert("supersededBy".into(), json!([]));
             g.insert(
                 "waiver".into(),
@@ -157,8 +144,8 @@ fn block_or_waive(plan: &mut Plan, p: &Proposal, id: &str, now: &str) {
             g.insert("userDecision".into(), json!(decision));
         }
         None => {
-            g.insert("status".into(), json!("blocked"));
-            g.insert("steeringStatus".into(), json!("blocked"));
+            g.insert("status".into(), json!(GoalStatus::Blocked.as_str()));
+            g.insert("steeringStatus".into(), json!(Overlay::Blocked.as_str()));
             let reason = p
                 .text("blockedReason")
                 .unwrap_or_else(|| text(p, "rationale"));
@@ -192,7 +179,7 @@ fn supersede(
         }
     });
     let g = plan.goal_mut(id).expect("validated");
-    g.insert("steeringStatus".into(), json!("superseded"));
+    g.insert("steeringStatus".into(), json!(Overlay::Superseded.as_str()));
     g.insert("supersededBy".into(), json!(ids));
     if let Some(d) = p.text("userDecision") {
         g.insert("userDecision".into(), json!(d));
@@ -296,7 +283,7 @@ fn revise_criterion(plan: &mut Plan, profile: &Profile, p: &Proposal, id: &str, 
         }
     }
     if changed {
-        c.insert("status".into(), json!("pending"));
+        c.insert("status".into(), json!(CriterionStatus::Pending.as_str()));
         c.insert("capturedEvidence".into(), Value::Null);
         remove_key(c, "capturedAt");
     }

@@ -12,7 +12,7 @@ use host::{reconcile_complete, reconcile_failure};
 use super::complete::report;
 use super::{entry, goal_not_found, ledger_json, lock_plan, refuse_if_complete};
 use crate::gate::GateScope;
-use crate::goals::blockers::{self, Classifier};
+use crate::goals::blockers::{self, BLOCKER_FIELDS, Classifier};
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::evidence_files::{self, Accepted, Parsed};
 use crate::goals::gate;
@@ -20,7 +20,7 @@ use crate::goals::hostgoal;
 use crate::goals::input::Loaded;
 use crate::goals::journal::{Head, LedgerKind};
 use crate::goals::lifecycle::{self, Permit, Trigger};
-use crate::goals::plan::{Plan, remove_key};
+use crate::goals::plan::{GoalStatus, Plan, remove_key};
 use crate::goals::scheduler::{self, Outcome};
 use crate::goals::txn::Write;
 use crate::goals::{Engine, batches};
@@ -229,22 +229,10 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
             };
 
             let goal = plan.goal_mut(&id).expect("looked up");
-            goal.insert("status".into(), json!("complete"));
+            goal.insert("status".into(), json!(GoalStatus::Complete.as_str()));
             goal.insert("completedAt".into(), json!(now));
             goal.insert("evidence".into(), json!(evidence));
-            for k in [
-                "blockedReason",
-                "blockerSignature",
-                "blockerOccurrenceCount",
-                "requiredExternalDecision",
-                "nonRetriable",
-                "failedAt",
-                "failureReason",
-                "blocker",
-                "blockerEvidence",
-                "blockerOccurrences",
-                "blockedAt",
-            ] {
+            for k in BLOCKER_FIELDS {
                 remove_key(goal, k);
             }
             goal.insert("updatedAt".into(), json!(now));
@@ -252,7 +240,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
                 plan.remove("activeGoalId");
             }
             plan.set("updatedAt", json!(now));
-            new_status = "complete".to_owned();
+            new_status = GoalStatus::Complete;
             main = entry(
                 &now,
                 if is_final {
@@ -262,7 +250,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
                 },
                 Some(&id),
             );
-            main.insert("status".into(), json!("complete"));
+            main.insert("status".into(), json!(GoalStatus::Complete.as_str()));
             main.insert("evidence".into(), json!(entry_evidence));
             let max_snap = engine.profile.limits.max_embedded_snapshot_bytes;
             if let Some(s) = &host.snapshot {
@@ -305,7 +293,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
             }
             if is_final {
                 let record = json!({
-                    "status": "complete",
+                    "status": GoalStatus::Complete.as_str(),
                     "completedAt": now,
                     "evidence": evidence,
                     "codexGoal": host.snapshot.as_ref().map(|s| hostgoal::embed(s, max_snap)),
@@ -333,9 +321,9 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
             goal.insert("updatedAt".into(), json!(now));
             plan.set("activeGoalId", json!(id));
             plan.set("updatedAt", json!(now));
-            new_status = "in_progress".to_owned();
+            new_status = GoalStatus::InProgress;
             main = entry(&now, LedgerKind::GoalBlocked, Some(&id));
-            main.insert("status".into(), json!("in_progress"));
+            main.insert("status".into(), json!(GoalStatus::InProgress.as_str()));
             main.insert("evidence".into(), json!(evidence));
             if let Some(s) = &host.snapshot {
                 main.insert(
@@ -363,23 +351,23 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
             let needs =
                 counts.is_some_and(|(occ, goals)| occ >= escalate_after || goals >= escalate_after);
             let requested = if req.status == CheckpointStatus::Failed {
-                "failed"
+                GoalStatus::Failed
             } else {
-                "blocked"
+                GoalStatus::Blocked
             };
             let status = if needs {
-                "needs_user_decision"
+                GoalStatus::NeedsUserDecision
             } else {
                 requested
             };
             let goal = plan.goal_mut(&id).expect("looked up");
-            goal.insert("status".into(), json!(status));
+            goal.insert("status".into(), json!(status.as_str()));
             goal.insert("updatedAt".into(), json!(now));
-            if requested == "failed" || needs {
+            if requested == GoalStatus::Failed || needs {
                 goal.insert("failedAt".into(), json!(now));
                 goal.insert("failureReason".into(), json!(evidence));
             }
-            if requested == "blocked" || needs {
+            if requested == GoalStatus::Blocked || needs {
                 goal.insert("blockedReason".into(), json!(evidence));
             }
             let decision = signature.as_deref().map(|s| classifier.decision(s));
@@ -395,14 +383,14 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
                 plan.remove("activeGoalId");
             }
             plan.set("updatedAt", json!(now));
-            new_status = status.to_owned();
+            new_status = status;
             let kind = match status {
-                "needs_user_decision" => LedgerKind::GoalNeedsUserDecision,
-                "blocked" => LedgerKind::GoalBlocked,
+                GoalStatus::NeedsUserDecision => LedgerKind::GoalNeedsUserDecision,
+                GoalStatus::Blocked => LedgerKind::GoalBlocked,
                 _ => LedgerKind::GoalFailed,
             };
             main = entry(&now, kind, Some(&id));
-            main.insert("status".into(), json!(status));
+            main.insert("status".into(), json!(status.as_str()));
             main.insert("evidence".into(), json!(evidence));
             if let (Some(sig), Some((occ, goals)), Some(d)) = (&signature, counts, &decision) {
                 main.insert("blockerSignature".into(), json!(sig));
@@ -459,7 +447,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
         warnings,
         revision: committed.revision,
         head: committed.head,
-        status: new_status,
+        status: new_status.as_str().to_owned(),
         plan,
     })
 }
