@@ -7,7 +7,7 @@ use super::Engine;
 use super::blockers::ATTEMPT_CLEARED_FIELDS;
 use super::journal::LedgerKind;
 use super::lifecycle;
-use super::plan::{GoalStatus, Overlay, Plan, remove_key};
+use super::plan::{GoalStatus, Overlay, Plan};
 
 /// What the scheduler decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,15 +136,14 @@ pub fn start(
         Some(g) => engine.next_attempt_dir(plan, g),
         None => engine.render_attempt_dir(&engine.attempt_sid(plan), id, attempt),
     };
-    let g = plan.goal_mut(id).expect("scheduled goals exist");
-    g.insert("status".into(), json!(GoalStatus::InProgress.as_str()));
-    g.insert("attempt".into(), json!(attempt));
-    g.insert("startedAt".into(), json!(now));
-    g.insert("attemptDir".into(), json!(dir));
-    for k in ATTEMPT_CLEARED_FIELDS {
-        remove_key(g, k);
-    }
-    g.insert("updatedAt".into(), json!(now));
+    plan.goal_mut(id)
+        .expect("scheduled goals exist")
+        .set_status(GoalStatus::InProgress)
+        .set_attempt(attempt)
+        .set_started_at(now)
+        .set_attempt_dir(&dir)
+        .clear(ATTEMPT_CLEARED_FIELDS)
+        .set_updated_at(now);
     plan.set("activeGoalId", json!(id));
     plan.set("updatedAt", json!(now));
     let mut e = entry(now, LedgerKind::GoalStarted, id, GoalStatus::InProgress);

@@ -6,13 +6,12 @@
 use serde_json::{Value, json};
 
 use super::{entry, goal_not_found, ledger_json, lock_plan, refuse_if_complete};
-use crate::goals::blockers::BLOCKER_FIELDS;
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::evidence_files::{self, Parsed};
 use crate::goals::hostgoal::{self, Expect, HostStatus};
 use crate::goals::input::Loaded;
 use crate::goals::journal::LedgerKind;
-use crate::goals::plan::{GoalStatus, Mode, Plan, remove_key};
+use crate::goals::plan::{GoalStatus, Mode, Plan};
 use crate::goals::txn::{Committed, Write};
 use crate::goals::{Engine, brief, handoff, lifecycle};
 
@@ -151,17 +150,16 @@ pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalErr
     )?;
     new_goal.insert("id".into(), json!(new_id));
     new_goal.insert("resolves".into(), json!([req.goal_id]));
-    let goal = plan.goal_mut(&req.goal_id).expect("looked up");
+    let mut goal = plan.goal_mut(&req.goal_id).expect("looked up");
     // The failed review also takes back the completion.
-    for k in BLOCKER_FIELDS.iter().chain(&["completedAt"]) {
-        remove_key(goal, k);
-    }
-    goal.insert("status".into(), json!(GoalStatus::ReviewBlocked.as_str()));
-    goal.insert("reviewBlockedAt".into(), json!(now));
-    goal.insert("evidence".into(), json!(req.evidence));
-    goal.insert("reviewBlockedBy".into(), json!([new_id]));
-    goal.insert("updatedAt".into(), json!(now));
-    let blocked_goal = Value::Object(goal.clone());
+    goal.clear_blockers()
+        .clear(&["completedAt"])
+        .set_status(GoalStatus::ReviewBlocked)
+        .set("reviewBlockedAt", json!(now))
+        .set_evidence(&req.evidence)
+        .set("reviewBlockedBy", json!([new_id]))
+        .set_updated_at(&now);
+    let blocked_goal = goal.to_value();
     if plan.active_goal_id() == Some(req.goal_id.as_str()) {
         plan.remove("activeGoalId");
     }

@@ -12,7 +12,7 @@ use host::{reconcile_complete, reconcile_failure};
 use super::complete::report;
 use super::{entry, goal_not_found, ledger_json, lock_plan, refuse_if_complete};
 use crate::gate::GateScope;
-use crate::goals::blockers::{self, BLOCKER_FIELDS, Classifier};
+use crate::goals::blockers::{self, Classifier};
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::evidence_files::{self, Accepted, Parsed};
 use crate::goals::gate;
@@ -20,7 +20,7 @@ use crate::goals::hostgoal;
 use crate::goals::input::Loaded;
 use crate::goals::journal::{Head, LedgerKind};
 use crate::goals::lifecycle::{self, Permit, Trigger};
-use crate::goals::plan::{GoalStatus, Plan, remove_key};
+use crate::goals::plan::{GoalStatus, Plan};
 use crate::goals::scheduler::{self, Outcome};
 use crate::goals::txn::Write;
 use crate::goals::{Engine, batches};
@@ -228,14 +228,13 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
                 None => evidence.clone(),
             };
 
-            let goal = plan.goal_mut(&id).expect("looked up");
-            goal.insert("status".into(), json!(GoalStatus::Complete.as_str()));
-            goal.insert("completedAt".into(), json!(now));
-            goal.insert("evidence".into(), json!(evidence));
-            for k in BLOCKER_FIELDS {
-                remove_key(goal, k);
-            }
-            goal.insert("updatedAt".into(), json!(now));
+            plan.goal_mut(&id)
+                .expect("looked up")
+                .set_status(GoalStatus::Complete)
+                .set_completed_at(&now)
+                .set_evidence(&evidence)
+                .clear_blockers()
+                .set_updated_at(&now);
             if plan.active_goal_id() == Some(id.as_str()) {
                 plan.remove("activeGoalId");
             }
@@ -317,8 +316,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
         // progress and active, nothing is classified or escalated.
         CheckpointStatus::Blocked if engine.profile.compat.blocked_non_terminal => {
             let host = reconcile_failure(engine, &plan, &req, &id);
-            let goal = plan.goal_mut(&id).expect("looked up");
-            goal.insert("updatedAt".into(), json!(now));
+            plan.goal_mut(&id).expect("looked up").set_updated_at(&now);
             plan.set("activeGoalId", json!(id));
             plan.set("updatedAt", json!(now));
             new_status = GoalStatus::InProgress;
@@ -360,24 +358,20 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
             } else {
                 requested
             };
-            let goal = plan.goal_mut(&id).expect("looked up");
-            goal.insert("status".into(), json!(status.as_str()));
-            goal.insert("updatedAt".into(), json!(now));
+            let mut goal = plan.goal_mut(&id).expect("looked up");
+            goal.set_status(status).set_updated_at(&now);
             if requested == GoalStatus::Failed || needs {
-                goal.insert("failedAt".into(), json!(now));
-                goal.insert("failureReason".into(), json!(evidence));
+                goal.set_failed(&now, &evidence);
             }
             if requested == GoalStatus::Blocked || needs {
-                goal.insert("blockedReason".into(), json!(evidence));
+                goal.set_blocked_reason(&evidence);
             }
             let decision = signature.as_deref().map(|s| classifier.decision(s));
             if let (Some(sig), Some((occ, _)), Some(d)) = (&signature, counts, &decision) {
-                goal.insert("blockerSignature".into(), json!(sig));
-                goal.insert("blockerOccurrenceCount".into(), json!(occ));
-                goal.insert("requiredExternalDecision".into(), json!(d));
+                goal.set_blocker(sig, occ, d);
             }
             if needs {
-                goal.insert("nonRetriable".into(), json!(true));
+                goal.set_non_retriable();
             }
             if plan.active_goal_id() == Some(id.as_str()) {
                 plan.remove("activeGoalId");
