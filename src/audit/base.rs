@@ -34,6 +34,7 @@ use super::state_dir::{GOALS, LEDGER};
 use crate::evidence::Root;
 use crate::finding::problem_finding;
 use crate::finding::{Code, Finding, Report, ReportBuilder, ReportKind, Severity};
+use crate::goals::journal::LedgerKind;
 use crate::ledger::ForeignSeverity;
 use crate::sandbox::open::{self, FileProblem};
 use crate::sandbox::walk::{self, EntryKind};
@@ -272,7 +273,7 @@ fn archived_holder(root: &Dir, dir: &str, bytes: &[u8]) -> Option<String> {
     let mut successor = format!("{dir}/{LEDGER}");
     for _ in 0..MAX_LINKS {
         let first = first_record(root, &successor)?;
-        if entry_kind(&first) != Some("plan_created") {
+        if entry_kind(&first) != Some(LedgerKind::PlanCreated.as_str()) {
             return None;
         }
         let replaced = first.get("replaced")?;

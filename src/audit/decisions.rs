@@ -16,12 +16,13 @@ use super::scan::{Opened, entry_kind, open_state_file, scan_ledger};
 use crate::finding::{Code, Finding, Severity};
 use crate::goals::decisions::{self, UserDecision};
 use crate::goals::plan::Plan;
+use crate::hooks::gate_ledger::GateLedgerKind;
 use crate::ledger::ForeignSeverity;
 use crate::sandbox::open;
 use crate::sandbox::{PathLimits, RelPath};
 
 /// The kind of the gate-ledger record that backs a user decision.
-pub const VERIFIED_KIND: &str = "user_decision_verified";
+pub const VERIFIED_KIND: &str = GateLedgerKind::UserDecisionVerified.as_str();
 
 /// `(goalId, decisionSha256)` of every `user_decision_verified` record of
 /// the gate ledger (empty when there is none or it cannot be read: the
@@ -44,7 +45,9 @@ impl Verified {
             return Verified(out);
         };
         let mut visit = |_line: u64, v: &Value| {
-            if entry_kind(v) != Some(VERIFIED_KIND) {
+            if entry_kind(v).and_then(GateLedgerKind::parse)
+                != Some(GateLedgerKind::UserDecisionVerified)
+            {
                 return;
             }
             let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
@@ -60,6 +63,12 @@ impl Verified {
             &mut visit,
         );
         Verified(out)
+    }
+
+    /// The number of verified decisions read.
+    #[cfg(test)]
+    pub(crate) fn count(&self) -> usize {
+        self.0.len()
     }
 
     fn backs(&self, d: &UserDecision) -> bool {

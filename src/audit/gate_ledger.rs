@@ -19,6 +19,7 @@ use crate::sandbox::{PathLimits, RelPath};
 
 pub use crate::hooks::diagnostics::STATE_DIR;
 pub use crate::hooks::gate_ledger::FILE;
+use crate::hooks::gate_ledger::GateLedgerKind;
 
 /// The audit of the gate ledger, before recorded files are re-hashed.
 pub(crate) struct Audited {
@@ -91,8 +92,8 @@ pub(crate) fn audit(
             .flatten()
             .filter_map(|f| f.get("code").cloned())
             .collect();
-        match entry_kind(v) {
-            Some("receipt_accepted") => {
+        match entry_kind(v).and_then(GateLedgerKind::parse) {
+            Some(GateLedgerKind::ReceiptAccepted) => {
                 let Some(receipt) = v.get("receipt").filter(|r| r.is_object()) else {
                     findings.push(
                         Finding::new(
@@ -138,7 +139,7 @@ pub(crate) fn audit(
                     }
                 }
             }
-            Some("receipt_waived") => findings.push(escalate(
+            Some(GateLedgerKind::ReceiptWaived) => findings.push(escalate(
                 Finding::new(
                     Code::LedgerReceiptWaived,
                     Some(&display),
@@ -150,7 +151,7 @@ pub(crate) fn audit(
                 )
                 .with_detail(json!({"line": line, "findings": codes})),
             )),
-            Some("receipt_override") => findings.push(escalate(
+            Some(GateLedgerKind::ReceiptOverride) => findings.push(escalate(
                 Finding::new(
                     Code::LedgerReceiptOverride,
                     Some(&display),
@@ -161,7 +162,7 @@ pub(crate) fn audit(
                 )
                 .with_detail(json!({"line": line, "count": v.get("count"), "findings": codes})),
             )),
-            Some("gate_ledger_rewound") => findings.push(escalate(
+            Some(GateLedgerKind::GateLedgerRewound) => findings.push(escalate(
                 Finding::new(
                     Code::GateLedgerRewound,
                     Some(&display),
@@ -172,7 +173,7 @@ pub(crate) fn audit(
                 )
                 .with_detail(json!({"line": line, "restored_records": v.get("restored_records")})),
             )),
-            Some("gate_ledger_forged") => findings.push(escalate(
+            Some(GateLedgerKind::GateLedgerForged) => findings.push(escalate(
                 Finding::new(
                     Code::GateLedgerForged,
                     Some(&display),
@@ -183,7 +184,9 @@ pub(crate) fn audit(
                 )
                 .with_detail(json!({"line": line, "forged_records": v.get("forged_records"), "forged_sha256": v.get("forged_sha256")})),
             )),
-            _ => {}
+            // Read by the user-decision check (`super::decisions`); entries
+            // of unknown kinds carry nothing the audit checks.
+            Some(GateLedgerKind::UserDecisionVerified) | None => {}
         }
     };
     let records = match scan_ledger(file, &display, ForeignSeverity::Error, progress, &mut visit) {
@@ -214,4 +217,47 @@ pub(crate) fn audit(
         checked: records > 0,
         records,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+    use crate::audit::decisions::Verified;
+    use crate::audit::progress::Silent;
+    use crate::hooks::gate_ledger::append;
+
+    /// Every kind a hook writes is one the audit recognises: each entry
+    /// yields the audit's finding for it, or (a verified user decision) is
+    /// read by the user-decision check.
+    #[test]
+    fn the_audit_recognises_every_kind_the_hooks_write() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        root.create_dir_all(STATE_DIR).unwrap();
+        let state = root.open_dir(STATE_DIR).unwrap();
+        for &kind in GateLedgerKind::ALL {
+            let mut e = serde_json::Map::new();
+            e.insert("kind".into(), json!(kind.as_str()));
+            e.insert("goalId".into(), json!("G1"));
+            e.insert("decisionSha256".into(), json!(kind.as_str()));
+            append(&state, e).unwrap();
+        }
+        let audited = audit(&root, false, false, &mut Silent).expect("the ledger exists");
+        let codes: Vec<Code> = audited.report.findings().iter().map(|f| f.code).collect();
+        let verified = Verified::read(&root, &mut Silent);
+        for &kind in GateLedgerKind::ALL {
+            let seen = match kind {
+                // No `receipt` object: the audit reads the entry and says so.
+                GateLedgerKind::ReceiptAccepted => codes.contains(&Code::LedgerFilesInvalid),
+                GateLedgerKind::ReceiptWaived => codes.contains(&Code::LedgerReceiptWaived),
+                GateLedgerKind::ReceiptOverride => codes.contains(&Code::LedgerReceiptOverride),
+                GateLedgerKind::GateLedgerRewound => codes.contains(&Code::GateLedgerRewound),
+                GateLedgerKind::GateLedgerForged => codes.contains(&Code::GateLedgerForged),
+                GateLedgerKind::UserDecisionVerified => verified.count() == 1,
+            };
+            assert!(seen, "{} not recognised: {codes:?}", kind.as_str());
+        }
+        assert_eq!(audited.records, GateLedgerKind::ALL.len() as u64);
+    }
 }

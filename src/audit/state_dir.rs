@@ -16,7 +16,7 @@ use super::scan::{Opened, entry_kind, open_state_file, scan_ledger};
 use crate::finding::problem_finding;
 use crate::finding::{Code, Finding, ReportBuilder, ReportKind};
 use crate::goals::binding;
-use crate::goals::journal::Head;
+use crate::goals::journal::{Head, LedgerKind};
 use crate::goals::plan::Plan;
 use crate::goals::txn::{self, Consistency};
 use crate::ledger::{ForeignSeverity, chain_fields};
@@ -115,7 +115,7 @@ pub(crate) fn audit(
                     got.first = Some((line, v.clone()));
                 }
                 let kind = entry_kind(v);
-                if kind == Some("aggregate_completed") {
+                if kind == Some(LedgerKind::AggregateCompleted.as_str()) {
                     got.finals.push(FinalEntry::of(line, v));
                 }
                 got.downgrade.feed(v);
@@ -565,7 +565,7 @@ fn archive_link(
     first: &Value,
     heads: &BTreeMap<String, Option<String>>,
 ) {
-    if entry_kind(first) != Some("plan_created") {
+    if entry_kind(first) != Some(LedgerKind::PlanCreated.as_str()) {
         return;
     }
     let Some(replaced) = first.get("replaced") else {

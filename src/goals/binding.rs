@@ -32,7 +32,7 @@ pub const PLAN_SHA256: &str = "planSha256";
 /// The `lastMutation` field naming the ledger head.
 pub const LEDGER_HEAD: &str = "ledgerHead";
 /// The entry kind `repair --accept-tampered` appends.
-pub const TAMPER_ACKNOWLEDGED: &str = "tamper_acknowledged";
+pub const TAMPER_ACKNOWLEDGED: &str = journal::LedgerKind::TamperAcknowledged.as_str();
 
 /// The plan object without `lastMutation`, serialised in place (no copy of
 /// a large plan).

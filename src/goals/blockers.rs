@@ -5,6 +5,29 @@
 use super::plan::Plan;
 use super::profile::BlockerRules;
 
+/// The blocker set a successful transition clears (docs/engine.md#ge-3 step 9):
+/// completing a goal, a failed final review (which also drops
+/// `completedAt`) and an `unblock` steering.
+pub const BLOCKER_FIELDS: &[&str] = &[
+    "blockedReason",
+    "blockerSignature",
+    "blockerOccurrenceCount",
+    "requiredExternalDecision",
+    "nonRetriable",
+    "failedAt",
+    "failureReason",
+    "blocker",
+    "blockerEvidence",
+    "blockerOccurrences",
+    "blockedAt",
+];
+
+/// The part of the blocker set a new attempt clears: the signature and its
+/// counters stay, so that a recurring blocker still escalates
+/// (docs/differences.md#r-2 step 6).
+pub const ATTEMPT_CLEARED_FIELDS: &[&str] =
+    &["blockedReason", "nonRetriable", "failedAt", "failureReason"];
+
 /// One word-list entry: the literal `stem`, matched at word boundaries; with
 /// `prefix` (a trailing `*` in the rules) any word characters may follow it.
 ///
@@ -192,6 +215,16 @@ pub fn counts(plan: &Plan, goal_id: &str, sig: &str) -> (u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_attempt_clears_part_of_the_blocker_set() {
+        for k in ATTEMPT_CLEARED_FIELDS {
+            assert!(BLOCKER_FIELDS.contains(k), "{k}");
+        }
+        for k in ["blockerSignature", "blockerOccurrenceCount"] {
+            assert!(!ATTEMPT_CLEARED_FIELDS.contains(&k), "{k} feeds escalation");
+        }
+    }
 
     fn classifier() -> Classifier {
         let rules = crate::rules::RuleSet::embedded().unwrap();

@@ -4,6 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::error::{ErrorKind, GoalError};
+use super::plan::GoalStatus;
 use super::profile::{BriefRules, Derivation};
 
 /// Longest accepted bullet, in characters.
@@ -253,7 +254,7 @@ pub fn seeded_criteria(index: usize, objective: &str) -> Vec<Value> {
             "expectedEvidence": expected,
             "essential": essential,
             "capturedEvidence": null,
-            "status": "pending",
+            "status": GoalStatus::Pending.as_str(),
             "seeded": true,
         })
     };
@@ -317,7 +318,7 @@ pub fn new_goal(
         "id": slugged_id(index, title),
         "title": title,
         "objective": objective,
-        "status": "pending",
+        "status": GoalStatus::Pending.as_str(),
         "successCriteria": criteria,
         "attempt": 0,
         "createdAt": now,

@@ -11,6 +11,51 @@ use serde_json::{Map, Value};
 use super::error::GoalError;
 use crate::ledger::{self, ChainedRecord};
 
+crate::goals::plan::model::wire_enum!(
+    /// The `kind` of an entry the engine writes to a goal ledger: the one
+    /// list its writers and its readers (the engine's recovery and repair,
+    /// the steering index, `verify-evidence`) share. A profile may name
+    /// further audit-only kinds (`compat.resumeEntry`,
+    /// `compat.reviewFailedEntry`); no reader interprets those.
+    LedgerKind {
+        PlanCreated = "plan_created",
+        PlanArchived = "plan_archived",
+        GoalAdded = "goal_added",
+        GoalStarted = "goal_started",
+        GoalRetried = "goal_retried",
+        GoalCompleted = "goal_completed",
+        GoalBlocked = "goal_blocked",
+        GoalFailed = "goal_failed",
+        GoalNeedsUserDecision = "goal_needs_user_decision",
+        GoalReviewBlocked = "goal_review_blocked",
+        AggregateCompleted = "aggregate_completed",
+        AggregateObjectiveMigrated = "aggregate_objective_migrated",
+        BatchClosed = "batch_closed",
+        BatchUpdated = "batch_updated",
+        BlockerRecorded = "blocker_recorded",
+        EvidenceCaptured = "evidence_captured",
+        CriterionFailed = "criterion_failed",
+        CriterionBlocked = "criterion_blocked",
+        CriteriaRevised = "criteria_revised",
+        SteeringAccepted = "steering_accepted",
+        SteeringRejected = "steering_rejected",
+        SteeringDeduped = "steering_deduped",
+        LedgerRepaired = "ledger_repaired",
+        TamperAcknowledged = "tamper_acknowledged",
+    }
+);
+
+/// The engine's kind of a ledger entry: `kind` (`event` in Ultragoal-style
+/// ledgers, docs/state-formats.md#ge-2); `None` for an entry without one or
+/// of a kind the engine does not write.
+pub fn kind_of(entry: &Value) -> Option<LedgerKind> {
+    entry
+        .get("kind")
+        .or_else(|| entry.get("event"))
+        .and_then(Value::as_str)
+        .and_then(LedgerKind::parse)
+}
+
 /// What the engine needs to know about the end of a ledger.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Head {
@@ -58,15 +103,9 @@ impl Head {
 /// byte offset in the ledger) is kept as `o`, so a dedupe hit can read the
 /// prior entry with one seek instead of a scan.
 pub fn keys_of(entry: &Value, offset: Option<u64>) -> Vec<KeyLine> {
-    // Ultragoal-style ledgers spell `kind` as `event` (docs/state-formats.md#ge-2).
-    let kind = entry
-        .get("kind")
-        .or_else(|| entry.get("event"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
     if !matches!(
-        kind,
-        "steering_accepted" | "criteria_revised" | "batch_updated"
+        kind_of(entry),
+        Some(LedgerKind::SteeringAccepted | LedgerKind::CriteriaRevised | LedgerKind::BatchUpdated)
     ) {
         return Vec::new();
     }
@@ -367,6 +406,18 @@ fn append_error(dir: &Dir, display: &str, e: &io::Error) -> GoalError {
 mod tests {
     use super::*;
     use crate::ledger::chain_records;
+
+    #[test]
+    fn every_ledger_kind_round_trips_under_kind_and_event() {
+        let mut names = std::collections::HashSet::new();
+        for &k in LedgerKind::ALL {
+            assert!(names.insert(k.as_str()), "{} listed twice", k.as_str());
+            assert_eq!(LedgerKind::parse(k.as_str()), Some(k));
+            assert_eq!(kind_of(&serde_json::json!({"kind": k.as_str()})), Some(k));
+            assert_eq!(kind_of(&serde_json::json!({"event": k.as_str()})), Some(k));
+        }
+        assert_eq!(kind_of(&serde_json::json!({"kind": "goal_complete"})), None);
+    }
 
     #[test]
     fn append_absorbs_a_foreign_append_made_after_the_head_was_read() {

@@ -40,7 +40,7 @@ pub fn completion_recorded(plan: &Plan) -> bool {
     plan.completion()
         .and_then(|c| c.get("status"))
         .and_then(serde_json::Value::as_str)
-        == Some("complete")
+        == Some(GoalStatus::Complete.as_str())
 }
 
 /// `runComplete(plan)`: a completion record, or no completion-blocking goal.

@@ -4,8 +4,10 @@
 use serde_json::{Map, Value, json};
 
 use super::Engine;
+use super::blockers::ATTEMPT_CLEARED_FIELDS;
+use super::journal::LedgerKind;
 use super::lifecycle;
-use super::plan::{GoalStatus, Overlay, Plan, remove_key};
+use super::plan::{GoalStatus, Overlay, Plan};
 
 /// What the scheduler decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +72,14 @@ pub fn run(
         })
         .map(|g| g.id().to_owned());
     if let Some(id) = reopen {
-        start(engine, plan, &id, Some("review_blocked"), now, entries);
+        start(
+            engine,
+            plan,
+            &id,
+            Some(GoalStatus::ReviewBlocked),
+            now,
+            entries,
+        );
         return Outcome::Started(id);
     }
     if retry_failed {
@@ -81,7 +90,7 @@ pub fn run(
             })
             .map(|g| (g.id().to_owned(), g.str("failureReason").map(str::to_owned)));
         if let Some((id, reason)) = retry {
-            let mut e = entry(now, "goal_retried", &id, "pending");
+            let mut e = entry(now, LedgerKind::GoalRetried, &id, GoalStatus::Pending);
             if let Some(r) = reason {
                 e.insert("message".into(), json!(r));
             }
@@ -103,12 +112,12 @@ pub fn run(
     )
 }
 
-fn entry(now: &str, kind: &str, goal_id: &str, status: &str) -> Map<String, Value> {
+fn entry(now: &str, kind: LedgerKind, goal_id: &str, status: GoalStatus) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("at".into(), json!(now));
-    m.insert("kind".into(), json!(kind));
+    m.insert("kind".into(), json!(kind.as_str()));
     m.insert("goalId".into(), json!(goal_id));
-    m.insert("status".into(), json!(status));
+    m.insert("status".into(), json!(status.as_str()));
     m
 }
 
@@ -118,7 +127,7 @@ pub fn start(
     engine: &Engine,
     plan: &mut Plan,
     id: &str,
-    reopened_from: Option<&str>,
+    reopened_from: Option<GoalStatus>,
     now: &str,
     entries: &mut Vec<Map<String, Value>>,
 ) {
@@ -127,21 +136,20 @@ pub fn start(
         Some(g) => engine.next_attempt_dir(plan, g),
         None => engine.render_attempt_dir(&engine.attempt_sid(plan), id, attempt),
     };
-    let g = plan.goal_mut(id).expect("scheduled goals exist");
-    g.insert("status".into(), json!("in_progress"));
-    g.insert("attempt".into(), json!(attempt));
-    g.insert("startedAt".into(), json!(now));
-    g.insert("attemptDir".into(), json!(dir));
-    for k in ["blockedReason", "nonRetriable", "failedAt", "failureReason"] {
-        remove_key(g, k);
-    }
-    g.insert("updatedAt".into(), json!(now));
+    plan.goal_mut(id)
+        .expect("scheduled goals exist")
+        .set_status(GoalStatus::InProgress)
+        .set_attempt(attempt)
+        .set_started_at(now)
+        .set_attempt_dir(&dir)
+        .clear(ATTEMPT_CLEARED_FIELDS)
+        .set_updated_at(now);
     plan.set("activeGoalId", json!(id));
     plan.set("updatedAt", json!(now));
-    let mut e = entry(now, "goal_started", id, "in_progress");
+    let mut e = entry(now, LedgerKind::GoalStarted, id, GoalStatus::InProgress);
     e.insert("message".into(), json!(format!("Attempt {attempt}")));
     if let Some(from) = reopened_from {
-        e.insert("reopenedFrom".into(), json!(from));
+        e.insert("reopenedFrom".into(), json!(from.as_str()));
     }
     entries.push(e);
 }

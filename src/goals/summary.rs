@@ -99,7 +99,7 @@ pub fn for_engine(engine: &super::Engine, plan: &Plan) -> Value {
             .get(k)
             .and_then(|c| c.get("status"))
             .and_then(Value::as_str)
-            == Some("complete")
+            == Some(GoalStatus::Complete.as_str())
     });
     let m = s.as_object_mut().expect("an object");
     let extra = [

@@ -13,6 +13,20 @@ use crate::store;
 /// File name inside the hooks' state directory.
 pub const FILE: &str = "ledger.jsonl";
 
+crate::goals::plan::model::wire_enum!(
+    /// The `kind` of a gate-ledger entry: the one list the hooks write and
+    /// the audit (`verify-evidence`) reads, so that no kind can be written
+    /// under a spelling the audit does not recognise.
+    GateLedgerKind {
+        ReceiptAccepted = "receipt_accepted",
+        ReceiptWaived = "receipt_waived",
+        ReceiptOverride = "receipt_override",
+        GateLedgerRewound = "gate_ledger_rewound",
+        GateLedgerForged = "gate_ledger_forged",
+        UserDecisionVerified = "user_decision_verified",
+    }
+);
+
 /// How far back the tail scan may read to find the last chained record.
 const MAX_SCAN: u64 = 256 * 1024;
 
@@ -49,6 +63,16 @@ pub fn append_bytes(state: &Dir, entry: Map<String, Value>) -> io::Result<(u64, 
 mod tests {
     use super::*;
     use crate::ledger::{ForeignSeverity, verify_chain};
+
+    #[test]
+    fn every_kind_round_trips() {
+        for &k in GateLedgerKind::ALL {
+            assert_eq!(GateLedgerKind::parse(k.as_str()), Some(k));
+        }
+        let names: std::collections::HashSet<_> = GateLedgerKind::names().into_iter().collect();
+        assert_eq!(names.len(), GateLedgerKind::ALL.len());
+        assert_eq!(GateLedgerKind::parse("receipt_accept"), None);
+    }
 
     #[test]
     fn appends_chain_and_survive_a_torn_tail() {

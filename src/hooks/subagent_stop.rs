@@ -13,7 +13,7 @@ use super::code::HookCode;
 use super::diagnostics::{Diagnostics, STATE_DIR};
 use super::directive::{Template, excerpt};
 use super::event::{Decision, Envelope, StopEvent};
-use super::gate_ledger;
+use super::gate_ledger::{self, GateLedgerKind};
 use super::host::encode::cap_bytes;
 use super::receipt::{self, Binding, FilePolicy, Verified, attempts, grammar, path, plain, reuse};
 use super::transcript::{self, Markers};
@@ -273,7 +273,7 @@ fn decide_locked(
     if let Err(f) = hs.migrate(c.root, ttl) {
         return halt(c, HookCode::HookStateIo, &f);
     }
-    match hs.reconcile(c.root, &base_entry(c, "")) {
+    match hs.reconcile(c.root, &base_entry(c, None)) {
         Ok(r) => report_reconciled(c, &r),
         Err(f) => return halt(c, HookCode::HookStateIo, &f),
     }
@@ -300,7 +300,7 @@ fn decide_locked(
         Err(f) => f,
     };
     if context_pressure(c) {
-        let mut entry = base_entry(c, "receipt_waived");
+        let mut entry = base_entry(c, Some(GateLedgerKind::ReceiptWaived));
         entry.insert("reason".into(), json!("context_pressure"));
         entry.insert("findings".into(), findings_value(&findings));
         if let Err(f) = hs.append(c.root, entry) {
@@ -343,7 +343,7 @@ fn decide_locked(
             ),
         };
     }
-    let mut entry = base_entry(c, "receipt_override");
+    let mut entry = base_entry(c, Some(GateLedgerKind::ReceiptOverride));
     entry.insert("findings".into(), findings_value(&findings));
     entry.insert("count".into(), json!(count));
     // The release is recorded in the witness and the mirror (docs/threat-model.md#i1); a release
@@ -375,7 +375,7 @@ fn decide_locked(
 
 fn accept(c: &Ctx<'_>, hs: &HookState, v: &Verified, earlier: usize, counter: &str) -> Decision {
     let state = hs.dir();
-    let mut entry = base_entry(c, "receipt_accepted");
+    let mut entry = base_entry(c, Some(GateLedgerKind::ReceiptAccepted));
     entry.insert("receipt".into(), v.ledger_value());
     let mut files = vec![json!({"path": v.path, "size": v.size, "sha256": v.sha256})];
     files.extend(
@@ -477,11 +477,11 @@ fn report_reconciled(c: &Ctx<'_>, r: &witness::Reconciled) {
     }
 }
 
-fn base_entry(c: &Ctx<'_>, kind: &str) -> Map<String, Value> {
+fn base_entry(c: &Ctx<'_>, kind: Option<GateLedgerKind>) -> Map<String, Value> {
     let agent = c.env.agent.clone().unwrap_or_default();
     let mut m = Map::new();
-    if !kind.is_empty() {
-        m.insert("kind".into(), json!(kind));
+    if let Some(kind) = kind {
+        m.insert("kind".into(), json!(kind.as_str()));
     }
     m.insert(
         "ts".into(),

@@ -27,7 +27,7 @@ use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
 use cap_std::fs::{Dir, OpenOptions};
 use serde_json::{Map, Value, json};
 
-use super::gate_ledger;
+use super::gate_ledger::{self, GateLedgerKind};
 use super::receipt::{attempts, reuse};
 use crate::ambient::Ambient;
 use crate::digest::sha256_hex;
@@ -295,7 +295,10 @@ impl HookState {
         let mut entries = Vec::new();
         if out.rewound > 0 || (extra.is_empty() && !missing.is_empty()) {
             let mut e = base.clone();
-            e.insert("kind".into(), json!("gate_ledger_rewound"));
+            e.insert(
+                "kind".into(),
+                json!(GateLedgerKind::GateLedgerRewound.as_str()),
+            );
             e.insert("code".into(), json!("GATE_LEDGER_REWOUND"));
             e.insert("restored_records".into(), json!(out.rewound));
             e.insert("mirror_bytes".into(), json!(mirror.len()));
@@ -310,7 +313,10 @@ impl HookState {
                 .map(crate::ledger::record_hash)
                 .collect();
             let mut e = base.clone();
-            e.insert("kind".into(), json!("gate_ledger_forged"));
+            e.insert(
+                "kind".into(),
+                json!(GateLedgerKind::GateLedgerForged.as_str()),
+            );
             e.insert("code".into(), json!("GATE_LEDGER_FORGED"));
             e.insert("forged_records".into(), json!(out.forged));
             e.insert("forged_sha256".into(), json!(digests));

@@ -4,7 +4,8 @@ use serde_json::{Value, json};
 
 use super::{entry, ledger_json, lock_plan, refuse_if_complete};
 use crate::goals::error::GoalError;
-use crate::goals::plan::Plan;
+use crate::goals::journal::LedgerKind;
+use crate::goals::plan::{GoalStatus, Plan};
 use crate::goals::txn::{Committed, Write};
 use crate::goals::{Engine, brief};
 
@@ -77,8 +78,8 @@ pub fn run(engine: &Engine, req: AddRequest) -> Result<AddOutcome, GoalError> {
     }
     let id = goal["id"].as_str().unwrap_or_default().to_owned();
     let title = goal["title"].clone();
-    let mut e = entry(&now, "goal_added", Some(&id));
-    e.insert("status".into(), json!("pending"));
+    let mut e = entry(&now, LedgerKind::GoalAdded, Some(&id));
+    e.insert("status".into(), json!(GoalStatus::Pending.as_str()));
     e.insert("message".into(), title);
     if let Some(ev) = goal.get("evidence") {
         e.insert("evidence".into(), ev.clone());

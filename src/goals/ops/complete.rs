@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::{ledger_json, lock_plan};
 use crate::goals::error::GoalError;
 use crate::goals::journal::Head;
-use crate::goals::plan::Plan;
+use crate::goals::plan::{GoalStatus, Plan};
 use crate::goals::scheduler::{self, Outcome};
 use crate::goals::txn::Write;
 use crate::goals::{Engine, handoff};
@@ -93,8 +93,8 @@ pub fn run(engine: &Engine, retry_failed: bool) -> Result<CompleteOutcome, GoalE
     // `compat/resumeEntry`: resuming an in-progress goal leaves an
     // audit-only record (the plan is unchanged).
     if let (Outcome::Resumed(id), Some(kind)) = (&outcome, &engine.profile.compat.resume_entry) {
-        let mut e = super::entry(&now, kind, Some(id));
-        e.insert("status".into(), json!("in_progress"));
+        let mut e = super::entry_named(&now, kind, Some(id));
+        e.insert("status".into(), json!(GoalStatus::InProgress.as_str()));
         e.insert("message".into(), json!("Resuming the active goal."));
         let committed = locked.commit(
             Write::AuditOnly {

@@ -4,6 +4,7 @@ use serde_json::{Map, Value, json};
 
 use super::{entry, ledger_json};
 use crate::goals::error::{ErrorKind, GoalError};
+use crate::goals::journal::LedgerKind;
 use crate::goals::plan::{self, Mode, Plan};
 use crate::goals::txn::{Committed, OnMismatch, Write};
 use crate::goals::{Engine, batches, brief, lifecycle, state, workflow};
@@ -203,7 +204,7 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
         doc.insert(k.clone(), v.clone());
     }
     let plan = Plan::from_doc(doc);
-    let mut created = entry(&now, "plan_created", None);
+    let mut created = entry(&now, LedgerKind::PlanCreated, None);
     created.insert("message".into(), json!(format!("{count} goal(s) created")));
     created.insert("workflow".into(), workflow_json.clone());
     if let Some(r) = replaced {

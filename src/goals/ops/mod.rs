@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::Engine;
 use super::error::{ErrorKind, GoalError};
+use super::journal::LedgerKind;
 use super::lifecycle;
 use super::plan::Plan;
 use super::txn::{Locked, OnMismatch};
@@ -25,7 +26,13 @@ pub fn ledger_json(head: &super::journal::Head) -> Value {
 }
 
 /// A ledger entry skeleton `{at, kind, goalId?}`.
-pub fn entry(now: &str, kind: &str, goal_id: Option<&str>) -> Map<String, Value> {
+pub fn entry(now: &str, kind: LedgerKind, goal_id: Option<&str>) -> Map<String, Value> {
+    entry_named(now, kind.as_str(), goal_id)
+}
+
+/// [`entry`] of a kind a profile names (an audit-only record no reader
+/// interprets).
+pub fn entry_named(now: &str, kind: &str, goal_id: Option<&str>) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("at".into(), json!(now));
     m.insert("kind".into(), json!(kind));

@@ -6,6 +6,7 @@ use super::{entry, goal_not_found, ledger_json, lock_plan, refuse_if_complete};
 use crate::goals::Engine;
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::evidence_files::{self, Parsed};
+use crate::goals::journal::LedgerKind;
 use crate::goals::lifecycle::{self, Trigger};
 use crate::goals::plan::{CriterionStatus, Plan};
 use crate::goals::txn::{Committed, Write};
@@ -156,20 +157,12 @@ pub fn run(engine: &Engine, req: RecordRequest) -> Result<RecordOutcome, GoalErr
     let prev = c.status();
     let now = locked.now.clone();
     let kind = match status {
-        CriterionStatus::Pass => "evidence_captured",
-        CriterionStatus::Fail => "criterion_failed",
-        CriterionStatus::Blocked | CriterionStatus::Pending => "criterion_blocked",
+        CriterionStatus::Pass => LedgerKind::EvidenceCaptured,
+        CriterionStatus::Fail => LedgerKind::CriterionFailed,
+        CriterionStatus::Blocked | CriterionStatus::Pending => LedgerKind::CriterionBlocked,
     };
-    let goal = plan.goal_mut(&req.goal_id).expect("looked up");
-    let crit = goal
-        .get_mut("successCriteria")
-        .and_then(Value::as_array_mut)
-        .and_then(|list| {
-            list.iter_mut()
-                .filter_map(Value::as_object_mut)
-                .find(|c| c.get("id").and_then(Value::as_str) == Some(req.criterion_id.as_str()))
-        })
-        .expect("looked up");
+    let mut goal = plan.goal_mut(&req.goal_id).expect("looked up");
+    let crit = goal.criterion_mut(&req.criterion_id).expect("looked up");
     crit.insert("status".into(), json!(status.as_str()));
     crit.insert("capturedEvidence".into(), json!(evidence));
     crit.insert("capturedAt".into(), json!(now));
@@ -182,8 +175,8 @@ pub fn run(engine: &Engine, req: RecordRequest) -> Result<RecordOutcome, GoalErr
         crit.insert("notes".into(), json!(n));
     }
     let criterion = Value::Object(crit.clone());
-    goal.insert("updatedAt".into(), json!(now));
-    let goal_value = Value::Object(goal.clone());
+    goal.set_updated_at(&now);
+    let goal_value = goal.to_value();
     plan.set("updatedAt", json!(now));
     let mut e = entry(&now, kind, Some(&req.goal_id));
     e.insert("criterionId".into(), json!(req.criterion_id));

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::{entry, ledger_json};
 use crate::finding::{Code, Severity};
 use crate::goals::error::GoalError;
-use crate::goals::journal::Head;
+use crate::goals::journal::{Head, LedgerKind};
 use crate::goals::plan::{self, Plan};
 use crate::goals::profile::ForeignRecords;
 use crate::goals::txn::{self, Consistency, OnMismatch, Write};
@@ -247,7 +247,7 @@ fn archive_finding(
     first: Option<&Value>,
 ) -> Option<Value> {
     let first = first?;
-    if first.get("kind").and_then(Value::as_str) != Some("plan_created") {
+    if first.get("kind").and_then(Value::as_str) != Some(LedgerKind::PlanCreated.as_str()) {
         return None;
     }
     let replaced = first.get("replaced")?;
@@ -357,7 +357,7 @@ fn accept_plan(engine: &Engine, rationale: &str) -> Result<RepairOutcome, GoalEr
     };
     let base = a.plan_revision.max(a.ledger_revision);
     plan.set("revision", json!(base));
-    let mut e = entry(&locked.now, "ledger_repaired", None);
+    let mut e = entry(&locked.now, LedgerKind::LedgerRepaired, None);
     e.insert(
         "message".into(),
         json!("Plan/ledger mismatch resolved by accepting the plan."),
@@ -403,11 +403,7 @@ fn accept_tampered(engine: &Engine, rationale: &str) -> Result<RepairOutcome, Go
     let base = a.plan_revision.max(a.ledger_revision);
     plan.set("revision", json!(base));
     let codes = b.codes().join(" and ");
-    let mut e = entry(
-        &locked.now,
-        crate::goals::binding::TAMPER_ACKNOWLEDGED,
-        None,
-    );
+    let mut e = entry(&locked.now, LedgerKind::TamperAcknowledged, None);
     e.insert(
         "message".into(),
         json!(format!(

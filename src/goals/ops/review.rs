@@ -10,7 +10,8 @@ use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::evidence_files::{self, Parsed};
 use crate::goals::hostgoal::{self, Expect, HostStatus};
 use crate::goals::input::Loaded;
-use crate::goals::plan::{GoalStatus, Mode, Plan, remove_key};
+use crate::goals::journal::LedgerKind;
+use crate::goals::plan::{GoalStatus, Mode, Plan};
 use crate::goals::txn::{Committed, Write};
 use crate::goals::{Engine, brief, handoff, lifecycle};
 
@@ -71,7 +72,7 @@ pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalErr
                 from: g.status().as_str().to_owned(),
                 overlay: g.overlay().map(|o| o.as_str().to_owned()),
                 command: "record-review-blockers".into(),
-                allowed_from: vec!["in_progress".into()],
+                allowed_from: vec![GoalStatus::InProgress.as_str().into()],
                 suggested_command: None,
                 legacy: true,
             },
@@ -149,49 +150,36 @@ pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalErr
     )?;
     new_goal.insert("id".into(), json!(new_id));
     new_goal.insert("resolves".into(), json!([req.goal_id]));
-    let goal = plan.goal_mut(&req.goal_id).expect("looked up");
-    for k in [
-        "blockedReason",
-        "blockerSignature",
-        "blockerOccurrenceCount",
-        "requiredExternalDecision",
-        "nonRetriable",
-        "failedAt",
-        "failureReason",
-        "completedAt",
-        "blocker",
-        "blockerEvidence",
-        "blockerOccurrences",
-        "blockedAt",
-    ] {
-        remove_key(goal, k);
-    }
-    goal.insert("status".into(), json!("review_blocked"));
-    goal.insert("reviewBlockedAt".into(), json!(now));
-    goal.insert("evidence".into(), json!(req.evidence));
-    goal.insert("reviewBlockedBy".into(), json!([new_id]));
-    goal.insert("updatedAt".into(), json!(now));
-    let blocked_goal = Value::Object(goal.clone());
+    let mut goal = plan.goal_mut(&req.goal_id).expect("looked up");
+    // The failed review also takes back the completion.
+    goal.clear_blockers()
+        .clear(&["completedAt"])
+        .set_status(GoalStatus::ReviewBlocked)
+        .set("reviewBlockedAt", json!(now))
+        .set_evidence(&req.evidence)
+        .set("reviewBlockedBy", json!([new_id]))
+        .set_updated_at(&now);
+    let blocked_goal = goal.to_value();
     if plan.active_goal_id() == Some(req.goal_id.as_str()) {
         plan.remove("activeGoalId");
     }
     plan.push_goal(new_goal.clone());
     plan.set("updatedAt", json!(now));
     let snap = snapshot.unwrap_or(Value::Null);
-    let mut blocked = entry(&now, "goal_review_blocked", Some(&req.goal_id));
-    blocked.insert("status".into(), json!("review_blocked"));
+    let mut blocked = entry(&now, LedgerKind::GoalReviewBlocked, Some(&req.goal_id));
+    blocked.insert("status".into(), json!(GoalStatus::ReviewBlocked.as_str()));
     blocked.insert("evidence".into(), json!(req.evidence));
     blocked.insert("codexGoal".into(), snap.clone());
     if !accepted.files.is_empty() {
         blocked.insert("files".into(), json!(accepted.files));
         blocked.insert("evidencePayloads".into(), json!(accepted.payloads));
     }
-    let mut added = entry(&now, "goal_added", Some(&new_id));
-    added.insert("status".into(), json!("pending"));
+    let mut added = entry(&now, LedgerKind::GoalAdded, Some(&new_id));
+    added.insert("status".into(), json!(GoalStatus::Pending.as_str()));
     added.insert("evidence".into(), json!(req.evidence));
     added.insert("message".into(), new_goal["title"].clone());
-    let mut recorded = entry(&now, "blocker_recorded", Some(&req.goal_id));
-    recorded.insert("status".into(), json!("review_blocked"));
+    let mut recorded = entry(&now, LedgerKind::BlockerRecorded, Some(&req.goal_id));
+    recorded.insert("status".into(), json!(GoalStatus::ReviewBlocked.as_str()));
     recorded.insert("evidence".into(), json!(req.evidence));
     recorded.insert("codexGoal".into(), snap);
     recorded.insert(
@@ -202,8 +190,8 @@ pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalErr
     // `compat/reviewFailedEntry`: the failed final review gets its own
     // record first.
     if let Some(kind) = &engine.profile.compat.review_failed_entry {
-        let mut failed = entry(&now, kind, Some(&req.goal_id));
-        failed.insert("status".into(), json!("review_blocked"));
+        let mut failed = super::entry_named(&now, kind, Some(&req.goal_id));
+        failed.insert("status".into(), json!(GoalStatus::ReviewBlocked.as_str()));
         failed.insert("evidence".into(), json!(req.evidence));
         failed.insert("codexGoal".into(), blocked["codexGoal"].clone());
         failed.insert(

@@ -14,7 +14,7 @@ use cap_std::fs::Dir;
 use serde_json::{Map, Value, json};
 
 pub use model::{
-    Criterion, CriterionStatus, Goal, GoalStatus, Mode, Overlay, UserModel, remove_key,
+    Criterion, CriterionStatus, Goal, GoalMut, GoalStatus, Mode, Overlay, UserModel, remove_key,
 };
 pub use validate::Violation;
 
@@ -291,14 +291,15 @@ impl Plan {
         self.index.get(id).copied()
     }
 
-    /// Mutable access to a goal object (its `id` must not change).
-    pub fn goal_mut(&mut self, id: &str) -> Option<&mut Map<String, Value>> {
+    /// Write access to a goal (its `id` never changes through it).
+    pub fn goal_mut(&mut self, id: &str) -> Option<GoalMut<'_>> {
         let i = *self.index.get(id)?;
         self.doc
             .get_mut("goals")
             .and_then(Value::as_array_mut)
             .and_then(|a| a.get_mut(i))
             .and_then(Value::as_object_mut)
+            .map(GoalMut::new)
     }
 
     /// Appends a goal at the end.
@@ -460,7 +461,7 @@ impl Plan {
         self.set("updatedAt", Value::String(now.to_owned()));
         let entry = json!({
             "at": now,
-            "kind": "aggregate_objective_migrated",
+            "kind": crate::goals::journal::LedgerKind::AggregateObjectiveMigrated.as_str(),
             "message": if canonical {
                 "Migrated the cwd-relative aggregate Codex objective to canonical repo-root-relative state paths."
             } else {
@@ -504,7 +505,7 @@ mod tests {
         let mut plan = Plan::decode(text.as_bytes(), &paths, &p, "now").unwrap();
         plan.goal_mut("G1")
             .unwrap()
-            .insert("status".into(), json!("in_progress"));
+            .set_status(GoalStatus::InProgress);
         plan.set("revision", json!(1));
         let out: Value = serde_json::from_slice(&plan.encode()).unwrap();
         let keys: Vec<&String> = out.as_object().unwrap().keys().collect();

@@ -19,7 +19,7 @@ macro_rules! wire_enum {
             pub const ALL: &'static [$name] = &[$($name::$variant),*];
 
             /// The wire string.
-            pub fn as_str(self) -> &'static str {
+            pub const fn as_str(self) -> &'static str {
                 match self { $($name::$variant => $wire,)* }
             }
 
@@ -176,6 +176,113 @@ impl<'a> Goal<'a> {
     }
 }
 
+/// Write access to a goal object: a setter for each field the engine
+/// writes. Fields it does not name (those of a newer version, of a foreign
+/// tool, or written by a profile) and the order of all keys are kept: a
+/// setter replaces a present field in place and appends an absent one.
+#[derive(Debug)]
+pub struct GoalMut<'a>(&'a mut Map<String, Value>);
+
+impl<'a> GoalMut<'a> {
+    /// A view of the goal object `m`.
+    pub fn new(m: &'a mut Map<String, Value>) -> GoalMut<'a> {
+        GoalMut(m)
+    }
+    /// Read access to the same goal.
+    pub fn read(&self) -> Goal<'_> {
+        Goal(self.0)
+    }
+    /// The goal object as it stands (for outputs and ledger entries).
+    pub fn to_value(&self) -> Value {
+        Value::Object(self.0.clone())
+    }
+    /// Sets any field (one the typed setters do not name).
+    pub fn set(&mut self, key: &str, value: Value) -> &mut Self {
+        self.0.insert(key.into(), value);
+        self
+    }
+    /// Removes fields, keeping the order of the others.
+    pub fn clear(&mut self, keys: &[&str]) -> &mut Self {
+        for k in keys {
+            remove_key(self.0, k);
+        }
+        self
+    }
+    /// Clears the blocker set ([`crate::goals::blockers::BLOCKER_FIELDS`]).
+    pub fn clear_blockers(&mut self) -> &mut Self {
+        self.clear(crate::goals::blockers::BLOCKER_FIELDS)
+    }
+    /// `status`.
+    pub fn set_status(&mut self, s: GoalStatus) -> &mut Self {
+        self.set("status", Value::from(s.as_str()))
+    }
+    /// `steeringStatus`.
+    pub fn set_overlay(&mut self, o: Overlay) -> &mut Self {
+        self.set("steeringStatus", Value::from(o.as_str()))
+    }
+    /// Removes `steeringStatus`.
+    pub fn clear_overlay(&mut self) -> &mut Self {
+        self.clear(&["steeringStatus"])
+    }
+    /// `updatedAt`.
+    pub fn set_updated_at(&mut self, now: &str) -> &mut Self {
+        self.set("updatedAt", Value::from(now))
+    }
+    /// `startedAt`.
+    pub fn set_started_at(&mut self, now: &str) -> &mut Self {
+        self.set("startedAt", Value::from(now))
+    }
+    /// `completedAt`.
+    pub fn set_completed_at(&mut self, now: &str) -> &mut Self {
+        self.set("completedAt", Value::from(now))
+    }
+    /// `failedAt` and `failureReason`.
+    pub fn set_failed(&mut self, now: &str, reason: &str) -> &mut Self {
+        self.set("failedAt", Value::from(now))
+            .set("failureReason", Value::from(reason))
+    }
+    /// `blockedReason`.
+    pub fn set_blocked_reason(&mut self, reason: &str) -> &mut Self {
+        self.set("blockedReason", Value::from(reason))
+    }
+    /// `blockerSignature`, `blockerOccurrenceCount` and
+    /// `requiredExternalDecision`.
+    pub fn set_blocker(&mut self, signature: &str, occurrences: u64, decision: &str) -> &mut Self {
+        self.set("blockerSignature", Value::from(signature))
+            .set("blockerOccurrenceCount", Value::from(occurrences))
+            .set("requiredExternalDecision", Value::from(decision))
+    }
+    /// `nonRetriable: true`.
+    pub fn set_non_retriable(&mut self) -> &mut Self {
+        self.set("nonRetriable", Value::Bool(true))
+    }
+    /// `attempt`.
+    pub fn set_attempt(&mut self, attempt: u64) -> &mut Self {
+        self.set("attempt", Value::from(attempt))
+    }
+    /// `attemptDir`.
+    pub fn set_attempt_dir(&mut self, dir: &str) -> &mut Self {
+        self.set("attemptDir", Value::from(dir))
+    }
+    /// `evidence`.
+    pub fn set_evidence(&mut self, evidence: &str) -> &mut Self {
+        self.set("evidence", Value::from(evidence))
+    }
+    /// `userDecision`.
+    pub fn set_user_decision(&mut self, decision: &str) -> &mut Self {
+        self.set("userDecision", Value::from(decision))
+    }
+    /// A criterion object by id, for the criterion's own fields.
+    pub fn criterion_mut(&mut self, id: &str) -> Option<&mut Map<String, Value>> {
+        self.0
+            .get_mut("successCriteria")
+            .and_then(Value::as_array_mut)?
+            .iter_mut()
+            .filter_map(Value::as_object_mut)
+            .find(|c| c.get("id").and_then(Value::as_str) == Some(id))
+    }
+}
+
 /// Read access to a validated criterion object.
 #[derive(Debug, Clone, Copy)]
 pub struct Criterion<'a>(pub &'a Map<String, Value>);
@@ -223,4 +330,43 @@ fn str_of<'a>(m: &'a Map<String, Value>, key: &str) -> &'a str {
 /// Removes `key` keeping the order of the remaining keys.
 pub fn remove_key(m: &mut Map<String, Value>, key: &str) -> Option<Value> {
     m.shift_remove(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn goal_mut_keeps_unknown_fields_and_key_order() {
+        let mut m: Map<String, Value> = serde_json::from_str(
+            r#"{"x-foreign":1,"id":"G1","status":"failed","failedAt":"t0","failureReason":"r",
+                "blockerSignature":"s","title":"t","successCriteria":[{"id":"C1","status":"pending"}]}"#,
+        )
+        .unwrap();
+        let mut g = GoalMut::new(&mut m);
+        g.set_status(GoalStatus::InProgress)
+            .clear_blockers()
+            .set_attempt(2)
+            .set_updated_at("t1");
+        g.criterion_mut("C1")
+            .unwrap()
+            .insert("status".into(), Value::from("pass"));
+        assert!(g.criterion_mut("C9").is_none());
+        assert_eq!(g.read().status(), GoalStatus::InProgress);
+        let keys: Vec<&str> = m.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "x-foreign",
+                "id",
+                "status",
+                "title",
+                "successCriteria",
+                "attempt",
+                "updatedAt"
+            ]
+        );
+        assert_eq!(m["successCriteria"][0]["status"], "pass");
+        assert_eq!(m["x-foreign"], 1);
+    }
 }

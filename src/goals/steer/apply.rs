@@ -8,7 +8,9 @@ use super::proposal::{Kind, Proposal};
 use super::resolve::{Child, Resolved};
 use crate::goals::batches;
 use crate::goals::brief;
-use crate::goals::plan::{Plan, UserModel, remove_key};
+use crate::goals::plan::{
+    CriterionStatus, GoalMut, GoalStatus, Overlay, Plan, UserModel, remove_key,
+};
 use crate::goals::profile::Profile;
 
 /// What an application changed.
@@ -20,29 +22,16 @@ pub struct Applied {
     pub writes_plan: bool,
 }
 
-/// The blocker set a successful transition clears (docs/engine.md#ge-3 step 9).
-pub const BLOCKER_FIELDS: &[&str] = &[
-    "blockedReason",
-    "blockerSignature",
-    "blockerOccurrenceCount",
-    "requiredExternalDecision",
-    "nonRetriable",
-    "failedAt",
-    "failureReason",
-    "blocker",
-    "blockerEvidence",
-    "blockerOccurrences",
-    "blockedAt",
-];
+pub use crate::goals::blockers::BLOCKER_FIELDS;
 
 fn text<'a>(p: &'a Proposal, key: &str) -> &'a str {
     p.text(key).unwrap_or_default()
 }
 
-fn steering_marks(g: &mut Map<String, Value>, p: &Proposal, now: &str) {
-    g.insert("steeringEvidence".into(), json!(text(p, "evidence")));
-    g.insert("steeringRationale".into(), json!(text(p, "rationale")));
-    g.insert("updatedAt".into(), json!(now));
+fn steering_marks(g: &mut GoalMut<'_>, p: &Proposal, now: &str) {
+    g.set("steeringEvidence", json!(text(p, "evidence")))
+        .set("steeringRationale", json!(text(p, "rationale")))
+        .set_updated_at(now);
 }
 
 /// New goals with slugged ids numbered after the plan's largest ordinal
@@ -109,34 +98,32 @@ pub fn apply(plan: &mut Plan, profile: &Profile, p: &Proposal, r: &Resolved, now
         }
         Kind::ReorderPending => reorder(plan, r.pending_order.as_deref().unwrap_or_default()),
         Kind::RevisePendingWording => {
-            let g = plan
+            let mut g = plan
                 .goal_mut(&target.expect("validated"))
                 .expect("validated");
             if let Some(t) = &r.revised_title {
-                g.insert("title".into(), json!(t));
+                g.set("title", json!(t));
             }
             if let Some(o) = &r.revised_objective {
-                g.insert("objective".into(), json!(o));
+                g.set("objective", json!(o));
             }
-            steering_marks(g, p, now);
+            steering_marks(&mut g, p, now);
         }
         Kind::ReviseCriterion => {
             revise_criterion(plan, profile, p, &target.expect("validated"), now)
         }
         Kind::Unblock => {
-            let g = plan
+            let mut g = plan
                 .goal_mut(&target.expect("validated"))
                 .expect("validated");
-            g.insert("status".into(), json!("pending"));
-            remove_key(g, "steeringStatus");
-            for k in BLOCKER_FIELDS {
-                remove_key(g, k);
-            }
-            g.insert("unblockedAt".into(), json!(now));
+            g.set_status(GoalStatus::Pending)
+                .clear_overlay()
+                .clear_blockers()
+                .set("unblockedAt", json!(now));
             if let Some(d) = p.text("userDecision") {
-                g.insert("userDecision".into(), json!(d));
+                g.set_user_decision(d);
             }
-            steering_marks(g, p, now);
+            steering_marks(&mut g, p, now);
         }
         Kind::ReviseBatch => revise_batch(plan, p, r),
     }
@@ -145,27 +132,24 @@ pub fn apply(plan: &mut Plan, profile: &Profile, p: &Proposal, r: &Resolved, now
 }
 
 fn block_or_waive(plan: &mut Plan, p: &Proposal, id: &str, now: &str) {
-    let g = plan.goal_mut(id).expect("validated");
+    let mut g = plan.goal_mut(id).expect("validated");
     match p.text("userDecision") {
         Some(decision) => {
-            g.insert("steeringStatus".into(), json!("superseded"));
-            g.insert("supersededBy".into(), json!([]));
-            g.insert(
-                "waiver".into(),
-                json!({"userDecision": decision, "at": now}),
-            );
-            g.insert("userDecision".into(), json!(decision));
+            g.set_overlay(Overlay::Superseded)
+                .set("supersededBy", json!([]))
+                .set("waiver", json!({"userDecision": decision, "at": now}))
+                .set_user_decision(decision);
         }
         None => {
-            g.insert("status".into(), json!("blocked"));
-            g.insert("steeringStatus".into(), json!("blocked"));
             let reason = p
                 .text("blockedReason")
                 .unwrap_or_else(|| text(p, "rationale"));
-            g.insert("blockedReason".into(), json!(reason));
+            g.set_status(GoalStatus::Blocked)
+                .set_overlay(Overlay::Blocked)
+                .set_blocked_reason(reason);
         }
     }
-    steering_marks(g, p, now);
+    steering_marks(&mut g, p, now);
 }
 
 fn supersede(
@@ -191,13 +175,13 @@ fn supersede(
             list.insert(at + i, Value::Object(g));
         }
     });
-    let g = plan.goal_mut(id).expect("validated");
-    g.insert("steeringStatus".into(), json!("superseded"));
-    g.insert("supersededBy".into(), json!(ids));
+    let mut g = plan.goal_mut(id).expect("validated");
+    g.set_overlay(Overlay::Superseded)
+        .set("supersededBy", json!(ids));
     if let Some(d) = p.text("userDecision") {
-        g.insert("userDecision".into(), json!(d));
+        g.set_user_decision(d);
     }
-    steering_marks(g, p, now);
+    steering_marks(&mut g, p, now);
     replace_member(plan, id, &ids);
     applied.created = ids;
 }
@@ -272,16 +256,8 @@ fn revise_criterion(plan: &mut Plan, profile: &Profile, p: &Proposal, id: &str, 
         .map(str::trim)
         .filter(|m| UserModel::parse(m).is_some());
     let markers = profile.criteria.seeded_markers.clone();
-    let g = plan.goal_mut(id).expect("validated");
-    let criteria = g
-        .get_mut("successCriteria")
-        .and_then(Value::as_array_mut)
-        .expect("validated");
-    let c = criteria
-        .iter_mut()
-        .filter_map(Value::as_object_mut)
-        .find(|c| c.get("id").and_then(Value::as_str) == Some(cid.as_str()))
-        .expect("validated");
+    let mut g = plan.goal_mut(id).expect("validated");
+    let c = g.criterion_mut(&cid).expect("validated");
     let mut changed = false;
     for (key, value) in [
         ("scenario", p.text("scenario")),
@@ -296,7 +272,7 @@ fn revise_criterion(plan: &mut Plan, profile: &Profile, p: &Proposal, id: &str, 
         }
     }
     if changed {
-        c.insert("status".into(), json!("pending"));
+        c.insert("status".into(), json!(CriterionStatus::Pending.as_str()));
         c.insert("capturedEvidence".into(), Value::Null);
         remove_key(c, "capturedAt");
     }
@@ -310,7 +286,7 @@ fn revise_criterion(plan: &mut Plan, profile: &Profile, p: &Proposal, id: &str, 
     if still_marked {
         c.insert("seeded".into(), json!(false));
     }
-    g.insert("updatedAt".into(), json!(now));
+    g.set_updated_at(now);
 }
 
 fn revise_batch(plan: &mut Plan, p: &Proposal, r: &Resolved) {

@@ -9,6 +9,7 @@ use super::dedupe::{Origin, Prior};
 use super::proposal::{Kind, Proposal};
 use super::resolve::Resolved;
 use super::validate::Judgement;
+use crate::goals::journal::LedgerKind;
 
 /// The audit of a proposal.
 pub fn audit(p: &Proposal, r: &Resolved, digest: &str, j: &Judgement) -> Map<String, Value> {
@@ -65,13 +66,13 @@ pub fn entry(
         .and_then(Value::as_bool)
         == Some(true);
     let kind = match (accepted, p.kind) {
-        (false, _) => "steering_rejected",
-        (true, Kind::ReviseCriterion) => "criteria_revised",
-        (true, _) => "steering_accepted",
+        (false, _) => LedgerKind::SteeringRejected,
+        (true, Kind::ReviseCriterion) => LedgerKind::CriteriaRevised,
+        (true, _) => LedgerKind::SteeringAccepted,
     };
     let mut e = Map::new();
     e.insert("at".into(), json!(now));
-    e.insert("kind".into(), json!(kind));
+    e.insert("kind".into(), json!(kind.as_str()));
     e.insert(
         "evidence".into(),
         json!(p.text("evidence").unwrap_or_default()),
@@ -114,7 +115,7 @@ pub fn deduped_entry(
 ) -> Map<String, Value> {
     let mut e = Map::new();
     e.insert("at".into(), json!(now));
-    e.insert("kind".into(), json!("steering_deduped"));
+    e.insert("kind".into(), json!(LedgerKind::SteeringDeduped.as_str()));
     e.insert("mutationKind".into(), json!(p.kind.as_str()));
     e.insert("source".into(), json!(p.source.as_str()));
     e.insert("channel".into(), json!(p.channel.as_str()));
@@ -153,7 +154,7 @@ pub fn batch_updated(
 ) -> Map<String, Value> {
     let mut e = Map::new();
     e.insert("at".into(), json!(now));
-    e.insert("kind".into(), json!("batch_updated"));
+    e.insert("kind".into(), json!(LedgerKind::BatchUpdated.as_str()));
     e.insert("before".into(), before.clone());
     e.insert("after".into(), after.clone());
     e.insert(

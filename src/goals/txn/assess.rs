@@ -4,7 +4,7 @@
 use cap_std::fs::Dir;
 use serde_json::{Map, Value};
 
-use crate::goals::journal::{self, Head};
+use crate::goals::journal::{self, Head, LedgerKind};
 use crate::goals::plan::Plan;
 use crate::goals::state;
 
@@ -150,7 +150,7 @@ pub fn count_landed_in(
 /// (`ledger_repaired` with `repair.recoveredCount`), as opposed to an entry
 /// of a plan's `lastMutation` such as the one `repair --accept-plan` writes.
 pub fn is_recovery_marker(v: &Value) -> bool {
-    v.get("kind").and_then(Value::as_str) == Some("ledger_repaired")
+    v.get("kind").and_then(Value::as_str) == Some(LedgerKind::LedgerRepaired.as_str())
         && v.pointer("/repair/recoveredCount").is_some()
 }
 

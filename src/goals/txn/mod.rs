@@ -18,7 +18,7 @@ pub use assess::{
 use super::binding::{self, Binding, NamedHead};
 use super::error::{ErrorKind, GoalError};
 use super::index::{self, Source, View};
-use super::journal::{self, Head};
+use super::journal::{self, Head, LedgerKind};
 use super::plan::{self, Plan};
 use super::state;
 use crate::store::{self, Durability, LockError, LockOptions, MutationLock};
@@ -420,7 +420,7 @@ impl<'e> Locked<'e> {
     fn repaired_entry(&self, repair: Value, revision: u64) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert("at".into(), json!(self.now));
-        m.insert("kind".into(), json!("ledger_repaired"));
+        m.insert("kind".into(), json!(LedgerKind::LedgerRepaired.as_str()));
         m.insert(
             "message".into(),
             json!("Ledger repaired by the recovery check."),
@@ -506,7 +506,7 @@ impl<'e> Locked<'e> {
                 .map_err(|e| GoalError::io(&paths.ledger(), "archive", &e))?;
             let mut e = Map::new();
             e.insert("at".into(), json!(self.now));
-            e.insert("kind".into(), json!("plan_archived"));
+            e.insert("kind".into(), json!(LedgerKind::PlanArchived.as_str()));
             e.insert(
                 "message".into(),
                 json!(format!(

@@ -21,7 +21,7 @@ use cap_std::fs::Dir;
 use serde_json::{Map, Value, json};
 
 use super::super::error::GoalError;
-use super::super::journal::Head;
+use super::super::journal::{Head, LedgerKind};
 use super::super::profile::Limits;
 use super::super::state::{self, StatePaths};
 use crate::store::{self, Durability};
@@ -104,7 +104,7 @@ pub fn is_successor(plan: &Value, archive: &str) -> bool {
         .and_then(Value::as_array)
         .is_some_and(|entries| {
             entries.iter().any(|e| {
-                e.get("kind").and_then(Value::as_str) == Some("plan_created")
+                e.get("kind").and_then(Value::as_str) == Some(LedgerKind::PlanCreated.as_str())
                     && e.pointer("/replaced/archive").and_then(Value::as_str) == Some(archive)
             })
         })
@@ -167,7 +167,7 @@ fn start_new_ledger(
     }
     let mut marker = Map::new();
     marker.insert("at".into(), json!(now));
-    marker.insert("kind".into(), json!("ledger_repaired"));
+    marker.insert("kind".into(), json!(LedgerKind::LedgerRepaired.as_str()));
     marker.insert(
         "message".into(),
         json!("Ledger repaired by the recovery check."),

@@ -19,6 +19,7 @@ use serde_json::{Map, Value, json};
 use crate::goals::decisions::{self, UserDecision};
 use crate::hooks::code::HookCode;
 use crate::hooks::event::Decision;
+use crate::hooks::gate_ledger::GateLedgerKind;
 use crate::hooks::witness::{self, HookState};
 use crate::store::{LockError, LockOptions, MutationLock};
 use crate::userstate::{UserState, UserStateError};
@@ -323,7 +324,10 @@ fn carry(c: &super::Ctx<'_>, us: &UserState, d: &UserDecision, prompt: &Prompt) 
         Err(other) => return Err(io::Error::other(format!("the gate lock: {other:?}"))),
     };
     let mut entry = Map::new();
-    entry.insert("kind".into(), json!("user_decision_verified"));
+    entry.insert(
+        "kind".into(),
+        json!(GateLedgerKind::UserDecisionVerified.as_str()),
+    );
     entry.insert(
         "ts".into(),
         json!(crate::time::rfc3339_ms(std::time::SystemTime::now())),

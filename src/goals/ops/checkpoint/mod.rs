@@ -18,9 +18,9 @@ use crate::goals::evidence_files::{self, Accepted, Parsed};
 use crate::goals::gate;
 use crate::goals::hostgoal;
 use crate::goals::input::Loaded;
-use crate::goals::journal::Head;
+use crate::goals::journal::{Head, LedgerKind};
 use crate::goals::lifecycle::{self, Permit, Trigger};
-use crate::goals::plan::{Plan, remove_key};
+use crate::goals::plan::{GoalStatus, Plan};
 use crate::goals::scheduler::{self, Outcome};
 use crate::goals::txn::Write;
 use crate::goals::{Engine, batches};
@@ -228,41 +228,28 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
                 None => evidence.clone(),
             };
 
-            let goal = plan.goal_mut(&id).expect("looked up");
-            goal.insert("status".into(), json!("complete"));
-            goal.insert("completedAt".into(), json!(now));
-            goal.insert("evidence".into(), json!(evidence));
-            for k in [
-                "blockedReason",
-                "blockerSignature",
-                "blockerOccurrenceCount",
-                "requiredExternalDecision",
-                "nonRetriable",
-                "failedAt",
-                "failureReason",
-                "blocker",
-                "blockerEvidence",
-                "blockerOccurrences",
-                "blockedAt",
-            ] {
-                remove_key(goal, k);
-            }
-            goal.insert("updatedAt".into(), json!(now));
+            plan.goal_mut(&id)
+                .expect("looked up")
+                .set_status(GoalStatus::Complete)
+                .set_completed_at(&now)
+                .set_evidence(&evidence)
+                .clear_blockers()
+                .set_updated_at(&now);
             if plan.active_goal_id() == Some(id.as_str()) {
                 plan.remove("activeGoalId");
             }
             plan.set("updatedAt", json!(now));
-            new_status = "complete".to_owned();
+            new_status = GoalStatus::Complete;
             main = entry(
                 &now,
                 if is_final {
-                    "aggregate_completed"
+                    LedgerKind::AggregateCompleted
                 } else {
-                    "goal_completed"
+                    LedgerKind::GoalCompleted
                 },
                 Some(&id),
             );
-            main.insert("status".into(), json!("complete"));
+            main.insert("status".into(), json!(GoalStatus::Complete.as_str()));
             main.insert("evidence".into(), json!(entry_evidence));
             let max_snap = engine.profile.limits.max_embedded_snapshot_bytes;
             if let Some(s) = &host.snapshot {
@@ -294,7 +281,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
             // `compat/perGoalCompletion`: the final goal also gets its own
             // `goal_completed` entry, before `aggregate_completed`.
             if is_final && engine.profile.compat.per_goal_completion {
-                let mut own = entry(&now, "goal_completed", Some(&id));
+                let mut own = entry(&now, LedgerKind::GoalCompleted, Some(&id));
                 for k in ["status", "evidence", "codexGoal"] {
                     if let Some(v) = main.get(k) {
                         own.insert(k.into(), v.clone());
@@ -305,7 +292,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
             }
             if is_final {
                 let record = json!({
-                    "status": "complete",
+                    "status": GoalStatus::Complete.as_str(),
                     "completedAt": now,
                     "evidence": evidence,
                     "codexGoal": host.snapshot.as_ref().map(|s| hostgoal::embed(s, max_snap)),
@@ -320,7 +307,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
             }
             entries.push(std::mem::take(&mut main));
             if let Some(b) = &closes {
-                let mut bc = entry(&now, "batch_closed", Some(&id));
+                let mut bc = entry(&now, LedgerKind::BatchClosed, Some(&id));
                 bc.insert("message".into(), json!(batches::batch_id(b)));
                 entries.push(bc);
             }
@@ -329,13 +316,12 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
         // progress and active, nothing is classified or escalated.
         CheckpointStatus::Blocked if engine.profile.compat.blocked_non_terminal => {
             let host = reconcile_failure(engine, &plan, &req, &id);
-            let goal = plan.goal_mut(&id).expect("looked up");
-            goal.insert("updatedAt".into(), json!(now));
+            plan.goal_mut(&id).expect("looked up").set_updated_at(&now);
             plan.set("activeGoalId", json!(id));
             plan.set("updatedAt", json!(now));
-            new_status = "in_progress".to_owned();
-            main = entry(&now, "goal_blocked", Some(&id));
-            main.insert("status".into(), json!("in_progress"));
+            new_status = GoalStatus::InProgress;
+            main = entry(&now, LedgerKind::GoalBlocked, Some(&id));
+            main.insert("status".into(), json!(GoalStatus::InProgress.as_str()));
             main.insert("evidence".into(), json!(evidence));
             if let Some(s) = &host.snapshot {
                 main.insert(
@@ -363,46 +349,42 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
             let needs =
                 counts.is_some_and(|(occ, goals)| occ >= escalate_after || goals >= escalate_after);
             let requested = if req.status == CheckpointStatus::Failed {
-                "failed"
+                GoalStatus::Failed
             } else {
-                "blocked"
+                GoalStatus::Blocked
             };
             let status = if needs {
-                "needs_user_decision"
+                GoalStatus::NeedsUserDecision
             } else {
                 requested
             };
-            let goal = plan.goal_mut(&id).expect("looked up");
-            goal.insert("status".into(), json!(status));
-            goal.insert("updatedAt".into(), json!(now));
-            if requested == "failed" || needs {
-                goal.insert("failedAt".into(), json!(now));
-                goal.insert("failureReason".into(), json!(evidence));
+            let mut goal = plan.goal_mut(&id).expect("looked up");
+            goal.set_status(status).set_updated_at(&now);
+            if requested == GoalStatus::Failed || needs {
+                goal.set_failed(&now, &evidence);
             }
-            if requested == "blocked" || needs {
-                goal.insert("blockedReason".into(), json!(evidence));
+            if requested == GoalStatus::Blocked || needs {
+                goal.set_blocked_reason(&evidence);
             }
             let decision = signature.as_deref().map(|s| classifier.decision(s));
             if let (Some(sig), Some((occ, _)), Some(d)) = (&signature, counts, &decision) {
-                goal.insert("blockerSignature".into(), json!(sig));
-                goal.insert("blockerOccurrenceCount".into(), json!(occ));
-                goal.insert("requiredExternalDecision".into(), json!(d));
+                goal.set_blocker(sig, occ, d);
             }
             if needs {
-                goal.insert("nonRetriable".into(), json!(true));
+                goal.set_non_retriable();
             }
             if plan.active_goal_id() == Some(id.as_str()) {
                 plan.remove("activeGoalId");
             }
             plan.set("updatedAt", json!(now));
-            new_status = status.to_owned();
+            new_status = status;
             let kind = match status {
-                "needs_user_decision" => "goal_needs_user_decision",
-                "blocked" => "goal_blocked",
-                _ => "goal_failed",
+                GoalStatus::NeedsUserDecision => LedgerKind::GoalNeedsUserDecision,
+                GoalStatus::Blocked => LedgerKind::GoalBlocked,
+                _ => LedgerKind::GoalFailed,
             };
             main = entry(&now, kind, Some(&id));
-            main.insert("status".into(), json!(status));
+            main.insert("status".into(), json!(status.as_str()));
             main.insert("evidence".into(), json!(evidence));
             if let (Some(sig), Some((occ, goals)), Some(d)) = (&signature, counts, &decision) {
                 main.insert("blockerSignature".into(), json!(sig));
@@ -459,7 +441,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
         warnings,
         revision: committed.revision,
         head: committed.head,
-        status: new_status,
+        status: new_status.as_str().to_owned(),
         plan,
     })
 }
