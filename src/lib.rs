@@ -53,3 +53,4 @@ pub mod store;
 pub mod text;
 pub mod time;
 pub mod userstate;
+pub mod workspace;
