@@ -19,8 +19,9 @@ use crate::audit::{self, Audit, AuditError, AuditOptions, PlanGoals, Silent, Sum
 use crate::evidence::{self, Root, VerifyOptions};
 use crate::finding::{Code, Finding, Report, ReportBuilder, ReportKind};
 use crate::rules::evidence::EvidenceRules;
-use crate::rules::{Layer, REPO_OVERRIDE, RuleSet, RulesError, read_repo_override};
+use crate::rules::{Layer, REPO_OVERRIDE, RuleSet, RulesError};
 use crate::sandbox::{PathLimits, RelPath};
+use crate::workspace::{OnError, RepoRules, Workspace, WorkspaceError, WorkspaceOptions};
 
 #[derive(Args, Debug, Clone)]
 pub(crate) struct VerifyArgs {
@@ -172,9 +173,9 @@ pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
                 // or criterion the plans lack is GOAL_UNKNOWN /
                 // CRITERION_UNKNOWN.
                 let plan = (!plan_dirs.is_empty())
-                    .then(|| audit::layout::from_rules(&ws.rules).ok())
+                    .then(|| audit::layout::from_rules(ws.ws.rules()).ok())
                     .flatten()
-                    .and_then(|layouts| PlanGoals::read(&ws.dir, &layouts, &plan_dirs));
+                    .and_then(|layouts| PlanGoals::read(ws.ws.dir(), &layouts, &plan_dirs));
                 payload_reports(
                     args,
                     amb,
@@ -259,7 +260,7 @@ struct Usage(String);
 fn repository(
     args: &VerifyArgs,
     plan_dirs: &[RelPath],
-    ws: &Workspace,
+    ws: &Audited,
     amb: &dyn Ambient,
     io: &mut Io<'_>,
 ) -> Result<Audit, Usage> {
@@ -276,7 +277,7 @@ fn repository(
             summary: Summary::default(),
         }
     };
-    let layouts = match audit::layout::from_rules(&ws.rules) {
+    let layouts = match audit::layout::from_rules(ws.ws.rules()) {
         Ok(l) => l,
         Err(e) => return Ok(error_audit(rules_finding(&e))),
     };
@@ -289,7 +290,7 @@ fn repository(
             )));
         }
     }
-    let book = match crate::rules::gates::GateBook::from_rules(&ws.rules) {
+    let book = match crate::rules::gates::GateBook::from_rules(ws.ws.rules()) {
         Ok(b) => b,
         Err(e) => return Ok(error_audit(rules_finding(&e))),
     };
@@ -303,13 +304,13 @@ fn repository(
     };
     let result = if io.stderr_is_terminal {
         let mut progress = TerminalProgress::new(&mut *io.stderr);
-        audit::audit(&ws.dir, &ws.evidence, &opts, &mut progress)
+        audit::audit(ws.ws.dir(), &ws.evidence, &opts, &mut progress)
     } else {
-        audit::audit(&ws.dir, &ws.evidence, &opts, &mut Silent)
+        audit::audit(ws.ws.dir(), &ws.evidence, &opts, &mut Silent)
     };
     let mut audit = match result {
         Ok(mut a) => {
-            rewound_ledgers(args, amb, &ws.dir, &mut a);
+            rewound_ledgers(args, amb, ws.ws.dir(), &mut a);
             a
         }
         Err(AuditError::Rules(e)) => return Ok(error_audit(rules_finding(&e))),
@@ -344,7 +345,7 @@ fn repository(
 /// rules file that moves `stateDir` cannot take state out of the comparison.
 fn against_base(
     base: &GitBase<'_>,
-    ws: &Workspace,
+    ws: &Audited,
     layouts: &[audit::ProfileLayout],
     strict: bool,
 ) -> Result<Vec<Report>, Box<Finding>> {
@@ -366,7 +367,7 @@ fn against_base(
     }
     let state_dirs: Vec<String> = state_dirs.into_iter().collect();
     let root = Root::new(
-        ws.dir.try_clone().map_err(|e| {
+        ws.ws.dir().try_clone().map_err(|e| {
             Box::new(Finding::new(
                 Code::RootUnavailable,
                 None,
@@ -476,15 +477,14 @@ fn rules_finding(e: &RulesError) -> Finding {
     )
 }
 
-/// The opened root and its rules.
-struct Workspace {
-    dir: Dir,
-    rules: RuleSet,
+/// The opened root, its rules and what the report says about them.
+struct Audited {
+    ws: Workspace,
     evidence: EvidenceRules,
     policy: Policy,
 }
 
-fn workspace(args: &VerifyArgs, amb: &dyn Ambient) -> Result<Workspace, Box<Finding>> {
+fn workspace(args: &VerifyArgs, amb: &dyn Ambient) -> Result<Audited, Box<Finding>> {
     let dir = amb.open_dir(&args.root).map_err(|e| {
         let root = args.root.display().to_string();
         Box::new(Finding::new(
@@ -493,36 +493,41 @@ fn workspace(args: &VerifyArgs, amb: &dyn Ambient) -> Result<Workspace, Box<Find
             format!("cannot open the root directory `{root}`: {e}"),
         ))
     })?;
-    let extra = match &args.rules {
-        Some(path) => match ambient::read_file(amb, path, 4 * 1024 * 1024) {
-            Ok(bytes) => Some((path.display().to_string(), bytes)),
-            Err(e) => {
-                let name = path.display().to_string();
-                return Err(Box::new(Finding::new(
-                    Code::RulesInvalid,
-                    Some(&name),
-                    format!("cannot read the rules file `{name}`: {e}"),
-                )));
-            }
-        },
-        None => None,
-    };
     // docs/threat-model.md#i9: the audited repository does not configure its
     // auditor unless the caller asks for it (`--repo-rules`).
-    let mut owned: Vec<(String, Vec<u8>)> = Vec::new();
-    let mut repository_rules = None;
-    if args.repo_rules {
-        if let Some(b) = read_repo_override(&dir).map_err(|e| Box::new(rules_finding(&e)))? {
-            owned.push((REPO_OVERRIDE.to_owned(), b));
-            repository_rules = Some("applied");
+    let opts = WorkspaceOptions {
+        rules_file: args.rules.as_deref(),
+        user_config: false,
+        repo_rules: if args.repo_rules {
+            RepoRules::Trusted
+        } else {
+            RepoRules::Ignore
+        },
+        on_error: OnError::Fail,
+    };
+    let ws = Workspace::open(amb, dir, &opts).map_err(|e| match e {
+        WorkspaceError::RulesFile { path, error } => {
+            let name = path.display().to_string();
+            Box::new(Finding::new(
+                Code::RulesInvalid,
+                Some(&name),
+                format!("cannot read the rules file `{name}`: {error}"),
+            ))
         }
-    } else if args.repository() && dir.symlink_metadata(REPO_OVERRIDE).is_ok() {
+        WorkspaceError::UserConfig(e) | WorkspaceError::Rules(e) => Box::new(rules_finding(&e)),
+    })?;
+    let repository_rules = if ws.repo_override_applied() {
+        Some("applied")
+    } else if !args.repo_rules
+        && args.repository()
+        && ws.dir().symlink_metadata(REPO_OVERRIDE).is_ok()
+    {
         // Not read, not applied: only reported, whatever it is.
-        repository_rules = Some("ignored");
-    }
-    owned.extend(extra);
-    let rules =
-        RuleSet::load(&crate::rules::layers(&owned)).map_err(|e| Box::new(rules_finding(&e)))?;
+        Some("ignored")
+    } else {
+        None
+    };
+    let rules = ws.rules();
     let evidence = rules
         .family::<EvidenceRules>()
         .map_err(|e| Box::new(rules_finding(&e)))?;
@@ -531,9 +536,8 @@ fn workspace(args: &VerifyArgs, amb: &dyn Ambient) -> Result<Workspace, Box<Find
         sources: rules.sources().to_vec(),
         repository_rules,
     };
-    Ok(Workspace {
-        dir,
-        rules,
+    Ok(Audited {
+        ws,
         evidence,
         policy,
     })
@@ -543,11 +547,11 @@ fn payload_reports(
     args: &VerifyArgs,
     amb: &dyn Ambient,
     stdin: &mut dyn Read,
-    ws: &Workspace,
+    ws: &Audited,
     plan: Option<&PlanGoals>,
     show_progress: bool,
 ) -> Vec<Report> {
-    let root = match ws.dir.try_clone() {
+    let root = match ws.ws.dir().try_clone() {
         Err(e) => {
             let f = Finding::new(
                 Code::RootUnavailable,
