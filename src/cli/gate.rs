@@ -18,11 +18,12 @@ use crate::finding::{lexical_code, problem_finding};
 use crate::gate::surface::{self, RESOLVE_SURFACE, SurfaceInputs};
 use crate::gate::{self, GateOutcome, GateScope};
 use crate::goals::profile::Profiles;
+use crate::rules::RulesError;
 use crate::rules::evidence::EvidenceRules;
 use crate::rules::gates::GateBook;
-use crate::rules::{RulesError, load_workspace};
 use crate::sandbox::open::{self, FileChecks};
 use crate::sandbox::{PathLimits, RelPath};
+use crate::workspace::{OnError, RepoRules, Workspace, WorkspaceError, WorkspaceOptions};
 
 #[derive(Args, Debug)]
 pub(crate) struct GateArgs {
@@ -165,26 +166,20 @@ fn run_check(
             format!("cannot open the repository (the current directory): {e}"),
         )
     })?;
-    let extra = match &args.rules {
-        Some(path) => Some(
-            ambient::read_file(amb, path, 4 * 1024 * 1024)
-                .map(|bytes| (path.display().to_string(), bytes))
-                .map_err(|e| {
-                    CannotCheck::new(
-                        Some(Code::RulesInvalid),
-                        format!("cannot read the rules file `{}`: {e}", path.display()),
-                    )
-                })?,
-        ),
-        None => None,
+    let opts = WorkspaceOptions {
+        rules_file: args.rules.as_deref(),
+        user_config: true,
+        repo_rules: RepoRules::Tighten,
+        on_error: OnError::Fail,
     };
-    let mut owned: Vec<(String, Vec<u8>)> = crate::rules::read_user_config(amb)
-        .map_err(|e| rules_error(&e))?
-        .into_iter()
-        .collect();
-    owned.extend(extra);
-    let rule_set =
-        load_workspace(&dir, &crate::rules::layers(&owned)).map_err(|e| rules_error(&e))?;
+    let ws = Workspace::open(amb, dir, &opts).map_err(|e| match e {
+        WorkspaceError::RulesFile { path, error } => CannotCheck::new(
+            Some(Code::RulesInvalid),
+            format!("cannot read the rules file `{}`: {error}", path.display()),
+        ),
+        WorkspaceError::UserConfig(e) | WorkspaceError::Rules(e) => rules_error(&e),
+    })?;
+    let (dir, rule_set) = ws.into_parts();
     let book = GateBook::from_rules(&rule_set).map_err(|e| rules_error(&e))?;
     let evidence: EvidenceRules = rule_set.family().map_err(|e| rules_error(&e))?;
     let root = Root::new(dir, &evidence).map_err(|e| rules_error(&e))?;
