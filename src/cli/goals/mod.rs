@@ -19,6 +19,7 @@ use crate::goals::plan::Plan;
 use crate::goals::profile::{Profiles, ProjectRoot};
 use crate::goals::{Engine, EngineOptions, ErrorKind, GoalError, session};
 use crate::rules::RuleSet;
+use crate::workspace::{OnError, RepoRules, Workspace, WorkspaceError, WorkspaceOptions};
 
 /// Subcommands this build implements.
 pub(crate) const SUBCOMMANDS: &[&str] = &[
@@ -396,36 +397,33 @@ fn dispatch(
     let globals = args::parse(rest, &global_flags());
     // Run from a subdirectory, the command works on the repository root.
     let mut root_path = super::find_root(amb);
-    let mut root = match amb.open_dir(&root_path) {
-        Ok(d) => d,
-        Err(e) => return fail(GoalError::io(&root_path.display().to_string(), "open", &e)),
-    };
-    let mut owned = Vec::new();
-    match crate::rules::read_user_config(amb) {
-        Ok(Some(l)) => owned.push(l),
-        Ok(None) => {}
-        Err(e) => return fail(e.into()),
-    }
-    match globals.text("--rules") {
+    let rules_file = match globals.text("--rules") {
         Err(e) => return fail(e),
-        Ok(None) => {}
-        Ok(Some(path)) => match ambient::read_file(amb, Path::new(&path), 4 * 1024 * 1024) {
-            Ok(bytes) => owned.push((path, bytes)),
-            Err(e) => {
+        Ok(path) => path,
+    };
+    let opts = WorkspaceOptions {
+        rules_file: rules_file.as_deref().map(Path::new),
+        user_config: true,
+        repo_rules: RepoRules::Tighten,
+        on_error: OnError::Fail,
+    };
+    let (root, rules, profiles) = loop {
+        let dir = match amb.open_dir(&root_path) {
+            Ok(d) => d,
+            Err(e) => return fail(GoalError::io(&root_path.display().to_string(), "open", &e)),
+        };
+        let ws = match Workspace::open(amb, dir, &opts) {
+            Ok(ws) => ws,
+            Err(WorkspaceError::RulesFile { path, error }) => {
                 return fail(GoalError::from(crate::rules::RulesError {
-                    file: path.clone(),
+                    file: path.display().to_string(),
                     pointer: String::new(),
-                    problem: format!("cannot read the rules file: {e}"),
+                    problem: format!("cannot read the rules file: {error}"),
                 }));
             }
-        },
-    }
-    let (rules, profiles) = loop {
-        let rules = match crate::rules::load_workspace(&root, &crate::rules::layers(&owned)) {
-            Ok(r) => r,
-            Err(e) => return fail(e.into()),
+            Err(WorkspaceError::UserConfig(e) | WorkspaceError::Rules(e)) => return fail(e.into()),
         };
-        let profiles: Profiles = match rules.family() {
+        let profiles: Profiles = match ws.rules().family() {
             Ok(p) => p,
             Err(e) => return fail(e.into()),
         };
@@ -438,14 +436,11 @@ fn dispatch(
             .get(profile)
             .is_some_and(|p| p.compat.project_root == ProjectRoot::Cwd);
         if cwd_root && root_path != here {
-            root = match amb.open_dir(here) {
-                Ok(d) => d,
-                Err(e) => return fail(GoalError::io(".", "open", &e)),
-            };
             root_path = here.to_path_buf();
             continue;
         }
-        break (rules, profiles);
+        let (root, rules) = ws.into_parts();
+        break (root, rules, profiles);
     };
     let Some(p) = profiles.0.get(profile) else {
         return fail(GoalError::from(crate::rules::RulesError {
