@@ -26,8 +26,9 @@ use super::host::{Host, HostSource};
 use super::input::{self, InputError};
 use super::subagent_stop;
 use crate::ambient::{self, Ambient};
+use crate::rules::RuleSet;
 use crate::rules::hooks::{HooksRules, PlumbingPolicy};
-use crate::rules::{RuleSet, load_workspace};
+use crate::workspace::{self, OnError, RepoRules, WorkspaceOptions};
 
 /// `EVIDENCE_GATE_HOOKS=off` makes every hook allow (the user's switch).
 pub const SWITCH_ENV: &str = "EVIDENCE_GATE_HOOKS";
@@ -73,30 +74,20 @@ fn load_rules(
     root: Option<&Dir>,
     rules_file: Option<&Path>,
 ) -> (RuleSet, Option<String>) {
-    let embedded = || RuleSet::embedded().expect("embedded rules validate");
-    let mut owned = Vec::new();
-    match crate::rules::read_user_config(amb) {
-        Ok(Some(l)) => owned.push(l),
-        Ok(None) => {}
-        Err(e) => return (embedded(), Some(e.to_string())),
-    }
-    if let Some(p) = rules_file {
-        match ambient::read_file(amb, p, 4 * 1024 * 1024) {
-            Ok(b) => owned.push((p.display().to_string(), b)),
-            Err(e) => return (embedded(), Some(format!("{}: {e}", p.display()))),
-        }
-    }
-    let trusted = crate::rules::layers(&owned);
-    let loaded = match root {
-        Some(dir) => load_workspace(dir, &trusted),
-        None => RuleSet::load(&trusted),
+    let opts = WorkspaceOptions {
+        rules_file,
+        user_config: true,
+        repo_rules: RepoRules::Tighten,
+        on_error: OnError::Fallback,
     };
-    match loaded {
-        Ok(r) => (r, None),
-        Err(e) => match RuleSet::load(&trusted) {
-            Ok(r) => (r, Some(e.to_string())),
-            Err(_) => (embedded(), Some(e.to_string())),
-        },
+    match workspace::load_rules(amb, root, &opts) {
+        Ok(l) => (l.rules, l.error),
+        // `OnError::Fallback` does not fail; were it to, the embedded
+        // defaults apply, as for any other unusable layer.
+        Err(e) => (
+            RuleSet::embedded().expect("embedded rules validate"),
+            Some(e.to_string()),
+        ),
     }
 }
 
