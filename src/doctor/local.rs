@@ -10,17 +10,18 @@ use cap_std::fs::Dir;
 use serde_json::Value;
 
 use super::{Check, RECORDED_CELLS, Status};
-use crate::ambient::{self, Ambient};
+use crate::ambient::Ambient;
 use crate::finding::{Code, Finding};
 use crate::hooks::diagnostics::{FILE as DIAG_FILE, STATE_DIR};
 use crate::hooks::event::HookEvent;
 use crate::hooks::host::{Host, decode::wire_events};
 use crate::hooks::subagent_stop::{self, Policy};
 use crate::hooks::{HookCode, code::DiagClass};
+use crate::rules::RuleSet;
 use crate::rules::hooks::{HooksRules, SubagentStopRules, is_anchored};
-use crate::rules::{RuleSet, load_workspace};
 use crate::sandbox::{PathLimits, RelPath};
 use crate::store::{self, Durability, LockOptions, MutationLock};
+use crate::workspace::{self, OnError, RepoRules, WorkspaceError, WorkspaceOptions};
 
 /// `rules.valid`: embedded, repository override and `--rules` load, the
 /// policy compiles and the directive renders within limits on maximal inputs.
@@ -31,30 +32,25 @@ pub(super) fn rules_valid(
     checks: &mut Vec<Check>,
 ) -> Option<(RuleSet, SubagentStopRules, HooksRules)> {
     let id = "rules.valid";
-    let bytes = match rules_file.map(|p| (p, ambient::read_file(amb, p, 4 * 1024 * 1024))) {
-        Some((p, Err(e))) => {
-            checks.push(Check::new(
-                id,
-                Status::Fail,
-                format!("{}: {e}", p.display()),
-            ));
-            return None;
-        }
-        Some((p, Ok(b))) => Some((p.display().to_string(), b)),
-        None => None,
+    let opts = WorkspaceOptions {
+        rules_file,
+        user_config: true,
+        repo_rules: RepoRules::Tighten,
+        on_error: OnError::Fail,
     };
-    let mut owned: Vec<(String, Vec<u8>)> = match crate::rules::read_user_config(amb) {
-        Ok(u) => u.into_iter().collect(),
-        Err(e) => {
+    let loaded = workspace::load_rules(amb, Some(root), &opts).and_then(|l| {
+        l.rules
+            .validate()
+            .map_err(WorkspaceError::Rules)
+            .map(|()| l.rules)
+    });
+    let set = match loaded {
+        Ok(s) => s,
+        Err(e @ (WorkspaceError::RulesFile { .. } | WorkspaceError::UserConfig(_))) => {
             checks.push(Check::new(id, Status::Fail, e.to_string()));
             return None;
         }
-    };
-    owned.extend(bytes);
-    let trusted = crate::rules::layers(&owned);
-    let set = match load_workspace(root, &trusted).and_then(|s| s.validate().map(|()| s)) {
-        Ok(s) => s,
-        Err(e) => {
+        Err(e @ WorkspaceError::Rules(_)) => {
             checks.push(Check::new(id, Status::Fail, e.to_string()).hint(
                 "hooks continue on the embedded defaults (HOOK_RULES_INVALID) until this is fixed",
             ));
