@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 
 use crate::ambient::{self, Ambient};
 use crate::hooks::host::Host;
-use crate::rules::RuleSet;
 use crate::store::{self, Durability};
+use crate::workspace::{OnError, RepoRules, Workspace, WorkspaceError, WorkspaceOptions};
 use wiring::{Binary, Row};
 
 /// Where the wiring goes.
@@ -371,30 +371,24 @@ fn is_executable(amb: &dyn Ambient, path: &Path) -> bool {
 }
 
 fn shape(o: &Options, amb: &dyn Ambient) -> Result<wiring::Shape, Error> {
-    let bytes = match &o.rules {
-        Some(p) => Some(
-            ambient::read_file(amb, p, 4 * 1024 * 1024)
-                .map_err(|e| Error::Usage(format!("--rules {}: {e}", p.display())))?,
-        ),
-        None => None,
-    };
-    let name = o
-        .rules
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    let mut owned: Vec<(String, Vec<u8>)> = crate::rules::read_user_config(amb)
-        .map_err(|e| Error::Usage(e.to_string()))?
-        .into_iter()
-        .collect();
-    owned.extend(bytes.map(|b| (name, b)));
     let root = amb
         .current_dir()
         .and_then(|d| amb.open_dir(&d))
         .map_err(|e| Error::Io(e.to_string()))?;
-    let rules: RuleSet = crate::rules::load_workspace(&root, &crate::rules::layers(&owned))
-        .map_err(|e| Error::Usage(e.to_string()))?;
-    wiring::Shape::from_rules(&rules, &o.profile, o.with_ultrawork, o.team_guard)
+    let opts = WorkspaceOptions {
+        rules_file: o.rules.as_deref(),
+        user_config: true,
+        repo_rules: RepoRules::Tighten,
+        on_error: OnError::Fail,
+    };
+    let ws = Workspace::open(amb, root, &opts).map_err(|e| match e {
+        WorkspaceError::RulesFile { path, error } => {
+            Error::Usage(format!("--rules {}: {error}", path.display()))
+        }
+        WorkspaceError::UserConfig(e) | WorkspaceError::Rules(e) => Error::Usage(e.to_string()),
+    })?;
+    let rules = ws.rules();
+    wiring::Shape::from_rules(rules, &o.profile, o.with_ultrawork, o.team_guard)
         .map_err(|e| Error::Usage(e.to_string()))
 }
 
