@@ -1,28 +1,19 @@
 //! `evidence-gate gate check` (docs/gates.md#qg-8): validates one gate
 //! document, read-only, and exits 0 pass, 1 fail, 2 could not check.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use cap_fs_ext::MetadataExt;
-use cap_std::fs::Dir;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
 use super::render::printable;
 use super::{EXIT_USAGE, Io};
-use crate::ambient::{self, Ambient};
+use crate::ambient::Ambient;
 use crate::evidence::Root;
 use crate::finding::Code;
-use crate::finding::{lexical_code, problem_finding};
-use crate::gate::surface::{self, RESOLVE_SURFACE, SurfaceInputs};
+use crate::gate::run::{CannotCheck, CheckOptions, Document, PlanContext, rules_error};
 use crate::gate::{self, GateOutcome, GateScope};
-use crate::goals::profile::Profiles;
-use crate::rules::RulesError;
-use crate::rules::evidence::EvidenceRules;
-use crate::rules::gates::GateBook;
-use crate::sandbox::open::{self, FileChecks};
-use crate::sandbox::{PathLimits, RelPath};
+use crate::rules::RuleSet;
 use crate::workspace::{OnError, RepoRules, Workspace, WorkspaceError, WorkspaceOptions};
 
 #[derive(Args, Debug)]
@@ -106,31 +97,6 @@ impl CheckArgs {
     }
 }
 
-/// Why the gate could not be checked (exit 2).
-struct CannotCheck {
-    code: Option<Code>,
-    message: String,
-    details: Option<Value>,
-}
-
-impl CannotCheck {
-    fn new(code: Option<Code>, message: impl Into<String>) -> CannotCheck {
-        CannotCheck {
-            code,
-            message: message.into(),
-            details: None,
-        }
-    }
-}
-
-fn rules_error(e: &RulesError) -> CannotCheck {
-    CannotCheck {
-        code: Some(Code::RulesInvalid),
-        message: format!("the rules are invalid: {e}"),
-        details: Some(json!({"file": e.file, "pointer": e.pointer, "problem": e.problem})),
-    }
-}
-
 pub(crate) fn run(args: &GateArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
     let GateCommand::Check(check) = &args.command;
     match run_check(check, amb, io) {
@@ -179,79 +145,30 @@ fn run_check(
         ),
         WorkspaceError::UserConfig(e) | WorkspaceError::Rules(e) => rules_error(&e),
     })?;
-    let (dir, rule_set) = ws.into_parts();
-    let book = GateBook::from_rules(&rule_set).map_err(|e| rules_error(&e))?;
-    let evidence: EvidenceRules = rule_set.family().map_err(|e| rules_error(&e))?;
-    let root = Root::new(dir, &evidence).map_err(|e| rules_error(&e))?;
-
-    let profiles: Profiles = rule_set.family().map_err(|e| rules_error(&e))?;
-    let profile = profiles.0.get(args.profile.name()).ok_or_else(|| {
-        CannotCheck::new(
-            Some(Code::RulesInvalid),
-            format!("the rules define no profile `{}`", args.profile.name()),
-        )
-    })?;
     // Plan context (`--goal-id`): the plan is read without a lock and
     // without writing; its gate rules apply unless `--surface` names others.
-    let plan_context = match &args.goal_id {
-        Some(goal) => Some(plan_context(args, goal, &root, &rule_set, amb)?),
+    let plan_fn;
+    let plan = match &args.goal_id {
+        Some(goal) => {
+            plan_fn =
+                move |root: &Root, rules: &RuleSet| plan_context(args, goal, root, rules, amb);
+            Some(&plan_fn as PlanContext<'_>)
+        }
         None => None,
     };
-    let evidence_root = profile.evidence_root.as_str();
-    let gate_final = match &plan_context {
-        Some((_, plan_rules)) => plan_rules.as_str(),
-        None => profile.gate.final_rules.as_str(),
+    let marker = |name: &str| super::marker::read_marker(amb, name);
+    let opts = CheckOptions {
+        profile: args.profile.name(),
+        surface: args.surface.as_deref(),
+        plan,
+        marker: &marker,
     };
-    let common = book.common();
-    let env = ambient::var(amb, &common.surface_resolution.env);
-    let marker = if args.surface.is_none() && gate_final == RESOLVE_SURFACE {
-        super::marker::read_marker(amb, &common.surface_resolution.marker)
-    } else {
-        None
-    };
-    let selected = surface::select(
-        gate_final,
-        &common.surface_resolution,
-        &SurfaceInputs {
-            flag: args.surface.as_deref(),
-            env: env.as_deref(),
-            repo: book.repo_surface(),
-            marker: marker.as_deref(),
-        },
-    );
-    let Some(rules) = book.get(&selected.name) else {
-        let known: Vec<&str> = book.names().collect();
-        return Err(CannotCheck::new(
-            None,
-            format!(
-                "unknown gate rules `{}`; known: {}",
-                selected.name,
-                known.join(", ")
-            ),
-        ));
-    };
-    let limits = evidence.limits.path_limits();
-    // The profile family validates its paths with default limits; the
-    // evidence limits may be stricter, so this parse can still fail.
-    let scope_dir = RelPath::parse(evidence_root, limits).map_err(|p| {
-        rules_error(&RulesError {
-            file: "rules".into(),
-            pointer: format!("/profiles/{}/evidenceRoot", args.profile.name()),
-            problem: p.describe().into(),
-        })
-    })?;
-    let max = common.limits.max_gate_bytes;
     let document = if args.file.as_os_str() == "-" {
-        read_prefix(&mut *io.stdin, max)
-            .map_err(|e| CannotCheck::new(None, format!("cannot read standard input: {e}")))?
+        Document::Stdin(&mut *io.stdin)
     } else {
-        read_document(amb, &root, &args.file, limits, max)?
+        Document::File(&args.file)
     };
-    let scope = match plan_context {
-        Some((scope, _)) => scope,
-        None => GateScope::Standalone { dir: scope_dir },
-    };
-    Ok(gate::validate(&root, rules, &document, &scope))
+    gate::run::check(amb, ws, document, &opts)
 }
 
 /// Loads the plan context of `--goal-id`; a missing or corrupt plan, or an
@@ -285,80 +202,6 @@ fn plan_context(
     )
     .map_err(goal_error)?;
     crate::goals::gate::check_context(&engine, goal).map_err(goal_error)
-}
-
-/// Reads at most `max + 1` bytes, so an oversized document is seen as such
-/// by the validator (`GATE_JSON_INVALID`) without reading it all.
-fn read_prefix(r: &mut dyn Read, max: u64) -> std::io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    r.take(max.saturating_add(1)).read_to_end(&mut buf)?;
-    Ok(buf)
-}
-
-/// Reads the gate document through the sandbox: inside the repository,
-/// no symlink at any component, a regular file.
-fn read_document(
-    amb: &dyn Ambient,
-    root: &Root,
-    file: &Path,
-    limits: PathLimits,
-    max: u64,
-) -> Result<Vec<u8>, CannotCheck> {
-    let shown = file.display().to_string();
-    let cannot = |code: Code, why: String| {
-        CannotCheck::new(
-            Some(code),
-            format!("cannot read the gate document `{shown}`: {why}"),
-        )
-    };
-    let relative: PathBuf = if file.is_absolute() {
-        match below_root(amb, root.dir(), file) {
-            Some(rest) => rest,
-            None => {
-                return Err(cannot(
-                    Code::PathAbsolute,
-                    "it lies outside the repository (the current directory); pass `-` to read it from standard input".into(),
-                ));
-            }
-        }
-    } else {
-        file.to_path_buf()
-    };
-    let text = relative
-        .to_str()
-        .ok_or_else(|| cannot(Code::PathControlChar, "the path is not valid UTF-8".into()))?;
-    let cleaned = path_clean::clean(text);
-    let cleaned = cleaned.to_str().unwrap_or(text);
-    let path = RelPath::parse(cleaned, limits)
-        .map_err(|p| cannot(lexical_code(p), p.describe().to_owned()))?;
-    let to_cannot = |p: &crate::sandbox::FileProblem| {
-        let (code, why) = problem_finding(p);
-        cannot(code, why)
-    };
-    let (mut handle, meta) = open::open_leaf(root.dir(), &path).map_err(|p| to_cannot(&p))?;
-    let checks = FileChecks {
-        reject_empty: false,
-        max_bytes: u64::MAX,
-        ..root.file_checks()
-    };
-    open::check_handle(&meta, &checks).map_err(|p| to_cannot(&p))?;
-    read_prefix(&mut handle, max).map_err(|e| cannot(Code::IoError, e.to_string()))
-}
-
-/// The part of the absolute `file` below its nearest ancestor that is the
-/// repository directory itself, compared by device and inode: a textual
-/// prefix test against the physical working directory would reject the
-/// logical `$PWD` of a shell that entered the repository through a symlink.
-fn below_root(amb: &dyn Ambient, root: &Dir, file: &Path) -> Option<PathBuf> {
-    let want = root.dir_metadata().ok()?;
-    file.ancestors().skip(1).find_map(|ancestor| {
-        let m = amb.open_dir(ancestor).ok()?.dir_metadata().ok()?;
-        if m.dev() == want.dev() && m.ino() == want.ino() {
-            file.strip_prefix(ancestor).ok().map(Path::to_path_buf)
-        } else {
-            None
-        }
-    })
 }
 
 fn pretty(v: &Value) -> String {

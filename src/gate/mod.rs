@@ -25,7 +25,8 @@
 //! ```
 //!
 //! The template of `checkpoint --print-template` is [`template::build_template`];
-//! surface resolution for `create-goals` is [`surface::resolve`].
+//! surface resolution for `create-goals` is [`surface::resolve`]; `gate check`
+//! on a [`crate::workspace::Workspace`] is [`run::check`].
 
 mod artifacts;
 mod check;
@@ -36,6 +37,7 @@ mod number;
 pub mod outcome;
 mod plan;
 pub mod preflight;
+pub mod run;
 mod shape;
 pub mod surface;
 pub mod template;
