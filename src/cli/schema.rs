@@ -15,14 +15,17 @@ pub static SCHEMAS: &[(&str, SchemaFn)] = &[
     ("plan", crate::goals::schema::plan),
     ("ledger-entry", crate::goals::schema::ledger_entry),
     ("ledger-index", crate::goals::index::schema),
-    ("profile", crate::goals::profile::profile_schema),
-    ("blocker-rules", crate::goals::profile::blocker_rules_schema),
+    ("profile", crate::rules::profiles::profile_schema),
+    (
+        "blocker-rules",
+        crate::rules::profiles::blocker_rules_schema,
+    ),
     // Workflow overlap (docs/engine.md#ge-9).
     (
         "workflow-registry",
         crate::goals::workflow::registry::schema,
     ),
-    ("workflow-rules", crate::goals::workflow::rules::schema),
+    ("workflow-rules", crate::rules::workflow::schema),
 ];
 
 #[derive(Args, Debug)]

@@ -167,7 +167,7 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Vec<Check>, String> {
     let gated = shape.gated_agents.clone();
     wired::check_hosts(amb, &places, &hosts, &shape, &o.only, &mut checks)?;
     let profile_dirs: Vec<String> = set
-        .family::<crate::goals::profile::Profiles>()
+        .family::<crate::rules::profiles::Profiles>()
         .map(|p| p.0.values().map(|p| p.state_dir.clone()).collect())
         .unwrap_or_default();
     user_state::check(amb, &places.workspace, &root, o.fix, &mut checks);

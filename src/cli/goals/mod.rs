@@ -16,9 +16,9 @@ use serde_json::{Map, Value, json};
 use super::Io;
 use crate::ambient::{self, Ambient};
 use crate::goals::plan::Plan;
-use crate::goals::profile::Profiles;
 use crate::goals::{Engine, EngineOptions, ErrorKind, GoalError, session};
 use crate::rules::RuleSet;
+use crate::rules::profiles::Profiles;
 
 /// Subcommands this build implements.
 pub(crate) const SUBCOMMANDS: &[&str] = &[

@@ -29,13 +29,13 @@ use super::witness::HookState;
 use crate::ambient::{self, Ambient};
 use crate::goals::lifecycle;
 use crate::goals::loop_state::{self, Located};
-use crate::goals::profile::Profiles;
 use crate::goals::{Engine, EngineOptions, Profile, SidSource, SurfaceInputs, team};
 use crate::rules::RuleSet;
 use crate::rules::goal_loop::{
     CreateGoalGuardRules, DenyFor, SpawnRules, StopRules, TeamGuardRules, UserPromptSubmitRules,
 };
 use crate::rules::hooks::{Directives, HooksRules};
+use crate::rules::profiles::Profiles;
 use crate::store::{LockError, MutationLock};
 
 /// Placeholders of the stop-resume templates (docs/hook-contracts.md#h-4).
