@@ -27,6 +27,7 @@
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 #![deny(
     clippy::print_stdout,
     clippy::print_stderr,
@@ -34,22 +35,47 @@
     clippy::dbg_macro
 )]
 
+// Front doors: the library's public API (README.md#stability-and-semver).
 pub mod ambient;
 pub mod audit;
-pub mod cli;
-pub mod digest;
-pub mod doctor;
 pub mod evidence;
 pub mod finding;
 pub mod gate;
 pub mod goals;
 pub mod hooks;
-pub mod init;
-pub mod json;
-pub mod ledger;
 pub mod rules;
 pub mod sandbox;
-pub mod store;
-pub mod text;
-pub mod time;
-pub mod userstate;
+
+/// The command line of the `evidence-gate` and `verify-evidence` binaries.
+///
+/// **Not API**: public only so that the binaries in `src/bin/` can call
+/// [`cli::main`]; it may change in any release. Exit codes, finding codes and
+/// JSON output shapes are the stable contract of the command line, not this
+/// module's Rust items.
+#[doc(hidden)]
+pub mod cli;
+
+// Internals.
+mod digest;
+mod doctor;
+mod init;
+mod json;
+mod ledger;
+mod store;
+mod text;
+mod time;
+mod userstate;
+
+/// Internal helpers the project's own integration tests and benches call
+/// directly (hashing, ledger chaining, clocks, Codex hook trust). **Not API**:
+/// they may change in any release.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::digest::{hex, sha256_hex};
+    pub use crate::init::codex_toml::{event_label, hook_trust_hash};
+    pub use crate::ledger::{
+        ChainedRecord, ForeignSeverity, chain_records, record_hash, verify_chain,
+    };
+    pub use crate::time::rfc3339_ms;
+    pub use crate::userstate::workspace_id;
+}

@@ -33,6 +33,7 @@ use std::fmt;
 
 use cap_std::fs::Dir;
 
+pub use crate::ledger::set_verify_threads;
 pub use discover::layout_for;
 pub use gate_ledger::{FILE as GATE_LEDGER_FILE, STATE_DIR as GATE_STATE_DIR};
 pub use layout::ProfileLayout;

@@ -193,21 +193,21 @@ pub(crate) enum Field {
 pub(crate) struct Body(Vec<(String, Field)>);
 
 impl Body {
-    pub fn insert(&mut self, key: &str, value: Value) {
+    pub(crate) fn insert(&mut self, key: &str, value: Value) {
         self.0.push((key.to_owned(), Field::Value(value)));
     }
-    pub fn extend(&mut self, map: Map<String, Value>) {
+    pub(crate) fn extend(&mut self, map: Map<String, Value>) {
         self.0
             .extend(map.into_iter().map(|(k, v)| (k, Field::Value(v))));
     }
     /// Appends `plan` as `"plan"`.
-    pub fn plan(&mut self, plan: Plan) {
+    pub(crate) fn plan(&mut self, plan: Plan) {
         self.0
             .push(("plan".to_owned(), Field::Plan(Box::new(plan))));
     }
     /// Repeats each value member named in `aliases` under its alias
     /// (`compat/outputAliases`); a member already present is kept.
-    pub fn alias(&mut self, aliases: &std::collections::BTreeMap<String, String>) {
+    pub(crate) fn alias(&mut self, aliases: &std::collections::BTreeMap<String, String>) {
         let mut extra = Vec::new();
         for (ours, theirs) in aliases {
             if self.0.iter().any(|(k, _)| k == theirs) {
@@ -220,7 +220,7 @@ impl Body {
         self.0.extend(extra);
     }
     /// Puts `plan` first (the anchor's `{ok, plan, …}` order).
-    pub fn plan_first(&mut self, plan: Plan) {
+    pub(crate) fn plan_first(&mut self, plan: Plan) {
         self.0
             .insert(0, ("plan".to_owned(), Field::Plan(Box::new(plan))));
     }
@@ -259,7 +259,7 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
-    pub fn new(body: Body, text: String) -> Reply {
+    pub(crate) fn new(body: Body, text: String) -> Reply {
         Reply {
             ok: true,
             body,
