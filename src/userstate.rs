@@ -27,7 +27,7 @@ use crate::sandbox::{PathLimits, RelPath};
 /// The layout version below the application directory.
 pub(crate) const LAYOUT: &str = "v1";
 /// The hooks' subdirectory of a workspace's per-user state directory.
-pub const HOOKS_DIR: &str = "hooks";
+pub(crate) const HOOKS_DIR: &str = "hooks";
 /// The file naming the workspace a state directory belongs to.
 pub(crate) const WORKSPACE_FILE: &str = "workspace.json";
 /// Largest `workspace.json` read.

@@ -15,16 +15,16 @@
 //! Nothing found is `NOTHING_TO_VERIFY` unless the caller allows it. The
 //! module reads only through `Dir` handles and never writes.
 
-pub mod base;
+pub(crate) mod base;
 mod completion;
 mod decisions;
 mod discover;
 mod gate_ledger;
-pub mod git;
+pub(crate) mod git;
 pub mod layout;
 mod payloads;
 mod plan_file;
-pub mod progress;
+pub(crate) mod progress;
 mod recorded;
 mod scan;
 mod state_dir;

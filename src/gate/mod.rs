@@ -29,15 +29,15 @@
 
 mod artifacts;
 mod check;
-pub mod context;
+pub(crate) mod context;
 mod files;
 mod five;
 mod number;
-pub mod outcome;
+pub(crate) mod outcome;
 mod plan;
-pub mod preflight;
+pub(crate) mod preflight;
 mod shape;
-pub mod surface;
+pub(crate) mod surface;
 pub mod template;
 mod ultragoal;
 mod words;

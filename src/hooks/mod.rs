@@ -9,21 +9,21 @@
 //! latch, the watchdog, panic capture, argument parsing, the write and the
 //! exit status) belong to the command-line edge.
 
-pub mod code;
+pub(crate) mod code;
 pub mod diagnostics;
 pub mod directive;
 pub mod event;
-pub mod gate_ledger;
-pub mod goal_loop;
+pub(crate) mod gate_ledger;
+pub(crate) mod goal_loop;
 mod handle;
 pub mod host;
 pub mod host_records;
 pub mod input;
-pub mod io_report;
+pub(crate) mod io_report;
 pub mod receipt;
 pub mod subagent_stop;
-pub mod transcript;
-pub mod witness;
+pub(crate) mod transcript;
+pub(crate) mod witness;
 
 pub use code::HookCode;
 pub use handle::{

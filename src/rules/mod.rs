@@ -7,11 +7,11 @@
 //! ([`RuleFamily`]); adding one means adding its file to [`EMBEDDED`] and its
 //! validator to [`FAMILIES`], never changing the loader.
 
-pub mod direction;
+pub(crate) mod direction;
 pub mod evidence;
 pub mod gates;
-pub mod goal_loop;
-pub mod hooks;
+pub(crate) mod goal_loop;
+pub(crate) mod hooks;
 pub mod profiles;
 pub mod workflow;
 
