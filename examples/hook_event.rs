@@ -95,13 +95,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bytes = payload.to_string();
     let handled = handle(&call, &env, &mut bytes.as_bytes());
 
-    match handled.output {
-        Some(Output::Stdout(b)) => println!("block: {}", String::from_utf8_lossy(&b).trim_end()),
-        Some(other) => println!("block: {other:?}"),
-        None => println!("allow"),
-    }
-    if let Some(trace) = handled.trace {
+    if let Some(trace) = &handled.trace {
         println!("host {:?}, outcome {}", trace.host, trace.outcome);
+    }
+    match handled.output {
+        Some(Output::Stdout(b)) => println!("{}", String::from_utf8_lossy(&b).trim_end()),
+        Some(other) => println!("{other:?}"),
+        // A worker's stop without a receipt is never allowed.
+        None => return Err("the receiptless stop was allowed".into()),
     }
     Ok(())
 }

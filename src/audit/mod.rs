@@ -156,6 +156,30 @@ fn roots(
 }
 
 /// Audits the repository rooted at `dir`.
+///
+/// A repository without agent state is refused unless `allow_empty` is set:
+///
+/// ```
+/// use cap_std::fs::Dir;
+/// use evidence_gate::audit::{self, AuditOptions, Silent, layout};
+/// use evidence_gate::rules::{RuleSet, evidence::EvidenceRules};
+///
+/// let rules = RuleSet::embedded()?;
+/// let evidence: EvidenceRules = rules.family()?;
+/// let layouts = layout::from_rules(&rules)?;
+/// let dir = Dir::open_ambient_dir("fixtures/payloads/example", cap_std::ambient_authority())?;
+/// let opts = AuditOptions {
+///     layouts: &layouts,
+///     plan_dirs: &[],
+///     strict: false,
+///     allow_empty: true,
+///     allow_legacy: false,
+///     gates: None,
+/// };
+/// let done = audit::audit(&dir, &evidence, &opts, &mut Silent).map_err(|e| format!("{e:?}"))?;
+/// assert_eq!(done.summary.state_dirs, 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn audit(
     dir: &Dir,
     rules: &EvidenceRules,
