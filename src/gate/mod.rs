@@ -25,7 +25,7 @@
 //! ```
 //!
 //! The template of `checkpoint --print-template` is [`template::build_template`];
-//! surface resolution for `create-goals` is [`surface::resolve`].
+//! surface resolution for `create-goals` is `surface::resolve`.
 
 mod artifacts;
 mod check;

@@ -1,7 +1,7 @@
 //! Host hook adapters (docs/hook-contracts.md): payload decoding into one internal event
 //! per family, host-specific decision encoding, and the hook behaviours:
 //! the `subagent-stop` receipt gate and the goal-loop hooks
-//! ([`goal_loop`]). Goal logic stays in [`crate::goals`].
+//! (`goal_loop`). Goal logic stays in [`crate::goals`].
 //!
 //! [`handle`] decides one event for the library and the command line alike:
 //! bounded stdin, `EVIDENCE_GATE_HOOKS=off`, host auto-detection, rules and
