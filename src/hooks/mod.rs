@@ -17,6 +17,7 @@ pub(crate) mod gate_ledger;
 pub(crate) mod goal_loop;
 mod handle;
 pub mod host;
+pub(crate) mod host_id;
 pub mod host_records;
 pub mod input;
 pub(crate) mod io_report;

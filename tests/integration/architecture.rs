@@ -15,15 +15,12 @@ const EDGE: &[&str] = &["cli", "doctor", "init"];
 /// Children of one top-level module that still take part in a cycle among
 /// themselves. The list may only shrink: a new member fails the test, and so
 /// does a member that no longer sits on a cycle (remove it here).
-const INNER_CYCLE_BASELINE: &[(&str, &[&str])] = &[
-    (
-        "goals",
-        &[
-            "binding", "brief", "gate", "handoff", "ops", "plan", "stories",
-        ],
-    ),
-    ("hooks", &["diagnostics", "event", "host"]),
-];
+const INNER_CYCLE_BASELINE: &[(&str, &[&str])] = &[(
+    "goals",
+    &[
+        "binding", "brief", "gate", "handoff", "ops", "plan", "stories",
+    ],
+)];
 
 /// A module path relative to the crate root: `["goals", "steer", "apply"]`.
 type ModPath = Vec<String>;
