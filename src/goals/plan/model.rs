@@ -4,10 +4,10 @@
 use serde_json::{Map, Value};
 
 macro_rules! wire_enum {
-    ($(#[$m:meta])* $name:ident { $($variant:ident = $wire:literal),* $(,)? }) => {
+    ($(#[$m:meta])* $vis:vis $name:ident { $($variant:ident = $wire:literal),* $(,)? }) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name {
+        $vis enum $name {
             $(
                 #[doc = concat!("`", $wire, "`")]
                 $variant,
@@ -16,20 +16,23 @@ macro_rules! wire_enum {
 
         impl $name {
             /// Every value, in wire order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+            #[allow(dead_code)]
+            $vis const ALL: &'static [$name] = &[$($name::$variant),*];
 
             /// The wire string.
-            pub const fn as_str(self) -> &'static str {
+            $vis const fn as_str(self) -> &'static str {
                 match self { $($name::$variant => $wire,)* }
             }
 
             /// Parses the wire string.
-            pub fn parse(s: &str) -> Option<$name> {
+            #[allow(dead_code)]
+            $vis fn parse(s: &str) -> Option<$name> {
                 match s { $($wire => Some($name::$variant),)* _ => None }
             }
 
             /// The wire names, in order.
-            pub fn names() -> Vec<&'static str> {
+            #[allow(dead_code)]
+            $vis fn names() -> Vec<&'static str> {
                 Self::ALL.iter().map(|v| v.as_str()).collect()
             }
         }
@@ -41,7 +44,7 @@ pub(crate) use wire_enum;
 
 wire_enum!(
     /// A goal's `status`.
-    GoalStatus {
+    pub GoalStatus {
         Pending = "pending",
         InProgress = "in_progress",
         Complete = "complete",
@@ -54,7 +57,7 @@ wire_enum!(
 
 wire_enum!(
     /// A goal's `steeringStatus` overlay.
-    Overlay {
+    pub Overlay {
         Superseded = "superseded",
         Blocked = "blocked",
     }
@@ -62,7 +65,7 @@ wire_enum!(
 
 wire_enum!(
     /// A criterion's `status`.
-    CriterionStatus {
+    pub CriterionStatus {
         Pending = "pending",
         Pass = "pass",
         Fail = "fail",
@@ -72,7 +75,7 @@ wire_enum!(
 
 wire_enum!(
     /// A criterion's `userModel`.
-    UserModel {
+    pub UserModel {
         Happy = "happy",
         Edge = "edge",
         Regression = "regression",
@@ -82,7 +85,7 @@ wire_enum!(
 
 wire_enum!(
     /// The plan's `codexGoalMode`.
-    Mode {
+    pub Mode {
         Aggregate = "aggregate",
         PerStory = "per_story",
     }
