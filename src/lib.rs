@@ -88,6 +88,7 @@ mod store;
 mod text;
 mod time;
 mod userstate;
+mod wire;
 
 /// Internal helpers the project's own integration tests and benches call
 /// directly (hashing, ledger chaining, clocks, Codex hook trust). **Not API**:

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::error::GoalError;
 use crate::ledger::{self, ChainedRecord};
 
-crate::goals::plan::model::wire_enum!(
+crate::wire::wire_enum!(
     /// The `kind` of an entry the engine writes to a goal ledger: the one
     /// list its writers and its readers (the engine's recovery and repair,
     /// the steering index, `verify-evidence`) share. A profile may name

@@ -13,7 +13,7 @@ use crate::store;
 /// File name inside the hooks' state directory.
 pub const FILE: &str = "ledger.jsonl";
 
-crate::goals::plan::model::wire_enum!(
+crate::wire::wire_enum!(
     /// The `kind` of a gate-ledger entry: the one list the hooks write and
     /// the audit (`verify-evidence`) reads, so that no kind can be written
     /// under a spelling the audit does not recognise.

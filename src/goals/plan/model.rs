@@ -3,44 +3,30 @@
 
 use serde_json::{Map, Value};
 
-macro_rules! wire_enum {
-    ($(#[$m:meta])* $vis:vis $name:ident { $($variant:ident = $wire:literal),* $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        $vis enum $name {
-            $(
-                #[doc = concat!("`", $wire, "`")]
-                $variant,
-            )*
-        }
+use crate::wire::wire_enum;
 
-        impl $name {
-            /// Every value, in wire order.
-            #[allow(dead_code)]
-            $vis const ALL: &'static [$name] = &[$($name::$variant),*];
+/// The blocker set a successful transition clears (docs/engine.md#ge-3 step 9):
+/// completing a goal, a failed final review (which also drops
+/// `completedAt`) and an `unblock` steering.
+pub const BLOCKER_FIELDS: &[&str] = &[
+    "blockedReason",
+    "blockerSignature",
+    "blockerOccurrenceCount",
+    "requiredExternalDecision",
+    "nonRetriable",
+    "failedAt",
+    "failureReason",
+    "blocker",
+    "blockerEvidence",
+    "blockerOccurrences",
+    "blockedAt",
+];
 
-            /// The wire string.
-            $vis const fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $wire,)* }
-            }
-
-            /// Parses the wire string.
-            #[allow(dead_code)]
-            $vis fn parse(s: &str) -> Option<$name> {
-                match s { $($wire => Some($name::$variant),)* _ => None }
-            }
-
-            /// The wire names, in order.
-            #[allow(dead_code)]
-            $vis fn names() -> Vec<&'static str> {
-                Self::ALL.iter().map(|v| v.as_str()).collect()
-            }
-        }
-    };
-}
-
-/// Shared by every wire enumeration of the engine (plan and steering).
-pub(crate) use wire_enum;
+/// The part of the blocker set a new attempt clears: the signature and its
+/// counters stay, so that a recurring blocker still escalates
+/// (docs/differences.md#r-2 step 6).
+pub const ATTEMPT_CLEARED_FIELDS: &[&str] =
+    &["blockedReason", "nonRetriable", "failedAt", "failureReason"];
 
 wire_enum!(
     /// A goal's `status`.
@@ -211,9 +197,9 @@ impl<'a> GoalMut<'a> {
         }
         self
     }
-    /// Clears the blocker set ([`crate::goals::blockers::BLOCKER_FIELDS`]).
+    /// Clears the blocker set ([`BLOCKER_FIELDS`]).
     pub fn clear_blockers(&mut self) -> &mut Self {
-        self.clear(crate::goals::blockers::BLOCKER_FIELDS)
+        self.clear(BLOCKER_FIELDS)
     }
     /// `status`.
     pub fn set_status(&mut self, s: GoalStatus) -> &mut Self {

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 
 use crate::goals::error::{GoalError, SteeringCode};
 
-use crate::goals::plan::model::wire_enum as wire;
+use crate::wire::wire_enum as wire;
 
 wire!(
     /// A steering mutation kind: the seven of docs/differences.md#r-1, then `unblock` and
