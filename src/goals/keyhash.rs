@@ -1,6 +1,6 @@
 //! `.ledger.keyhash`: an open-addressing hash table over `.ledger.keys`, so a
 //! steering dedupe lookup reads a few slots and one key line instead of the
-//! whole key history (goal-engine.md §2.6, §11).
+//! whole key history (docs/state-formats.md#ge-2, docs/engine.md#ge-11).
 //!
 //! Layout (little endian): a 32-byte header — magic `EGKHASH1`, the slot
 //! count (a power of two), the number of used slots, and the `.ledger.keys`

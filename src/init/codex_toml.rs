@@ -389,7 +389,9 @@ mod tests {
 
     #[test]
     fn plugin_states_and_enabled_plugins() {
-        let t = doc("[plugins.\"evidence-gate@eg-local\"]\nenabled = true\n[plugins.\"off@m\"]\nenabled = false\n[hooks.state.\"evidence-gate@eg-local:hooks/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:a\"\ntrusted_content_hash = \"sha256:b\"\n");
+        let t = doc(
+            "[plugins.\"evidence-gate@eg-local\"]\nenabled = true\n[plugins.\"off@m\"]\nenabled = false\n[hooks.state.\"evidence-gate@eg-local:hooks/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:a\"\ntrusted_content_hash = \"sha256:b\"\n",
+        );
         assert_eq!(enabled_plugins(&t), ["evidence-gate@eg-local"]);
         let s = hook_states(&t);
         assert_eq!(s[0].key, "evidence-gate@eg-local:hooks/hooks.json:stop:0:0");

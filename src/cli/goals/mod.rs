@@ -460,7 +460,7 @@ fn dispatch(
         Some(h) => p.compat.subcommand_aliases.get(h).map_or(h, String::as_str),
     };
     if !SUBCOMMANDS.contains(&head) {
-        // Exit 1 like every goal-engine error (goal-engine.md §4.1).
+        // Exit 1 like every goal-engine error (docs/engine.md#ge-4).
         let guess = super::did_you_mean(head, SUBCOMMANDS.iter().copied());
         if rest.iter().any(|t| t == "--json") {
             let hint = guess
