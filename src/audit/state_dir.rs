@@ -50,10 +50,13 @@ struct Collected {
     /// `tamper_acknowledged` entries: `(line, seq, entry)`.
     acknowledged: Vec<(u64, Option<u64>, Value)>,
     /// Steering keys accepted by chained entries: key → (line, seq).
-    accepted_keys: std::collections::HashMap<String, (u64, u64)>,
+    accepted_keys: std::collections::HashMap<String, LineSeq>,
     /// A key accepted again: `(key, first (line, seq), again (line, seq))`.
-    reaccepted: Vec<(String, (u64, u64), (u64, u64))>,
+    reaccepted: Vec<(String, LineSeq, LineSeq)>,
 }
+
+/// A ledger position: `(line, seq)`.
+type LineSeq = (u64, u64);
 
 /// How one state directory is judged: the audit's flags and what the
 /// other ledgers established.
