@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use cap_std::fs::Dir;
 use evidence_gate::audit::{self, AuditOptions, Silent};
-use evidence_gate::digest::sha256_hex;
-use evidence_gate::ledger::{ForeignSeverity, chain_records, verify_chain};
+use evidence_gate::internals::sha256_hex;
+use evidence_gate::internals::{ForeignSeverity, chain_records, verify_chain};
 use evidence_gate::rules::RuleSet;
 use evidence_gate::rules::evidence::EvidenceRules;
 use serde_json::{Map, Value, json};

@@ -142,7 +142,7 @@ fn prepare() -> (tempfile::TempDir, u64, u64) {
         let batch: Vec<Map<String, Value>> = (n..(n + 1000).min(RECORDS + 1)).map(entry).collect();
         last = batch.last().unwrap().clone();
         let (bytes, recs) =
-            evidence_gate::ledger::chain_records(last_seq, last_hash.as_deref(), &batch);
+            evidence_gate::internals::chain_records(last_seq, last_hash.as_deref(), &batch);
         ledger.extend_from_slice(&bytes);
         last_seq = recs.last().unwrap().seq;
         last_hash = Some(recs.last().unwrap().hash.clone());

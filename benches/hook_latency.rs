@@ -153,7 +153,7 @@ fn gate_ledger(path: &Path, entries: usize) {
     e.insert("host".into(), json!("codex"));
     e.insert("receipt".into(), json!({"path": ".omo/evidence/old.md", "size": 4096, "sha256": "0".repeat(64), "form": "plain", "freshness": "checked"}));
     let batch: Vec<Map<String, Value>> = vec![e; entries];
-    let (bytes, _) = evidence_gate::ledger::chain_records(0, None, &batch);
+    let (bytes, _) = evidence_gate::internals::chain_records(0, None, &batch);
     std::fs::write(path, bytes).unwrap();
 }
 

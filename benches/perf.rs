@@ -178,7 +178,7 @@ fn workload(goals: usize, records: u64) -> (tempfile::TempDir, u64, u64) {
             .collect();
         last = batch.last().unwrap().clone();
         let (b, recs) =
-            evidence_gate::ledger::chain_records(last_seq, last_hash.as_deref(), &batch);
+            evidence_gate::internals::chain_records(last_seq, last_hash.as_deref(), &batch);
         ledger.write_all(&b).unwrap();
         bytes += b.len() as u64;
         last_seq = recs.last().unwrap().seq;

@@ -19,7 +19,7 @@ pub fn hex(bytes: &[u8]) -> String {
 }
 
 /// True when `s` is exactly 64 lowercase hex digits.
-pub fn is_sha256_hex(s: &str) -> bool {
+pub(crate) fn is_sha256_hex(s: &str) -> bool {
     s.len() == 64
         && s.bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 /// Why a document is not acceptable JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JsonError {
+pub(crate) struct JsonError {
     /// Human-readable description (never contains document content).
     pub message: String,
     /// 1-based line of the problem, when known.
@@ -40,7 +40,7 @@ impl std::error::Error for JsonError {}
 
 /// Parses exactly one JSON value from UTF-8 bytes, rejecting duplicate keys at
 /// any depth, invalid UTF-8 and trailing bytes.
-pub fn parse_strict(bytes: &[u8]) -> Result<Value, JsonError> {
+pub(crate) fn parse_strict(bytes: &[u8]) -> Result<Value, JsonError> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let (line, column) = position_of(bytes, e.valid_up_to());
         JsonError {
@@ -53,7 +53,7 @@ pub fn parse_strict(bytes: &[u8]) -> Result<Value, JsonError> {
 }
 
 /// [`parse_strict`] for text that is already known to be UTF-8.
-pub fn parse_strict_str(text: &str) -> Result<Value, JsonError> {
+pub(crate) fn parse_strict_str(text: &str) -> Result<Value, JsonError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let value = StrictSeed.deserialize(&mut de).map_err(from_serde)?;
     de.end().map_err(from_serde)?;
@@ -152,7 +152,7 @@ impl<'de> Visitor<'de> for StrictVisitor {
 }
 
 /// `s` cut to `max` characters, with `…` appended when cut.
-pub fn clip(s: &str, max: usize) -> String {
+pub(crate) fn clip(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_owned()
     } else {
@@ -164,7 +164,7 @@ pub fn clip(s: &str, max: usize) -> String {
 
 /// Compact JSON with object keys sorted (bytewise) at every depth: the
 /// canonical form hashed for digests and prompt signatures.
-pub fn canonical(value: &Value) -> String {
+pub(crate) fn canonical(value: &Value) -> String {
     let mut out = String::new();
     write_canonical(value, &mut out);
     out
@@ -202,7 +202,7 @@ fn write_canonical(value: &Value, out: &mut String) {
 
 /// Deep merge used by the rules loader: objects merge key by key; arrays and
 /// scalars in `overlay` replace those in `base`.
-pub fn deep_merge(base: &mut Value, overlay: &Value) {
+pub(crate) fn deep_merge(base: &mut Value, overlay: &Value) {
     match (base, overlay) {
         (Value::Object(b), Value::Object(o)) => {
             for (k, v) in o {
@@ -219,7 +219,7 @@ pub fn deep_merge(base: &mut Value, overlay: &Value) {
 }
 
 /// Escapes one JSON Pointer reference token (RFC 6901).
-pub fn pointer_token(token: &str) -> String {
+pub(crate) fn pointer_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 

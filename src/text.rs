@@ -12,7 +12,7 @@ use std::borrow::Cow;
 /// order. A unit test compares the table with the `\p{Cf}` class of the
 /// `regex` crate's Unicode tables over every code point, so it cannot drift
 /// unnoticed when those tables move to a newer Unicode version.
-pub const FORMAT_RANGES: &[(u32, u32)] = &[
+pub(crate) const FORMAT_RANGES: &[(u32, u32)] = &[
     (0x00AD, 0x00AD),
     (0x0600, 0x0605),
     (0x061C, 0x061C),
@@ -38,7 +38,7 @@ pub const FORMAT_RANGES: &[(u32, u32)] = &[
 
 /// The bidirectional controls a path may not contain (docs/threat-model.md#i6):
 /// ALM, LRM/RLM, the embeddings and overrides, the isolates.
-pub const BIDI_CONTROLS: &[(u32, u32)] = &[
+pub(crate) const BIDI_CONTROLS: &[(u32, u32)] = &[
     (0x061C, 0x061C),
     (0x200E, 0x200F),
     (0x202A, 0x202E),
@@ -61,7 +61,7 @@ fn in_ranges(c: char, ranges: &[(u32, u32)]) -> bool {
 }
 
 /// True for a Unicode format character (general category `Cf`).
-pub fn is_format(c: char) -> bool {
+pub(crate) fn is_format(c: char) -> bool {
     (c as u32) >= 0xAD && in_ranges(c, FORMAT_RANGES)
 }
 
@@ -70,7 +70,7 @@ pub fn is_format(c: char) -> bool {
 /// [`is_blank`]: it contains a character that is neither NUL, whitespace
 /// (`char::is_whitespace`) nor `Cf`. ASCII controls are written `\xHH`,
 /// every other character literally, so no dialect's escapes are needed.
-pub fn visible_pattern() -> String {
+pub(crate) fn visible_pattern() -> String {
     const WHITESPACE: &[(u32, u32)] = &[
         (0x0009, 0x000D),
         (0x0020, 0x0020),
@@ -110,21 +110,21 @@ pub fn visible_pattern() -> String {
 }
 
 /// True for a bidirectional control character.
-pub fn is_bidi_control(c: char) -> bool {
+pub(crate) fn is_bidi_control(c: char) -> bool {
     in_ranges(c, BIDI_CONTROLS)
 }
 
 /// True for a character a report must not print raw: a control character
 /// (`Cc`, NUL included), a format character (`Cf`) or a line/paragraph
 /// separator (U+2028, U+2029), which would break or reorder the line.
-pub fn is_unprintable(c: char) -> bool {
+pub(crate) fn is_unprintable(c: char) -> bool {
     c.is_control() || is_format(c) || c == '\u{2028}' || c == '\u{2029}'
 }
 
 /// What a text shows: NUL and every `Cf` character removed, each run of
 /// whitespace collapsed to one space, leading and trailing space trimmed.
 /// Borrowed when the text already is in that form.
-pub fn fold(s: &str) -> Cow<'_, str> {
+pub(crate) fn fold(s: &str) -> Cow<'_, str> {
     let clean = |c: char| c != '\0' && !is_format(c);
     let already = !s.starts_with(char::is_whitespace)
         && !s.ends_with(char::is_whitespace)
@@ -166,7 +166,7 @@ fn single_spaced(s: &str) -> bool {
 }
 
 /// True when the text shows nothing (empty after [`fold`]).
-pub fn is_blank(s: &str) -> bool {
+pub(crate) fn is_blank(s: &str) -> bool {
     s.chars()
         .all(|c| c == '\0' || c.is_whitespace() || is_format(c))
 }
@@ -177,7 +177,7 @@ pub fn is_blank(s: &str) -> bool {
 /// one space, leading and trailing whitespace is dropped; bytes that are not
 /// UTF-8 pass through unchanged.
 #[derive(Debug, Default)]
-pub struct FoldStream {
+pub(crate) struct FoldStream {
     carry: Vec<u8>,
     pending_space: bool,
     started: bool,
@@ -185,7 +185,7 @@ pub struct FoldStream {
 
 impl FoldStream {
     /// Feeds a chunk; the folded bytes go to `out`.
-    pub fn update(&mut self, chunk: &[u8], out: &mut dyn FnMut(&[u8])) {
+    pub(crate) fn update(&mut self, chunk: &[u8], out: &mut dyn FnMut(&[u8])) {
         if self.carry.is_empty() {
             self.feed(chunk, out, false);
         } else {
@@ -196,7 +196,7 @@ impl FoldStream {
     }
 
     /// Ends the stream (a carried incomplete sequence passes through raw).
-    pub fn finish(mut self, out: &mut dyn FnMut(&[u8])) {
+    pub(crate) fn finish(mut self, out: &mut dyn FnMut(&[u8])) {
         let rest = std::mem::take(&mut self.carry);
         self.feed(&rest, out, true);
     }
@@ -261,7 +261,7 @@ impl FoldStream {
 
 /// Escapes every [`is_unprintable`] character as `\u{..}` (lower-case hex).
 /// Borrowed when nothing needs escaping.
-pub fn escape_unprintable(s: &str) -> Cow<'_, str> {
+pub(crate) fn escape_unprintable(s: &str) -> Cow<'_, str> {
     if !s.chars().any(is_unprintable) {
         return Cow::Borrowed(s);
     }

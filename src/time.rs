@@ -4,7 +4,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch (0 if the clock is before 1970).
-pub fn epoch_ms(t: SystemTime) -> u64 {
+pub(crate) fn epoch_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
@@ -17,14 +17,14 @@ pub fn rfc3339_ms(t: SystemTime) -> String {
 }
 
 /// `YYYYMMDDTHHMMSSmmmZ` (archive directory names).
-pub fn compact_stamp(t: SystemTime) -> String {
+pub(crate) fn compact_stamp(t: SystemTime) -> String {
     let (y, mo, d, h, mi, s, ms) = civil(epoch_ms(t));
     format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}{ms:03}Z")
 }
 
 /// Parses the RFC 3339 forms the engine and the Node tools write
 /// (`…Z` with optional fraction). Returns `None` for anything else.
-pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
+pub(crate) fn parse_rfc3339(s: &str) -> Option<SystemTime> {
     let b = s.as_bytes();
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || (b[10] != b'T' && b[10] != b't') {
         return None;

@@ -25,17 +25,17 @@ use crate::ambient::{self, Ambient};
 use crate::sandbox::{PathLimits, RelPath};
 
 /// The layout version below the application directory.
-pub const LAYOUT: &str = "v1";
+pub(crate) const LAYOUT: &str = "v1";
 /// The hooks' subdirectory of a workspace's per-user state directory.
-pub const HOOKS_DIR: &str = "hooks";
+pub(crate) const HOOKS_DIR: &str = "hooks";
 /// The file naming the workspace a state directory belongs to.
-pub const WORKSPACE_FILE: &str = "workspace.json";
+pub(crate) const WORKSPACE_FILE: &str = "workspace.json";
 /// Largest `workspace.json` read.
 const MAX_WORKSPACE_FILE: u64 = 64 * 1024;
 
 /// Why the per-user state directory could not be used.
 #[derive(Debug)]
-pub enum UserStateError {
+pub(crate) enum UserStateError {
     /// Neither the platform's state variable nor `HOME` is an absolute path.
     NoHome,
     /// The state directory lies inside the workspace, where the agent can
@@ -62,7 +62,7 @@ pub enum UserStateError {
 
 impl UserStateError {
     /// The one-line fix shown with the error.
-    pub fn fix(&self) -> &'static str {
+    pub(crate) fn fix(&self) -> &'static str {
         match self {
             UserStateError::NoHome => "set HOME (or XDG_STATE_HOME) to an absolute path",
             UserStateError::InsideWorkspace { .. } => {
@@ -75,7 +75,7 @@ impl UserStateError {
     }
 
     /// The path concerned, when there is one.
-    pub fn path(&self) -> Option<&Path> {
+    pub(crate) fn path(&self) -> Option<&Path> {
         match self {
             UserStateError::NoHome => None,
             UserStateError::InsideWorkspace { path }
@@ -111,7 +111,7 @@ impl std::error::Error for UserStateError {}
 
 /// The application's per-user state directory (`…/evidence-gate`), without
 /// the layout version; `None` when no absolute base is known.
-pub fn base_path(amb: &dyn Ambient) -> Option<PathBuf> {
+pub(crate) fn base_path(amb: &dyn Ambient) -> Option<PathBuf> {
     let abs = |k: &str| {
         ambient::var(amb, k)
             .map(PathBuf::from)
@@ -137,7 +137,7 @@ pub fn workspace_id(canonical_root: &Path) -> String {
 
 /// The per-user state directory of one workspace, open.
 #[derive(Debug)]
-pub struct UserState {
+pub(crate) struct UserState {
     dir: Dir,
     path: PathBuf,
     workspace_id: String,
@@ -147,7 +147,10 @@ impl UserState {
     /// Resolves, creates (mode of the process umask) and opens the state
     /// directory of the workspace whose canonical root is `canonical_root`,
     /// writing `workspace.json` on first use and checking it afterwards.
-    pub fn open(amb: &dyn Ambient, canonical_root: &Path) -> Result<UserState, UserStateError> {
+    pub(crate) fn open(
+        amb: &dyn Ambient,
+        canonical_root: &Path,
+    ) -> Result<UserState, UserStateError> {
         let base = base_path(amb).ok_or(UserStateError::NoHome)?;
         let id = workspace_id(canonical_root);
         let path = base.join(LAYOUT).join(&id);
@@ -167,16 +170,6 @@ impl UserState {
         };
         state.claim(canonical_root)?;
         Ok(state)
-    }
-
-    /// Opens the state directory at an explicit path (tests and `doctor`),
-    /// without the workspace check.
-    pub fn at(dir: Dir, path: PathBuf, workspace_id: String) -> UserState {
-        UserState {
-            dir,
-            path,
-            workspace_id,
-        }
     }
 
     fn claim(&self, canonical_root: &Path) -> Result<(), UserStateError> {
@@ -210,23 +203,18 @@ impl UserState {
     }
 
     /// The directory handle.
-    pub fn dir(&self) -> &Dir {
+    pub(crate) fn dir(&self) -> &Dir {
         &self.dir
     }
 
     /// The directory's ambient path (for messages only).
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// The workspace id.
-    pub fn workspace_id(&self) -> &str {
-        &self.workspace_id
     }
 
     /// Creates (if needed) and opens a subdirectory chain such as
     /// `hooks/attempts`, following no symlink.
-    pub fn subdir(&self, rel: &str) -> io::Result<Dir> {
+    pub(crate) fn subdir(&self, rel: &str) -> io::Result<Dir> {
         let rel = RelPath::parse(rel, PathLimits::default())
             .map_err(|f| io::Error::new(io::ErrorKind::InvalidInput, format!("{rel}: {f:?}")))?;
         crate::store::create_dirs(&self.dir, &rel)

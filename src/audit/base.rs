@@ -51,7 +51,7 @@ const MAX_CONFIG: u64 = 4 * 1024 * 1024;
 
 /// The base commit's tree (the `git` command in the binaries; tests
 /// substitute their own).
-pub trait BaseTree {
+pub(crate) trait BaseTree {
     /// How reports name the base: `REF (commit)`.
     fn label(&self) -> &str;
     /// Every regular file at or below each of `paths` (root-relative),
@@ -63,7 +63,7 @@ pub trait BaseTree {
 
 /// What to compare with the base.
 #[derive(Debug, Clone, Copy)]
-pub struct BaseOptions<'a> {
+pub(crate) struct BaseOptions<'a> {
     /// Every state directory any policy in play names (HEAD's rules,
     /// REF's rules, the embedded defaults), root-relative.
     pub state_dirs: &'a [String],
@@ -319,7 +319,7 @@ fn is_archived(path: &str) -> bool {
 
 /// Compares the working tree with the base and returns one report per
 /// subject that has findings (none when everything holds).
-pub fn check(root: &Root, base: &dyn BaseTree, opts: &BaseOptions<'_>) -> Vec<Report> {
+pub(crate) fn check(root: &Root, base: &dyn BaseTree, opts: &BaseOptions<'_>) -> Vec<Report> {
     let dir = root.dir();
     let mut out = Reports {
         by_subject: BTreeMap::new(),

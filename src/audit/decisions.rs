@@ -22,7 +22,7 @@ use crate::sandbox::open;
 use crate::sandbox::{PathLimits, RelPath};
 
 /// The kind of the gate-ledger record that backs a user decision.
-pub const VERIFIED_KIND: &str = GateLedgerKind::UserDecisionVerified.as_str();
+pub(crate) const VERIFIED_KIND: &str = GateLedgerKind::UserDecisionVerified.as_str();
 
 /// `(goalId, decisionSha256)` of every `user_decision_verified` record of
 /// the gate ledger (empty when there is none or it cannot be read: the

@@ -17,7 +17,7 @@ use super::base::BaseTree;
 use crate::ambient::{Ambient, GitOutput};
 
 /// One commit of the root's repository.
-pub struct GitBase<'a> {
+pub(crate) struct GitBase<'a> {
     amb: &'a dyn Ambient,
     root: PathBuf,
     commit: String,
@@ -33,7 +33,11 @@ fn text(b: &[u8]) -> String {
 impl<'a> GitBase<'a> {
     /// Resolves `rev` to a commit in the repository that holds `root`. The
     /// error says why in one sentence, with the fix.
-    pub fn open(amb: &'a dyn Ambient, root: &Path, rev: &str) -> Result<GitBase<'a>, String> {
+    pub(crate) fn open(
+        amb: &'a dyn Ambient,
+        root: &Path,
+        rev: &str,
+    ) -> Result<GitBase<'a>, String> {
         if rev.is_empty() || rev.starts_with('-') || rev.chars().any(char::is_control) {
             return Err(format!(
                 "--base `{}` is not a revision name",

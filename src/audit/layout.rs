@@ -2,8 +2,8 @@
 //! `profiles` rule family (docs/engine.md#ge-1), read once per audit.
 
 use crate::goals::Profile;
-use crate::goals::profile::{ForeignRecords, Profiles};
 use crate::ledger::ForeignSeverity;
+use crate::rules::profiles::{ForeignRecords, Profiles};
 use crate::rules::{RuleSet, RulesError};
 use crate::sandbox::{PathLimits, RelPath};
 

@@ -15,16 +15,16 @@
 //! Nothing found is `NOTHING_TO_VERIFY` unless the caller allows it. The
 //! module reads only through `Dir` handles and never writes.
 
-pub mod base;
+pub(crate) mod base;
 mod completion;
 mod decisions;
 mod discover;
 mod gate_ledger;
-pub mod git;
+pub(crate) mod git;
 pub mod layout;
 mod payloads;
 mod plan_file;
-pub mod progress;
+pub(crate) mod progress;
 mod recorded;
 mod scan;
 mod state_dir;
@@ -33,6 +33,7 @@ use std::fmt;
 
 use cap_std::fs::Dir;
 
+pub use crate::ledger::set_verify_threads;
 pub use discover::layout_for;
 pub use gate_ledger::{FILE as GATE_LEDGER_FILE, STATE_DIR as GATE_STATE_DIR};
 pub use layout::ProfileLayout;
@@ -155,6 +156,30 @@ fn roots(
 }
 
 /// Audits the repository rooted at `dir`.
+///
+/// A repository without agent state is refused unless `allow_empty` is set:
+///
+/// ```
+/// use cap_std::fs::Dir;
+/// use evidence_gate::audit::{self, AuditOptions, Silent, layout};
+/// use evidence_gate::rules::{RuleSet, evidence::EvidenceRules};
+///
+/// let rules = RuleSet::embedded()?;
+/// let evidence: EvidenceRules = rules.family()?;
+/// let layouts = layout::from_rules(&rules)?;
+/// let dir = Dir::open_ambient_dir("fixtures/payloads/example", cap_std::ambient_authority())?;
+/// let opts = AuditOptions {
+///     layouts: &layouts,
+///     plan_dirs: &[],
+///     strict: false,
+///     allow_empty: true,
+///     allow_legacy: false,
+///     gates: None,
+/// };
+/// let done = audit::audit(&dir, &evidence, &opts, &mut Silent).map_err(|e| format!("{e:?}"))?;
+/// assert_eq!(done.summary.state_dirs, 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn audit(
     dir: &Dir,
     rules: &EvidenceRules,

@@ -6,23 +6,26 @@ use serde_json::Value;
 use super::{EXIT_USAGE, Io};
 
 /// Generates one schema document.
-pub type SchemaFn = fn() -> Value;
+pub(crate) type SchemaFn = fn() -> Value;
 
 /// Every schema the binary can print: name and generator.
-pub static SCHEMAS: &[(&str, SchemaFn)] = &[
+pub(crate) static SCHEMAS: &[(&str, SchemaFn)] = &[
     ("evidence", crate::evidence::payload::schema),
     // Goal engine (docs/engine.md#ge-1).
     ("plan", crate::goals::schema::plan),
     ("ledger-entry", crate::goals::schema::ledger_entry),
     ("ledger-index", crate::goals::index::schema),
-    ("profile", crate::goals::profile::profile_schema),
-    ("blocker-rules", crate::goals::profile::blocker_rules_schema),
+    ("profile", crate::rules::profiles::profile_schema),
+    (
+        "blocker-rules",
+        crate::rules::profiles::blocker_rules_schema,
+    ),
     // Workflow overlap (docs/engine.md#ge-9).
     (
         "workflow-registry",
         crate::goals::workflow::registry::schema,
     ),
-    ("workflow-rules", crate::goals::workflow::rules::schema),
+    ("workflow-rules", crate::rules::workflow::schema),
 ];
 
 #[derive(Args, Debug)]
@@ -37,7 +40,7 @@ pub(crate) struct SchemaArgs {
 
 /// The schema document `name`, in the portable form every validator
 /// accepts (see [`portable`]); `None` for an unknown name.
-pub fn document(name: &str) -> Option<Value> {
+pub(crate) fn document(name: &str) -> Option<Value> {
     SCHEMAS
         .iter()
         .find(|(n, _)| *n == name)
@@ -48,7 +51,7 @@ pub fn document(name: &str) -> Option<Value> {
 /// integer and float types (`uint64`, `int32`, `double`, …): they are no
 /// JSON Schema formats, and ajv's strict mode refuses unknown formats. The
 /// bounds they stood for stay as `minimum`/`maximum`.
-pub fn portable(mut schema: Value) -> Value {
+pub(crate) fn portable(mut schema: Value) -> Value {
     fn walk(v: &mut Value) {
         match v {
             Value::Object(map) => {

@@ -18,7 +18,7 @@ use crate::init::wiring::Shape;
 /// Outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Status {
+pub(crate) enum Status {
     /// Fine.
     Ok,
     /// Worth a look; not a failure.
@@ -29,7 +29,7 @@ pub enum Status {
 
 /// One check.
 #[derive(Debug, Clone, Serialize)]
-pub struct Check {
+pub(crate) struct Check {
     /// Stable id (`hooks.wired.codex`).
     pub id: String,
     /// Outcome.
@@ -58,7 +58,7 @@ impl Check {
 
 /// `doctor` options.
 #[derive(Debug, Clone, Default)]
-pub struct Options {
+pub(crate) struct Options {
     /// `--host`; `None` checks every host with a configuration directory.
     pub host: Option<Host>,
     /// `--rules FILE`.
@@ -74,7 +74,7 @@ pub struct Options {
 /// Host/event cells backed by a `recorded-` fixture (docs/hook-contracts.md#h-2) and
 /// proven by the real-host suite (`.ci/real-hosts`): Codex CLI 0.171.0,
 /// Claude Code 2.1.332, Gemini CLI 0.61.0 (`fixtures/hosts/README.md`).
-pub const RECORDED_CELLS: &[(&str, &str)] = &[
+pub(crate) const RECORDED_CELLS: &[(&str, &str)] = &[
     ("codex", "subagent-stop"),
     ("codex", "stop"),
     ("codex", "user-prompt-submit"),
@@ -117,7 +117,7 @@ fn hooks_state_dir(amb: &dyn Ambient, workspace: &Path) -> Option<cap_std::fs::D
 }
 
 /// Runs every check; `Err` when doctor could not run at all (exit 2).
-pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Vec<Check>, String> {
+pub(crate) fn run(o: &Options, amb: &dyn Ambient) -> Result<Vec<Check>, String> {
     let workspace = amb
         .current_dir()
         .map_err(|e| format!("the current directory is unavailable: {e}"))?;
@@ -167,7 +167,7 @@ pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Vec<Check>, String> {
     let gated = shape.gated_agents.clone();
     wired::check_hosts(amb, &places, &hosts, &shape, &o.only, &mut checks)?;
     let profile_dirs: Vec<String> = set
-        .family::<crate::goals::profile::Profiles>()
+        .family::<crate::rules::profiles::Profiles>()
         .map(|p| p.0.values().map(|p| p.state_dir.clone()).collect())
         .unwrap_or_default();
     user_state::check(amb, &places.workspace, &root, o.fix, &mut checks);

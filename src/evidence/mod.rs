@@ -4,7 +4,7 @@
 //! look for them).
 
 pub mod payload;
-pub mod placeholder;
+pub(crate) mod placeholder;
 pub mod verify;
 
 pub use crate::finding::{

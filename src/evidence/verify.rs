@@ -207,6 +207,29 @@ pub trait FileProgress: Sync {
 }
 
 /// Verifies an evidence payload (payload-level checks and every file).
+///
+/// A deliverable that is missing fails with `FILE_MISSING`:
+///
+/// ```
+/// use cap_std::fs::Dir;
+/// use evidence_gate::evidence::{self, Code, Root, Verdict, VerifyOptions};
+/// use evidence_gate::rules::{RuleSet, evidence::EvidenceRules};
+///
+/// let rules: EvidenceRules = RuleSet::embedded()?.family()?;
+/// let dir = Dir::open_ambient_dir("fixtures/payloads/example", cap_std::ambient_authority())?;
+/// let root = Root::new(dir, &rules)?;
+/// let payload = evidence::payload::from_value(serde_json::json!({
+///     "evidence": 1,
+///     "summary": "Added the limiter module and its unit tests.",
+///     "deliverables": [{ "path": "src/limiter.rs" }],
+///     "verification": { "verdict": "passed", "by": "qa-executor", "checks": [] },
+/// }))
+/// .unwrap_or_else(|f| panic!("{}: {}", f.code, f.message));
+/// let report = evidence::verify_payload(&root, &payload, "inline", VerifyOptions::default());
+/// assert_eq!(report.verdict(), Verdict::Fail);
+/// assert_eq!(report.findings()[0].code, Code::FileMissing);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn verify_payload(
     root: &Root,
     payload: &Payload,

@@ -86,7 +86,7 @@ impl ScopeCriterion {
 }
 
 /// `(totalCriteria, passCount)` recomputed from a criteria list.
-pub fn counts(criteria: &[ScopeCriterion]) -> (u64, u64) {
+pub(crate) fn counts(criteria: &[ScopeCriterion]) -> (u64, u64) {
     let total = criteria.len() as u64;
     let pass = criteria.iter().filter(|c| c.is_pass()).count() as u64;
     (total, pass)

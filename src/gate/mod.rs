@@ -25,21 +25,21 @@
 //! ```
 //!
 //! The template of `checkpoint --print-template` is [`template::build_template`];
-//! surface resolution for `create-goals` is [`surface::resolve`]; `gate check`
+//! surface resolution for `create-goals` is `surface::resolve`; `gate check`
 //! on a [`crate::workspace::Workspace`] is [`run::check`].
 
 mod artifacts;
 mod check;
-pub mod context;
+pub(crate) mod context;
 mod files;
 mod five;
 mod number;
-pub mod outcome;
+pub(crate) mod outcome;
 mod plan;
-pub mod preflight;
+pub(crate) mod preflight;
 pub mod run;
 mod shape;
-pub mod surface;
+pub(crate) mod surface;
 pub mod template;
 mod ultragoal;
 mod words;
@@ -65,6 +65,27 @@ use shape::Shape;
 /// forbidden locations, and the hard-link policy; file sizes are capped by
 /// the gate's `limits.maxArtifactBytes`. `document` is the gate exactly as
 /// supplied (its SHA-256 is recorded). Nothing is written.
+///
+/// ```
+/// use cap_std::fs::Dir;
+/// use evidence_gate::evidence::Root;
+/// use evidence_gate::gate::{self, GateScope, GateVerdict};
+/// use evidence_gate::rules::{RuleSet, evidence::EvidenceRules, gates::GateBook};
+/// use evidence_gate::sandbox::{PathLimits, RelPath};
+///
+/// let rules = RuleSet::embedded()?;
+/// let evidence: EvidenceRules = rules.family()?;
+/// let book = GateBook::from_rules(&rules)?;
+/// let dir = Dir::open_ambient_dir("fixtures/gates", cap_std::ambient_authority())?;
+/// let document = dir.read("lazycodex.json")?;
+/// let root = Root::new(dir, &evidence)?;
+/// let scope = GateScope::Standalone {
+///     dir: RelPath::parse(".omo/evidence", PathLimits::default()).map_err(|p| format!("{p:?}"))?,
+/// };
+/// let outcome = gate::validate(&root, book.get("lazycodex").unwrap(), &document, &scope);
+/// assert_eq!(outcome.verdict(), GateVerdict::Pass);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn validate(
     root: &Root,
     rules: GateRules<'_>,

@@ -10,7 +10,7 @@
 
 /// How a count was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CountToken {
+pub(crate) enum CountToken {
     /// Digits only, no sign, fitting `u64`.
     Integer(u64),
     /// A fraction or exponent part (`2.5`, `2.0`, `1e1`).
@@ -22,7 +22,7 @@ pub enum CountToken {
 }
 
 /// Judges a JSON number token.
-pub fn classify(token: &str) -> CountToken {
+pub(crate) fn classify(token: &str) -> CountToken {
     if token.contains(['.', 'e', 'E']) {
         return CountToken::NotInteger;
     }
@@ -37,7 +37,7 @@ pub fn classify(token: &str) -> CountToken {
 
 /// The raw text of the number at the object-key `path`, or `None` when the
 /// value there is not a number (or the path does not exist).
-pub fn raw_number<'a>(text: &'a str, path: &[&str]) -> Option<&'a str> {
+pub(crate) fn raw_number<'a>(text: &'a str, path: &[&str]) -> Option<&'a str> {
     let mut s = Scanner {
         b: text.as_bytes(),
         i: 0,

@@ -8,12 +8,12 @@ use crate::rules::gates::{GateRuleFile, GateRules, Section};
 
 /// The template's data artifact (docs/differences.md#r-6 `artifact-data`), the second
 /// manual-QA file a reviewer may deliver instead of the CLI transcript.
-pub const DATA_ARTIFACT_FILE: &str = "data-diff.txt";
+pub(crate) const DATA_ARTIFACT_FILE: &str = "data-diff.txt";
 
 /// One report the reviewer audits: any of `names` (relative to the gate's
 /// base directory) satisfies it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Requirement {
+pub(crate) struct Requirement {
     /// The gate section the report belongs to (`codeReview`, `manualQa`).
     pub section: &'static str,
     /// Accepted file names, the canonical one first.
@@ -24,7 +24,7 @@ pub struct Requirement {
 /// five-section files need the code review when `codeReview` is a required
 /// section and a manual-QA file when `manualQa` is; the ultragoal family
 /// needs its code review report only when report paths are required.
-pub fn requirements(rules: GateRules<'_>, goal_id: &str) -> Vec<Requirement> {
+pub(crate) fn requirements(rules: GateRules<'_>, goal_id: &str) -> Vec<Requirement> {
     let reports = &rules.common.report_files;
     let legacy = &rules.common.legacy_report_files;
     let code_review = || Requirement {

@@ -14,7 +14,7 @@ use super::{GateOutcome, GateScope};
 use crate::ambient::{self, Ambient};
 use crate::evidence::Root;
 use crate::finding::{Code, lexical_code, problem_finding};
-use crate::goals::profile::Profiles;
+use crate::rules::profiles::Profiles;
 use crate::rules::evidence::EvidenceRules;
 use crate::rules::gates::GateBook;
 use crate::rules::{RuleSet, RulesError};

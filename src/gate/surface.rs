@@ -8,11 +8,11 @@ use serde_json::Value;
 use crate::rules::gates::SurfaceResolution;
 
 /// The profile `gate/final` value that means "resolve the surface".
-pub const RESOLVE_SURFACE: &str = "surface";
+pub(crate) const RESOLVE_SURFACE: &str = "surface";
 
 /// The inputs, each already read by the caller.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SurfaceInputs<'a> {
+pub(crate) struct SurfaceInputs<'a> {
     /// `--surface` (names any gate rule file; the caller checks it exists).
     pub flag: Option<&'a str>,
     /// The value of the variable named by `surfaceResolution.env`.
@@ -27,7 +27,7 @@ pub struct SurfaceInputs<'a> {
 /// Which input decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum SurfaceSource {
+pub(crate) enum SurfaceSource {
     /// `--surface`.
     Flag,
     /// The profile's `gate/final` named a rule file directly.
@@ -44,7 +44,7 @@ pub enum SurfaceSource {
 
 /// The gate rule name chosen and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResolvedRules {
+pub(crate) struct ResolvedRules {
     /// The gate rule-file name.
     pub name: String,
     /// The deciding input.
@@ -53,7 +53,7 @@ pub struct ResolvedRules {
 
 /// Selects the gate rules: `--surface`, else the profile's `gate/final`,
 /// where [`RESOLVE_SURFACE`] means [`resolve`].
-pub fn select(
+pub(crate) fn select(
     gate_final: &str,
     res: &SurfaceResolution,
     inputs: &SurfaceInputs<'_>,
@@ -79,7 +79,7 @@ pub fn select(
 /// (`{"surface": <known>}`), default. An unknown environment value and a
 /// missing or malformed marker fall through to the next step. The flag is
 /// not consulted here (see [`select`]).
-pub fn resolve(res: &SurfaceResolution, inputs: &SurfaceInputs<'_>) -> ResolvedRules {
+pub(crate) fn resolve(res: &SurfaceResolution, inputs: &SurfaceInputs<'_>) -> ResolvedRules {
     let known = |s: &str| res.known.iter().any(|k| k == s);
     let pick = |name: &str, source| ResolvedRules {
         name: name.to_owned(),

@@ -5,28 +5,7 @@
 use super::plan::Plan;
 use super::profile::BlockerRules;
 
-/// The blocker set a successful transition clears (docs/engine.md#ge-3 step 9):
-/// completing a goal, a failed final review (which also drops
-/// `completedAt`) and an `unblock` steering.
-pub const BLOCKER_FIELDS: &[&str] = &[
-    "blockedReason",
-    "blockerSignature",
-    "blockerOccurrenceCount",
-    "requiredExternalDecision",
-    "nonRetriable",
-    "failedAt",
-    "failureReason",
-    "blocker",
-    "blockerEvidence",
-    "blockerOccurrences",
-    "blockedAt",
-];
-
-/// The part of the blocker set a new attempt clears: the signature and its
-/// counters stay, so that a recurring blocker still escalates
-/// (docs/differences.md#r-2 step 6).
-pub const ATTEMPT_CLEARED_FIELDS: &[&str] =
-    &["blockedReason", "nonRetriable", "failedAt", "failureReason"];
+pub use super::plan::model::{ATTEMPT_CLEARED_FIELDS, BLOCKER_FIELDS};
 
 /// One word-list entry: the literal `stem`, matched at word boundaries; with
 /// `prefix` (a trailing `*` in the rules) any word characters may follow it.

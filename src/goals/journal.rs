@@ -11,13 +11,13 @@ use serde_json::{Map, Value};
 use super::error::GoalError;
 use crate::ledger::{self, ChainedRecord};
 
-crate::goals::plan::model::wire_enum!(
+crate::wire::wire_enum!(
     /// The `kind` of an entry the engine writes to a goal ledger: the one
     /// list its writers and its readers (the engine's recovery and repair,
     /// the steering index, `verify-evidence`) share. A profile may name
     /// further audit-only kinds (`compat.resumeEntry`,
     /// `compat.reviewFailedEntry`); no reader interprets those.
-    LedgerKind {
+    pub LedgerKind {
         PlanCreated = "plan_created",
         PlanArchived = "plan_archived",
         GoalAdded = "goal_added",

@@ -32,7 +32,8 @@ pub mod lifecycle;
 pub mod loop_state;
 pub mod ops;
 pub mod plan;
-pub mod profile;
+/// The profile rule families, defined in [`crate::rules::profiles`].
+pub use crate::rules::profiles as profile;
 pub mod scheduler;
 pub mod schema;
 pub mod session;

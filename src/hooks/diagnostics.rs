@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 use super::code::HookCode;
 use super::event::Envelope;
-use super::host::{Host, HostSource};
+use super::host_id::{Host, HostSource};
 use crate::ambient::Ambient;
 use crate::rules::RuleSet;
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::host::{Host, HostSource};
+use super::host_id::{Host, HostSource};
 
 /// A hook subcommand (docs/hook-contracts.md#h-1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

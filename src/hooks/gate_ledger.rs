@@ -13,11 +13,11 @@ use crate::store;
 /// File name inside the hooks' state directory.
 pub const FILE: &str = "ledger.jsonl";
 
-crate::goals::plan::model::wire_enum!(
+crate::wire::wire_enum!(
     /// The `kind` of a gate-ledger entry: the one list the hooks write and
     /// the audit (`verify-evidence`) reads, so that no kind can be written
     /// under a spelling the audit does not recognise.
-    GateLedgerKind {
+    pub(crate) GateLedgerKind {
         ReceiptAccepted = "receipt_accepted",
         ReceiptWaived = "receipt_waived",
         ReceiptOverride = "receipt_override",
@@ -31,13 +31,13 @@ crate::goals::plan::model::wire_enum!(
 const MAX_SCAN: u64 = 256 * 1024;
 
 /// Appends one entry (the caller holds the gate lock). Returns its `seq`.
-pub fn append(state: &Dir, entry: Map<String, Value>) -> io::Result<u64> {
+pub(crate) fn append(state: &Dir, entry: Map<String, Value>) -> io::Result<u64> {
     append_bytes(state, entry).map(|(seq, _)| seq)
 }
 
 /// [`append`], also returning the exact bytes written (the witness's mirror
 /// receives the same bytes).
-pub fn append_bytes(state: &Dir, entry: Map<String, Value>) -> io::Result<(u64, Vec<u8>)> {
+pub(crate) fn append_bytes(state: &Dir, entry: Map<String, Value>) -> io::Result<(u64, Vec<u8>)> {
     let (mut file, created) = store::open_append(state, FILE)?;
     let tail = read_tail(&mut file, MAX_SCAN)?;
     let mut bytes = Vec::new();

@@ -227,6 +227,39 @@ pub struct Trace {
 /// rules), honours `EVIDENCE_GATE_HOOKS=off`, decodes the host's payload,
 /// loads the workspace's rules and runs the event's decision. Every
 /// plumbing failure is an allow (or a notify) plus a diagnostics record.
+///
+/// An embedder supplies the [`crate::ambient::Ambient`] (working directory, environment and
+/// per-user state) and reads the decision from [`Handled::output`]; a
+/// runnable program is `examples/hook_event.rs`. A payload that is not JSON
+/// is a plumbing failure, so the event is allowed:
+///
+/// ```
+/// # use std::{ffi::OsString, io, path::{Path, PathBuf}, time::Instant};
+/// use evidence_gate::ambient::Ambient;
+/// use evidence_gate::hooks::diagnostics::Diagnostics;
+/// use evidence_gate::hooks::event::HookEvent;
+/// use evidence_gate::hooks::{Env, HookCall, handle};
+/// # struct Embedder(PathBuf);
+/// # impl Ambient for Embedder {
+/// #     fn open_dir(&self, p: &Path) -> io::Result<cap_std::fs::Dir> {
+/// #         cap_std::fs::Dir::open_ambient_dir(p, cap_std::ambient_authority())
+/// #     }
+/// #     fn create_dir_all(&self, _: &Path) -> io::Result<()> { Err(io::Error::other("read-only")) }
+/// #     fn current_dir(&self) -> io::Result<PathBuf> { Ok(self.0.clone()) }
+/// #     fn var_os(&self, _: &str) -> Option<OsString> { None }
+/// #     fn current_exe(&self) -> io::Result<PathBuf> { Err(io::Error::other("none")) }
+/// #     fn terminate(&self, code: i32) -> ! { panic!("{code}") }
+/// #     fn canonicalize(&self, p: &Path) -> io::Result<PathBuf> { Ok(p.to_path_buf()) }
+/// # }
+/// let workspace = tempfile::tempdir()?;
+/// let amb = Embedder(workspace.path().to_path_buf()); // no HOME: no per-user state
+/// let start = Instant::now();
+/// let diag = Diagnostics::new(&amb, "subagent-stop", start);
+/// let env = Env { amb: &amb, diag: &diag, deadline: &(), start };
+/// let handled = handle(&HookCall::new(HookEvent::SubagentStop), &env, &mut &b"not json"[..]);
+/// assert!(handled.output.is_none());
+/// # Ok::<(), io::Error>(())
+/// ```
 pub fn handle(call: &HookCall, env: &Env<'_>, stdin: &mut dyn Read) -> Handled {
     let mut trace = None;
     let output = decide(call, env, stdin, &mut trace);

@@ -13,19 +13,19 @@ use serde_json::{Value, json};
 use crate::ambient::{self, Ambient};
 
 /// The environment variable naming the report file.
-pub const ENV: &str = "EVIDENCE_GATE_IO_REPORT";
+pub(crate) const ENV: &str = "EVIDENCE_GATE_IO_REPORT";
 
 static READS: Mutex<Vec<Value>> = Mutex::new(Vec::new());
 
 /// Records a bounded read of a file outside the sandboxed receipt checks.
-pub fn note_read(kind: &str, path: &Path, bytes: u64) {
+pub(crate) fn note_read(kind: &str, path: &Path, bytes: u64) {
     if let Ok(mut r) = READS.lock() {
         r.push(json!({"kind": kind, "path": path.display().to_string(), "bytes": bytes}));
     }
 }
 
 /// Appends the report line when the variable is set.
-pub fn write(amb: &dyn Ambient, stdin_bytes: u64) {
+pub(crate) fn write(amb: &dyn Ambient, stdin_bytes: u64) {
     let Some(target) = amb.var_os(ENV) else {
         return;
     };

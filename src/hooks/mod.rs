@@ -1,7 +1,7 @@
 //! Host hook adapters (docs/hook-contracts.md): payload decoding into one internal event
 //! per family, host-specific decision encoding, and the hook behaviours:
 //! the `subagent-stop` receipt gate and the goal-loop hooks
-//! ([`goal_loop`]). Goal logic stays in [`crate::goals`].
+//! (`goal_loop`). Goal logic stays in [`crate::goals`].
 //!
 //! [`handle`] decides one event for the library and the command line alike:
 //! bounded stdin, `EVIDENCE_GATE_HOOKS=off`, host auto-detection, rules and
@@ -9,21 +9,22 @@
 //! latch, the watchdog, panic capture, argument parsing, the write and the
 //! exit status) belong to the command-line edge.
 
-pub mod code;
+pub(crate) mod code;
 pub mod diagnostics;
 pub mod directive;
 pub mod event;
-pub mod gate_ledger;
-pub mod goal_loop;
+pub(crate) mod gate_ledger;
+pub(crate) mod goal_loop;
 mod handle;
 pub mod host;
+pub(crate) mod host_id;
 pub mod host_records;
 pub mod input;
-pub mod io_report;
+pub(crate) mod io_report;
 pub mod receipt;
 pub mod subagent_stop;
-pub mod transcript;
-pub mod witness;
+pub(crate) mod transcript;
+pub(crate) mod witness;
 
 pub use code::HookCode;
 pub use handle::{

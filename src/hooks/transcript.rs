@@ -8,14 +8,14 @@ use std::time::SystemTime;
 
 use cap_std::fs::{File, Metadata};
 
-pub use super::host_records::Markers;
+pub(crate) use super::host_records::Markers;
 use super::io_report;
 use crate::ambient::{self, Ambient};
 use crate::sandbox::open;
 
 /// Opens a transcript; `None` when it is missing, not a regular file, a
 /// symlink or otherwise unusable (every caller treats that as "no signal").
-pub fn open_transcript(amb: &dyn Ambient, path: &Path) -> Option<(File, Metadata)> {
+pub(crate) fn open_transcript(amb: &dyn Ambient, path: &Path) -> Option<(File, Metadata)> {
     let (parent, name) = ambient::split(path)?;
     let name = name.to_str()?;
     let dir = amb.open_dir(&parent).ok()?;
@@ -24,13 +24,13 @@ pub fn open_transcript(amb: &dyn Ambient, path: &Path) -> Option<(File, Metadata
 }
 
 /// The last `max` bytes of a transcript (one seek, one read).
-pub fn read_tail(amb: &dyn Ambient, path: &Path, max: u64) -> Option<Vec<u8>> {
+pub(crate) fn read_tail(amb: &dyn Ambient, path: &Path, max: u64) -> Option<Vec<u8>> {
     read_tail_cut(amb, path, max).map(|(buf, _)| buf)
 }
 
 /// [`read_tail`], and whether the tail starts inside the file (its first
 /// line may then be the end of a longer record).
-pub fn read_tail_cut(amb: &dyn Ambient, path: &Path, max: u64) -> Option<(Vec<u8>, bool)> {
+pub(crate) fn read_tail_cut(amb: &dyn Ambient, path: &Path, max: u64) -> Option<(Vec<u8>, bool)> {
     let (mut file, meta) = open_transcript(amb, path)?;
     let len = meta.len();
     let start = len.saturating_sub(max);
@@ -44,7 +44,7 @@ pub fn read_tail_cut(amb: &dyn Ambient, path: &Path, max: u64) -> Option<(Vec<u8
 /// True when the transcript's tail holds a compaction record the host wrote
 /// itself (docs/threat-model.md#i5) carrying one of `markers`. Always false for a
 /// host without a recorded record shape ([`super::host_records::SHAPES`]).
-pub fn host_pressure(
+pub(crate) fn host_pressure(
     amb: &dyn Ambient,
     host: super::host::Host,
     path: Option<&Path>,
@@ -62,7 +62,7 @@ pub fn host_pressure(
 }
 
 /// The transcript's birth time, when the platform and filesystem record it.
-pub fn birth_time(amb: &dyn Ambient, path: &Path) -> Option<SystemTime> {
+pub(crate) fn birth_time(amb: &dyn Ambient, path: &Path) -> Option<SystemTime> {
     let (_, meta) = open_transcript(amb, path)?;
     meta.created().ok().map(|t| t.into_std())
 }

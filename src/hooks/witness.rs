@@ -36,11 +36,11 @@ use crate::store::DIAGNOSTICS_DIR as STATE_DIR;
 use crate::store::{self, Durability};
 use crate::userstate::{UserState, UserStateError};
 
-pub use crate::userstate::HOOKS_DIR;
+pub(crate) use crate::userstate::HOOKS_DIR;
 /// The gate lock inside [`HOOKS_DIR`].
-pub const LOCK: &str = "gate.lock";
+pub(crate) const LOCK: &str = "gate.lock";
 /// Written once the in-tree state of earlier versions was migrated.
-pub const MIGRATED: &str = "migrated.json";
+pub(crate) const MIGRATED: &str = "migrated.json";
 /// Largest ledger the reconciliation reads whole (mirror or witness).
 const MAX_LEDGER: u64 = 64 * 1024 * 1024;
 /// Bytes of the tail compared when the sizes agree.
@@ -52,7 +52,7 @@ const MAX_LISTED: usize = 50;
 
 /// A fault in the hooks' trust state: the decision blocks on it (docs/threat-model.md#i2).
 #[derive(Debug)]
-pub struct StateFault {
+pub(crate) struct StateFault {
     /// The file or directory at fault (ambient path or workspace-relative).
     pub path: String,
     /// What failed.
@@ -65,7 +65,7 @@ pub struct StateFault {
 
 impl StateFault {
     /// A fault whose fix is `evidence-gate doctor --fix`.
-    pub fn io(path: impl Into<String>, what: &str, e: &dyn std::fmt::Display) -> StateFault {
+    pub(crate) fn io(path: impl Into<String>, what: &str, e: &dyn std::fmt::Display) -> StateFault {
         StateFault {
             path: path.into(),
             what: what.to_owned(),
@@ -89,7 +89,7 @@ impl StateFault {
 
 /// What a reconciliation found and repaired.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Reconciled {
+pub(crate) struct Reconciled {
     /// Witness records the mirror had lost (restored).
     pub rewound: u64,
     /// Mirror records the witness never wrote (dropped from the mirror).
@@ -98,7 +98,7 @@ pub struct Reconciled {
 
 /// The hooks' per-user state of one workspace, open.
 #[derive(Debug)]
-pub struct HookState {
+pub(crate) struct HookState {
     user: UserState,
     dir: Dir,
 }
@@ -106,7 +106,7 @@ pub struct HookState {
 impl HookState {
     /// Opens (creating on first use) `<user state>/hooks/` of the workspace
     /// whose root is `root_path` (`canonical` when already known).
-    pub fn open(
+    pub(crate) fn open(
         amb: &dyn Ambient,
         root_path: &Path,
         canonical: Option<&Path>,
@@ -133,17 +133,17 @@ impl HookState {
     }
 
     /// The `hooks/` directory handle (counters, claims, lock, witness).
-    pub fn dir(&self) -> &Dir {
+    pub(crate) fn dir(&self) -> &Dir {
         &self.dir
     }
 
     /// Creates (if needed) and opens `hooks/<rel>`, following no symlink.
-    pub fn subdir(&self, rel: &str) -> io::Result<Dir> {
+    pub(crate) fn subdir(&self, rel: &str) -> io::Result<Dir> {
         self.user.subdir(&format!("{HOOKS_DIR}/{rel}"))
     }
 
     /// The ambient path of `hooks/<name>` (messages only).
-    pub fn display(&self, name: &str) -> String {
+    pub(crate) fn display(&self, name: &str) -> String {
         self.user
             .path()
             .join(HOOKS_DIR)
@@ -155,7 +155,7 @@ impl HookState {
     /// Migrates the in-tree counters and claims of earlier versions once
     /// (see the module docs). A fault here blocks: the marker is written only
     /// after everything was copied.
-    pub fn migrate(&self, root: &Dir, ttl: Duration) -> Result<(), StateFault> {
+    pub(crate) fn migrate(&self, root: &Dir, ttl: Duration) -> Result<(), StateFault> {
         match self.dir.symlink_metadata(MIGRATED) {
             Ok(_) => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -240,7 +240,7 @@ impl HookState {
     /// Compares the in-tree mirror with the witness and repairs the mirror
     /// (the caller holds the gate lock). `base` is the entry the repair
     /// records start from (host, session, agent, rules digest).
-    pub fn reconcile(
+    pub(crate) fn reconcile(
         &self,
         root: &Dir,
         base: &Map<String, Value>,
@@ -368,7 +368,7 @@ impl HookState {
 
     /// Appends one entry to the witness and the same bytes to the mirror
     /// (the caller holds the gate lock and reconciled first). Returns its `seq`.
-    pub fn append(&self, root: &Dir, entry: Map<String, Value>) -> Result<u64, StateFault> {
+    pub(crate) fn append(&self, root: &Dir, entry: Map<String, Value>) -> Result<u64, StateFault> {
         let (seq, bytes) = gate_ledger::append_bytes(&self.dir, entry).map_err(|e| {
             StateFault::io(
                 self.display(gate_ledger::FILE),
@@ -392,11 +392,11 @@ impl HookState {
 }
 
 /// Per-user directory of observed goal-ledger heads.
-pub const HEADS_DIR: &str = "heads";
+pub(crate) const HEADS_DIR: &str = "heads";
 
 /// A goal ledger's head as a hook saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Head {
+pub(crate) struct Head {
     /// The state directory, workspace-relative.
     pub state_dir: String,
     /// `seq` of the last chained record.
@@ -407,7 +407,7 @@ pub struct Head {
 
 /// The head of `<state dir>/ledger.jsonl` (tail read only); `None` when the
 /// ledger is absent or holds no chained record.
-pub fn ledger_head(state: &Dir, state_dir: &str) -> Option<Head> {
+pub(crate) fn ledger_head(state: &Dir, state_dir: &str) -> Option<Head> {
     let mut o = OpenOptions::new();
     o.read(true).follow(FollowSymlinks::No).nonblock(true);
     let mut f = state.open_with("ledger.jsonl", &o).ok()?;
@@ -432,7 +432,7 @@ fn head_file(state_dir: &str) -> String {
 impl HookState {
     /// Records `head` as observed (docs/threat-model.md#tm-3 "ledger heads
     /// observed"): kept when its `seq` is not below the one recorded.
-    pub fn observe_head(&self, head: &Head) -> io::Result<()> {
+    pub(crate) fn observe_head(&self, head: &Head) -> io::Result<()> {
         let dir = self.subdir(HEADS_DIR)?;
         let name = head_file(&head.state_dir);
         if let Ok(bytes) = read_regular(&dir, &name, 64 * 1024)
@@ -448,7 +448,7 @@ impl HookState {
 
 /// The heads observed for a workspace, read without creating anything;
 /// empty on a machine with no per-user state (CI).
-pub fn observed_heads(amb: &dyn Ambient, canonical_root: &Path) -> Vec<Head> {
+pub(crate) fn observed_heads(amb: &dyn Ambient, canonical_root: &Path) -> Vec<Head> {
     let Some(base) = crate::userstate::base_path(amb) else {
         return Vec::new();
     };
@@ -609,7 +609,7 @@ fn size_and_tail(dir: &Dir, name: &str) -> io::Result<Option<(u64, Vec<u8>)>> {
 
 /// The side-file key of a goal: its id when that is a plain name, else `h`
 /// and 12 hex digits of its SHA-256, so a crafted id never names a path.
-pub fn goal_key(id: &str) -> String {
+pub(crate) fn goal_key(id: &str) -> String {
     let plain = (1..=80).contains(&id.len())
         && id
             .bytes()

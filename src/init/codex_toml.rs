@@ -18,7 +18,7 @@ fn wanted(plugin: bool) -> &'static [&'static str] {
 }
 
 /// Parses `text` as a TOML document; the error names the line and column.
-pub fn parse(text: &str) -> Result<DocumentMut, String> {
+pub(crate) fn parse(text: &str) -> Result<DocumentMut, String> {
     text.parse::<DocumentMut>()
         .map_err(|e| one_line(&e.to_string()))
 }
@@ -41,14 +41,14 @@ fn one_line(report: &str) -> String {
 
 /// The value of `features.<key>` as a boolean (`[features] hooks = false`,
 /// `features.hooks = false`, `features = { hooks = false }`), if set.
-pub fn feature(doc: &DocumentMut, key: &str) -> Option<bool> {
+pub(crate) fn feature(doc: &DocumentMut, key: &str) -> Option<bool> {
     doc.get("features")?.get(key)?.as_bool()
 }
 
 /// True when `doc` marks the project at `path` trusted
 /// (`[projects."<path>"]` with `trust_level = "trusted"`): Codex loads a
 /// project's `.codex/` layer, hooks included, only then.
-pub fn project_trusted(doc: &DocumentMut, path: &str) -> bool {
+pub(crate) fn project_trusted(doc: &DocumentMut, path: &str) -> bool {
     doc.get("projects")
         .and_then(|p| p.get(path))
         .and_then(|p| p.get("trust_level"))
@@ -58,7 +58,7 @@ pub fn project_trusted(doc: &DocumentMut, path: &str) -> bool {
 
 /// True when some table of `doc` sets `allow_managed_hooks_only = true`
 /// (Codex's `requirements.toml`: only managed hooks run).
-pub fn managed_hooks_only(doc: &DocumentMut) -> bool {
+pub(crate) fn managed_hooks_only(doc: &DocumentMut) -> bool {
     fn walk(t: &dyn toml_edit::TableLike) -> bool {
         t.iter().any(|(k, v)| {
             (k == "allow_managed_hooks_only" && v.as_bool() == Some(true))
@@ -71,7 +71,7 @@ pub fn managed_hooks_only(doc: &DocumentMut) -> bool {
 /// One `[hooks.state."<key>"]` table: Codex's per-hook record of the hash
 /// the user trusted and whether the hook is switched off.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HookState {
+pub(crate) struct HookState {
     /// `<hooks.json path>:<event label>:<group index>:<handler index>`.
     pub key: String,
     /// The hash trusted in `/hooks` (`sha256:<hex>`), if any.
@@ -87,7 +87,7 @@ pub struct HookState {
 
 /// The `[hooks.state."<key>"]` tables with their `trusted_hash` and
 /// `enabled` values.
-pub fn hook_states(doc: &DocumentMut) -> Vec<HookState> {
+pub(crate) fn hook_states(doc: &DocumentMut) -> Vec<HookState> {
     let Some(states) = doc
         .get("hooks")
         .and_then(|h| h.get("state"))
@@ -110,7 +110,7 @@ pub fn hook_states(doc: &DocumentMut) -> Vec<HookState> {
 /// The plugin ids (`<name>@<marketplace>`) with a `[plugins."<id>"]` table
 /// that says `enabled = true`: the plugins Codex loads (hooks included)
 /// from `$CODEX_HOME/plugins/cache/<marketplace>/<name>/<version>/`.
-pub fn enabled_plugins(doc: &DocumentMut) -> Vec<String> {
+pub(crate) fn enabled_plugins(doc: &DocumentMut) -> Vec<String> {
     let Some(plugins) = doc.get("plugins").and_then(Item::as_table_like) else {
         return Vec::new();
     };
@@ -202,7 +202,7 @@ pub fn hook_trust_hash(
 /// dotted keys or an inline table gets the keys in the same form (a second
 /// `[features]` table would make the file invalid). A file that is not TOML,
 /// or whose `features` is not a table, is refused with the reason.
-pub fn edit(existing: &str, plugin: bool) -> Result<String, String> {
+pub(crate) fn edit(existing: &str, plugin: bool) -> Result<String, String> {
     let mut doc = parse(existing)?;
     let had_content = !existing.trim().is_empty();
     let features = doc.as_table_mut().entry("features").or_insert_with(|| {

@@ -2,8 +2,8 @@
 //! merges, the host wiring for the hooks of this build.
 
 mod agy;
-pub mod codex_toml;
-pub mod wiring;
+pub(crate) mod codex_toml;
+pub(crate) mod wiring;
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +18,7 @@ use wiring::{Binary, Row};
 
 /// Where the wiring goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// The repository's configuration.
     Project,
     /// The user's configuration.
@@ -31,7 +31,7 @@ pub enum Scope {
 
 impl Scope {
     /// The `--scope` value.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Scope::Project => "project",
             Scope::User => "user",
@@ -41,7 +41,7 @@ impl Scope {
     }
 
     /// Parses a `--scope` value.
-    pub fn from_name(s: &str) -> Option<Scope> {
+    pub(crate) fn from_name(s: &str) -> Option<Scope> {
         match s {
             "project" => Some(Scope::Project),
             "user" => Some(Scope::User),
@@ -54,7 +54,7 @@ impl Scope {
 
 /// `init` options.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// The host.
     pub host: Host,
     /// `--write` (else print).
@@ -81,7 +81,7 @@ pub struct Options {
 
 /// One file `init` printed or wrote.
 #[derive(Debug, Clone, Serialize)]
-pub struct FileOut {
+pub(crate) struct FileOut {
     /// Display path (`.codex/hooks.json`, `~/.claude/settings.json`).
     pub path: String,
     /// `print`, `create`, `update` or `unchanged`.
@@ -92,7 +92,7 @@ pub struct FileOut {
 
 /// The result of a successful `init`.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     /// Always true here.
     pub ok: bool,
     /// The host.
@@ -105,7 +105,7 @@ pub struct Report {
 
 /// Why `init` did not finish.
 #[derive(Debug, Clone)]
-pub enum Error {
+pub(crate) enum Error {
     /// Bad options (exit 2).
     Usage(String),
     /// A refusal with an `INIT_*` code (exit 1).
@@ -144,7 +144,7 @@ struct Target {
 /// The hook wiring files `init` writes inside a workspace (every host and
 /// scope), repo-relative: `verify-evidence --base` reports a change to any
 /// of them (`WIRING_CHANGED`).
-pub fn workspace_wiring_files() -> Vec<&'static str> {
+pub(crate) fn workspace_wiring_files() -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
     for host in Host::NAMED {
         for scope in [Scope::Project, Scope::Local, Scope::Plugin, Scope::User] {
@@ -316,7 +316,7 @@ pub(crate) fn find_on_path(amb: &dyn Ambient, name: &str) -> Option<PathBuf> {
 /// Keeps the rows `only` names (hook names or host event names, case,
 /// `-` and `_` ignored); a name the host does not wire is a usage error
 /// that lists what it does wire.
-pub fn select_rows(host: Host, rows: Vec<Row>, only: &[String]) -> Result<Vec<Row>, String> {
+pub(crate) fn select_rows(host: Host, rows: Vec<Row>, only: &[String]) -> Result<Vec<Row>, String> {
     if only.is_empty() {
         return Ok(rows);
     }
@@ -497,7 +497,7 @@ fn render_json(
 }
 
 /// Runs `init`.
-pub fn run(o: &Options, amb: &dyn Ambient) -> Result<Report, Error> {
+pub(crate) fn run(o: &Options, amb: &dyn Ambient) -> Result<Report, Error> {
     let mut notes = Vec::new();
     let targets = targets(o.host, o.scope)?;
     let binary = resolve_binary(o, amb, &mut notes)?;

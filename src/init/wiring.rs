@@ -8,7 +8,7 @@ use crate::hooks::host::Host;
 
 /// How the binary is named in a generated command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Binary {
+pub(crate) enum Binary {
     /// A bare word resolved on `PATH` at run time (`evidence-gate`).
     Bare(String),
     /// An absolute path.
@@ -20,7 +20,7 @@ pub enum Binary {
 impl Binary {
     /// The command's first token, quoted for a shell when needed (Unix: bare
     /// when only `[A-Za-z0-9/._+-]`, else double-quoted).
-    pub fn token(&self) -> String {
+    pub(crate) fn token(&self) -> String {
         match self {
             Binary::Bare(w) => w.clone(),
             Binary::PluginRoot(var) => format!("${{{var}}}/bin/evidence-gate"),
@@ -40,7 +40,7 @@ impl Binary {
 
 /// One wired handler.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Row {
+pub(crate) struct Row {
     /// The subcommand.
     pub event: HookEvent,
     /// The host's event name.
@@ -59,7 +59,7 @@ pub struct Row {
 
 /// What shapes the wiring: `init`'s options and the rules it reads.
 #[derive(Debug, Clone)]
-pub struct Shape {
+pub(crate) struct Shape {
     /// `subagent_stop.gated_agents` (the SubagentStop matcher).
     pub gated_agents: String,
     /// `--profile` (`auto` unless given).
@@ -78,7 +78,7 @@ pub struct Shape {
 
 impl Shape {
     /// The shape for `init`'s options over loaded rules.
-    pub fn from_rules(
+    pub(crate) fn from_rules(
         rules: &crate::rules::RuleSet,
         profile: &str,
         with_ultrawork: bool,
@@ -145,7 +145,7 @@ fn known<'a>(wanted: &'a [&'a str], rules: &[String]) -> Vec<&'a str> {
 }
 
 /// The rows for a host (docs/hook-contracts.md#h-7 table, per-host notes).
-pub fn rows(host: Host, shape: &Shape) -> Vec<Row> {
+pub(crate) fn rows(host: Host, shape: &Shape) -> Vec<Row> {
     let profile = vec!["--profile".to_owned(), shape.profile.clone()];
     let (shells, spawns) = host_tools(host);
     let shells = known(shells, &shape.shell_tools);
@@ -243,7 +243,7 @@ pub fn rows(host: Host, shape: &Shape) -> Vec<Row> {
 }
 
 /// The command line of a row.
-pub fn command(binary: &Binary, row: &Row, host: Host) -> String {
+pub(crate) fn command(binary: &Binary, row: &Row, host: Host) -> String {
     let mut cmd = format!(
         "{} hook {} --host {}",
         binary.token(),
@@ -259,7 +259,7 @@ pub fn command(binary: &Binary, row: &Row, host: Host) -> String {
 
 /// The hook subcommand a wired command runs: the word after `hook`, or the
 /// event of a multi-call name (`evidence-gate-hook-<event>`).
-pub fn subcommand_of(cmd: &str) -> Option<HookEvent> {
+pub(crate) fn subcommand_of(cmd: &str) -> Option<HookEvent> {
     let first = first_token(cmd)?;
     let stem = first.rsplit(['/', '\\']).next().unwrap_or(&first);
     let stem = stem.trim_end_matches(".exe");
@@ -284,7 +284,7 @@ pub fn subcommand_of(cmd: &str) -> Option<HookEvent> {
 }
 
 /// The hooks object (`{"<Event>": [groups]}`) in the host's layout.
-pub fn hooks_object(host: Host, binary: &Binary, rows: &[Row]) -> Map<String, Value> {
+pub(crate) fn hooks_object(host: Host, binary: &Binary, rows: &[Row]) -> Map<String, Value> {
     let windows = matches!(binary, Binary::Bare(_));
     hooks_object_with(host, rows, &|r| command(binary, r, host), windows)
 }
@@ -292,7 +292,7 @@ pub fn hooks_object(host: Host, binary: &Binary, rows: &[Row]) -> Map<String, Va
 /// [`hooks_object`] with each row's command given by `command_of`;
 /// `windows` adds Codex's `commandWindows` (only a bare first word runs
 /// under PowerShell, so only a `PATH` install has one).
-pub fn hooks_object_with(
+pub(crate) fn hooks_object_with(
     host: Host,
     rows: &[Row],
     command_of: &dyn Fn(&Row) -> String,
@@ -344,7 +344,7 @@ pub fn hooks_object_with(
 
 /// True when a handler's command is one of ours (first token `evidence-gate`
 /// or a multi-call name) or its `statusMessage` starts `evidence-gate:`.
-pub fn is_ours(handler: &Value) -> bool {
+pub(crate) fn is_ours(handler: &Value) -> bool {
     let status = handler
         .get("statusMessage")
         .and_then(Value::as_str)
@@ -364,7 +364,7 @@ pub fn is_ours(handler: &Value) -> bool {
 }
 
 /// True when a handler runs a Node predecessor gate.
-pub fn is_node_predecessor(handler: &Value) -> bool {
+pub(crate) fn is_node_predecessor(handler: &Value) -> bool {
     handler
         .get("command")
         .and_then(Value::as_str)
@@ -375,7 +375,7 @@ pub fn is_node_predecessor(handler: &Value) -> bool {
 }
 
 /// The first shell word of a command (double quotes honoured).
-pub fn first_token(cmd: &str) -> Option<String> {
+pub(crate) fn first_token(cmd: &str) -> Option<String> {
     let cmd = cmd.trim_start();
     if let Some(rest) = cmd.strip_prefix('"') {
         return rest.find('"').map(|i| rest[..i].replace("\\\"", "\""));

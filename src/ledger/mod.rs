@@ -13,18 +13,20 @@ mod verify;
 
 use serde_json::{Map, Value};
 
-pub use tail::{Tail, read_tail};
-pub use verify::{ChainFinding, ChainReport, ForeignSeverity, set_verify_threads, verify_chain};
+pub(crate) use tail::read_tail;
+pub(crate) use verify::ChainReport;
+pub use verify::{ForeignSeverity, set_verify_threads, verify_chain};
 
 use crate::digest::sha256_hex;
 
 /// `prev` of the first record of a file.
-pub const ZERO_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub(crate) const ZERO_HASH: &str =
+    "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// The archived ledger's last-record digest a `plan_created.replaced` object
 /// names: `previousHead.sha256` (`previousHead: {seq, sha256}`), or the bare
 /// digest string earlier versions wrote.
-pub fn previous_head_sha256(replaced: &Value) -> Option<&str> {
+pub(crate) fn previous_head_sha256(replaced: &Value) -> Option<&str> {
     match replaced.get("previousHead")? {
         Value::String(s) => Some(s),
         v => v.get("sha256")?.as_str(),
@@ -37,12 +39,12 @@ pub fn record_hash(record: &[u8]) -> String {
 }
 
 /// True when `bytes` contains a non-whitespace byte (i.e. is a record).
-pub fn is_record(bytes: &[u8]) -> bool {
+pub(crate) fn is_record(bytes: &[u8]) -> bool {
     bytes.iter().any(|b| !b.is_ascii_whitespace())
 }
 
 /// `(seq, prev)` of a chained record, if it is one.
-pub fn chain_fields(value: &Value) -> Option<(u64, &str)> {
+pub(crate) fn chain_fields(value: &Value) -> Option<(u64, &str)> {
     let obj = value.as_object()?;
     let seq = obj.get("seq")?.as_u64().filter(|s| *s >= 1)?;
     let prev = obj
@@ -97,7 +99,7 @@ pub fn chain_records(
 /// The exact length of the line [`chain_records`] writes for `entry`
 /// at `seq`, counted without building it: the entry serialised compactly
 /// with `"seq"` and `"prev"` (always 64 hex digits) appended last.
-pub fn chained_len(entry: &Map<String, Value>, seq: u64) -> u64 {
+pub(crate) fn chained_len(entry: &Map<String, Value>, seq: u64) -> u64 {
     struct Count(u64);
     impl std::io::Write for Count {
         fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {

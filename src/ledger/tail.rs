@@ -8,7 +8,7 @@ use super::{chain_fields, is_record, record_hash};
 
 /// What the end of a ledger looks like.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Tail {
+pub(crate) struct Tail {
     /// File length in bytes.
     pub len: u64,
     /// Bytes after the last `\n` (a torn or unterminated tail), if any record bytes.
@@ -31,7 +31,7 @@ pub struct Tail {
 /// last chained record are known, or `max_scan` bytes have been read (then
 /// `last_seq` may be unknown even though the file has chained records; the
 /// caller falls back to its index or a full scan).
-pub fn read_tail<R: Read + Seek>(r: &mut R, max_scan: u64) -> io::Result<Tail> {
+pub(crate) fn read_tail<R: Read + Seek>(r: &mut R, max_scan: u64) -> io::Result<Tail> {
     const CHUNK: u64 = 64 * 1024;
     let len = r.seek(SeekFrom::End(0))?;
     let mut tail = Tail {

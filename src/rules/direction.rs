@@ -19,7 +19,7 @@ use crate::json::pointer_token;
 /// How a key tightens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Direction {
+pub(crate) enum Direction {
     /// Any change relaxes (state directories, evidence roots, templates).
     Fixed,
     /// A larger number tightens (`max_attempts`).
@@ -40,7 +40,7 @@ pub enum Direction {
 
 impl Direction {
     /// The name used in `rules/directions.json`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Direction::Fixed => "fixed",
             Direction::Higher => "higher",
@@ -54,8 +54,6 @@ impl Direction {
     }
 }
 
-/// The embedded table.
-pub const FILE: &str = "rules/directions.json";
 const TEXT: &str = include_str!("../../rules/directions.json");
 
 #[derive(Deserialize)]
@@ -69,7 +67,7 @@ struct Table {
 }
 
 /// The direction patterns, as `(segments, direction)`.
-pub fn table() -> Vec<(Vec<String>, Direction)> {
+pub(crate) fn table() -> Vec<(Vec<String>, Direction)> {
     let t: Table = serde_json::from_str(TEXT).expect("rules/directions.json is valid");
     t.directions
         .into_iter()
@@ -87,7 +85,7 @@ fn segments(pointer: &str) -> Vec<String> {
 
 /// The direction of the key at `path` (JSON pointer segments): the longest
 /// pattern that matches a prefix of it.
-pub fn lookup(table: &[(Vec<String>, Direction)], path: &[String]) -> Option<Direction> {
+pub(crate) fn lookup(table: &[(Vec<String>, Direction)], path: &[String]) -> Option<Direction> {
     table
         .iter()
         .filter(|(p, _)| {
@@ -112,7 +110,7 @@ pub struct Relaxation {
 /// keeping only values that tighten; returns what was ignored. Keys with no
 /// direction (typos, unknown keys) are merged so that validation reports
 /// them as it always did.
-pub fn apply_tightening(effective: &mut Value, repo: &Value) -> Vec<Relaxation> {
+pub(crate) fn apply_tightening(effective: &mut Value, repo: &Value) -> Vec<Relaxation> {
     let table = table();
     let mut out = Vec::new();
     let mut path = Vec::new();
@@ -319,7 +317,7 @@ mod tests {
             );
         }
         // The table itself is not mounted into the rules document.
-        assert!(EMBEDDED.iter().all(|e| e.file != FILE));
+        assert!(EMBEDDED.iter().all(|e| e.file != "rules/directions.json"));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::sandbox::{PathLimits, RelPath};
 /// `stop.*` (docs/hook-contracts.md#h-4).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct StopRules {
+pub(crate) struct StopRules {
     /// Resume an unscoped plan that records no owner session (single-session users).
     pub adopt_unowned_unscoped_plan: bool,
     /// Resumes allowed while goal and criteria state stay unchanged (1 … 20).
@@ -26,7 +26,7 @@ pub struct StopRules {
 /// One continuation owner (docs/engine.md#ge-4). Only the `boulder` kind exists.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DeferOwner {
+pub(crate) struct DeferOwner {
     /// The owner's file format.
     pub kind: DeferKind,
     /// Its state file, relative to `cwd`.
@@ -42,7 +42,7 @@ pub struct DeferOwner {
 /// Continuation-owner formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum DeferKind {
+pub(crate) enum DeferKind {
     /// The start-work continuation's `.omo/boulder.json`.
     Boulder,
 }
@@ -84,7 +84,7 @@ impl RuleFamily for StopRules {
 /// `user_prompt_submit.*` (docs/hook-contracts.md#h-5).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct UserPromptSubmitRules {
+pub(crate) struct UserPromptSubmitRules {
     /// Cap of the JSON object after a steering marker.
     pub max_directive_bytes: u64,
     /// Whole words that ask for ultrawork (ASCII case-insensitive).
@@ -109,7 +109,7 @@ pub struct UserPromptSubmitRules {
 /// the Codex App truncates large hook output earlier).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ContextCaps {
+pub(crate) struct ContextCaps {
     /// Codex (and the `common` host, which uses its encoder).
     pub codex: usize,
     /// Claude Code.
@@ -161,7 +161,7 @@ impl RuleFamily for UserPromptSubmitRules {
 /// `create_goal_guard.*` (docs/hook-contracts.md#h-6).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CreateGoalGuardRules {
+pub(crate) struct CreateGoalGuardRules {
     /// Tool names the guard applies to.
     pub tool_names: Vec<String>,
     /// The only keys a call may carry (`objective` must be one of them).
@@ -190,7 +190,7 @@ impl RuleFamily for CreateGoalGuardRules {
 /// When the fan-out counter starts over (docs/hook-contracts.md#h-6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum SpawnReset {
+pub(crate) enum SpawnReset {
     /// A fresh budget per goal attempt (`<active goal id>#a<attempt>`).
     GoalAttempt,
     /// A fresh budget per turn (`turn_id`).
@@ -202,7 +202,7 @@ pub enum SpawnReset {
 /// `spawn.*` (docs/hook-contracts.md#h-6).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SpawnRules {
+pub(crate) struct SpawnRules {
     /// Spawn tool names of every host.
     pub tool_names: Vec<String>,
     /// `tool_input` keys holding the spawned agent's type (first string wins).
@@ -255,7 +255,7 @@ impl RuleFamily for SpawnRules {
 /// Who counts as a worker for the team boundary guard (docs/hook-contracts.md#h-6).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum DenyFor {
+pub(crate) enum DenyFor {
     /// Any call made inside a subagent (the payload names an agent).
     AnySubagent,
     /// Calls whose agent type matches this regex.
@@ -265,7 +265,7 @@ pub enum DenyFor {
 /// `team_guard.*` (docs/hook-contracts.md#h-6).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct TeamGuardRules {
+pub(crate) struct TeamGuardRules {
     /// Shell tool names of every host.
     pub shell_tools: Vec<String>,
     /// Who is a worker.

@@ -210,7 +210,7 @@ impl RuleFamily for SubagentStopRules {
 }
 
 /// True when a regex is anchored at both ends (`^…$`); `doctor` warns otherwise.
-pub fn is_anchored(pattern: &str) -> bool {
+pub(crate) fn is_anchored(pattern: &str) -> bool {
     pattern.starts_with('^') && pattern.ends_with('$') && !pattern.ends_with("\\$")
 }
 
@@ -219,7 +219,7 @@ pub fn is_anchored(pattern: &str) -> bool {
 /// its policy.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(transparent)]
-pub struct Directives(pub BTreeMap<String, String>);
+pub(crate) struct Directives(pub BTreeMap<String, String>);
 
 impl RuleFamily for Directives {
     const KEY: &'static str = "directives";

@@ -7,11 +7,13 @@
 //! ([`RuleFamily`]); adding one means adding its file to [`EMBEDDED`] and its
 //! validator to [`FAMILIES`], never changing the loader.
 
-pub mod direction;
+pub(crate) mod direction;
 pub mod evidence;
 pub mod gates;
-pub mod goal_loop;
-pub mod hooks;
+pub(crate) mod goal_loop;
+pub(crate) mod hooks;
+pub mod profiles;
+pub mod workflow;
 
 use std::fmt;
 use std::sync::OnceLock;
@@ -242,11 +244,11 @@ pub static FAMILIES: &[Family] = &[
     family::<goal_loop::SpawnRules>(),
     family::<goal_loop::TeamGuardRules>(),
     // Goal engine (docs/engine.md#ge-1).
-    family::<crate::goals::profile::Profiles>(),
-    family::<crate::goals::profile::TextsFamily>(),
-    family::<crate::goals::profile::BlockerRules>(),
+    family::<profiles::Profiles>(),
+    family::<profiles::TextsFamily>(),
+    family::<profiles::BlockerRules>(),
     // Workflow overlap (docs/engine.md#ge-9).
-    family::<crate::goals::workflow::WorkflowRules>(),
+    family::<workflow::WorkflowRules>(),
 ];
 
 /// The [`Family`] entry of a [`RuleFamily`] type.

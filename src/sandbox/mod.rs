@@ -8,9 +8,9 @@
 //! [`FileProblem`]s to their own finding codes.
 
 pub mod open;
-pub mod parallel;
-pub mod path;
-pub mod walk;
+pub(crate) mod parallel;
+pub(crate) mod path;
+pub(crate) mod walk;
 
 pub use open::{FileChecks, FileProblem, HashedFile};
 pub use path::{LexicalProblem, PathLimits, RelPath};

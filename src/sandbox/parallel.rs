@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Applies `f` to every item, using up to `available_parallelism` threads
 /// when there are enough items; results keep the input order.
-pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+pub(crate) fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     in_runs(items, |_| 1, || (), |(), t| f(t))
 }
 
@@ -15,7 +15,7 @@ const RUN: usize = 32;
 /// its own state (`init()`) across them, so sorted items that share work
 /// (siblings of one directory) stay on one worker. Results keep the input
 /// order.
-pub fn map_runs<T: Sync, R: Send, S>(
+pub(crate) fn map_runs<T: Sync, R: Send, S>(
     items: &[T],
     init: impl Fn() -> S + Sync,
     f: impl Fn(&mut S, &T) -> R + Sync,

@@ -7,7 +7,7 @@ use cap_std::fs::Dir;
 
 /// What a walked directory entry is, from the entry's own type (never followed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryKind {
+pub(crate) enum EntryKind {
     /// A regular file.
     File,
     /// A directory.
@@ -20,7 +20,7 @@ pub enum EntryKind {
 
 /// One entry met by [`walk`].
 #[derive(Debug, Clone)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// Repo-relative path with forward slashes.
     pub path: String,
     /// Its type.
@@ -29,7 +29,7 @@ pub struct Entry {
 
 /// What the walk could not read.
 #[derive(Debug)]
-pub struct WalkError {
+pub(crate) struct WalkError {
     /// Repo-relative directory that failed.
     pub path: String,
     /// The error.
@@ -40,12 +40,12 @@ pub struct WalkError {
 /// (docs/threat-model.md#i14): the walk is iterative, and the bound keeps the
 /// open handles (one per level) and the work finite on any tree. Deeper
 /// directories are reported in [`Walked::too_deep`] and not entered.
-pub const MAX_DEPTH: usize = 128;
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// What a finished walk could not cover.
 #[derive(Debug, Default)]
 #[must_use = "directories beyond the depth bound must be reported"]
-pub struct Walked {
+pub(crate) struct Walked {
     /// Repo-relative directories at [`MAX_DEPTH`] that `descend` asked to
     /// enter and the walk did not.
     pub too_deep: Vec<String>,
@@ -68,7 +68,7 @@ struct Frame {
 /// entered. The walk keeps its own stack (no recursion) and enters at most
 /// [`MAX_DEPTH`] levels; directories it would have entered below that are
 /// returned in [`Walked::too_deep`].
-pub fn walk(
+pub(crate) fn walk(
     start: &Dir,
     prefix: &str,
     descend: &mut dyn FnMut(&str) -> bool,
@@ -186,7 +186,7 @@ fn join(prefix: &str, name: &str) -> String {
 /// True when the symlink at `path` (repo-relative, already met by a walk)
 /// resolves, inside the root, to a directory. Escaping or dangling links are
 /// reported as directories too, so a walk never silently skips them.
-pub fn points_to_dir(root: &Dir, path: &str) -> bool {
+pub(crate) fn points_to_dir(root: &Dir, path: &str) -> bool {
     match root.metadata(path) {
         Ok(m) => m.is_dir(),
         Err(e) => e.kind() != io::ErrorKind::NotFound,

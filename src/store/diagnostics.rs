@@ -9,16 +9,16 @@ use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
 use cap_std::fs::{Dir, OpenOptions};
 
 /// Repo-relative directory of the diagnostics file.
-pub const DIAGNOSTICS_DIR: &str = ".omo/evidence-gate";
+pub(crate) const DIAGNOSTICS_DIR: &str = ".omo/evidence-gate";
 /// The diagnostics file.
-pub const DIAGNOSTICS_FILE: &str = "diagnostics.jsonl";
+pub(crate) const DIAGNOSTICS_FILE: &str = "diagnostics.jsonl";
 /// The rotated previous file.
-pub const DIAGNOSTICS_ROTATED: &str = "diagnostics.jsonl.1";
+pub(crate) const DIAGNOSTICS_ROTATED: &str = "diagnostics.jsonl.1";
 
 /// Appends one record (`line` without its newline) to the diagnostics file in
 /// `dir`, first rotating a file larger than `max_bytes`. Failures are ignored:
 /// diagnostics never change a decision.
-pub fn append_diagnostic(dir: &Dir, line: &[u8], max_bytes: u64) {
+pub(crate) fn append_diagnostic(dir: &Dir, line: &[u8], max_bytes: u64) {
     if dir
         .symlink_metadata(DIAGNOSTICS_FILE)
         .is_ok_and(|m| m.is_file() && m.len() > max_bytes)

@@ -12,14 +12,16 @@ use std::time::SystemTime;
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
 use cap_std::fs::{Dir, File, OpenOptions};
 
-pub use diagnostics::{DIAGNOSTICS_DIR, DIAGNOSTICS_FILE, DIAGNOSTICS_ROTATED, append_diagnostic};
-pub use lock::{LockError, LockOptions, MutationLock};
+pub(crate) use diagnostics::{
+    DIAGNOSTICS_DIR, DIAGNOSTICS_FILE, DIAGNOSTICS_ROTATED, append_diagnostic,
+};
+pub(crate) use lock::{LockError, LockOptions, MutationLock};
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Whether a replace is made durable before returning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Durability {
+pub(crate) enum Durability {
     /// `sync_all` the temp file and fsync the directory after the rename.
     Synced,
     /// No fsync (caches such as the ledger index: losing them costs a rebuild).
@@ -27,7 +29,7 @@ pub enum Durability {
 }
 
 /// Name of the temp file used to replace `name`: `.<name>.<pid>.<epoch-ms>.<n>.tmp`.
-pub fn temp_name(name: &str) -> String {
+pub(crate) fn temp_name(name: &str) -> String {
     format!(
         ".{name}.{}.{}.{}.tmp",
         std::process::id(),
@@ -39,7 +41,7 @@ pub fn temp_name(name: &str) -> String {
 /// Replaces `name` in `dir` atomically: write a temp file created with
 /// create-new in the same directory, sync it, rename it over `name`, fsync the
 /// directory. On failure the temp file is removed and `name` is untouched.
-pub fn atomic_replace(
+pub(crate) fn atomic_replace(
     dir: &Dir,
     name: &str,
     bytes: &[u8],
@@ -64,7 +66,7 @@ pub fn atomic_replace(
 /// leaving it torn: the content is written and synced under a temp name and
 /// published with a hard link, which fails if `name` exists. Returns whether
 /// this call created it.
-pub fn create_exclusive(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<bool> {
+pub(crate) fn create_exclusive(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<bool> {
     let tmp = temp_name(name);
     let result = (|| {
         write_new(dir, &tmp, bytes, Durability::Synced)?;
@@ -91,7 +93,7 @@ pub fn create_exclusive(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<bool>
 /// non-blocking open; content written under a temp name, synced, renamed
 /// into place). Returns `false` when `name` does not exist; a symlink or
 /// non-regular entry is an error of kind `InvalidInput`.
-pub fn copy_file(src: &Dir, name: &str, dst: &Dir, dst_name: &str) -> io::Result<bool> {
+pub(crate) fn copy_file(src: &Dir, name: &str, dst: &Dir, dst_name: &str) -> io::Result<bool> {
     let mut opts = OpenOptions::new();
     opts.read(true).follow(FollowSymlinks::No).nonblock(true);
     let mut from = match src.open_with(name, &opts) {
@@ -134,7 +136,7 @@ fn write_new(dir: &Dir, name: &str, bytes: &[u8], durability: Durability) -> io:
 }
 
 /// fsyncs a directory (so a rename or create inside it is durable).
-pub fn sync_dir(dir: &Dir) -> io::Result<()> {
+pub(crate) fn sync_dir(dir: &Dir) -> io::Result<()> {
     // Directory handles may be `O_PATH`, which cannot be synced: open the
     // directory itself for reading through the same handle.
     #[cfg(unix)]
@@ -152,7 +154,7 @@ pub fn sync_dir(dir: &Dir) -> io::Result<()> {
 
 /// Opens `name` for appending without following a symlink; it must be a
 /// regular file. Returns the handle and whether it was just created.
-pub fn open_append(dir: &Dir, name: &str) -> io::Result<(File, bool)> {
+pub(crate) fn open_append(dir: &Dir, name: &str) -> io::Result<(File, bool)> {
     let mut opts = OpenOptions::new();
     opts.append(true).read(true).follow(FollowSymlinks::No);
     let (file, created) = match dir.open_with(name, &opts) {
@@ -184,7 +186,12 @@ pub fn open_append(dir: &Dir, name: &str) -> io::Result<(File, bool)> {
 
 /// Appends `bytes` with one `write_all` and one data sync; fsyncs the
 /// directory when the file was just created.
-pub fn append_synced(dir: &Dir, file: &mut File, created: bool, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn append_synced(
+    dir: &Dir,
+    file: &mut File,
+    created: bool,
+    bytes: &[u8],
+) -> io::Result<()> {
     file.write_all(bytes)?;
     file.sync_data()?;
     if created {
@@ -196,7 +203,7 @@ pub fn append_synced(dir: &Dir, file: &mut File, created: bool, bytes: &[u8]) ->
 /// Creates (if needed) and opens a chain of directories below `dir`, never
 /// following a symlink; a symlinked component is an error of kind
 /// `InvalidInput` naming it.
-pub fn create_dirs(dir: &Dir, rel: &crate::sandbox::RelPath) -> io::Result<Dir> {
+pub(crate) fn create_dirs(dir: &Dir, rel: &crate::sandbox::RelPath) -> io::Result<Dir> {
     use cap_fs_ext::DirExt;
     let mut cur = dir.try_clone()?;
     for c in rel.components() {

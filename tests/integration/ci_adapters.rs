@@ -851,7 +851,7 @@ fn the_action_installs_a_release_only_with_the_pinned_checksum() {
         .unwrap();
     assert!(tar.success());
     let archive = std::fs::read(served.join(format!("{name}.tar.gz"))).unwrap();
-    let sha = evidence_gate::digest::sha256_hex(&archive);
+    let sha = evidence_gate::internals::sha256_hex(&archive);
     let fake = runner.path().join("bin");
     std::fs::create_dir_all(&fake).unwrap();
     std::fs::write(

@@ -276,7 +276,7 @@ fn an_archived_run_at_the_base_may_not_vanish_and_a_forged_link_excuses_nothing(
     first.shift_remove("seq");
     first.shift_remove("prev");
     first["replaced"]["previousHead"] = json!("0".repeat(64));
-    let (bytes, _) = evidence_gate::ledger::chain_records(0, None, &[first]);
+    let (bytes, _) = evidence_gate::internals::chain_records(0, None, &[first]);
     std::fs::write(h.path(&session_file("ledger.jsonl")), bytes).unwrap();
     std::fs::remove_dir_all(&archive).unwrap();
     h.commit("agent: drop the archive, forge the link");
@@ -332,7 +332,7 @@ fn a_ledger_re_chained_after_stubbing_a_deliverable_is_rewritten() {
     h.repo
         .write(DELIVERABLE, "pub fn feature() -> u32 { todo!() }\n");
     let stub = std::fs::read(h.path(DELIVERABLE)).unwrap();
-    let sha = evidence_gate::digest::sha256_hex(&stub);
+    let sha = evidence_gate::internals::sha256_hex(&stub);
     let entries: Vec<Map<String, Value>> = ledger_lines(&h)
         .iter()
         .map(|l| {
@@ -350,7 +350,7 @@ fn a_ledger_re_chained_after_stubbing_a_deliverable_is_rewritten() {
             e
         })
         .collect();
-    let (bytes, _) = evidence_gate::ledger::chain_records(0, None, &entries);
+    let (bytes, _) = evidence_gate::internals::chain_records(0, None, &entries);
     std::fs::write(h.path(&session_file("ledger.jsonl")), bytes).unwrap();
     let _ = std::fs::remove_file(h.path(&session_file(".ledger.idx")));
     h.commit("agent: stub and re-chain");
@@ -492,7 +492,7 @@ fn a_gate_ledger_cut_at_head_is_rewritten() {
                 .unwrap()
         })
         .collect();
-    let (bytes, _) = evidence_gate::ledger::chain_records(0, None, &records);
+    let (bytes, _) = evidence_gate::internals::chain_records(0, None, &records);
     h.repo.write(".omo/evidence-gate/ledger.jsonl", &bytes);
     let base = h.commit("gate ledger");
     let text = String::from_utf8(bytes).unwrap();
@@ -555,7 +555,7 @@ fn a_root_below_the_repository_top_compares_its_own_subtree() {
         .unwrap();
         2
     ];
-    let (bytes, _) = evidence_gate::ledger::chain_records(0, None, &records);
+    let (bytes, _) = evidence_gate::internals::chain_records(0, None, &records);
     h.repo.write("app/.omo/evidence-gate/ledger.jsonl", &bytes);
     let base = h.commit("base");
     let root = sub.to_str().unwrap();

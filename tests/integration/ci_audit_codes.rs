@@ -146,7 +146,7 @@ const CASES: &[(&str, Setup, &str, &str, i32)] = &[
         |r, run| {
             let (a, recs) = chain(&run.entries[..2]);
             let (b, _) =
-                evidence_gate::ledger::chain_records(7, Some(&recs[1].hash), &run.entries[2..]);
+                evidence_gate::internals::chain_records(7, Some(&recs[1].hash), &run.entries[2..]);
             std::fs::write(ledger_path(r, run), [a, b].concat()).unwrap();
         },
         "LEDGER_SEQ_GAP",

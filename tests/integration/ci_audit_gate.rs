@@ -52,7 +52,7 @@ fn a_structured_receipt_records_its_deliverables_and_is_audited_as_a_payload() {
     let payload = json!({
         "evidence": 1,
         "summary": "Added the login limiter; unit tests pass.",
-        "deliverables": [{"path": "src/limiter.rs", "sha256": evidence_gate::digest::sha256_hex(lib)}],
+        "deliverables": [{"path": "src/limiter.rs", "sha256": evidence_gate::internals::sha256_hex(lib)}],
         "verification": {"verdict": "passed", "by": WORKER, "checks": [{"command": "cargo test limiter", "exitCode": 0}]},
     });
     let rel = ".omo/evidence/G001/limiter.evidence.json";
@@ -117,7 +117,7 @@ fn waivers_warn_and_fail_under_strict() {
         "findings": [{"code": "RECEIPT_MISSING", "path": null, "message": "no receipt"}],
     }))
     .unwrap();
-    let (ledger, _) = evidence_gate::ledger::chain_records(0, None, &[entry]);
+    let (ledger, _) = evidence_gate::internals::chain_records(0, None, &[entry]);
     h.write(".omo/evidence-gate/ledger.jsonl", &ledger);
     assert_eq!(h.ledger()[0]["kind"], "receipt_waived");
     let out = audit(&h, &[]);

@@ -567,7 +567,7 @@ fn in_toto_statement_names_the_verified_files_and_carries_the_report() {
             "https://docs.rs/crate/evidence-gate/latest/source/docs/ci-formats.md#verify-evidence-report-v1"
         );
         let digest =
-            |p: &str| evidence_gate::digest::sha256_hex(&std::fs::read(r.join(p)).unwrap());
+            |p: &str| evidence_gate::internals::sha256_hex(&std::fs::read(r.join(p)).unwrap());
         assert_eq!(
             doc["subject"],
             json!([

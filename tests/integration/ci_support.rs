@@ -7,7 +7,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::common::{Repo, Run};
-use evidence_gate::ledger::{ChainedRecord, chain_records};
+use evidence_gate::internals::{ChainedRecord, chain_records};
 
 pub const STATE: &str = ".omo/ulw-loop";
 pub const GATE_SHA: &str = "5d41402abc4b2a76b9719d911017c592aa9f8f1e41b1e0b0b4e1ddeb6c7a3d9a";
@@ -18,7 +18,7 @@ pub fn rec(repo: &Repo, path: &str, role: &str) -> Value {
     json!({
         "path": path,
         "size": bytes.len(),
-        "sha256": evidence_gate::digest::sha256_hex(&bytes),
+        "sha256": evidence_gate::internals::sha256_hex(&bytes),
         "role": role,
     })
 }
@@ -193,7 +193,7 @@ pub fn audited_repo() -> Repo {
     let text = std::fs::read_to_string(&ledger).unwrap();
     std::fs::write(&ledger, text.replacen("plan created", "plan crEated", 1)).unwrap();
     r.write(DELIVERABLE, "edited, odd: name\n");
-    let waiver = evidence_gate::ledger::chain_records(
+    let waiver = evidence_gate::internals::chain_records(
         0,
         None,
         &[serde_json::from_value(json!({"kind": "receipt_waived", "ts": "2026-01-02T03:04:05.000Z", "agent_type": "lazycodex-worker-high", "reason": "context_pressure"})).unwrap()],

@@ -422,7 +422,7 @@ fn every_hook_on_every_host_allows_bad_stdin_and_changes_nothing_but_diagnostics
     let diag = state_home
         .path()
         .join("evidence-gate/v1")
-        .join(evidence_gate::userstate::workspace_id(&canonical))
+        .join(evidence_gate::internals::workspace_id(&canonical))
         .join("hooks/diagnostics.jsonl");
     for event in events {
         for host in hosts {

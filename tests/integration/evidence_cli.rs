@@ -47,7 +47,7 @@ fn assert_fail(run: &crate::common::Run, code: &str) {
 #[test]
 fn valid_payload_passes_with_digests_in_both_binaries() {
     let r = repo_with_src();
-    let sha = evidence_gate::digest::sha256_hex(b"pub fn f() {}\n");
+    let sha = evidence_gate::internals::sha256_hex(b"pub fn f() {}\n");
     let p = payload(json!([{"path": "src/lib.rs", "sha256": sha}, {"path": "src/lib.rs"}]));
     let run = verify(&r, &p, &[]);
     assert_eq!(run.code, 0, "{}", run.stdout);
@@ -342,7 +342,7 @@ fn placeholder_texts() {
 #[test]
 fn digest_findings() {
     let r = repo_with_src();
-    let wrong = evidence_gate::digest::sha256_hex(b"other");
+    let wrong = evidence_gate::internals::sha256_hex(b"other");
     assert_fail(
         &verify(
             &r,
@@ -351,7 +351,7 @@ fn digest_findings() {
         ),
         "DIGEST_MISMATCH",
     );
-    let upper = evidence_gate::digest::sha256_hex(b"pub fn f() {}\n").to_uppercase();
+    let upper = evidence_gate::internals::sha256_hex(b"pub fn f() {}\n").to_uppercase();
     assert_fail(
         &verify(
             &r,

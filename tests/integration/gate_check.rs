@@ -171,7 +171,7 @@ fn valid_fixtures_pass_with_their_files_recorded() {
         for f in listed {
             let bytes = std::fs::read(r.join(f["path"].as_str().unwrap())).unwrap();
             assert_eq!(f["size"], bytes.len());
-            assert_eq!(f["sha256"], evidence_gate::digest::sha256_hex(&bytes));
+            assert_eq!(f["sha256"], evidence_gate::internals::sha256_hex(&bytes));
             assert_eq!(f.as_object().unwrap().len(), 3);
         }
     }

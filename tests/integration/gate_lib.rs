@@ -95,7 +95,7 @@ fn valid_gate_passes_in_plan_context_with_roles_digest_and_normalised_copy() {
     assert_eq!(o.verdict(), GateVerdict::Pass, "{:?}", o.findings());
     assert!(o.findings().is_empty(), "{:?}", o.findings());
     assert!(o.rejection().is_none());
-    assert_eq!(o.sha256(), evidence_gate::digest::sha256_hex(&doc));
+    assert_eq!(o.sha256(), evidence_gate::internals::sha256_hex(&doc));
     assert_eq!(
         o.scope(),
         &json!({"kind": "goal", "goalId": GOAL, "dir": ATTEMPT})

@@ -344,7 +344,7 @@ fn honest_a_full_run_is_bound_and_passes_strict() {
     let last_line = bytes.lines().last().unwrap();
     assert_eq!(
         head["sha256"],
-        evidence_gate::digest::sha256_hex(last_line.as_bytes())
+        evidence_gate::internals::sha256_hex(last_line.as_bytes())
     );
     let mut body = p.clone();
     body.as_object_mut().unwrap().remove("lastMutation");
@@ -352,7 +352,7 @@ fn honest_a_full_run_is_bound_and_passes_strict() {
     text.push('\n');
     assert_eq!(
         last["planSha256"],
-        evidence_gate::digest::sha256_hex(text.as_bytes()),
+        evidence_gate::internals::sha256_hex(text.as_bytes()),
         "planSha256 is the digest of the plan body as written"
     );
     assert!(

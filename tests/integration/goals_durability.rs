@@ -410,7 +410,7 @@ fn force_archives_the_previous_run_and_chains_to_it() {
 
 fn sha256(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    evidence_gate::digest::hex(&Sha256::digest(bytes))
+    evidence_gate::internals::hex(&Sha256::digest(bytes))
 }
 
 #[test]
@@ -551,6 +551,6 @@ fn user_diagnostics(repo: &Repo) -> std::path::PathBuf {
     let canonical = std::fs::canonicalize(repo.path()).unwrap();
     crate::common::temp_home()
         .join("state/evidence-gate/v1")
-        .join(evidence_gate::userstate::workspace_id(&canonical))
+        .join(evidence_gate::internals::workspace_id(&canonical))
         .join("hooks/diagnostics.jsonl")
 }

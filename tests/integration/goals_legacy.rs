@@ -155,7 +155,7 @@ fn the_node_plan_is_continued_and_keeps_unknown_fields_and_order() {
 
 fn sha256(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    evidence_gate::digest::hex(&Sha256::digest(bytes))
+    evidence_gate::internals::hex(&Sha256::digest(bytes))
 }
 
 #[test]

@@ -207,7 +207,7 @@ fn archives(repo: &Repo) -> std::collections::BTreeSet<String> {
 
 fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    evidence_gate::digest::hex(&Sha256::digest(bytes))
+    evidence_gate::internals::hex(&Sha256::digest(bytes))
 }
 
 /// The run as it is on disk: plan, ledger and brief bytes.

@@ -124,7 +124,7 @@ pub fn unbind(repo: &Repo) {
             v.insert("prev".into(), json!(prev));
         }
         let line = serde_json::to_string(&v).unwrap();
-        prev = evidence_gate::digest::hex(&Sha256::digest(line.as_bytes()));
+        prev = evidence_gate::internals::hex(&Sha256::digest(line.as_bytes()));
         out.push_str(&line);
         out.push('\n');
     }

@@ -198,7 +198,7 @@ fn spent_verification_budget_blocks() {
 // --- Structured receipts -------------------------------------------------------------
 
 fn sha256_of(bytes: &[u8]) -> String {
-    evidence_gate::digest::sha256_hex(bytes)
+    evidence_gate::internals::sha256_hex(bytes)
 }
 
 fn payload(h: &HookRepo, extra: serde_json::Value) -> serde_json::Value {

@@ -929,7 +929,7 @@ fn a_rewound_goal_ledger_is_reported_by_local_verify_evidence() {
     live_plan(&h);
     let e: serde_json::Map<String, Value> =
         serde_json::from_value(json!({"kind": "note", "at": "2026-01-01T00:00:00.000Z"})).unwrap();
-    let (ledger, _) = evidence_gate::ledger::chain_records(0, None, &vec![e; 3]);
+    let (ledger, _) = evidence_gate::internals::chain_records(0, None, &vec![e; 3]);
     let path = format!("{ULW}/{SID}/ledger.jsonl");
     h.write(&path, &ledger);
     block_reason(&stop(&h, &h.codex_stop(SID)));

@@ -285,7 +285,7 @@ fn second_agents_identical_receipt_is_reused() {
 #[test]
 fn a_torn_reuse_claim_claims_nothing_and_is_replaced() {
     let h = with_receipt();
-    let digest = evidence_gate::digest::sha256_hex(RECEIPT_TEXT.as_bytes());
+    let digest = evidence_gate::internals::sha256_hex(RECEIPT_TEXT.as_bytes());
     let claim = h.hook_state().join(format!("receipts/{digest}.json"));
     std::fs::create_dir_all(claim.parent().unwrap()).unwrap();
     std::fs::write(&claim, "").unwrap();
@@ -566,13 +566,13 @@ fn a_forged_mirror_line_is_dropped_and_recorded() {
     assert_allow(&h.stop(&h.codex_receipt(R)));
     let mirror = h.join(".omo/evidence-gate/ledger.jsonl");
     let mut bytes = std::fs::read(&mirror).unwrap();
-    let last = evidence_gate::ledger::record_hash(bytes.strip_suffix(b"\n").unwrap());
+    let last = evidence_gate::internals::record_hash(bytes.strip_suffix(b"\n").unwrap());
     let e: serde_json::Map<String, serde_json::Value> = serde_json::from_value(json!({
         "kind": "receipt_accepted", "ts": "2099-01-01T00:00:00.000Z",
         "receipt": {"path": "src/stub.rs", "sha256": "0".repeat(64)}
     }))
     .unwrap();
-    let (forged, _) = evidence_gate::ledger::chain_records(1, Some(&last), &[e]);
+    let (forged, _) = evidence_gate::internals::chain_records(1, Some(&last), &[e]);
     bytes.extend_from_slice(&forged);
     std::fs::write(&mirror, &bytes).unwrap();
     blocked_with(&h, &h.codex(Some("done")), "RECEIPT_MISSING");
@@ -582,7 +582,7 @@ fn a_forged_mirror_line_is_dropped_and_recorded() {
     assert_eq!(ledger[1]["forged_records"], 1);
     assert_eq!(
         ledger[1]["forged_sha256"][0],
-        evidence_gate::ledger::record_hash(forged.strip_suffix(b"\n").unwrap())
+        evidence_gate::internals::record_hash(forged.strip_suffix(b"\n").unwrap())
     );
     assert!(
         !std::fs::read_to_string(&mirror)
@@ -613,12 +613,12 @@ fn old_in_tree_counters_and_claims_are_migrated_once() {
         std::fs::remove_file(h.hook_state().join("migrated.json")).unwrap();
         n.into_string().unwrap()
     };
-    let now = evidence_gate::time::rfc3339_ms(SystemTime::now());
+    let now = evidence_gate::internals::rfc3339_ms(SystemTime::now());
     h.write(
         &format!(".omo/evidence-gate/attempts/{name}"),
         json!({"v": 1, "count": 2, "updated_at": now}).to_string(),
     );
-    let digest = evidence_gate::digest::sha256_hex(b"another receipt");
+    let digest = evidence_gate::internals::sha256_hex(b"another receipt");
     h.write(
         &format!(".omo/evidence-gate/receipts/{digest}.json"),
         json!({"v": 1, "path": "x.md", "session_id": "s-old", "agent_id": "a-old"}).to_string(),
@@ -693,7 +693,7 @@ fn transcripts_and_ledgers_are_read_only_at_their_tails() {
     let e: serde_json::Map<String, serde_json::Value> =
         serde_json::from_value(json!({"kind": "receipt_accepted", "pad": "z".repeat(300)}))
             .unwrap();
-    let (ledger, _) = evidence_gate::ledger::chain_records(0, None, &vec![e; 10_000]);
+    let (ledger, _) = evidence_gate::internals::chain_records(0, None, &vec![e; 10_000]);
     assert!(ledger.len() > 3 * 1024 * 1024);
     h.write(".omo/evidence-gate/ledger.jsonl", &ledger);
     // The witness agrees with its mirror: only their tails are compared.

@@ -248,7 +248,7 @@ impl HookRepo {
         self.state_home
             .path()
             .join("evidence-gate/v1")
-            .join(evidence_gate::userstate::workspace_id(&canonical))
+            .join(evidence_gate::internals::workspace_id(&canonical))
             .join("hooks")
     }
 
@@ -261,7 +261,7 @@ impl HookRepo {
     /// `<state dir>/<name>` (resume and spawn counters, stuck markers).
     pub fn side_path(&self, rel: &str) -> PathBuf {
         let (dir, name) = rel.rsplit_once('/').unwrap();
-        let key = &evidence_gate::digest::sha256_hex(format!("{dir}/").as_bytes())[..16];
+        let key = &evidence_gate::internals::sha256_hex(format!("{dir}/").as_bytes())[..16];
         self.hook_state().join("goal-loop").join(key).join(name)
     }
 
@@ -557,14 +557,12 @@ pub fn codex_hook_trust(hooks_json: &Path) -> String {
     for (event, groups) in doc["hooks"].as_object().into_iter().flatten() {
         for (gi, g) in groups.as_array().into_iter().flatten().enumerate() {
             for (hi, h) in g["hooks"].as_array().into_iter().flatten().enumerate() {
-                let Some(hash) = evidence_gate::init::codex_toml::hook_trust_hash(
-                    event,
-                    g["matcher"].as_str(),
-                    h,
-                ) else {
+                let Some(hash) =
+                    evidence_gate::internals::hook_trust_hash(event, g["matcher"].as_str(), h)
+                else {
                     continue;
                 };
-                let label = evidence_gate::init::codex_toml::event_label(event);
+                let label = evidence_gate::internals::event_label(event);
                 out.push_str(&format!(
                     "[hooks.state.\"{}:{label}:{gi}:{hi}\"]\ntrusted_hash = \"{hash}\"\n",
                     hooks_json.display()

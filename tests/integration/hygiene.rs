@@ -334,7 +334,7 @@ fn the_audit_catches_a_re_spaced_copy_the_claim_index_missed() {
     h.write(".omo/evidence/a.md", &first);
     h.write(".omo/evidence/b.md", &copy);
     let entry = |agent: &str, path: &str, text: &str| -> serde_json::Map<String, Value> {
-        let sha = evidence_gate::digest::sha256_hex(text.as_bytes());
+        let sha = evidence_gate::internals::sha256_hex(text.as_bytes());
         serde_json::from_value(json!({
             "kind": "receipt_accepted", "ts": "2026-12-01T10:00:00.000Z", "host": "codex",
             "session_id": "sess-1", "agent_id": agent, "agent_type": WORKER, "turn_id": "turn-1",
@@ -350,7 +350,7 @@ fn the_audit_catches_a_re_spaced_copy_the_claim_index_missed() {
         entry("agent-1", ".omo/evidence/a.md", &first),
         entry("agent-2", ".omo/evidence/b.md", &copy),
     ];
-    let (ledger, _) = evidence_gate::ledger::chain_records(0, None, &entries);
+    let (ledger, _) = evidence_gate::internals::chain_records(0, None, &entries);
     h.write(".omo/evidence-gate/ledger.jsonl", &ledger);
     let run = h.repo.run("verify-evidence", &["--format", "json"], None);
     assert_eq!(run.code, 1, "{}", run.stdout);
@@ -362,7 +362,7 @@ fn the_audit_catches_a_re_spaced_copy_the_claim_index_missed() {
         entry("agent-1", ".omo/evidence/a.md", &first),
         entry("agent-2", ".omo/evidence/b.md", other),
     ];
-    let (ledger, _) = evidence_gate::ledger::chain_records(0, None, &entries);
+    let (ledger, _) = evidence_gate::internals::chain_records(0, None, &entries);
     h.write(".omo/evidence-gate/ledger.jsonl", &ledger);
     let run = h.repo.run("verify-evidence", &["--format", "json"], None);
     assert_eq!(run.code, 0, "{}", run.stdout);

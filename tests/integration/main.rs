@@ -5,6 +5,7 @@
 
 #![allow(clippy::disallowed_methods)]
 
+mod architecture;
 mod ci_adapters;
 mod ci_audit;
 mod ci_audit_base;

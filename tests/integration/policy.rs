@@ -312,7 +312,7 @@ fn a_gate_ledger_line_dated_2099_does_not_excuse_a_stubbed_deliverable() {
     .unwrap();
     r.write(
         ".omo/evidence-gate/ledger.jsonl",
-        evidence_gate::ledger::chain_records(0, None, &[forged]).0,
+        evidence_gate::internals::chain_records(0, None, &[forged]).0,
     );
     let out = audit(&r, &[]);
     assert_eq!(out.code, 1, "{}", out.stdout);
@@ -342,7 +342,7 @@ fn a_gate_ledger_recording_yields_to_the_goal_ledgers() {
     .unwrap();
     r.write(
         ".omo/evidence-gate/ledger.jsonl",
-        evidence_gate::ledger::chain_records(0, None, &[accepted]).0,
+        evidence_gate::internals::chain_records(0, None, &[accepted]).0,
     );
     let out = audit(&r, &[]);
     assert_eq!(out.code, 0, "{}", out.stdout);

@@ -74,7 +74,7 @@ pub fn run() -> std::process::ExitCode {
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
     {
-        evidence_gate::ledger::set_verify_threads(n);
+        evidence_gate::audit::set_verify_threads(n);
     }
     let system = System::new();
     let stdin = io::stdin();

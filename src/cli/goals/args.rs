@@ -10,7 +10,7 @@ use crate::goals::GoalError;
 
 /// One accepted flag.
 #[derive(Debug, Clone)]
-pub struct Flag {
+pub(crate) struct Flag {
     /// Canonical name (`--goal-id`).
     pub name: String,
     /// Accepted synonyms.
@@ -23,7 +23,7 @@ pub struct Flag {
 
 impl Flag {
     /// A value flag.
-    pub fn value(name: &str) -> Flag {
+    pub(crate) fn value(name: &str) -> Flag {
         Flag {
             name: name.to_owned(),
             aliases: Vec::new(),
@@ -32,21 +32,21 @@ impl Flag {
         }
     }
     /// A boolean flag.
-    pub fn switch(name: &str) -> Flag {
+    pub(crate) fn switch(name: &str) -> Flag {
         Flag {
             value: false,
             ..Flag::value(name)
         }
     }
     /// A repeatable value flag.
-    pub fn repeated(name: &str) -> Flag {
+    pub(crate) fn repeated(name: &str) -> Flag {
         Flag {
             repeatable: true,
             ..Flag::value(name)
         }
     }
     /// With synonyms.
-    pub fn aliases(mut self, aliases: &[String]) -> Flag {
+    pub(crate) fn aliases(mut self, aliases: &[String]) -> Flag {
         self.aliases = aliases.to_vec();
         self
     }
@@ -54,7 +54,7 @@ impl Flag {
 
 /// The parsed command line of one subcommand.
 #[derive(Debug, Default)]
-pub struct Args {
+pub(crate) struct Args {
     values: BTreeMap<String, Vec<Option<String>>>,
     conflicts: Vec<String>,
     /// Words that are neither flags nor flag values.
@@ -64,7 +64,7 @@ pub struct Args {
 }
 
 /// Parses `tokens` against `flags`.
-pub fn parse(tokens: &[String], flags: &[Flag]) -> Args {
+pub(crate) fn parse(tokens: &[String], flags: &[Flag]) -> Args {
     let find = |name: &str| {
         flags
             .iter()
@@ -117,14 +117,14 @@ pub fn parse(tokens: &[String], flags: &[Flag]) -> Args {
 
 impl Args {
     /// Whether the flag (or a synonym) appeared.
-    pub fn has(&self, name: &str) -> bool {
+    pub(crate) fn has(&self, name: &str) -> bool {
         self.values.contains_key(name)
     }
 
     /// The single value of a flag: `Ok(None)` when absent, `Ok(Some(None))`
     /// when present without a value; repeated with different values is
     /// `ULW_LOOP_ARGUMENT_CONFLICT`.
-    pub fn one(&self, name: &str) -> Result<Option<Option<&str>>, GoalError> {
+    pub(crate) fn one(&self, name: &str) -> Result<Option<Option<&str>>, GoalError> {
         let Some(list) = self.values.get(name) else {
             return Ok(None);
         };
@@ -139,7 +139,7 @@ impl Args {
 
     /// The trimmed, non-blank value of a flag (blank — nothing shows after
     /// [`crate::text::fold`] — or missing ⇒ `None`).
-    pub fn text(&self, name: &str) -> Result<Option<String>, GoalError> {
+    pub(crate) fn text(&self, name: &str) -> Result<Option<String>, GoalError> {
         Ok(self
             .one(name)?
             .flatten()
@@ -149,12 +149,12 @@ impl Args {
     }
 
     /// The raw value of a flag (present with a value).
-    pub fn raw(&self, name: &str) -> Result<Option<String>, GoalError> {
+    pub(crate) fn raw(&self, name: &str) -> Result<Option<String>, GoalError> {
         Ok(self.one(name)?.flatten().map(str::to_owned))
     }
 
     /// Every value of a repeatable flag, in order (occurrences without a value skipped).
-    pub fn all(&self, name: &str) -> Vec<String> {
+    pub(crate) fn all(&self, name: &str) -> Vec<String> {
         self.values
             .get(name)
             .map(|l| l.iter().flatten().cloned().collect())

@@ -16,9 +16,10 @@ use serde_json::{Map, Value, json};
 use super::Io;
 use crate::ambient::{self, Ambient};
 use crate::goals::plan::Plan;
-use crate::goals::profile::{Profiles, ProjectRoot};
+use crate::goals::profile::ProjectRoot;
 use crate::goals::{Engine, EngineOptions, ErrorKind, GoalError, session};
 use crate::rules::RuleSet;
+use crate::rules::profiles::Profiles;
 use crate::workspace::{OnError, RepoRules, Workspace, WorkspaceError, WorkspaceOptions};
 
 /// Subcommands this build implements.
@@ -194,22 +195,22 @@ pub(crate) enum Field {
 pub(crate) struct Body(Vec<(String, Field)>);
 
 impl Body {
-    pub fn insert(&mut self, key: &str, value: Value) {
+    pub(crate) fn insert(&mut self, key: &str, value: Value) {
         self.0.push((key.to_owned(), Field::Value(value)));
     }
-    pub fn extend(&mut self, map: Map<String, Value>) {
+    pub(crate) fn extend(&mut self, map: Map<String, Value>) {
         self.0
             .extend(map.into_iter().map(|(k, v)| (k, Field::Value(v))));
     }
     /// Appends `plan` as `"plan"`.
-    pub fn plan(&mut self, plan: Plan) {
+    pub(crate) fn plan(&mut self, plan: Plan) {
         self.0
             .push(("plan".to_owned(), Field::Plan(Box::new(plan))));
     }
     /// Repeats each value member named in `aliases` under its alias
     /// (`compat/outputAliases`); a member already present is kept, and an
     /// absent one is repeated as `null` (the foreign tool prints the key).
-    pub fn alias(&mut self, aliases: &std::collections::BTreeMap<String, String>) {
+    pub(crate) fn alias(&mut self, aliases: &std::collections::BTreeMap<String, String>) {
         let mut extra = Vec::new();
         for (ours, theirs) in aliases {
             if self.0.iter().any(|(k, _)| k == theirs) {
@@ -224,7 +225,7 @@ impl Body {
         self.0.extend(extra);
     }
     /// Puts `plan` first (the anchor's `{ok, plan, …}` order).
-    pub fn plan_first(&mut self, plan: Plan) {
+    pub(crate) fn plan_first(&mut self, plan: Plan) {
         self.0
             .insert(0, ("plan".to_owned(), Field::Plan(Box::new(plan))));
     }
@@ -263,7 +264,7 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
-    pub fn new(body: Body, text: String) -> Reply {
+    pub(crate) fn new(body: Body, text: String) -> Reply {
         Reply {
             ok: true,
             body,

@@ -9,7 +9,7 @@ use crate::finding::{Code, Finding, Report, Severity, Verdict};
 
 /// GitHub Actions workflow commands: one `::error|warning|notice` line per
 /// finding (annotated with file and title), then the summary line.
-pub fn github(run: &Run) -> String {
+pub(crate) fn github(run: &Run) -> String {
     let mut out = String::new();
     for r in &run.reports {
         for f in r.findings() {
@@ -60,7 +60,7 @@ fn escape_property(s: &str) -> String {
 /// JUnit XML: one test case per payload or audited plan; failures carry the
 /// findings, could-not-verify reports are `<error>`. `time` (seconds) is the
 /// measured wall time of the run and of each report.
-pub fn junit(run: &Run) -> String {
+pub(crate) fn junit(run: &Run) -> String {
     let failures = run
         .reports
         .iter()
@@ -179,14 +179,14 @@ fn xml(s: &str) -> String {
 }
 
 /// The base every SARIF result URI is relative to (`uriBaseId`).
-pub const SRCROOT: &str = "SRCROOT";
+pub(crate) const SRCROOT: &str = "SRCROOT";
 
 /// SARIF 2.1.0 with one rule per finding code (help text from the code
 /// table, `helpUri` its entry in `docs/codes.md`) and one result per finding.
 /// Every result has a region (`startLine` 1 for a finding about a whole
 /// file), a URI relative to `SRCROOT` and a `partialFingerprints` entry that
 /// stays the same across runs for the same finding.
-pub fn sarif(run: &Run) -> Value {
+pub(crate) fn sarif(run: &Run) -> Value {
     let rules: Vec<Value> = Code::ALL
         .iter()
         .map(|c| {
@@ -261,22 +261,22 @@ pub fn sarif(run: &Run) -> Value {
 
 /// The `partialFingerprints` key: SHA-256 of the code, subject, location,
 /// line and message, NUL-separated.
-pub const FINGERPRINT: &str = "evidenceGateFinding/v1";
+pub(crate) const FINGERPRINT: &str = "evidenceGateFinding/v1";
 
 /// The code's entry in `docs/codes.md` (anchor: the code in lower case).
-pub fn help_uri(c: Code) -> String {
+pub(crate) fn help_uri(c: Code) -> String {
     super::docs_url(&format!("codes.md#{}", c.name().to_ascii_lowercase()))
 }
 
 /// The in-toto Statement v1 `predicateType` of a verify-evidence report.
-pub const PREDICATE_TYPE: &str = "https://docs.rs/crate/evidence-gate/latest/source/docs/ci-formats.md#verify-evidence-report-v1";
+pub(crate) const PREDICATE_TYPE: &str = "https://docs.rs/crate/evidence-gate/latest/source/docs/ci-formats.md#verify-evidence-report-v1";
 
 /// An in-toto Statement v1: one subject per verified file (name as the
 /// report shows it, `sha256` digest), the JSON report as the predicate. A
 /// run that verified no file has no subject, which the statement format
 /// forbids: such a run is an error to render (exit 2), never a statement
 /// that attests nothing.
-pub fn in_toto(run: &Run) -> Result<Value, String> {
+pub(crate) fn in_toto(run: &Run) -> Result<Value, String> {
     let mut subjects: Vec<(String, String)> = Vec::new();
     for r in &run.reports {
         for f in r.files() {

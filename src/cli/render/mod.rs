@@ -31,7 +31,7 @@ pub enum Format {
 
 /// What a run verified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// Payload files given on the command line.
     Payloads,
     /// Repository mode (payloads given with `--ledger` are included).
@@ -41,7 +41,7 @@ pub enum Scope {
 /// The policy a repository audit used (docs/threat-model.md#i9).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Policy {
+pub(crate) struct Policy {
     /// `sha256:<hex>` of the merged rules document.
     pub digest: String,
     /// The layers applied, embedded first.
@@ -53,7 +53,7 @@ pub struct Policy {
 
 /// A whole verification run.
 #[derive(Debug, Serialize)]
-pub struct Run {
+pub(crate) struct Run {
     /// Worst verdict over the reports.
     pub verdict: Verdict,
     /// The policy of a repository audit.
@@ -79,13 +79,13 @@ pub struct Run {
 
 impl Run {
     /// Combines payload reports into a run.
-    pub fn new(reports: Vec<Report>) -> Run {
+    pub(crate) fn new(reports: Vec<Report>) -> Run {
         Run::with_scope(reports, Scope::Payloads)
     }
 
     /// Combines reports of a run of the given scope. A repository audit
     /// without reports (nothing found, `--allow-empty`) passes.
-    pub fn with_scope(reports: Vec<Report>, scope: Scope) -> Run {
+    pub(crate) fn with_scope(reports: Vec<Report>, scope: Scope) -> Run {
         let verdict = Verdict::worst(reports.iter().map(Report::verdict));
         Run {
             verdict,
@@ -128,7 +128,12 @@ impl Run {
 }
 
 /// Renders the run; a failure here is exit 2, never 0.
-pub fn render(run: &Run, format: Format, quiet: bool, color: bool) -> Result<Vec<u8>, String> {
+pub(crate) fn render(
+    run: &Run,
+    format: Format,
+    quiet: bool,
+    color: bool,
+) -> Result<Vec<u8>, String> {
     match format {
         Format::Json => {
             let mut s = serde_json::to_string_pretty(run).map_err(|e| e.to_string())?;

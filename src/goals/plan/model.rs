@@ -3,45 +3,34 @@
 
 use serde_json::{Map, Value};
 
-macro_rules! wire_enum {
-    ($(#[$m:meta])* $name:ident { $($variant:ident = $wire:literal),* $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $(
-                #[doc = concat!("`", $wire, "`")]
-                $variant,
-            )*
-        }
+use crate::wire::wire_enum;
 
-        impl $name {
-            /// Every value, in wire order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+/// The blocker set a successful transition clears (docs/engine.md#ge-3 step 9):
+/// completing a goal, a failed final review (which also drops
+/// `completedAt`) and an `unblock` steering.
+pub const BLOCKER_FIELDS: &[&str] = &[
+    "blockedReason",
+    "blockerSignature",
+    "blockerOccurrenceCount",
+    "requiredExternalDecision",
+    "nonRetriable",
+    "failedAt",
+    "failureReason",
+    "blocker",
+    "blockerEvidence",
+    "blockerOccurrences",
+    "blockedAt",
+];
 
-            /// The wire string.
-            pub const fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $wire,)* }
-            }
-
-            /// Parses the wire string.
-            pub fn parse(s: &str) -> Option<$name> {
-                match s { $($wire => Some($name::$variant),)* _ => None }
-            }
-
-            /// The wire names, in order.
-            pub fn names() -> Vec<&'static str> {
-                Self::ALL.iter().map(|v| v.as_str()).collect()
-            }
-        }
-    };
-}
-
-/// Shared by every wire enumeration of the engine (plan and steering).
-pub(crate) use wire_enum;
+/// The part of the blocker set a new attempt clears: the signature and its
+/// counters stay, so that a recurring blocker still escalates
+/// (docs/differences.md#r-2 step 6).
+pub const ATTEMPT_CLEARED_FIELDS: &[&str] =
+    &["blockedReason", "nonRetriable", "failedAt", "failureReason"];
 
 wire_enum!(
     /// A goal's `status`.
-    GoalStatus {
+    pub GoalStatus {
         Pending = "pending",
         InProgress = "in_progress",
         Complete = "complete",
@@ -54,7 +43,7 @@ wire_enum!(
 
 wire_enum!(
     /// A goal's `steeringStatus` overlay.
-    Overlay {
+    pub Overlay {
         Superseded = "superseded",
         Blocked = "blocked",
     }
@@ -62,7 +51,7 @@ wire_enum!(
 
 wire_enum!(
     /// A criterion's `status`.
-    CriterionStatus {
+    pub CriterionStatus {
         Pending = "pending",
         Pass = "pass",
         Fail = "fail",
@@ -72,7 +61,7 @@ wire_enum!(
 
 wire_enum!(
     /// A criterion's `userModel`.
-    UserModel {
+    pub UserModel {
         Happy = "happy",
         Edge = "edge",
         Regression = "regression",
@@ -82,7 +71,7 @@ wire_enum!(
 
 wire_enum!(
     /// The plan's `codexGoalMode`.
-    Mode {
+    pub Mode {
         Aggregate = "aggregate",
         PerStory = "per_story",
     }
@@ -208,9 +197,9 @@ impl<'a> GoalMut<'a> {
         }
         self
     }
-    /// Clears the blocker set ([`crate::goals::blockers::BLOCKER_FIELDS`]).
+    /// Clears the blocker set ([`BLOCKER_FIELDS`]).
     pub fn clear_blockers(&mut self) -> &mut Self {
-        self.clear(crate::goals::blockers::BLOCKER_FIELDS)
+        self.clear(BLOCKER_FIELDS)
     }
     /// `status`.
     pub fn set_status(&mut self, s: GoalStatus) -> &mut Self {

@@ -46,7 +46,7 @@ fn enum_field(
 }
 
 /// Checks every field rule; returns the goal-id index on success.
-pub fn check(doc: &Map<String, Value>) -> Result<HashMap<String, usize>, Violation> {
+pub(crate) fn check(doc: &Map<String, Value>) -> Result<HashMap<String, usize>, Violation> {
     if let Some(r) = doc.get("revision")
         && !non_negative_int(r)
     {

@@ -11,12 +11,12 @@ use serde_json::{Map, Value, json};
 
 use crate::goals::error::{GoalError, SteeringCode};
 
-use crate::goals::plan::model::wire_enum as wire;
+use crate::wire::wire_enum as wire;
 
 wire!(
     /// A steering mutation kind: the seven of docs/differences.md#r-1, then `unblock` and
     /// `revise_batch` (docs/engine.md#ge-5).
-    Kind {
+    pub Kind {
         AddSubgoal = "add_subgoal",
         SplitSubgoal = "split_subgoal",
         ReorderPending = "reorder_pending",
@@ -31,7 +31,7 @@ wire!(
 
 wire!(
     /// Where a proposal came from (recorded as `source`, provenance only).
-    Source {
+    pub Source {
         UserPromptSubmit = "user_prompt_submit",
         Finding = "finding",
         Cli = "cli",
@@ -40,7 +40,7 @@ wire!(
 
 wire!(
     /// The channel a proposal arrived on (recorded as `channel` in every audit).
-    Channel {
+    pub Channel {
         Cli = "cli",
         Batch = "batch",
         Directive = "directive",

@@ -7,7 +7,8 @@
 //! state lock, never the other way round, so the two cannot deadlock.
 
 pub mod registry;
-pub mod rules;
+/// The workflow rule family, defined in [`crate::rules::workflow`].
+pub use crate::rules::workflow as rules;
 
 use cap_std::fs::Dir;
 use serde_json::{Value, json};

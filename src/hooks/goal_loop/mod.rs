@@ -29,17 +29,17 @@ use super::witness::HookState;
 use crate::ambient::{self, Ambient};
 use crate::goals::lifecycle;
 use crate::goals::loop_state::{self, Located};
-use crate::goals::profile::Profiles;
 use crate::goals::{Engine, EngineOptions, Profile, SidSource, SurfaceInputs, team};
 use crate::rules::RuleSet;
 use crate::rules::goal_loop::{
     CreateGoalGuardRules, DenyFor, SpawnRules, StopRules, TeamGuardRules, UserPromptSubmitRules,
 };
 use crate::rules::hooks::{Directives, HooksRules};
+use crate::rules::profiles::Profiles;
 use crate::store::{LockError, MutationLock};
 
 /// Placeholders of the stop-resume templates (docs/hook-contracts.md#h-4).
-pub const STOP_PLACEHOLDERS: &[&str] = &[
+pub(crate) const STOP_PLACEHOLDERS: &[&str] = &[
     "GOAL_ID",
     "GOAL_TITLE",
     "CLI",
@@ -48,13 +48,13 @@ pub const STOP_PLACEHOLDERS: &[&str] = &[
     "MAX_RESUMES",
 ];
 /// Placeholders of the `create_goal` deny template (docs/hook-contracts.md#h-6).
-pub const CREATE_GOAL_PLACEHOLDERS: &[&str] = &["PROBLEMS", "ALLOWED_KEYS"];
+pub(crate) const CREATE_GOAL_PLACEHOLDERS: &[&str] = &["PROBLEMS", "ALLOWED_KEYS"];
 /// Placeholders of the ultrawork pointer template (docs/hook-contracts.md#h-5).
-pub const POINTER_PLACEHOLDERS: &[&str] = &["SKILL_PATH", "GOAL_STEP"];
+pub(crate) const POINTER_PLACEHOLDERS: &[&str] = &["SKILL_PATH", "GOAL_STEP"];
 
 /// Placeholders of the ultrawork template: the goal step, which names the
 /// `create_goal`/`update_goal` tools only on Codex (the one host that has them).
-pub const ULTRAWORK_PLACEHOLDERS: &[&str] = &["GOAL_STEP"];
+pub(crate) const ULTRAWORK_PLACEHOLDERS: &[&str] = &["GOAL_STEP"];
 /// Static text of the reason templates (the rendered reason is ≤ 2 KiB).
 const MAX_STATIC_REASON: usize = 1536;
 /// Static text of the injected context templates (shortened per host later).
@@ -62,7 +62,7 @@ const MAX_STATIC_CONTEXT: usize = 16 * 1024;
 
 /// One profile with its compiled stop directive.
 #[derive(Debug, Clone)]
-pub struct LoopProfile {
+pub(crate) struct LoopProfile {
     /// The profile.
     pub profile: Profile,
     stop_directive: Template,
@@ -71,7 +71,7 @@ pub struct LoopProfile {
 /// The compiled goal-loop policy: every family plus the templates and
 /// patterns derived from them.
 #[derive(Debug, Clone)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// `stop.*`.
     pub stop: StopRules,
     /// `user_prompt_submit.*`.
@@ -121,7 +121,7 @@ fn template(
 
 impl Policy {
     /// Compiles the policy; an error names the rules key at fault.
-    pub fn compile(set: &RuleSet) -> Result<Policy, String> {
+    pub(crate) fn compile(set: &RuleSet) -> Result<Policy, String> {
         let e = |x: crate::rules::RulesError| x.to_string();
         let stop: StopRules = set.family().map_err(e)?;
         let prompt: UserPromptSubmitRules = set.family().map_err(e)?;
@@ -210,7 +210,7 @@ impl Policy {
     }
 
     /// The profiles `--profile` selects (`auto`: all).
-    pub fn candidates(&self, flag: &str) -> Vec<&LoopProfile> {
+    pub(crate) fn candidates(&self, flag: &str) -> Vec<&LoopProfile> {
         self.profiles
             .iter()
             .filter(|p| flag == "auto" || p.profile.name == flag)
@@ -218,7 +218,7 @@ impl Policy {
     }
 
     /// Renders a stop-resume directive (docs/hook-contracts.md#h-4) within `max` bytes.
-    pub fn render_stop(
+    pub(crate) fn render_stop(
         p: &LoopProfile,
         goal_id: &str,
         goal_title: &str,
@@ -255,7 +255,7 @@ pub(crate) fn clip_chars(s: &str, max: usize) -> String {
 }
 
 /// Everything one goal-loop decision needs.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     /// Ambient access (transcripts, the environment).
     pub amb: &'a dyn Ambient,
     /// The run's diagnostics.
@@ -279,7 +279,7 @@ pub struct Ctx<'a> {
 }
 
 /// A session's plan and the profile it belongs to.
-pub struct Found<'a> {
+pub(crate) struct Found<'a> {
     /// The profile.
     pub profile: &'a LoopProfile,
     /// The plan and its state directory.
@@ -287,7 +287,7 @@ pub struct Found<'a> {
 }
 
 /// A session's plan that exists but cannot be read, and its profile.
-pub struct UnreadablePlan<'a> {
+pub(crate) struct UnreadablePlan<'a> {
     /// The profile.
     pub profile: &'a LoopProfile,
     /// The scope and the error.
@@ -296,7 +296,7 @@ pub struct UnreadablePlan<'a> {
 
 impl UnreadablePlan<'_> {
     /// `--session-id <sid>` for rendered commands of a scoped plan.
-    pub fn scope_flag(&self) -> String {
+    pub(crate) fn scope_flag(&self) -> String {
         self.what
             .paths
             .sid
@@ -306,7 +306,7 @@ impl UnreadablePlan<'_> {
     }
 
     /// The one-line fix shown with `HOOK_PLAN_UNREADABLE`.
-    pub fn fix(&self) -> String {
+    pub(crate) fn fix(&self) -> String {
         let file = self.what.paths.goals();
         format!(
             "restore {file} from version control (`git checkout -- {file}`); `{} repair{} --check` says what is wrong",
@@ -317,7 +317,7 @@ impl UnreadablePlan<'_> {
 }
 
 /// The plans of a session over the candidate profiles.
-pub struct Resolved<'a> {
+pub(crate) struct Resolved<'a> {
     /// The plan the hooks act on, if one was read.
     pub found: Option<Found<'a>>,
     /// Plans that exist but could not be read, in profile order.
@@ -330,7 +330,7 @@ impl<'a> Ctx<'a> {
     /// `updatedAt`, then profile order. A plan that exists but cannot be
     /// read is returned apart: the Stop hook and the spawn guard refuse on
     /// it (docs/threat-model.md#i2), the prompt hook passes it over.
-    pub fn resolve_plan(&self, candidates: &[&'a LoopProfile]) -> Resolved<'a> {
+    pub(crate) fn resolve_plan(&self, candidates: &[&'a LoopProfile]) -> Resolved<'a> {
         let now = crate::time::rfc3339_ms(std::time::SystemTime::now());
         let mut found: Vec<(usize, Found<'a>)> = Vec::new();
         let mut unreadable = Vec::new();
@@ -373,7 +373,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Writes the `HOOK_PLAN_UNREADABLE` line of `u` with `outcome`.
-    pub fn plan_unreadable(&self, u: &UnreadablePlan<'_>, outcome: &str, summary: &str) {
+    pub(crate) fn plan_unreadable(&self, u: &UnreadablePlan<'_>, outcome: &str, summary: &str) {
         self.diag.write(
             HookCode::HookPlanUnreadable,
             outcome,
@@ -392,7 +392,7 @@ impl<'a> Ctx<'a> {
     /// error and the `lstat` of `goals.json` (kind, size, mtime, inode; never
     /// opened, so a FIFO cannot hang the hook). It changes when the file
     /// does, so a fresh fault gets a fresh budget.
-    pub fn unreadable_digest(&self, u: &UnreadablePlan<'_>) -> String {
+    pub(crate) fn unreadable_digest(&self, u: &UnreadablePlan<'_>) -> String {
         let file = u.what.paths.goals();
         let meta = match self.root.symlink_metadata(&file) {
             Ok(m) => {
@@ -429,7 +429,7 @@ impl<'a> Ctx<'a> {
     /// worker whatever the environment or `team_guard.deny_for` says; then
     /// a worker environment marker of any profile; then an agent type alone
     /// under `team_guard.deny_for`.
-    pub fn worker_marker(&self) -> Option<String> {
+    pub(crate) fn worker_marker(&self) -> Option<String> {
         if let Some(agent) = &self.env.agent
             && agent.id.is_some()
         {
@@ -458,7 +458,7 @@ impl<'a> Ctx<'a> {
     /// Why a steering directive comes from a team worker (docs/engine.md
     /// docs/hook-contracts.md#h-10 on the hook channel): a worker environment marker, an agent type
     /// matching `team/workerAgentTypes`, or a subagent (non-empty agent id).
-    pub fn steering_worker(&self, profile: &Profile) -> Option<String> {
+    pub(crate) fn steering_worker(&self, profile: &Profile) -> Option<String> {
         if let Some(m) = self.env_worker() {
             return Some(m);
         }
@@ -473,7 +473,7 @@ impl<'a> Ctx<'a> {
     /// The goal engine of `profile` over this payload's root, scoped to
     /// `sid` (the payload's session is the attempt-directory fallback). Only
     /// the gate preflight needs the surface inputs.
-    pub fn engine_for(
+    pub(crate) fn engine_for(
         &self,
         profile: &LoopProfile,
         sid: Option<String>,
@@ -508,7 +508,7 @@ impl<'a> Ctx<'a> {
     /// The session's plan scope in one profile without reading a scoped
     /// plan (steering reads it under the lock); a problem writes
     /// `HOOK_PLAN_UNREADABLE`.
-    pub fn resolve_scope(
+    pub(crate) fn resolve_scope(
         &self,
         p: &LoopProfile,
     ) -> Option<(crate::goals::StatePaths, loop_state::Ownership)> {
@@ -562,7 +562,7 @@ impl<'a> Ctx<'a> {
     /// The plan's binding to its ledger when the plan is tampered with
     /// (docs/threat-model.md#i7); a ledger that cannot be read to check it is a
     /// state fault that blocks (docs/threat-model.md#i2).
-    pub fn tampered_binding(
+    pub(crate) fn tampered_binding(
         &self,
         found: &Found<'_>,
     ) -> Result<Option<crate::goals::binding::Binding>, Decision> {
@@ -581,7 +581,7 @@ impl<'a> Ctx<'a> {
     /// docs/threat-model.md#i2): writes a `HOOK_STATE_IO` line and blocks the stop (`tool`:
     /// denies the call), telling the user to act. A sabotaged side file must
     /// not switch the resume or the fan-out cap off.
-    pub fn state_io(&self, what: &str, path: &str, e: &dyn std::fmt::Display) -> Decision {
+    pub(crate) fn state_io(&self, what: &str, path: &str, e: &dyn std::fmt::Display) -> Decision {
         self.fault(
             HookCode::HookStateIo,
             what,
@@ -593,7 +593,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// [`Ctx::state_io`] for the tool family: the call is denied.
-    pub fn state_io_tool(&self, what: &str, path: &str, e: &dyn std::fmt::Display) -> Decision {
+    pub(crate) fn state_io_tool(
+        &self,
+        what: &str,
+        path: &str,
+        e: &dyn std::fmt::Display,
+    ) -> Decision {
         self.fault(
             HookCode::HookStateIo,
             what,
@@ -608,13 +613,13 @@ impl<'a> Ctx<'a> {
     /// plan `found` (resume and spawn counters, stuck markers, their lock):
     /// `<user state>/hooks/goal-loop/<16 hex of the state path>/`, out of
     /// the agent's reach (docs/threat-model.md#tm-3). A fault blocks (`tool`: denies).
-    pub fn side_state(&self, found: &Found<'_>, tool: bool) -> Result<SideState, Decision> {
+    pub(crate) fn side_state(&self, found: &Found<'_>, tool: bool) -> Result<SideState, Decision> {
         self.side_state_at(&found.located.paths, tool)
     }
 
     /// [`Ctx::side_state`] of the plan scope `paths` (a plan that could not
     /// be read has its budget there too).
-    pub fn side_state_at(
+    pub(crate) fn side_state_at(
         &self,
         paths: &crate::goals::StatePaths,
         tool: bool,
@@ -759,7 +764,7 @@ impl<'a> Ctx<'a> {
     /// (docs/threat-model.md#tm-3), so that local `verify-evidence` can tell a
     /// ledger that fell behind. Best effort: no gated decision depends on
     /// it, and a fault is left to `doctor`.
-    pub fn observe_head(&self, found: &Found<'_>) {
+    pub(crate) fn observe_head(&self, found: &Found<'_>) {
         let state_dir = found.located.paths.file("");
         let state_dir = state_dir.trim_end_matches('/');
         let Some(head) = super::witness::ledger_head(&found.located.dir, state_dir) else {
@@ -805,7 +810,7 @@ impl<'a> Ctx<'a> {
 const DOCTOR_FIX: &str = "run `evidence-gate doctor --fix`";
 
 /// The per-user side-file directory of one plan, locked.
-pub struct SideState {
+pub(crate) struct SideState {
     /// The directory.
     pub dir: Dir,
     base: String,
@@ -814,19 +819,19 @@ pub struct SideState {
 
 impl SideState {
     /// The ambient path of a side file (messages only).
-    pub fn display(&self, name: &str) -> String {
+    pub(crate) fn display(&self, name: &str) -> String {
         format!("{}/{name}", self.base)
     }
 
     /// Releases the lock.
-    pub fn release(self) {
+    pub(crate) fn release(self) {
         let _ = self.lock.release();
     }
 }
 
 /// Written in a plan scope's per-user side directory once the in-tree resume
 /// counters of earlier versions were migrated ([`Ctx::side_state_at`]).
-pub const SIDE_MIGRATED: &str = "migrated.json";
+pub(crate) const SIDE_MIGRATED: &str = "migrated.json";
 /// In-tree side files looked at, at most, by the migration.
 const MAX_LEGACY_SIDE: usize = 10_000;
 
@@ -853,7 +858,7 @@ fn counter_of(bytes: &[u8]) -> Option<(u64, String)> {
 }
 
 /// Decides one goal-loop event.
-pub fn decide(c: &Ctx<'_>, event: HookEvent, body: &Body) -> Decision {
+pub(crate) fn decide(c: &Ctx<'_>, event: HookEvent, body: &Body) -> Decision {
     match (event, body) {
         (HookEvent::Stop, Body::Stop(s)) => stop::decide(c, s),
         (HookEvent::UserPromptSubmit, Body::Prompt(p)) => prompt::decide(c, p),

@@ -14,7 +14,7 @@ use crate::hooks::event::{Decision, PromptEvent};
 
 /// A steering marker found in a prompt.
 #[derive(Debug, Clone, Copy)]
-pub struct Marker<'a> {
+pub(crate) struct Marker<'a> {
     /// The profile whose marker it is.
     pub profile: &'a LoopProfile,
     /// The marker text.
@@ -26,7 +26,10 @@ pub struct Marker<'a> {
 /// The first steering marker of `prompt` (docs/hook-contracts.md#h-5): case-sensitive, at
 /// the start or after whitespace, followed by `:`; the earliest wins, and
 /// the longer marker at the same position.
-pub fn find_marker<'a>(prompt: &'a str, candidates: &[&'a LoopProfile]) -> Option<Marker<'a>> {
+pub(crate) fn find_marker<'a>(
+    prompt: &'a str,
+    candidates: &[&'a LoopProfile],
+) -> Option<Marker<'a>> {
     let mut best: Option<(usize, Marker<'a>)> = None;
     for p in candidates {
         for m in &p.profile.steering.directive_markers {

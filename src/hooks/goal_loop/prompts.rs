@@ -25,23 +25,23 @@ use crate::store::{LockError, LockOptions, MutationLock};
 use crate::userstate::{UserState, UserStateError};
 
 /// The witness subdirectory.
-pub const DIR: &str = "prompts";
+pub(crate) const DIR: &str = "prompts";
 /// The current generation.
-pub const FILE: &str = "prompts.jsonl";
+pub(crate) const FILE: &str = "prompts.jsonl";
 /// The previous generation.
-pub const ROTATED: &str = "prompts.1.jsonl";
+pub(crate) const ROTATED: &str = "prompts.1.jsonl";
 /// The decisions already carried to the gate ledger (one key a line).
-pub const VERIFIED: &str = "verified.txt";
+pub(crate) const VERIFIED: &str = "verified.txt";
 /// Bytes of prompt text kept per record.
-pub const MAX_TEXT: usize = 64 * 1024;
+pub(crate) const MAX_TEXT: usize = 64 * 1024;
 /// Size at which the current generation rotates.
-pub const MAX_FILE: u64 = 4 * 1024 * 1024;
+pub(crate) const MAX_FILE: u64 = 4 * 1024 * 1024;
 /// Largest generation read (a generation may overshoot by one record).
 const MAX_READ: u64 = MAX_FILE + 2 * MAX_TEXT as u64 + 4096;
 
 /// One recorded user prompt.
 #[derive(Debug, Clone)]
-pub struct Prompt {
+pub(crate) struct Prompt {
     /// When the hook saw it (RFC 3339, UTC, milliseconds).
     pub at: String,
     /// SHA-256 of the full prompt.
@@ -51,7 +51,7 @@ pub struct Prompt {
 }
 
 /// Opens the per-user state directory of the workspace at `root`.
-pub fn open_state(
+pub(crate) fn open_state(
     amb: &dyn crate::ambient::Ambient,
     root: &Path,
 ) -> Result<UserState, UserStateError> {
@@ -63,12 +63,12 @@ fn dir(us: &UserState) -> io::Result<Dir> {
 }
 
 /// The ambient path of the witness file (for messages).
-pub fn display(us: &UserState) -> PathBuf {
+pub(crate) fn display(us: &UserState) -> PathBuf {
     us.path().join(DIR).join(FILE)
 }
 
 /// Records one prompt of `session` seen at `at`.
-pub fn record(us: &UserState, session: &str, at: &str, prompt: &str) -> io::Result<()> {
+pub(crate) fn record(us: &UserState, session: &str, at: &str, prompt: &str) -> io::Result<()> {
     let d = dir(us)?;
     if let Ok(m) = d.symlink_metadata(FILE)
         && m.is_file()
@@ -112,7 +112,7 @@ fn read_generation(d: &Dir, name: &str) -> io::Result<Vec<u8>> {
 
 /// Every recorded prompt of `session`, oldest first (lines that do not
 /// parse are skipped).
-pub fn load(us: &UserState, session: &str) -> io::Result<Vec<Prompt>> {
+pub(crate) fn load(us: &UserState, session: &str) -> io::Result<Vec<Prompt>> {
     let d = dir(us)?;
     let mut out = Vec::new();
     for name in [ROTATED, FILE] {
@@ -141,7 +141,7 @@ pub fn load(us: &UserState, session: &str) -> io::Result<Vec<Prompt>> {
 /// loaded only that session's prompts), seen no later than the decision was
 /// recorded, carrying its text or its id. A decision without a time is
 /// never verified.
-pub fn verifying<'a>(prompts: &'a [Prompt], d: &UserDecision) -> Option<&'a Prompt> {
+pub(crate) fn verifying<'a>(prompts: &'a [Prompt], d: &UserDecision) -> Option<&'a Prompt> {
     let at = d.at.as_deref()?;
     prompts
         .iter()
@@ -149,18 +149,18 @@ pub fn verifying<'a>(prompts: &'a [Prompt], d: &UserDecision) -> Option<&'a Prom
 }
 
 /// The key of a verified decision in [`VERIFIED`].
-pub fn verified_key(d: &UserDecision) -> String {
+pub(crate) fn verified_key(d: &UserDecision) -> String {
     format!("{}\t{}", witness::goal_key(&d.goal_id), d.sha256())
 }
 
 /// Whether `key` was already carried to the gate ledger.
-pub fn already_carried(us: &UserState, key: &str) -> io::Result<bool> {
+pub(crate) fn already_carried(us: &UserState, key: &str) -> io::Result<bool> {
     let bytes = read_generation(&dir(us)?, VERIFIED)?;
     Ok(bytes.split(|b| *b == b'\n').any(|l| l == key.as_bytes()))
 }
 
 /// Notes `key` as carried to the gate ledger.
-pub fn note_carried(us: &UserState, key: &str) -> io::Result<()> {
+pub(crate) fn note_carried(us: &UserState, key: &str) -> io::Result<()> {
     let d = dir(us)?;
     let (mut file, created) = crate::store::open_append(&d, VERIFIED)?;
     let mut line = key.as_bytes().to_vec();

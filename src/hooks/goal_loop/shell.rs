@@ -16,7 +16,7 @@
 use serde_json::Value;
 
 /// One profile's command words.
-pub struct ProfileWords<'a> {
+pub(crate) struct ProfileWords<'a> {
     /// Words that run the profile (`ulw-loop`, `ulw`, `omo-ulw-loop`).
     pub cli_words: &'a [String],
     /// Parent commands that take the profile name or a bare subcommand (`omo`).
@@ -28,7 +28,7 @@ pub struct ProfileWords<'a> {
 }
 
 /// What the guard looks for.
-pub struct Grammar<'a> {
+pub(crate) struct Grammar<'a> {
     /// Every candidate profile.
     pub profiles: Vec<ProfileWords<'a>>,
     /// Words that run the next word as a command.
@@ -40,7 +40,7 @@ pub struct Grammar<'a> {
 
 /// The command text of a shell tool call: `command` or `cmd`, a string or
 /// an array of strings joined by spaces, cut to `max` bytes.
-pub fn command_text(input: &Value, max: usize) -> Option<String> {
+pub(crate) fn command_text(input: &Value, max: usize) -> Option<String> {
     let v = input.get("command").or_else(|| input.get("cmd"))?;
     let text = match v {
         Value::String(s) => s.clone(),
@@ -195,7 +195,7 @@ fn is_assignment(token: &str) -> bool {
 const MAX_NESTING: usize = 8;
 
 /// The first mutating goal-engine command in `cmd`, as `(word, subcommand)`.
-pub fn mutation(cmd: &str, g: &Grammar<'_>) -> Option<(String, String)> {
+pub(crate) fn mutation(cmd: &str, g: &Grammar<'_>) -> Option<(String, String)> {
     nested_mutation(cmd, g, 0)
 }
 

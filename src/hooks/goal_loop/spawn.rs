@@ -19,7 +19,7 @@ use crate::rules::goal_loop::SpawnReset;
 use crate::sandbox::{RelPath, open};
 
 /// File name of the counter in `<state>`.
-pub const COUNTER: &str = "spawn-count.json";
+pub(crate) const COUNTER: &str = "spawn-count.json";
 
 /// Evaluates a spawn in the order of docs/hook-contracts.md#h-6.
 pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {

@@ -35,7 +35,7 @@ fn quoted(key: &str) -> String {
 
 /// The problems of a `create_goal` input (docs/hook-contracts.md#h-6): not an object; a
 /// missing, non-string or blank `objective`; keys outside `allowed_keys`.
-pub fn create_goal_problems(input: &Value, allowed: &[String]) -> Vec<String> {
+pub(crate) fn create_goal_problems(input: &Value, allowed: &[String]) -> Vec<String> {
     let Value::Object(m) = input else {
         let what = match input {
             Value::Null => "no input".to_owned(),

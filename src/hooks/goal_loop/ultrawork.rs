@@ -16,7 +16,7 @@ const SHORTENED: &str = "[ultrawork directive shortened to fit this host's conte
 /// True when `prompt` holds a trigger as a whole word (ASCII
 /// case-insensitive; a boundary is a text edge or any character other than
 /// an ASCII letter, digit or `_`).
-pub fn triggered(prompt: &str, triggers: &[String]) -> bool {
+pub(crate) fn triggered(prompt: &str, triggers: &[String]) -> bool {
     let hay = prompt.as_bytes().to_ascii_lowercase();
     let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     triggers.iter().any(|t| {
@@ -36,7 +36,7 @@ pub fn triggered(prompt: &str, triggers: &[String]) -> bool {
 /// (0.171: injected context becomes a developer message, which no user can
 /// write); Claude Code's transcript `attachment` of type
 /// `hook_additional_context` (2.1.332).
-pub fn already_injected(tail: &[u8], tag: &str) -> bool {
+pub(crate) fn already_injected(tail: &[u8], tag: &str) -> bool {
     let tag_b = tag.as_bytes();
     let mut from = 0;
     while let Some(off) = find(&tail[from..], tag_b) {
@@ -181,7 +181,7 @@ fn profile_allows(c: &Ctx<'_>) -> bool {
 /// The ultrawork goal step: only Codex has `create_goal`/`update_goal`;
 /// telling Claude Code or Gemini to call them sends the agent after tools it
 /// does not have.
-pub fn goal_step(host: Host) -> &'static str {
+pub(crate) fn goal_step(host: Host) -> &'static str {
     match host {
         Host::Codex | Host::Common => {
             "Call create_goal with `objective` only, one sentence naming the outcome the user asked for. Never pass a token budget or a status; lifecycle changes go to update_goal."
@@ -195,7 +195,7 @@ pub fn goal_step(host: Host) -> &'static str {
 /// True when the prompt is one of our own block reasons replayed by the host:
 /// Gemini CLI 0.61 runs BeforeAgent again with an AfterAgent deny reason as
 /// the prompt, and every reason of ours starts with `evidence-gate:`.
-pub fn own_reason(prompt: &str) -> bool {
+pub(crate) fn own_reason(prompt: &str) -> bool {
     prompt.trim_start().starts_with("evidence-gate:")
 }
 

@@ -116,7 +116,7 @@ impl RuleFamily for Profiles {
                 .kinds
                 .iter()
                 .enumerate()
-                .find(|(_, k)| crate::goals::steer::Kind::parse(k).is_none())
+                .find(|(_, k)| !STEERING_KINDS.contains(&k.as_str()))
             {
                 return Err(at(
                     &format!("/steering/kinds/{i}"),
@@ -140,6 +140,21 @@ impl RuleFamily for Profiles {
         Ok(())
     }
 }
+
+/// Every steering kind a profile may enable, in the engine's wire order
+/// (docs/engine.md#ge-5). The goal engine parses the same names; a test keeps
+/// the two lists equal, so the rules never depend on the engine.
+pub const STEERING_KINDS: &[&str] = &[
+    "add_subgoal",
+    "split_subgoal",
+    "reorder_pending",
+    "revise_pending_wording",
+    "revise_criterion",
+    "annotate_ledger",
+    "mark_blocked_superseded",
+    "unblock",
+    "revise_batch",
+];
 
 /// The key of a texts file in the `texts` family: `texts/ulw-loop.json` → `ulw-loop`.
 pub fn texts_key(file: &str) -> Option<&str> {

@@ -1,0 +1,87 @@
+//! Drives the goal engine as a library: creates a two-goal `ulw-loop` plan
+//! in a fresh temporary workspace, then checkpoints its first goal, as
+//! `evidence-gate ulw-loop create-goals` and `… checkpoint` do:
+//! `cargo run --example goal_checkpoint`.
+//!
+//! The engine writes only under the workspace it is handed (its state
+//! directory and ledger); nothing is read from or written to `HOME`.
+
+use cap_std::fs::Dir;
+use evidence_gate::goals::brief::Candidate;
+use evidence_gate::goals::diagnostics::Sink;
+use evidence_gate::goals::ops::checkpoint::{self, CheckpointRequest, CheckpointStatus};
+use evidence_gate::goals::ops::create::{self, CreateRequest};
+use evidence_gate::goals::plan::Mode;
+use evidence_gate::goals::{Engine, EngineOptions, SidSource, SurfaceInputs};
+use evidence_gate::rules::RuleSet;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let workspace = tempfile::tempdir()?;
+    #[allow(clippy::disallowed_methods)]
+    let root = Dir::open_ambient_dir(workspace.path(), cap_std::ambient_authority())?;
+
+    let rules = RuleSet::embedded()?;
+    let engine = Engine::new(
+        root,
+        &rules,
+        EngineOptions {
+            profile: "ulw-loop".into(),
+            session: SidSource::None,
+            env_sid: None,
+            lock_timeout_ms: None,
+            root_abs: None,
+            surface: SurfaceInputs::default(),
+            // Diagnostics go to per-user state in the binaries; none here.
+            diagnostics: Sink::none(),
+            // A temporary directory is no git worktree: no path prefix.
+            worktree_prefix: String::new(),
+        },
+    )?;
+
+    let created = create::run(
+        &engine,
+        CreateRequest {
+            brief: "Rate-limit the login endpoint.".into(),
+            goals: vec![
+                Candidate {
+                    title: "Add the limiter".into(),
+                    objective: "A token bucket guards POST /login.".into(),
+                },
+                Candidate {
+                    title: "Document it".into(),
+                    objective: "The README names the limit.".into(),
+                },
+            ],
+            mode: Mode::Aggregate,
+            batches: None,
+            force: false,
+            allow_overlap: None,
+            handoff_from: None,
+        },
+    )?;
+    let first = created.plan.goals().next().ok_or("the plan has no goal")?;
+    let goal_id = first.id().to_owned();
+    println!(
+        "created {} goals; first: {goal_id}",
+        created.plan.goals().count()
+    );
+
+    let out = checkpoint::run(
+        &engine,
+        CheckpointRequest {
+            goal_id: goal_id.clone(),
+            status: CheckpointStatus::Blocked,
+            evidence: Some("Waiting for the product decision on the limit.".into()),
+            evidence_files: Vec::new(),
+            host_goal: None,
+            quality_gate: None,
+            accept_task_scoped: None,
+            start_pending: false,
+            no_advance: false,
+            strict: false,
+        },
+    )?;
+    println!("{goal_id}: {} (plan revision {})", out.status, out.revision);
+    println!("ledger entry: {}", out.ledger_entry);
+    Ok(())
+}
