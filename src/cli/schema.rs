@@ -26,6 +26,10 @@ pub(crate) static SCHEMAS: &[(&str, SchemaFn)] = &[
         crate::goals::workflow::registry::schema,
     ),
     ("workflow-rules", crate::rules::workflow::schema),
+    // Rules override file (docs/rules.md).
+    ("rules", crate::rules::schema::schema),
+    // Hook input (docs/hook-contracts.md#h-2).
+    ("hook-input", crate::hooks::host::schema::schema),
 ];
 
 #[derive(Args, Debug)]

@@ -13,6 +13,7 @@ pub mod gates;
 pub(crate) mod goal_loop;
 pub(crate) mod hooks;
 pub mod profiles;
+pub(crate) mod schema;
 pub mod workflow;
 
 use std::fmt;

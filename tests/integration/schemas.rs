@@ -3,7 +3,10 @@
 //! strict mode checks the same documents in `.ci/run`, through
 //! `tests/schemas/ajv_check.mjs`), none uses a non-standard format, and each
 //! fixture of `tests/schemas/cases.json` is accepted or refused by the schema
-//! exactly as `verify-evidence` accepts or refuses it.
+//! as the case says; for evidence payloads, exactly as `verify-evidence`
+//! accepts or refuses it (the library tests of `src/hooks/host/schema.rs` and
+//! `src/rules/schema.rs` hold the `hook-input` and `rules` cases to the hook
+//! decoder and the rules loader).
 
 use std::path::Path;
 

@@ -4,5 +4,6 @@
 pub mod decode;
 pub mod detect;
 pub mod encode;
+pub(crate) mod schema;
 
 pub use super::host_id::{Host, HostSource};
