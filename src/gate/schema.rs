@@ -447,6 +447,7 @@ mod tests {
     use serde_json::Value;
 
     use crate::evidence::Root;
+    use crate::finding::Severity;
     use crate::gate::{GateScope, GateVerdict};
     use crate::rules::RuleSet;
     use crate::rules::evidence::EvidenceRules;
@@ -573,8 +574,14 @@ mod tests {
             } else {
                 for name in book.names() {
                     for scope_dir in [".omo/evidence", ".omagy/evidence"] {
-                        let (v, _) = verdict(&path, &root, name, scope_dir);
+                        let (v, findings) = verdict(&path, &root, name, scope_dir);
                         assert_eq!(v, GateVerdict::Fail, "validator, {name}, {file}");
+                        // Refused for the document itself, not only for its files.
+                        assert!(
+                            findings.iter().any(|f| f.severity == Severity::Error
+                                && f.code.name().starts_with("GATE_")),
+                            "validator, {name}, {file}: {findings:?}"
+                        );
                     }
                 }
                 checked.1 += 1;
