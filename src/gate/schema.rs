@@ -430,10 +430,15 @@ pub(crate) fn schema() -> Value {
             branch(r.common, name, r.file)
         })
         .collect();
+    let unknown = match book.common().unknown_fields {
+        UnknownFields::Reject => "Unknown fields are refused, as the embedded rules refuse them.",
+        UnknownFields::Warn => "Unknown fields are allowed (the embedded rules warn about them).",
+        UnknownFields::Ignore => "Unknown fields are allowed (the embedded rules ignore them).",
+    };
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "final quality gate (gate check, checkpoint --quality-gate-json)",
-        "description": "The shape of a gate document under the embedded gate rules (docs/gates.md): one branch per rule file, with its sections, required fields, signers and status words (matched after trimming). A document the schema refuses is refused by the validator; the reverse does not hold: placeholders, duplicate keys, the size cap, counts written with a fraction or exponent, passCount against totalCriteria, artifact ids and references, surface and artifact kind pairs, every file on disk (report paths, artifacts, digests) and, with plan context, criterion references and coverage are checked by the validator alone. Unknown fields are allowed (the embedded rules warn about them).",
+        "description": format!("The shape of a gate document under the embedded gate rules (docs/gates.md): one branch per rule file, with its sections, required fields, signers and status words (matched after trimming). A document the schema refuses is refused by the validator; the reverse does not hold: placeholders, duplicate keys, the size cap, counts written with a fraction or exponent, passCount against totalCriteria, artifact ids and references, surface and artifact kind pairs, every file on disk (report paths, artifacts, digests) and, with plan context, criterion references and coverage are checked by the validator alone. {unknown}"),
         "type": "object",
         "anyOf": branches,
     })
