@@ -28,6 +28,8 @@ pub(crate) static SCHEMAS: &[(&str, SchemaFn)] = &[
     ("workflow-rules", crate::rules::workflow::schema),
     // Rules override file (docs/rules.md).
     ("rules", crate::rules::schema::schema),
+    // Final quality gate (docs/gates.md).
+    ("gate", crate::gate::schema::schema),
     // Hook input (docs/hook-contracts.md#h-2).
     ("hook-input", crate::hooks::host::schema::schema),
 ];

@@ -38,6 +38,7 @@ pub(crate) mod outcome;
 mod plan;
 pub(crate) mod preflight;
 pub mod run;
+pub(crate) mod schema;
 mod shape;
 pub(crate) mod surface;
 pub mod template;

@@ -4,9 +4,10 @@
 //! `tests/schemas/ajv_check.mjs`), none uses a non-standard format, and each
 //! fixture of `tests/schemas/cases.json` is accepted or refused by the schema
 //! as the case says; for evidence payloads, exactly as `verify-evidence`
-//! accepts or refuses it (the library tests of `src/hooks/host/schema.rs` and
-//! `src/rules/schema.rs` hold the `hook-input` and `rules` cases to the hook
-//! decoder and the rules loader).
+//! accepts or refuses it (the library tests of `src/hooks/host/schema.rs`,
+//! `src/rules/schema.rs` and `src/gate/schema.rs` hold the `hook-input`,
+//! `rules` and `gate` cases to the hook decoder, the rules loader and the
+//! gate validator).
 
 use std::path::Path;
 
