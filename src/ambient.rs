@@ -223,3 +223,47 @@ fn map_io(e: io::Error) -> ReadError {
         _ => ReadError::Io(e),
     }
 }
+
+/// An [`Ambient`] for unit tests: the real file system, and only the
+/// environment variables the test names.
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+pub(crate) mod test_double {
+    use std::collections::HashMap;
+    use std::ffi::OsString;
+    use std::io;
+    use std::path::{Path, PathBuf};
+
+    use cap_std::fs::Dir;
+
+    use super::Ambient;
+
+    /// The environment is `vars`; `terminate` panics.
+    pub(crate) struct Fake {
+        pub(crate) vars: HashMap<String, OsString>,
+    }
+
+    impl Ambient for Fake {
+        fn open_dir(&self, path: &Path) -> io::Result<Dir> {
+            Dir::open_ambient_dir(path, cap_std::ambient_authority())
+        }
+        fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+            std::fs::create_dir_all(path)
+        }
+        fn current_dir(&self) -> io::Result<PathBuf> {
+            std::env::current_dir()
+        }
+        fn var_os(&self, key: &str) -> Option<OsString> {
+            self.vars.get(key).cloned()
+        }
+        fn current_exe(&self) -> io::Result<PathBuf> {
+            std::env::current_exe()
+        }
+        fn terminate(&self, code: i32) -> ! {
+            panic!("terminate({code})")
+        }
+        fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+            std::fs::canonicalize(path)
+        }
+    }
+}

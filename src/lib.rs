@@ -91,6 +91,9 @@ mod time;
 mod userstate;
 mod wire;
 
+#[cfg(test)]
+mod test_support;
+
 /// Internal helpers the project's own integration tests and benches call
 /// directly (hashing, ledger chaining, clocks, Codex hook trust). **Not API**:
 /// they may change in any release.

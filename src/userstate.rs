@@ -250,35 +250,8 @@ fn read_small(dir: &Dir, name: &str) -> io::Result<Vec<u8>> {
 mod tests {
     use super::*;
     use std::collections::HashMap;
-    use std::ffi::OsString;
 
-    struct Fake {
-        vars: HashMap<String, OsString>,
-    }
-
-    impl Ambient for Fake {
-        fn open_dir(&self, path: &Path) -> io::Result<Dir> {
-            Dir::open_ambient_dir(path, cap_std::ambient_authority())
-        }
-        fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-            std::fs::create_dir_all(path)
-        }
-        fn current_dir(&self) -> io::Result<PathBuf> {
-            std::env::current_dir()
-        }
-        fn var_os(&self, key: &str) -> Option<OsString> {
-            self.vars.get(key).cloned()
-        }
-        fn current_exe(&self) -> io::Result<PathBuf> {
-            std::env::current_exe()
-        }
-        fn terminate(&self, code: i32) -> ! {
-            panic!("terminate({code})")
-        }
-        fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
-            std::fs::canonicalize(path)
-        }
-    }
+    use crate::ambient::test_double::Fake;
 
     fn fake(state: &Path) -> Fake {
         let mut vars = HashMap::new();

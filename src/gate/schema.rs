@@ -534,11 +534,8 @@ mod tests {
     // Test fixtures in the source tree, read by the test alone.
     #[allow(clippy::disallowed_methods)]
     fn the_schema_refuses_only_what_the_validator_refuses_on_every_fixture() {
-        let root_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let cases: Value = serde_json::from_slice(
-            &std::fs::read(root_dir.join("tests/schemas/cases.json")).unwrap(),
-        )
-        .unwrap();
+        let root_dir = crate::test_support::repo_root();
+        let cases = crate::test_support::schema_cases("gate");
         let rules = RuleSet::embedded().unwrap();
         let evidence: EvidenceRules = rules.family().unwrap();
         let book = GateBook::from_rules(&rules).unwrap();
@@ -553,15 +550,9 @@ mod tests {
             let outcome = super::super::validate(&root, book.get(rules).unwrap(), &bytes, &scope);
             (outcome.verdict(), outcome.findings().to_vec())
         };
-        let mut checked = (0, 0);
-        for c in cases["cases"].as_array().unwrap() {
-            if c["schema"] != "gate" {
-                continue;
-            }
-            let file = c["file"].as_str().unwrap();
-            let path = root_dir.join(file);
-            let doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-            let valid = c["valid"].as_bool().unwrap();
+        for sc in &cases {
+            let (file, path, valid, c) = (sc.file.as_str(), &sc.path, sc.valid, &sc.case);
+            let doc: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
             let root = match c["root"].as_str() {
                 Some(r) => root_dir.join(r),
                 None => path.parent().unwrap().to_owned(),
@@ -569,17 +560,16 @@ mod tests {
             assert_eq!(validator.is_valid(&doc), valid, "schema, {file}");
             if valid {
                 let (v, findings) = verdict(
-                    &path,
+                    path,
                     &root,
                     c["rules"].as_str().unwrap(),
                     c["scopeDir"].as_str().unwrap(),
                 );
                 assert_eq!(v, GateVerdict::Pass, "validator, {file}: {findings:?}");
-                checked.0 += 1;
             } else {
                 for name in book.names() {
                     for scope_dir in [".omo/evidence", ".omagy/evidence"] {
-                        let (v, findings) = verdict(&path, &root, name, scope_dir);
+                        let (v, findings) = verdict(path, &root, name, scope_dir);
                         assert_eq!(v, GateVerdict::Fail, "validator, {name}, {file}");
                         // Refused for the document itself, not only for its files.
                         assert!(
@@ -589,9 +579,9 @@ mod tests {
                         );
                     }
                 }
-                checked.1 += 1;
             }
         }
+        let checked = crate::test_support::tally(&cases);
         assert!(checked.0 >= 5 && checked.1 >= 20, "{checked:?}");
     }
 }

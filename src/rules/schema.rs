@@ -95,7 +95,6 @@ pub(crate) fn schema() -> Value {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
 
     use serde_json::Value;
 
@@ -117,20 +116,12 @@ mod tests {
     // Test fixtures in the source tree, read by the test alone.
     #[allow(clippy::disallowed_methods)]
     fn the_schema_accepts_exactly_what_the_loader_accepts_on_every_fixture() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let cases: Value =
-            serde_json::from_slice(&std::fs::read(root.join("tests/schemas/cases.json")).unwrap())
-                .unwrap();
+        let cases = crate::test_support::schema_cases("rules");
         let schema = super::schema();
         let validator = jsonschema::validator_for(&schema).unwrap();
-        let mut checked = (0, 0);
-        for c in cases["cases"].as_array().unwrap() {
-            if c["schema"] != "rules" {
-                continue;
-            }
-            let file = c["file"].as_str().unwrap();
-            let bytes = std::fs::read(root.join(file)).unwrap();
-            let valid = c["valid"].as_bool().unwrap();
+        for c in &cases {
+            let (file, valid) = (c.file.as_str(), c.valid);
+            let bytes = std::fs::read(&c.path).unwrap();
             let loaded = RuleSet::load(&[Layer {
                 name: file,
                 bytes: &bytes,
@@ -138,12 +129,8 @@ mod tests {
             assert_eq!(loaded.is_ok(), valid, "loader, {file}: {loaded:?}");
             let doc: Value = serde_json::from_slice(&bytes).unwrap();
             assert_eq!(validator.is_valid(&doc), valid, "schema, {file}");
-            if valid {
-                checked.0 += 1
-            } else {
-                checked.1 += 1
-            }
         }
+        let checked = crate::test_support::tally(&cases);
         assert!(checked.0 >= 5 && checked.1 >= 5, "{checked:?}");
     }
 }

@@ -165,29 +165,16 @@ mod tests {
     // Test fixtures in the source tree, read by the test alone.
     #[allow(clippy::disallowed_methods)]
     fn the_schema_accepts_exactly_what_the_decoder_accepts_on_every_fixture() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let cases: Value =
-            serde_json::from_slice(&std::fs::read(root.join("tests/schemas/cases.json")).unwrap())
-                .unwrap();
+        let cases = crate::test_support::schema_cases("hook-input");
         let schema = super::schema();
         let validator = jsonschema::validator_for(&schema).unwrap();
-        let mut checked = (0, 0);
-        for c in cases["cases"].as_array().unwrap() {
-            if c["schema"] != "hook-input" {
-                continue;
-            }
-            let file = c["file"].as_str().unwrap();
-            let payload: Value =
-                serde_json::from_slice(&std::fs::read(root.join(file)).unwrap()).unwrap();
-            let valid = c["valid"].as_bool().unwrap();
-            assert_eq!(decoder_accepts(&payload), valid, "decoder, {file}");
-            assert_eq!(validator.is_valid(&payload), valid, "schema, {file}");
-            if valid {
-                checked.0 += 1
-            } else {
-                checked.1 += 1
-            }
+        for c in &cases {
+            let payload: Value = serde_json::from_slice(&std::fs::read(&c.path).unwrap()).unwrap();
+            let file = &c.file;
+            assert_eq!(decoder_accepts(&payload), c.valid, "decoder, {file}");
+            assert_eq!(validator.is_valid(&payload), c.valid, "schema, {file}");
         }
+        let checked = crate::test_support::tally(&cases);
         assert!(checked.0 >= 10 && checked.1 >= 5, "{checked:?}");
     }
 }
