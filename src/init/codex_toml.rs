@@ -295,7 +295,7 @@ mod tests {
         );
     }
 
-    /// Issue 18: a multi-line string holding `[features]` and `hooks = …`
+    /// A multi-line string holding `[features]` and `hooks = …`
     /// text is a string, not a table; the real table is added after it.
     #[test]
     fn text_inside_multi_line_strings_is_not_toml_structure() {

@@ -1,4 +1,4 @@
-//! Command-line conventions (issue 18): did-you-mean for mistyped
+//! Command-line conventions: did-you-mean for mistyped
 //! subcommands, `--json` on `verify`, plurals, errors that name their fix,
 //! completions and the man page, colour variables, a read-only `doctor`,
 //! the repository root found from a subdirectory, and exit 130 on Ctrl-C.
@@ -113,7 +113,7 @@ fn nothing_to_verify_names_allow_empty() {
     assert_eq!(r.run("verify-evidence", &["--allow-empty"], None).code, 0);
 }
 
-/// Issue 18: `verify-evidence` and the goal engine work on the repository
+/// `verify-evidence` and the goal engine work on the repository
 /// root from a subdirectory; `--root` still wins.
 #[test]
 fn the_repository_root_is_found_from_a_subdirectory() {
@@ -272,7 +272,7 @@ fn colour_follows_no_color_clicolor_force_and_term() {
     assert_eq!(off.stdout, plain.stdout);
 }
 
-/// Issue 18: doctor is read-only: on a fresh home and a fresh repository
+/// Doctor is read-only: on a fresh home and a fresh repository
 /// it creates no directory or file anywhere.
 #[test]
 fn doctor_creates_nothing() {

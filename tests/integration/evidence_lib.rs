@@ -121,7 +121,7 @@ fn verify_files_of_nothing_is_never_a_pass() {
     assert_eq!(r.verdict(), Verdict::Error);
 }
 
-/// Issue 18: long payload verifies report progress through a callback (the
+/// Long payload verifies report progress through a callback (the
 /// command line draws the bar); the library itself prints nothing.
 #[test]
 fn payload_verification_reports_each_file_to_the_progress_callback() {

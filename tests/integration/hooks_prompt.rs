@@ -492,7 +492,7 @@ fn a_corrupt_plan_is_reported_and_nothing_is_applied() {
     );
 }
 
-/// Issue 15 (10): Claude Code and Gemini have no `create_goal`/`update_goal`
+/// Claude Code and Gemini have no `create_goal`/`update_goal`
 /// tools; their ultrawork text does not name them (recorded payloads).
 #[test]
 fn ultrawork_names_goal_tools_only_on_codex() {
@@ -531,7 +531,7 @@ fn ultrawork_names_goal_tools_only_on_codex() {
     assert!(text.contains("create_goal"), "{text}");
 }
 
-/// Issue 15 (3): Gemini runs BeforeAgent again with our AfterAgent deny
+/// Gemini runs BeforeAgent again with our AfterAgent deny
 /// reason as the prompt; the reason names `ulw-loop` but is no user request.
 #[test]
 fn gemini_replayed_deny_reason_gets_no_ultrawork() {

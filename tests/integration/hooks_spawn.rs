@@ -425,7 +425,7 @@ fn an_unusable_counter_denies_with_a_diagnostic() {
     assert_eq!(h.diag_codes(), ["HOOK_STATE_IO"]);
 }
 
-/// Attack (issue 13): a FIFO lock, a directory counter or a reset counter
+/// Attack: a FIFO lock, a directory counter or a reset counter
 /// planted in the tree no longer switches the fan-out cap off.
 #[test]
 fn sabotaged_in_tree_state_does_not_switch_the_cap_off() {

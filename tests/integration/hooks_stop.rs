@@ -877,7 +877,7 @@ fn reads_only_the_tails_and_never_the_ledger() {
     }
 }
 
-/// Issue 15 (4): Claude Code's shell carries `CLAUDE_CODE_SESSION_ID`; a plan
+/// Claude Code's shell carries `CLAUDE_CODE_SESSION_ID`; a plan
 /// the agent creates from it is scoped to that session, and the recorded
 /// Claude Stop payload of the same session resumes it.
 #[test]

@@ -410,7 +410,7 @@ fn expired_counter_counts_zero() {
 
 // --- Trust state out of the agent's reach (threat-model.md §3, I2) -------------
 
-/// Attack (issue 13): a regular file where `.omo/evidence-gate/` should be.
+/// Attack: a regular file where `.omo/evidence-gate/` should be.
 /// Before, the hook allowed every receipt-less stop with no record; now the
 /// counters live in the per-user state, and the mirror that cannot be kept
 /// blocks with `HOOK_STATE_IO`, the file and the fix, telling the user.
@@ -427,7 +427,7 @@ fn a_file_in_place_of_the_state_dir_still_blocks() {
     }
 }
 
-/// Attack (issue 13): a regular file where `attempts/` was kept, a FIFO as
+/// Attack: a regular file where `attempts/` was kept, a FIFO as
 /// `.mutation.lock` and a future-dated lock file. None of them is hook
 /// state any more: the stop is blocked and counted as for anyone.
 #[test]
@@ -518,7 +518,7 @@ fn the_cap_release_is_recorded_in_witness_and_mirror() {
     assert_eq!(h.witness(), ledger);
 }
 
-/// Attack (issue 13): deleting or truncating the in-tree gate ledger. The
+/// Attack: deleting or truncating the in-tree gate ledger. The
 /// witness restores it and `GATE_LEDGER_REWOUND` is recorded in both.
 #[test]
 fn a_deleted_or_truncated_mirror_is_restored_and_recorded() {
@@ -557,7 +557,7 @@ fn a_deleted_or_truncated_mirror_is_restored_and_recorded() {
     );
 }
 
-/// Attack (issue 14): a hand-written mirror line the witness never wrote.
+/// Attack: a hand-written mirror line the witness never wrote.
 /// It is dropped from the mirror, `GATE_LEDGER_FORGED` is recorded in both,
 /// and no later decision sees it.
 #[test]

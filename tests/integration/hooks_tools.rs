@@ -369,7 +369,7 @@ fn goal_loop_events_fail_safe_on_payloads_they_cannot_use() {
     }
 }
 
-/// Issue 15 (1): Codex 0.171 sends its shell tool as `Bash` with a string
+/// Codex 0.171 sends its shell tool as `Bash` with a string
 /// `tool_input.command` (recorded payload); inside a subagent (the
 /// `agent_id`/`agent_type` Codex adds to a thread-spawned agent's hooks) a
 /// mutating goal command is denied, and the leader's read-only call passes.

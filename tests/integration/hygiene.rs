@@ -1,4 +1,4 @@
-//! Threat-model I4 and I6 regressions (issue 13): evidence must prove
+//! Threat-model I4 and I6 regressions: evidence must prove
 //! something other than itself, a copied receipt stays a copy whatever its
 //! spacing, and text means what it shows. Each attack sits next to the
 //! honest use it must not break.

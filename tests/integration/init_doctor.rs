@@ -146,7 +146,7 @@ fn check_wiring_rules(file: &str, doc: &Value) {
     }
 }
 
-/// Issue 18: project wiring is committed, so it names `evidence-gate` as
+/// Project wiring is committed, so it names `evidence-gate` as
 /// found on PATH, never this machine's absolute path (nor a build directory).
 #[test]
 fn print_writes_nothing_and_names_the_binary_on_path() {
@@ -695,7 +695,7 @@ fn doctor_fails_on_wiring_mistakes() {
         "ok",
         "the --team-guard matcher is accepted"
     );
-    // Issue 15 (1): Codex 0.171 names its shell tool `Bash`; the old
+    // Codex 0.171 names its shell tool `Bash`; the old
     // team-guard matcher never fires and doctor no longer calls it ok.
     pre["hooks"]["PreToolUse"][0]["matcher"] =
         json!("^(create_goal|shell|exec_command|local_shell)$");
@@ -874,7 +874,7 @@ fn doctor_usage_error_exits_2() {
     assert_eq!(h.run(&["doctor", "--host", "vim"], b"", &[]).code, 2);
 }
 
-/// Issue 18: project wiring never places a binary in the repository; agy
+/// Project wiring never places a binary in the repository; agy
 /// gets commands. The argument-free links are made for user scope only,
 /// under ~/.gemini/config/bin.
 #[test]
@@ -969,7 +969,7 @@ fn agy_user_write_links_argument_free_executables() {
     assert_eq!(status(&checks, "hooks.wired.agy"), "ok", "{checks:?}");
 }
 
-/// Issue 15 (6, 7): Codex loads no project hooks from an untrusted project,
+/// Codex loads no project hooks from an untrusted project,
 /// and `$CODEX_HOME` moves its config; doctor reads both.
 #[test]
 fn doctor_fails_an_untrusted_codex_project_and_honours_codex_home() {
@@ -1019,7 +1019,7 @@ fn doctor_fails_an_untrusted_codex_project_and_honours_codex_home() {
     );
 }
 
-/// Issue 15 (6): the trust hashes Codex 0.171.0 itself reported
+/// The trust hashes Codex 0.171.0 itself reported
 /// (`hooks/list`, recorded in `fixtures/hosts/codex/hooks-list/`) pass
 /// `codex.trust`; after a re-wire with another binary (the second recording,
 /// where Codex lists every hook as `modified`) the old hashes fail, naming
@@ -1140,7 +1140,7 @@ fn doctor_codex_trust_checks_recorded_codex_hashes() {
     );
 }
 
-/// Issue 15 (8): Gemini 0.61 reads `hooksConfig.enabled` (default true);
+/// Gemini 0.61 reads `hooksConfig.enabled` (default true);
 /// settings without `tools.enableHooks` work.
 #[test]
 fn doctor_accepts_gemini_hooks_enabled_by_default() {

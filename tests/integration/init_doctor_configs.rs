@@ -91,7 +91,7 @@ fn init_write_adds_hooks_to_root_dotted_features_in_their_form() {
     assert_eq!(v["files"][1]["action"], "update");
 }
 
-/// Issue 18: the line-based edit put `hooks = true` inside a multi-line
+/// The line-based edit put `hooks = true` inside a multi-line
 /// string that held `[features]` text, and doctor then said ok. The string,
 /// comments and layout stay as written; the real table is added; doctor
 /// reads the switch from a TOML parse.
