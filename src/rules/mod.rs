@@ -694,24 +694,6 @@ pub fn read_repo_override(root: &cap_std::fs::Dir) -> Result<Option<Vec<u8>>, Ru
     }
 }
 
-/// Loads the rules for hooks and the goal engine: embedded defaults, the
-/// trusted layers in full (the user's configuration, then `--rules FILE`,
-/// already read), then the repository's `.evidence-gate/rules.json`
-/// tighten-only (docs/threat-model.md#i9).
-pub fn load_workspace(
-    root: &cap_std::fs::Dir,
-    trusted: &[Layer<'_>],
-) -> Result<RuleSet, RulesError> {
-    let repo_bytes = read_repo_override(root)?;
-    RuleSet::load_tightened(
-        trusted,
-        repo_bytes.as_ref().map(|b| Layer {
-            name: REPO_OVERRIDE,
-            bytes: b,
-        }),
-    )
-}
-
 /// The user's rules file: `$XDG_CONFIG_HOME/evidence-gate/rules.json`, else
 /// `$HOME/.config/evidence-gate/rules.json` (`None` when neither is set).
 pub fn user_config_path(amb: &dyn crate::ambient::Ambient) -> Option<std::path::PathBuf> {
