@@ -105,13 +105,15 @@ fn goal<'p>(plan: &'p Value, id: &str) -> &'p Value {
         .unwrap()
 }
 
+/// `checkpoint --goal-id <the second story> --status complete` with `flags`.
+fn complete_second(repo: &Repo, flags: &[&str]) -> Run {
+    let mut args = vec!["checkpoint", "--goal-id", SECOND, "--status", "complete"];
+    args.extend_from_slice(flags);
+    omx(repo, &args)
+}
+
 fn final_checkpoint(repo: &Repo, gate: &str, strict: bool) -> Run {
-    let mut args = vec![
-        "checkpoint",
-        "--goal-id",
-        SECOND,
-        "--status",
-        "complete",
+    let mut flags = vec![
         "--evidence",
         "tests added",
         "--codex-goal-json",
@@ -120,9 +122,9 @@ fn final_checkpoint(repo: &Repo, gate: &str, strict: bool) -> Run {
         gate,
     ];
     if strict {
-        args.push("--strict");
+        flags.push("--strict");
     }
-    omx(repo, &args)
+    complete_second(repo, &flags)
 }
 
 #[test]
@@ -428,14 +430,9 @@ fn without_strict_the_ultragoal_gate_still_applies() {
     let repo = omx_repo("midrun");
     expect_ok(&omx(&repo, &["next"]));
     // OMX completes without a gate unless --strict; we never do.
-    let no_gate = omx(
+    let no_gate = complete_second(
         &repo,
         &[
-            "checkpoint",
-            "--goal-id",
-            SECOND,
-            "--status",
-            "complete",
             "--evidence",
             "tests added",
             "--codex-goal-json",
@@ -455,14 +452,9 @@ fn without_strict_the_ultragoal_gate_still_applies() {
 fn codex_goal_snapshot_is_required_to_complete() {
     let repo = omx_repo("midrun");
     expect_ok(&omx(&repo, &["next"]));
-    let r = omx(
+    let r = complete_second(
         &repo,
         &[
-            "checkpoint",
-            "--goal-id",
-            SECOND,
-            "--status",
-            "complete",
             "--evidence",
             "done",
             "--quality-gate-json",

@@ -1028,43 +1028,9 @@ fn doctor_fails_an_untrusted_codex_project_and_honours_codex_home() {
 fn doctor_codex_trust_checks_recorded_codex_hashes() {
     let h = HookRepo::new();
     let repo = std::fs::canonicalize(h.repo.path()).unwrap();
-    let load = |name: &str| -> Vec<Value> {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/hosts/codex/hooks-list")
-            .join(name);
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
-        v["result"]["data"][0]["hooks"].as_array().unwrap().clone()
-    };
+    use crate::init_doctor_scopes::{hooks_file, load};
     // Rebuild the hooks file Codex listed, position by position.
-    let wire = |entries: &[Value]| {
-        let mut hooks = serde_json::Map::new();
-        for e in entries {
-            let key = e["key"].as_str().unwrap();
-            let mut it = key.rsplit(':');
-            let (_, gi, label) = (it.next(), it.next().unwrap(), it.next().unwrap());
-            let event: String = label
-                .split('_')
-                .map(|w| w[..1].to_uppercase() + &w[1..])
-                .collect();
-            let mut group = json!({"hooks": [{
-                "type": "command",
-                "command": e["command"],
-                "timeout": e["timeoutSec"],
-                "statusMessage": e["statusMessage"],
-            }]});
-            if let Some(m) = e["matcher"].as_str() {
-                group["matcher"] = json!(m);
-            }
-            let groups = hooks.entry(event).or_insert_with(|| json!([]));
-            let gi: usize = gi.parse().unwrap();
-            let arr = groups.as_array_mut().unwrap();
-            while arr.len() <= gi {
-                arr.push(Value::Null);
-            }
-            arr[gi] = group;
-        }
-        h.write(".codex/hooks.json", json!({ "hooks": hooks }).to_string());
-    };
+    let wire = |entries: &[Value]| h.write(".codex/hooks.json", hooks_file(entries));
     let config = |entries: &[Value], skip: usize| {
         let mut text = format!(
             "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",

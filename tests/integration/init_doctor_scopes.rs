@@ -14,7 +14,8 @@ use crate::hooks_support::*;
 
 const PLUGIN_ID: &str = "evidence-gate@eg-local";
 
-fn load(name: &str) -> Vec<Value> {
+/// The hooks a recorded Codex `hooks/list` answer lists.
+pub(crate) fn load(name: &str) -> Vec<Value> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/hosts/codex/hooks-list")
         .join(name);
@@ -24,7 +25,7 @@ fn load(name: &str) -> Vec<Value> {
 
 /// The hooks file Codex listed, rebuilt position by position (the group
 /// and handler indexes are the last two parts of each key).
-fn hooks_file(entries: &[Value]) -> String {
+pub(crate) fn hooks_file(entries: &[Value]) -> String {
     let mut hooks = serde_json::Map::new();
     for e in entries {
         let key = e["key"].as_str().unwrap();
