@@ -553,6 +553,18 @@ fn hashing(runs: usize, quick: bool) {
 }
 
 fn main() {
+    // `PERF_WORKLOAD=GOALS,RECORDS` writes one workload, prints its path and
+    // keeps it, for profiling a single call by hand.
+    if let Ok(spec) = std::env::var("PERF_WORKLOAD") {
+        let (g, r) = spec.split_once(',').expect("PERF_WORKLOAD=GOALS,RECORDS");
+        let (dir, plan_bytes, ledger_bytes) =
+            workload(g.parse().expect("goals"), r.parse().expect("records"));
+        println!(
+            "{} (goals.json {plan_bytes} B, ledger {ledger_bytes} B, session {SID})",
+            dir.keep().display()
+        );
+        return;
+    }
     let quick = std::env::var_os("PERF_QUICK").is_some();
     let runs: usize = std::env::var("PERF_RUNS")
         .ok()

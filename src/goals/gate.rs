@@ -27,7 +27,7 @@ fn rules_error(pointer: String, problem: String) -> GoalError {
 /// docs/state-formats.md#ge-2): the profile's `gate/final`, resolving `surface` from the
 /// environment, the repository setting, the marker file and the default.
 pub fn rules_for_new_plan(engine: &Engine) -> Result<String, GoalError> {
-    let book = engine.gates();
+    let book = engine.gates()?;
     let inputs = engine.surface_inputs();
     let selected = surface::select(
         &engine.profile.gate.final_rules,
@@ -208,7 +208,7 @@ pub fn validate(
         (true, Some(strict)) => strict.clone(),
         _ => rules_of(engine, plan)?,
     };
-    let book = engine.gates();
+    let book = engine.gates()?;
     let rules = book.get(&name).ok_or_else(|| {
         rules_error(
             "/gates".into(),

@@ -61,7 +61,8 @@ pub fn vars<'a>(engine: &'a Engine, plan: &Plan) -> BTreeMap<&'a str, String> {
     v.insert("goalsPath", named("goalsPath", engine.paths.goals()));
     v.insert("ledgerPath", named("ledgerPath", engine.paths.ledger()));
     if let Ok(name) = super::gate::rules_of(engine, plan)
-        && let Some(rules) = engine.gates().get(&name)
+        && let Ok(book) = engine.gates()
+        && let Some(rules) = book.get(&name)
         && let crate::rules::gates::GateRuleFile::FiveSection(r) = rules.file
     {
         v.insert("codeReviewer", r.reviewer_roles.code_review.clone());

@@ -110,7 +110,10 @@ pub struct Engine {
     env_sid: Option<String>,
     lock_timeout: Duration,
     root_abs: Option<String>,
-    gates: GateBook,
+    /// Built on first use when the rules are the embedded defaults (most
+    /// commands never read a gate); eagerly from an override, so a bad
+    /// override fails every command as before.
+    gates: std::sync::OnceLock<GateBook>,
     surface: SurfaceInputs,
     workflows: workflow::WorkflowRules,
     diagnostics: diagnostics::Sink,
@@ -144,7 +147,10 @@ impl Engine {
         })?;
         let blockers: BlockerRules = rules.family()?;
         let evidence: EvidenceRules = rules.family()?;
-        let gates = GateBook::from_rules(rules)?;
+        let gates = std::sync::OnceLock::new();
+        if !rules.is_embedded_only() {
+            let _ = gates.set(GateBook::from_rules(rules)?);
+        }
         let workflows: workflow::WorkflowRules = rules.family()?;
         let mut paths = StatePaths::new(&profile.state_dir, opts.session.sid());
         if profile.compat.state_path_prefix {
@@ -181,8 +187,12 @@ impl Engine {
     }
 
     /// The gate rule files.
-    pub fn gates(&self) -> &GateBook {
-        &self.gates
+    pub fn gates(&self) -> Result<&GateBook, GoalError> {
+        if let Some(book) = self.gates.get() {
+            return Ok(book);
+        }
+        let book = GateBook::from_rules(&RuleSet::embedded()?)?;
+        Ok(self.gates.get_or_init(|| book))
     }
 
     /// The surface-resolution inputs.

@@ -353,8 +353,15 @@ fn embedded_value(e: &Embedded) -> Result<Value, RulesError> {
 /// embedded file provides it.
 fn embedded_family_value(key: &str) -> Result<Value, RulesError> {
     let mut doc = Value::Object(Default::default());
+    let quoted = format!("\"{key}\"");
     for e in EMBEDDED {
         if e.mount.is_empty() {
+            // A file merged at the top provides the family only if it names
+            // it: the others are not parsed (the embedded files spell every
+            // key literally, as `sole_file_at` relies on too).
+            if matches!(e.content, Content::Json(text) if !text.contains(&quoted)) {
+                continue;
+            }
             let whole = embedded_value(e)?;
             if let Some(part) = whole.get(key) {
                 let mut only = serde_json::Map::new();
@@ -490,6 +497,11 @@ impl RuleSet {
             Document::Merged(merged) => Ok(std::borrow::Cow::Borrowed(merged)),
             Document::Embedded(_) => Ok(std::borrow::Cow::Owned(embedded_document()?)),
         }
+    }
+
+    /// Whether these are the embedded defaults alone (no override layer).
+    pub fn is_embedded_only(&self) -> bool {
+        matches!(self.doc, Document::Embedded(_))
     }
 
     /// Repository values that were ignored because they do not tighten

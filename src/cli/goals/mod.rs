@@ -632,10 +632,9 @@ fn diagnostics_sink_at(amb: &dyn Ambient, root: &Path) -> crate::goals::diagnost
 
 /// The gate surface inputs only the binary can read (docs/gates.md#qg-2).
 fn surface_inputs(rules: &RuleSet, amb: &dyn Ambient) -> crate::goals::SurfaceInputs {
-    let Ok(book) = crate::rules::gates::GateBook::from_rules(rules) else {
+    let Ok(res) = crate::rules::gates::GateBook::surface_resolution(rules) else {
         return crate::goals::SurfaceInputs::default();
     };
-    let res = &book.common().surface_resolution;
     crate::goals::SurfaceInputs {
         env: ambient::var(amb, &res.env),
         marker: super::marker::read_marker(amb, &res.marker),

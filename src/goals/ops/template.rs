@@ -44,7 +44,7 @@ pub fn run(engine: &Engine, goal_id: Option<&str>, strict: bool) -> Result<Value
         (true, Some(name)) => name.clone(),
         _ => gate::rules_of(engine, &plan)?,
     };
-    let rules = engine.gates().get(&rules_name).ok_or_else(|| {
+    let rules = engine.gates()?.get(&rules_name).ok_or_else(|| {
         GoalError::new(
             ErrorKind::RulesInvalid {
                 file: "rules".into(),

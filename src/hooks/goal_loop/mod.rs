@@ -543,10 +543,9 @@ impl<'a> Ctx<'a> {
     /// The gate surface inputs only the binary can read (docs/gates.md
     /// docs/hook-contracts.md#h-2): the environment variable and the marker next to the executable.
     fn surface_inputs(&self) -> SurfaceInputs {
-        let Ok(book) = crate::rules::gates::GateBook::from_rules(self.rules) else {
+        let Ok(res) = crate::rules::gates::GateBook::surface_resolution(self.rules) else {
             return SurfaceInputs::default();
         };
-        let res = &book.common().surface_resolution;
         let marker = self
             .amb
             .current_exe()

@@ -206,7 +206,21 @@ fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Result<Vec<String>, Deci
             });
         }
     };
-    let Some(rules) = engine.gates().get(&name) else {
+    // The gate book is built on first use; a failure is the same rules fault
+    // as an engine that could not be built above.
+    let book = match engine.gates() {
+        Ok(book) => book,
+        Err(e) => {
+            c.diag.write(
+                HookCode::HookRulesInvalid,
+                "allow",
+                "the gate preflight could not build the goal engine; it was skipped",
+                Some(json!({"problem": crate::hooks::host::encode::cap_bytes(&e.message, 800)})),
+            );
+            return Ok(Vec::new());
+        }
+    };
+    let Some(rules) = book.get(&name) else {
         return Ok(Vec::new());
     };
     let limits = engine.evidence_rules().limits.path_limits();

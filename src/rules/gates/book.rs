@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use super::check::{check_common, check_five, check_ultragoal};
 use super::{
-    COMMON, CommonRules, FiveSectionRules, GateRuleFile, GateSettings, GatesFamily, UltragoalRules,
+    COMMON, CommonRules, FiveSectionRules, GateRuleFile, GateSettings, GatesFamily,
+    SurfaceResolution, UltragoalRules,
 };
 use crate::json::pointer_token;
 use crate::rules::{Problem, RuleFamily, RuleSet, RulesError};
@@ -40,6 +41,17 @@ impl GateRules<'_> {
 }
 
 impl GateBook {
+    /// The surface-resolution inputs alone (docs/gates.md#qg-2), read from the
+    /// `common` gate rule file without typing every other one: what a command
+    /// needs at start-up to read the surface environment variable and marker.
+    pub fn surface_resolution(rules: &RuleSet) -> Result<SurfaceResolution, RulesError> {
+        let at = format!("/{}/{COMMON}", GatesFamily::KEY);
+        match rules.part::<CommonRules>(&at)? {
+            Some(common) => Ok(common.surface_resolution),
+            None => Ok(GateBook::from_rules(rules)?.common.surface_resolution),
+        }
+    }
+
     /// Builds the book from loaded rules: the `gates` family, typed, plus the
     /// cross-family check of `gate.surface`.
     pub fn from_rules(rules: &RuleSet) -> Result<GateBook, RulesError> {
