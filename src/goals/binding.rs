@@ -20,11 +20,10 @@
 use std::io;
 
 use cap_std::fs::File;
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use super::journal;
+use super::plan::{Plan, body_sha256};
 use crate::ledger;
 
 /// The entry field holding the plan body's digest.
@@ -33,44 +32,6 @@ pub const PLAN_SHA256: &str = "planSha256";
 pub const LEDGER_HEAD: &str = "ledgerHead";
 /// The entry kind `repair --accept-tampered` appends.
 pub const TAMPER_ACKNOWLEDGED: &str = journal::LedgerKind::TamperAcknowledged.as_str();
-
-/// The plan object without `lastMutation`, serialised in place (no copy of
-/// a large plan).
-struct Body<'a>(&'a Map<String, Value>);
-
-impl Serialize for Body<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let n = self.0.len() - usize::from(self.0.contains_key("lastMutation"));
-        let mut m = s.serialize_map(Some(n))?;
-        for (k, v) in self.0 {
-            if k != "lastMutation" {
-                m.serialize_entry(k, v)?;
-            }
-        }
-        m.end()
-    }
-}
-
-struct HashWriter(Sha256);
-
-impl io::Write for HashWriter {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        self.0.update(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// SHA-256 of the plan body (the document without `lastMutation`, as the
-/// engine serialises plans).
-pub fn body_sha256(doc: &Map<String, Value>) -> String {
-    let mut w = HashWriter(Sha256::new());
-    serde_json::to_writer_pretty(&mut w, &Body(doc)).expect("JSON values serialise");
-    w.0.update(b"\n");
-    crate::digest::hex(&w.0.finalize())
-}
 
 /// `lastMutation.ledgerHead`: the record a plan names as its ledger's last.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -362,7 +323,7 @@ pub fn judge(doc: &Map<String, Value>, tail: &[TailRecord], pending: bool) -> Bi
 }
 
 /// [`judge`] for a plan read from `goals.json`: its body digest as read.
-pub fn judge_plan(plan: &super::plan::Plan, tail: &[TailRecord], pending: bool) -> Binding {
+pub fn judge_plan(plan: &Plan, tail: &[TailRecord], pending: bool) -> Binding {
     judge_digest(plan.read_body_sha256(), plan.doc(), tail, pending)
 }
 

@@ -179,7 +179,7 @@ pub fn check_context(engine: &Engine, goal_id: &str) -> Result<(GateScope, Strin
     )?;
     let g = plan
         .goal(goal_id)
-        .ok_or_else(|| super::ops::goal_not_found(engine, goal_id, false))?;
+        .ok_or_else(|| GoalError::goal_not_found(&engine.profile, goal_id, false))?;
     let is_final = lifecycle::final_candidate(&plan, g);
     let closes = batches::closes(&plan, g.id());
     let mut scope = context(engine, &plan, g.id(), is_final, closes)?;

@@ -17,6 +17,7 @@ pub mod batches;
 pub mod binding;
 pub mod blockers;
 pub mod brief;
+pub mod candidate;
 pub mod decisions;
 pub mod diagnostics;
 pub mod error;

@@ -23,7 +23,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::brief::{Candidate, MAX_BULLET_CHARS, too_long, too_many};
+use super::candidate::{Candidate, MAX_BULLET_CHARS, too_long, too_many};
 use super::error::GoalError;
 
 static ATX: LazyLock<Regex> =

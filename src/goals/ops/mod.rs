@@ -103,18 +103,7 @@ pub fn unknown_goal_id(engine: &Engine, id: &str) -> GoalError {
     )
 }
 
-/// `ULW_LOOP_GOAL_NOT_FOUND`.
+/// `ULW_LOOP_GOAL_NOT_FOUND` in the engine's profile's words.
 pub fn goal_not_found(engine: &Engine, id: &str, legacy: bool) -> GoalError {
-    let message = if legacy {
-        format!("Unknown {} id: {id}.", engine.profile.display_name)
-    } else {
-        format!("{} goal not found: {id}.", engine.profile.handoff_title)
-    };
-    GoalError::new(
-        ErrorKind::GoalNotFound {
-            goal_id: id.to_owned(),
-            legacy,
-        },
-        message,
-    )
+    GoalError::goal_not_found(&engine.profile, id, legacy)
 }

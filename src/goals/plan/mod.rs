@@ -5,6 +5,7 @@
 //! read-modify-write; typed views ([`Goal`], [`Criterion`]) read it, and
 //! setters keep the position of existing keys and append new ones.
 
+mod body;
 pub mod model;
 mod validate;
 
@@ -13,6 +14,7 @@ use std::collections::HashMap;
 use cap_std::fs::Dir;
 use serde_json::{Map, Value, json};
 
+pub use body::body_sha256;
 pub use model::{
     Criterion, CriterionStatus, Goal, GoalMut, GoalStatus, Mode, Overlay, UserModel, remove_key,
 };
@@ -183,7 +185,7 @@ impl Plan {
                 }
             }
         }
-        let read_body_sha256 = Some(super::binding::body_sha256(&doc));
+        let read_body_sha256 = Some(body_sha256(&doc));
         let mut plan = Plan {
             doc,
             index,
@@ -219,7 +221,7 @@ impl Plan {
     pub fn read_body_sha256(&self) -> String {
         self.read_body_sha256
             .clone()
-            .unwrap_or_else(|| super::binding::body_sha256(&self.doc))
+            .unwrap_or_else(|| body_sha256(&self.doc))
     }
 
     /// Two-space pretty JSON plus one `\n`.

@@ -580,7 +580,7 @@ impl<'e> Locked<'e> {
                 plan.set("revision", json!(rev));
                 // docs/threat-model.md#i7: every entry records the body it wrote; the plan names
                 // the head its entries will make (plan first, then append).
-                let d = binding::body_sha256(plan.doc());
+                let d = plan::body_sha256(plan.doc());
                 stamp_plan_sha(&mut all, &d);
                 journal::check_record_sizes(
                     &self.view.head,

@@ -187,7 +187,7 @@ fn start_new_ledger(
     if let Some(doc) = plan.as_object() {
         marker.insert(
             crate::goals::binding::PLAN_SHA256.into(),
-            json!(crate::goals::binding::body_sha256(doc)),
+            json!(crate::goals::plan::body_sha256(doc)),
         );
     }
     entries.push(marker);
