@@ -4,7 +4,7 @@
 use super::error::{ErrorKind, GoalError};
 
 /// Longest accepted bullet, in characters.
-pub const MAX_BULLET_CHARS: usize = 1200;
+pub(crate) const MAX_BULLET_CHARS: usize = 1200;
 
 /// One goal to create: its title and objective.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -22,7 +22,7 @@ use crate::ambient::Ambient;
 const MAX_BYTES: u64 = 1024 * 1024;
 
 /// Records that `.ledger.idx` / `.ledger.keys` were rebuilt by a full scan.
-pub fn index_rebuilt(engine: &Engine, command: &str, view: &View) {
+pub(crate) fn index_rebuilt(engine: &Engine, command: &str, view: &View) {
     let line = json!({
         "v": 1,
         "ts": crate::time::rfc3339_ms(SystemTime::now()),
@@ -87,7 +87,7 @@ impl Sink {
 }
 
 /// Records a caught panic (reported as `ULW_LOOP_UNEXPECTED`).
-pub fn panicked(sink: &Sink, profile: &str, command: &str, message: &str) {
+pub(crate) fn panicked(sink: &Sink, profile: &str, command: &str, message: &str) {
     let mut message = message.to_owned();
     message.truncate(500);
     let line = json!({

@@ -2,55 +2,63 @@
 //! `goals.json`, `ledger.jsonl`) for the `ulw-loop` and `ultragoal` profiles.
 //!
 //! * [`profile`] — the profile, texts and blocker rule families (data, not `if`s);
-//! * [`plan`] — the order-preserving plan codec and its reading rules;
-//! * [`journal`] and [`index`] — the ledger head, appends and the index caches;
-//! * [`txn`] — the mutation transaction: lock, recovery check, write order;
-//! * [`lifecycle`] and [`scheduler`] — predicates, transition table, scheduling;
+//! * `plan` — the order-preserving plan codec and its reading rules;
+//! * `journal` and `index` — the ledger head, appends and the index caches;
+//! * `txn` — the mutation transaction: lock, recovery check, write order;
+//! * `lifecycle` and `scheduler` — predicates, transition table, scheduling;
 //! * [`ops`] — one module per subcommand;
-//! * [`hostgoal`], [`blockers`], [`handoff`], [`evidence_files`], [`input`].
+//! * `hostgoal`, `blockers`, `handoff`, `evidence_files`, `input`.
 //!
 //! The engine knows nothing about hosts or hook wire formats; it reads and
 //! writes the workspace only through the `Dir` it is given.
 
-pub mod authority;
-pub mod batches;
-pub mod binding;
-pub mod blockers;
-pub mod brief;
-pub mod candidate;
-pub mod decisions;
-pub mod diagnostics;
-pub mod error;
-pub mod evidence_files;
-pub mod gate;
-pub mod handoff;
-pub mod hostgoal;
-pub mod index;
-pub mod input;
-pub mod journal;
-pub mod keyhash;
-pub mod lifecycle;
-pub mod loop_state;
+pub(crate) mod authority;
+pub(crate) mod batches;
+pub(crate) mod binding;
+pub(crate) mod blockers;
+pub(crate) mod brief;
+pub(crate) mod candidate;
+pub(crate) mod decisions;
+pub(crate) mod diagnostics;
+pub(crate) mod error;
+pub(crate) mod evidence_files;
+pub(crate) mod gate;
+pub(crate) mod handoff;
+pub(crate) mod hostgoal;
+pub(crate) mod index;
+pub(crate) mod input;
+pub(crate) mod journal;
+pub(crate) mod keyhash;
+pub(crate) mod lifecycle;
+pub(crate) mod loop_state;
 pub mod ops;
-pub mod plan;
+pub(crate) mod plan;
 /// The profile rule families, defined in [`crate::rules::profiles`].
 pub use crate::rules::profiles as profile;
-pub mod scheduler;
-pub mod schema;
-pub mod session;
-pub mod state;
+pub(crate) mod scheduler;
+pub(crate) mod schema;
+pub(crate) mod session;
+pub(crate) mod state;
 pub mod steer;
-pub mod stories;
-pub mod summary;
-pub mod team;
-pub mod txn;
-pub mod workflow;
+pub(crate) mod stories;
+pub(crate) mod summary;
+pub(crate) mod team;
+pub(crate) mod txn;
+pub(crate) mod workflow;
 
 use std::time::{Duration, SystemTime};
 
 use cap_std::fs::Dir;
 
-pub use error::{ErrorKind, GoalError};
+// The front door: what a caller of the engine names. The commands are in
+// [`ops`] (one module per subcommand) and [`steer`]; everything else is the
+// engine's own.
+pub use candidate::Candidate;
+pub use diagnostics::Sink as DiagnosticsSink;
+pub use error::{ALL_CODES, ErrorKind, GoalError};
+pub use input::{FileRecord, Loaded};
+pub use journal::Head as LedgerHead;
+pub use plan::{Criterion, CriterionStatus, Goal, GoalStatus, Mode, Plan};
 pub use profile::{BlockerRules, Profile, Texts};
 pub use session::SidSource;
 pub use state::StatePaths;

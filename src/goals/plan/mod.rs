@@ -6,7 +6,7 @@
 //! setters keep the position of existing keys and append new ones.
 
 mod body;
-pub mod model;
+pub(crate) mod model;
 mod validate;
 
 use std::collections::HashMap;
@@ -15,17 +15,15 @@ use cap_std::fs::Dir;
 use serde_json::{Map, Value, json};
 
 pub use body::body_sha256;
-pub use model::{
-    Criterion, CriterionStatus, Goal, GoalMut, GoalStatus, Mode, Overlay, UserModel, remove_key,
-};
-pub use validate::Violation;
+pub use model::{Criterion, CriterionStatus, Goal, GoalStatus, Mode};
+pub(crate) use model::{GoalMut, Overlay, UserModel, remove_key};
 
 use super::error::{ErrorKind, GoalError};
 use super::profile::Profile;
 use super::state::{self, ReadOutcome, StatePaths};
 
 /// Every spelling of the aggregate completion record a reader accepts.
-pub const COMPLETION_KEYS: &[&str] = &["aggregate_completion", "aggregateCompletion"];
+pub(crate) const COMPLETION_KEYS: &[&str] = &["aggregate_completion", "aggregateCompletion"];
 
 /// A decoded, validated plan.
 #[derive(Debug, Clone)]
@@ -41,7 +39,7 @@ pub struct Plan {
 }
 
 /// `ULW_LOOP_PLAN_MISSING` for a scope.
-pub fn missing(paths: &StatePaths, profile: &Profile) -> GoalError {
+pub(crate) fn missing(paths: &StatePaths, profile: &Profile) -> GoalError {
     let goals_path = paths.goals();
     GoalError::new(
         ErrorKind::PlanMissing {
@@ -55,7 +53,7 @@ pub fn missing(paths: &StatePaths, profile: &Profile) -> GoalError {
 }
 
 /// Reads `goals.json` from the state directory (which may not exist).
-pub fn read(
+pub(crate) fn read(
     dir: Option<&Dir>,
     paths: &StatePaths,
     profile: &Profile,
@@ -481,7 +479,7 @@ impl Plan {
 /// The aggregate objective for a scope: the profile template with the scope's paths.
 /// The files are named from the git worktree root when the paths carry a
 /// prefix (`compat/statePathPrefix`).
-pub fn objective_for(profile: &Profile, paths: &StatePaths) -> String {
+pub(crate) fn objective_for(profile: &Profile, paths: &StatePaths) -> String {
     profile
         .aggregate_objective
         .replace("{goals}", &paths.prefixed(&paths.goals()))
