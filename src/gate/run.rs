@@ -16,7 +16,7 @@ use crate::evidence::Root;
 use crate::finding::{Code, lexical_code, problem_finding};
 use crate::rules::evidence::EvidenceRules;
 use crate::rules::gates::GateBook;
-use crate::rules::profiles::Profiles;
+use crate::rules::profiles::{ProfileError, Profiles};
 use crate::rules::{RuleSet, RulesError};
 use crate::sandbox::open::{self, FileChecks};
 use crate::sandbox::{PathLimits, RelPath};
@@ -89,12 +89,12 @@ pub fn check(
     let evidence: EvidenceRules = rule_set.family().map_err(|e| rules_error(&e))?;
     let root = Root::new(dir, &evidence).map_err(|e| rules_error(&e))?;
 
-    let profiles: Profiles = rule_set.family().map_err(|e| rules_error(&e))?;
-    let profile = profiles.0.get(opts.profile).ok_or_else(|| {
-        CannotCheck::new(
+    let profile = Profiles::lookup(&rule_set, opts.profile).map_err(|e| match e {
+        ProfileError::Rules(e) => rules_error(&e),
+        ProfileError::Unknown { name } => CannotCheck::new(
             Some(Code::RulesInvalid),
-            format!("the rules define no profile `{}`", opts.profile),
-        )
+            format!("the rules define no profile `{name}`"),
+        ),
     })?;
     // Plan context (`--goal-id`): the plan is read without a lock and
     // without writing; its gate rules apply unless `--surface` names others.

@@ -129,7 +129,8 @@ impl Engine {
     /// Builds the engine from validated rules. A profile or texts entry that
     /// is missing is `ULW_LOOP_RULES_INVALID`.
     pub fn new(root: Dir, rules: &RuleSet, opts: EngineOptions) -> Result<Engine, GoalError> {
-        let profiles: profile::Profiles = rules.family()?;
+        let profile = profile::Profiles::lookup(rules, &opts.profile)
+            .map_err(|e| GoalError::from(e.into_rules_error()))?;
         let invalid = |pointer: String, problem: String| {
             GoalError::from(crate::rules::RulesError {
                 file: "rules".into(),
@@ -137,12 +138,6 @@ impl Engine {
                 problem,
             })
         };
-        let profile = profiles.0.get(&opts.profile).cloned().ok_or_else(|| {
-            invalid(
-                format!("/profiles/{}", opts.profile),
-                "no such profile".into(),
-            )
-        })?;
         let key = profile::texts_key(&profile.texts).unwrap_or_default();
         let texts_at = format!("/texts/{}", crate::json::pointer_token(key));
         let texts = rules.part::<Texts>(&texts_at)?.ok_or_else(|| {

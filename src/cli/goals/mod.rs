@@ -19,7 +19,7 @@ use crate::goals::plan::Plan;
 use crate::goals::profile::ProjectRoot;
 use crate::goals::{Engine, EngineOptions, ErrorKind, GoalError, session};
 use crate::rules::RuleSet;
-use crate::rules::profiles::Profiles;
+use crate::rules::profiles::{ProfileError, Profiles};
 use crate::workspace::{OnError, RepoRules, Workspace, WorkspaceError, WorkspaceOptions};
 
 /// Subcommands this build implements.
@@ -424,31 +424,28 @@ fn dispatch(
             }
             Err(WorkspaceError::UserConfig(e) | WorkspaceError::Rules(e)) => return fail(e.into()),
         };
-        let profiles: Profiles = match ws.rules().family() {
-            Ok(p) => p,
-            Err(e) => return fail(e.into()),
+        let found = match ws.profile(profile) {
+            Ok(p) => Ok(p),
+            Err(ProfileError::Rules(e)) => return fail(e.into()),
+            Err(unknown) => Err(unknown),
         };
         // A profile whose foreign tool keeps its state in the directory it
         // runs in works on the current directory, with that directory's
         // rules, as the hooks do with the payload's `cwd`.
         let here = Path::new(".");
-        let cwd_root = profiles
-            .0
-            .get(profile)
-            .is_some_and(|p| p.compat.project_root == ProjectRoot::Cwd);
+        let cwd_root = found
+            .as_ref()
+            .is_ok_and(|p| p.compat.project_root == ProjectRoot::Cwd);
         if cwd_root && root_path != here {
             root_path = here.to_path_buf();
             continue;
         }
         let (root, rules) = ws.into_parts();
-        break (root, rules, profiles);
+        break (root, rules, found);
     };
-    let Some(p) = profiles.0.get(profile) else {
-        return fail(GoalError::from(crate::rules::RulesError {
-            file: "rules".into(),
-            pointer: format!("/profiles/{profile}"),
-            problem: "no such profile".into(),
-        }));
+    let p = match profiles {
+        Ok(p) => p,
+        Err(e) => return fail(GoalError::from(e.into_rules_error())),
     };
     let display = p.display_name.clone();
     let fail = |e: GoalError| Outcome::Error(e, display.clone());
@@ -579,14 +576,7 @@ pub(crate) fn build_engine(
     rules: &RuleSet,
     amb: &dyn Ambient,
 ) -> Result<Engine, GoalError> {
-    let profiles: Profiles = rules.family()?;
-    let p = profiles.0.get(profile).ok_or_else(|| {
-        GoalError::from(crate::rules::RulesError {
-            file: "rules".into(),
-            pointer: format!("/profiles/{profile}"),
-            problem: "no such profile".into(),
-        })
-    })?;
+    let p = Profiles::lookup(rules, profile).map_err(|e| GoalError::from(e.into_rules_error()))?;
     let env = |k: &str| ambient::var(amb, k);
     let sid = session::resolve(&p.session.flag, explicit, &env, &p.session.env)?;
     let env_sid = p
