@@ -68,6 +68,13 @@ impl Sink {
         Sink(dir.map(Arc::new))
     }
 
+    /// [`Sink::open`] for the workspace at the ambient path `root`
+    /// (canonicalized through `amb`; unknown when that fails).
+    pub fn at(amb: &dyn Ambient, root: &Path) -> Sink {
+        let canonical = amb.canonicalize(root).ok();
+        Sink::open(amb, canonical.as_deref())
+    }
+
     /// The per-user directory the sink writes to, when there is one (the
     /// engine's read-only commands keep their ledger-index cache there).
     pub fn dir(&self) -> Option<&Dir> {

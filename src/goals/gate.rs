@@ -3,17 +3,23 @@
 //! data context the validator gets, and the mapping of its outcome to the
 //! engine's errors and ledger fields.
 
+use std::path::Path;
+
 use serde_json::{Map, Value, json};
 
 use super::error::{ErrorKind, GoalError};
 use super::input::Loaded;
 use super::plan::{Goal, GoalStatus, Plan};
 use super::{Engine, batches, lifecycle};
+use crate::ambient::Ambient;
 use crate::evidence::Root;
+use crate::finding::Code;
+use crate::gate::run::{CannotCheck, CheckOptions, Document};
 use crate::gate::surface::{self, SurfaceInputs};
 use crate::gate::{BatchAlternative, GateContext, GateOutcome, GateScope, Scope, ScopeCriterion};
-use crate::rules::RulesError;
+use crate::rules::{RuleSet, RulesError};
 use crate::sandbox::RelPath;
+use crate::workspace::Workspace;
 
 fn rules_error(pointer: String, problem: String) -> GoalError {
     GoalError::from(RulesError {
@@ -194,6 +200,43 @@ pub(crate) fn check_context(
         }
     }
     Ok((scope, rules_of(engine, &plan)?))
+}
+
+/// `gate check --goal-id`: validates the gate `document` of `ws` in the
+/// plan context of goal `goal_id` — the plan is read without a lock and
+/// without writing, its gate rules apply unless `opts.surface` names
+/// others, and the goal's scope is checked as `checkpoint --start-pending`
+/// will check it. `root_path` is the ambient path `ws` was opened at and
+/// `session_id` the profile's session flag, if given (else the
+/// environment's scope). A missing or corrupt plan, or an unknown goal,
+/// cannot be checked.
+pub fn check_gate_in_plan(
+    amb: &dyn Ambient,
+    ws: Workspace,
+    root_path: &Path,
+    document: Document<'_>,
+    opts: &CheckOptions<'_>,
+    goal_id: &str,
+    session_id: Option<&str>,
+) -> Result<GateOutcome, CannotCheck> {
+    let plan = |root: &Root, rules: &RuleSet| -> Result<(GateScope, String), CannotCheck> {
+        let dir = root.dir().try_clone().map_err(|e| {
+            CannotCheck::new(
+                Some(Code::IoError),
+                format!("cannot reopen the repository: {e}"),
+            )
+        })?;
+        let goal_error = |e: GoalError| CannotCheck {
+            code: None,
+            message: format!("{}: {}", e.code(), e.message),
+            details: Some(json!({"code": e.code(), "details": e.details()})),
+        };
+        let explicit = session_id.map(Some);
+        let engine = Engine::open(amb, (dir, root_path), rules, opts.profile, explicit, None)
+            .map_err(goal_error)?;
+        check_context(&engine, goal_id).map_err(goal_error)
+    };
+    crate::gate::run::check_with(amb, ws, document, opts, Some(&plan))
 }
 
 /// Runs the gate validator on a supplied gate (`strict`: `checkpoint

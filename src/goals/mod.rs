@@ -46,6 +46,7 @@ pub(crate) mod team;
 pub(crate) mod txn;
 pub(crate) mod workflow;
 
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use cap_std::fs::Dir;
@@ -56,6 +57,7 @@ use cap_std::fs::Dir;
 pub use candidate::Candidate;
 pub use diagnostics::Sink as DiagnosticsSink;
 pub use error::{ALL_CODES, ErrorKind, GoalError};
+pub use gate::check_gate_in_plan;
 pub use input::{FileRecord, Loaded};
 pub use journal::Head as LedgerHead;
 pub use plan::{Criterion, CriterionStatus, Goal, GoalStatus, Mode, Plan};
@@ -63,6 +65,7 @@ pub use profile::{BlockerRules, Profile, Texts};
 pub use session::SidSource;
 pub use state::StatePaths;
 
+use crate::ambient::Ambient;
 use crate::rules::RuleSet;
 use crate::rules::evidence::EvidenceRules;
 use crate::rules::gates::GateBook;
@@ -99,6 +102,22 @@ pub struct SurfaceInputs {
     pub env: Option<String>,
     /// The marker file's content.
     pub marker: Option<Vec<u8>>,
+}
+
+impl SurfaceInputs {
+    /// Reads the inputs the gate rules of `rules` name: the environment
+    /// variable and the marker file next to the running executable. Rules
+    /// whose gate files do not load give no inputs.
+    pub fn read(amb: &dyn Ambient, rules: &RuleSet) -> SurfaceInputs {
+        let Ok(book) = GateBook::from_rules(rules) else {
+            return SurfaceInputs::default();
+        };
+        let res = &book.common().surface_resolution;
+        SurfaceInputs {
+            env: crate::ambient::var(amb, &res.env),
+            marker: crate::ambient::read_marker(amb, &res.marker),
+        }
+    }
 }
 
 /// One profile's engine over one workspace root and scope.
@@ -172,6 +191,54 @@ impl Engine {
             workflows,
             diagnostics: opts.diagnostics,
         })
+    }
+
+    /// Builds the engine of `profile` as the command line does, reading what
+    /// it needs through `amb`: the scope named by `explicit` (the profile's
+    /// session flag: absent, given without a value, or with one) or else the
+    /// environment, the absolute root (`root_path` against the working
+    /// directory) and its git worktree prefix, the gate surface inputs, and
+    /// the per-user diagnostics sink of the workspace.
+    pub fn open(
+        amb: &dyn Ambient,
+        (root, root_path): (Dir, &Path),
+        rules: &RuleSet,
+        profile: &str,
+        explicit: Option<Option<&str>>,
+        lock_timeout_ms: Option<u64>,
+    ) -> Result<Engine, GoalError> {
+        let p = profile::Profiles::lookup(rules, profile)
+            .map_err(|e| GoalError::from(e.into_rules_error()))?;
+        let env = |k: &str| crate::ambient::var(amb, k);
+        let sid = session::resolve(&p.session.flag, explicit, &env, &p.session.env)?;
+        let env_sid = p
+            .session
+            .env
+            .iter()
+            .find_map(|k| env(k).as_deref().and_then(session::normalize));
+        let root_abs = amb
+            .current_dir()
+            .ok()
+            .map(|d| path_clean::clean(d.join(root_path)));
+        let worktree_prefix = match &root_abs {
+            Some(r) if p.compat.state_path_prefix => crate::ambient::worktree_prefix(amb, r),
+            _ => String::new(),
+        };
+        let root_abs = root_abs.and_then(|d| d.to_str().map(str::to_owned));
+        Engine::new(
+            root,
+            rules,
+            EngineOptions {
+                profile: profile.to_owned(),
+                session: sid,
+                env_sid,
+                lock_timeout_ms,
+                root_abs,
+                surface: SurfaceInputs::read(amb, rules),
+                diagnostics: diagnostics::Sink::at(amb, root_path),
+                worktree_prefix,
+            },
+        )
     }
 
     /// Where diagnostic lines go.
