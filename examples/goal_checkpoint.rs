@@ -7,12 +7,11 @@
 //! directory and ledger); nothing is read from or written to `HOME`.
 
 use cap_std::fs::Dir;
-use evidence_gate::goals::brief::Candidate;
-use evidence_gate::goals::diagnostics::Sink;
 use evidence_gate::goals::ops::checkpoint::{self, CheckpointRequest, CheckpointStatus};
 use evidence_gate::goals::ops::create::{self, CreateRequest};
-use evidence_gate::goals::plan::Mode;
-use evidence_gate::goals::{Engine, EngineOptions, SidSource, SurfaceInputs};
+use evidence_gate::goals::{
+    Candidate, DiagnosticsSink, Engine, EngineOptions, Mode, SidSource, SurfaceInputs,
+};
 use evidence_gate::rules::RuleSet;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -32,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             root_abs: None,
             surface: SurfaceInputs::default(),
             // Diagnostics go to per-user state in the binaries; none here.
-            diagnostics: Sink::none(),
+            diagnostics: DiagnosticsSink::none(),
             // A temporary directory is no git worktree: no path prefix.
             worktree_prefix: String::new(),
         },

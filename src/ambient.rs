@@ -107,6 +107,17 @@ pub fn var(amb: &dyn Ambient, key: &str) -> Option<String> {
     amb.var_os(key).and_then(|v| v.into_string().ok())
 }
 
+/// Largest surface marker file read.
+const MAX_MARKER: u64 = 64 * 1024;
+
+/// The surface-resolution marker file `name` next to the running executable
+/// (docs/gates.md#qg-2); any problem reading it counts as no marker.
+pub fn read_marker(amb: &dyn Ambient, name: &str) -> Option<Vec<u8>> {
+    let exe = amb.current_exe().ok()?;
+    let path = exe.parent()?.join(name);
+    read_file(amb, &path, MAX_MARKER).ok()
+}
+
 /// Why an ambient file could not be read.
 #[derive(Debug)]
 pub enum ReadError {

@@ -30,8 +30,9 @@
 //!   ([`evidence::verify_payload`]) and its report;
 //! * [`gate`]: quality-gate documents checked against their rules
 //!   ([`gate::validate`]), every artifact opened through the sandbox;
-//! * [`goals`]: the goal engine ([`goals::Engine`]; `goals::ops` holds the
-//!   commands, `create`, `checkpoint` and the others);
+//! * [`goals`]: the goal engine ([`goals::Engine`] and the types it names;
+//!   [`goals::ops`] holds the commands, `create`, `checkpoint` and the
+//!   others, and [`goals::steer`] the steering proposals);
 //! * [`hooks`]: a host hook payload decided and encoded ([`hooks::handle`]);
 //! * [`audit`]: repository mode of `verify-evidence` ([`audit::audit`]);
 //! * [`rules`]: the JSON policies (embedded defaults plus overrides) and every
@@ -95,11 +96,14 @@ mod wire;
 mod test_support;
 
 /// Internal helpers the project's own integration tests and benches call
-/// directly (hashing, ledger chaining, clocks, Codex hook trust). **Not API**:
+/// directly (hashing, ledger chaining, clocks, Codex hook trust, the goal
+/// engine's plan digest and decision ids). **Not API**:
 /// they may change in any release.
 #[doc(hidden)]
 pub mod internals {
     pub use crate::digest::{hex, sha256_hex};
+    pub use crate::goals::decisions::decision_id;
+    pub use crate::goals::plan::body_sha256 as plan_body_sha256;
     pub use crate::init::codex_toml::{event_label, hook_trust_hash};
     pub use crate::ledger::{
         ChainedRecord, ForeignSeverity, chain_records, record_hash, verify_chain,

@@ -25,7 +25,7 @@ use crate::ambient::{self, Ambient};
 use crate::sandbox::{PathLimits, RelPath};
 
 /// The layout version below the application directory.
-pub(crate) const LAYOUT: &str = "v1";
+const LAYOUT: &str = "v1";
 /// The hooks' subdirectory of a workspace's per-user state directory.
 pub(crate) const HOOKS_DIR: &str = "hooks";
 /// The file naming the workspace a state directory belongs to.
@@ -128,6 +128,19 @@ pub(crate) fn base_path(amb: &dyn Ambient) -> Option<PathBuf> {
         .or_else(|| abs("HOME").map(|h| h.join(".local/state/evidence-gate")))
 }
 
+/// The state directory of the workspace whose canonical root is
+/// `canonical_root` below the application directory `base`:
+/// `<base>/v1/<workspace-id>`.
+pub(crate) fn workspace_dir_in(base: &Path, canonical_root: &Path) -> PathBuf {
+    base.join(LAYOUT).join(workspace_id(canonical_root))
+}
+
+/// [`workspace_dir_in`] the application's per-user state directory; `None`
+/// when no absolute base is known. Resolved only: nothing is created.
+pub(crate) fn workspace_path(amb: &dyn Ambient, canonical_root: &Path) -> Option<PathBuf> {
+    Some(workspace_dir_in(&base_path(amb)?, canonical_root))
+}
+
 /// The workspace id: the first 16 hex digits of SHA-256 of the canonical
 /// root path's bytes.
 pub fn workspace_id(canonical_root: &Path) -> String {
@@ -153,7 +166,7 @@ impl UserState {
     ) -> Result<UserState, UserStateError> {
         let base = base_path(amb).ok_or(UserStateError::NoHome)?;
         let id = workspace_id(canonical_root);
-        let path = base.join(LAYOUT).join(&id);
+        let path = workspace_dir_in(&base, canonical_root);
         if inside(&base, canonical_root) {
             return Err(UserStateError::InsideWorkspace { path });
         }

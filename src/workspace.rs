@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use cap_std::fs::Dir;
 
 use crate::ambient::{self, Ambient, ReadError};
+use crate::rules::profiles::{Profile, ProfileError, Profiles};
 use crate::rules::{self, REPO_OVERRIDE, RuleSet, RulesError};
 
 /// Cap on a rules file named on the command line (`--rules FILE`).
@@ -143,6 +144,11 @@ impl Workspace {
     /// With [`OnError::Fallback`], the error the rules fell back from.
     pub fn rules_error(&self) -> Option<&str> {
         self.rules_error.as_deref()
+    }
+
+    /// The goal-engine profile `name` of the rules.
+    pub fn profile(&self, name: &str) -> Result<Profile, ProfileError> {
+        Profiles::lookup(&self.rules, name)
     }
 }
 

@@ -9,11 +9,9 @@ use serde_json::{Value, json};
 use super::render::printable;
 use super::{EXIT_USAGE, Io};
 use crate::ambient::Ambient;
-use crate::evidence::Root;
 use crate::finding::Code;
-use crate::gate::run::{CannotCheck, CheckOptions, Document, PlanContext, rules_error};
-use crate::gate::{self, GateOutcome, GateScope};
-use crate::rules::RuleSet;
+use crate::gate::run::{CannotCheck, CheckOptions, Document, rules_error};
+use crate::gate::{self, GateOutcome};
 use crate::workspace::{OnError, RepoRules, Workspace, WorkspaceError, WorkspaceOptions};
 
 #[derive(Args, Debug)]
@@ -145,63 +143,28 @@ fn run_check(
         ),
         WorkspaceError::UserConfig(e) | WorkspaceError::Rules(e) => rules_error(&e),
     })?;
-    // Plan context (`--goal-id`): the plan is read without a lock and
-    // without writing; its gate rules apply unless `--surface` names others.
-    let plan_fn;
-    let plan = match &args.goal_id {
-        Some(goal) => {
-            plan_fn =
-                move |root: &Root, rules: &RuleSet| plan_context(args, goal, root, rules, amb);
-            Some(&plan_fn as PlanContext<'_>)
-        }
-        None => None,
-    };
-    let marker = |name: &str| super::marker::read_marker(amb, name);
     let opts = CheckOptions {
         profile: args.profile.name(),
         surface: args.surface.as_deref(),
-        plan,
-        marker: &marker,
     };
     let document = if args.file.as_os_str() == "-" {
         Document::Stdin(&mut *io.stdin)
     } else {
         Document::File(&args.file)
     };
-    gate::run::check(amb, ws, document, &opts)
-}
-
-/// Loads the plan context of `--goal-id`; a missing or corrupt plan, or an
-/// unknown goal, cannot be checked (exit 2).
-fn plan_context(
-    args: &CheckArgs,
-    goal: &str,
-    root: &Root,
-    rules: &crate::rules::RuleSet,
-    amb: &dyn Ambient,
-) -> Result<(GateScope, String), CannotCheck> {
-    let dir = root.dir().try_clone().map_err(|e| {
-        CannotCheck::new(
-            Some(Code::IoError),
-            format!("cannot reopen the repository: {e}"),
-        )
-    })?;
-    let explicit = args.session_id.as_deref().map(Some);
-    let goal_error = |e: crate::goals::GoalError| CannotCheck {
-        code: None,
-        message: format!("{}: {}", e.code(), e.message),
-        details: Some(json!({"code": e.code(), "details": e.details()})),
-    };
-    let engine = super::goals::build_engine(
-        args.profile.name(),
-        explicit,
-        None,
-        (dir, std::path::Path::new(".")),
-        rules,
-        amb,
-    )
-    .map_err(goal_error)?;
-    crate::goals::gate::check_context(&engine, goal).map_err(goal_error)
+    match &args.goal_id {
+        // The plan's context (`--goal-id`) comes from the goal engine.
+        Some(goal) => crate::goals::check_gate_in_plan(
+            amb,
+            ws,
+            Path::new("."),
+            document,
+            &opts,
+            goal,
+            args.session_id.as_deref(),
+        ),
+        None => gate::run::check(amb, ws, document, &opts),
+    }
 }
 
 fn pretty(v: &Value) -> String {

@@ -6,7 +6,6 @@ mod gate;
 mod goals;
 mod hook;
 mod init;
-mod marker;
 mod progress;
 mod render;
 mod schema;

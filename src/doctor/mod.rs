@@ -103,12 +103,7 @@ impl Places {
 /// The per-user `hooks/` directory's path.
 fn hooks_state_path(amb: &dyn Ambient, workspace: &Path) -> Option<PathBuf> {
     let canonical = amb.canonicalize(workspace).ok()?;
-    Some(
-        crate::userstate::base_path(amb)?
-            .join(crate::userstate::LAYOUT)
-            .join(crate::userstate::workspace_id(&canonical))
-            .join(crate::hooks::witness::HOOKS_DIR),
-    )
+    Some(crate::userstate::workspace_path(amb, &canonical)?.join(crate::hooks::witness::HOOKS_DIR))
 }
 
 /// The per-user `hooks/` directory, when it exists (never created here).

@@ -18,7 +18,7 @@ use crate::hooks::gate_ledger;
 use crate::hooks::receipt::{attempts, reuse};
 use crate::hooks::witness::{self, HookState};
 use crate::store::{LockOptions, MutationLock};
-use crate::userstate::{self, LAYOUT, UserState};
+use crate::userstate::{self, UserState};
 
 /// Entries of `hooks/` that must be directories.
 const DIRS: &[&str] = &[attempts::DIR, reuse::DIR, "goal-loop"];
@@ -66,7 +66,7 @@ fn user(amb: &dyn Ambient, canonical: &Path, fix: bool, checks: &mut Vec<Check>)
         );
         return;
     };
-    let path = base.join(LAYOUT).join(userstate::workspace_id(canonical));
+    let path = userstate::workspace_dir_in(&base, canonical);
     if path.starts_with(canonical) || base.starts_with(canonical) {
         checks.push(
             Check::new(

@@ -16,7 +16,7 @@ use crate::evidence::Root;
 use crate::finding::{Code, lexical_code, problem_finding};
 use crate::rules::evidence::EvidenceRules;
 use crate::rules::gates::GateBook;
-use crate::rules::profiles::Profiles;
+use crate::rules::profiles::{ProfileError, Profiles};
 use crate::rules::{RuleSet, RulesError};
 use crate::sandbox::open::{self, FileChecks};
 use crate::sandbox::{PathLimits, RelPath};
@@ -30,8 +30,11 @@ pub enum Document<'a> {
     File(&'a Path),
 }
 
-/// The plan context of `--goal-id`: the gate scope and the plan's gate rules.
-pub type PlanContext<'a> = &'a dyn Fn(&Root, &RuleSet) -> Result<(GateScope, String), CannotCheck>;
+/// Loads the plan context of a check run in one (`--goal-id`): the gate
+/// scope and the plan's gate rules. The goal engine supplies it
+/// (`goals::check_gate_in_plan`).
+pub(crate) type PlanContext<'a> =
+    &'a dyn Fn(&Root, &RuleSet) -> Result<(GateScope, String), CannotCheck>;
 
 /// What [`check`] checks against.
 pub struct CheckOptions<'a> {
@@ -40,10 +43,6 @@ pub struct CheckOptions<'a> {
     pub profile: &'a str,
     /// Gate rules named by the caller (`--surface`); `None`: surface resolution.
     pub surface: Option<&'a str>,
-    /// Loads the plan context when the check runs in one (`--goal-id`).
-    pub plan: Option<PlanContext<'a>>,
-    /// Reads the surface marker file named by the rules.
-    pub marker: &'a dyn Fn(&str) -> Option<Vec<u8>>,
 }
 
 /// Why the gate could not be checked (exit 2).
@@ -77,28 +76,40 @@ pub fn rules_error(e: &RulesError) -> CannotCheck {
 }
 
 /// Validates the gate `document` of `ws` as `opts` says; `Err` when it cannot
-/// be checked (exit 2 at the command line).
+/// be checked (exit 2 at the command line). The surface marker file is read
+/// through `amb`.
 pub fn check(
     amb: &dyn Ambient,
     ws: Workspace,
     document: Document<'_>,
     opts: &CheckOptions<'_>,
 ) -> Result<GateOutcome, CannotCheck> {
+    check_with(amb, ws, document, opts, None)
+}
+
+/// [`check`], in the plan context `plan` loads when there is one.
+pub(crate) fn check_with(
+    amb: &dyn Ambient,
+    ws: Workspace,
+    document: Document<'_>,
+    opts: &CheckOptions<'_>,
+    plan: Option<PlanContext<'_>>,
+) -> Result<GateOutcome, CannotCheck> {
     let (dir, rule_set) = ws.into_parts();
     let book = GateBook::from_rules(&rule_set).map_err(|e| rules_error(&e))?;
     let evidence: EvidenceRules = rule_set.family().map_err(|e| rules_error(&e))?;
     let root = Root::new(dir, &evidence).map_err(|e| rules_error(&e))?;
 
-    let profiles: Profiles = rule_set.family().map_err(|e| rules_error(&e))?;
-    let profile = profiles.0.get(opts.profile).ok_or_else(|| {
-        CannotCheck::new(
+    let profile = Profiles::lookup(&rule_set, opts.profile).map_err(|e| match e {
+        ProfileError::Rules(e) => rules_error(&e),
+        ProfileError::Unknown { name } => CannotCheck::new(
             Some(Code::RulesInvalid),
-            format!("the rules define no profile `{}`", opts.profile),
-        )
+            format!("the rules define no profile `{name}`"),
+        ),
     })?;
     // Plan context (`--goal-id`): the plan is read without a lock and
     // without writing; its gate rules apply unless `--surface` names others.
-    let plan_context = match opts.plan {
+    let plan_context = match plan {
         Some(plan) => Some(plan(&root, &rule_set)?),
         None => None,
     };
@@ -110,7 +121,7 @@ pub fn check(
     let common = book.common();
     let env = ambient::var(amb, &common.surface_resolution.env);
     let marker = if opts.surface.is_none() && gate_final == RESOLVE_SURFACE {
-        (opts.marker)(&common.surface_resolution.marker)
+        ambient::read_marker(amb, &common.surface_resolution.marker)
     } else {
         None
     };

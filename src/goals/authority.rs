@@ -26,7 +26,7 @@ const MAX_POINTER_BYTES: u64 = 64 * 1024;
 /// Checks the session authority of a mutating `sub` (canonical name).
 /// `bound_above(id)` tells whether a pointer above the project binds the
 /// session `id` to a directory holding the project (read by the front end).
-pub fn check(
+pub(crate) fn check(
     engine: &Engine,
     sub: &str,
     var: &dyn Fn(&str) -> Option<String>,
@@ -110,7 +110,7 @@ pub fn check(
 /// a directory strictly above `project` records the session `id` under
 /// `id_key` and a `cwd` that is `project` or holds it, as OMX's session
 /// discovery accepts it. `read` returns a file's bytes (bounded).
-pub fn bound_above(
+pub(crate) fn bound_above(
     project: &std::path::Path,
     pointer: &str,
     id_key: &str,

@@ -15,7 +15,7 @@ fn invalid(msg: &str) -> GoalError {
 }
 
 /// Parses and validates the batch declaration against the derived goal ids.
-pub fn parse(value: &Value, goal_ids: &[String]) -> Result<Vec<Value>, GoalError> {
+pub(crate) fn parse(value: &Value, goal_ids: &[String]) -> Result<Vec<Value>, GoalError> {
     let Some(list) = value.as_array() else {
         return Err(invalid("--validation-batch-json must be a JSON array."));
     };
@@ -103,14 +103,14 @@ pub fn parse(value: &Value, goal_ids: &[String]) -> Result<Vec<Value>, GoalError
 }
 
 /// The first batch whose members contain `goal_id`.
-pub fn batch_of<'p>(plan: &'p Plan, goal_id: &str) -> Option<&'p Map<String, Value>> {
+pub(crate) fn batch_of<'p>(plan: &'p Plan, goal_id: &str) -> Option<&'p Map<String, Value>> {
     plan.batches()
         .into_iter()
         .find(|b| member_ids(b).contains(&goal_id))
 }
 
 /// Member ids of a batch.
-pub fn member_ids(b: &Map<String, Value>) -> Vec<&str> {
+pub(crate) fn member_ids(b: &Map<String, Value>) -> Vec<&str> {
     b.get("memberIds")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
@@ -118,12 +118,12 @@ pub fn member_ids(b: &Map<String, Value>) -> Vec<&str> {
 }
 
 /// The batch id.
-pub fn batch_id(b: &Map<String, Value>) -> &str {
+pub(crate) fn batch_id(b: &Map<String, Value>) -> &str {
     b.get("batchId").and_then(Value::as_str).unwrap_or("")
 }
 
 /// Whether the goal closes its batch (it is the batch's final member).
-pub fn closes<'p>(plan: &'p Plan, goal_id: &str) -> Option<&'p Map<String, Value>> {
+pub(crate) fn closes<'p>(plan: &'p Plan, goal_id: &str) -> Option<&'p Map<String, Value>> {
     batch_of(plan, goal_id)
         .filter(|b| b.get("finalGoalId").and_then(Value::as_str) == Some(goal_id))
 }
@@ -168,7 +168,7 @@ fn decision_note(ids: &[&str]) -> String {
 
 /// Run-final closure rule (docs/differences.md#r-5): every batch is closed treating the goal
 /// being completed as resolved.
-pub fn check_all_closed(plan: &Plan, completing: &str) -> Result<(), GoalError> {
+pub(crate) fn check_all_closed(plan: &Plan, completing: &str) -> Result<(), GoalError> {
     let mut open = Vec::new();
     let mut decide = Vec::new();
     for b in plan.batches() {
@@ -193,7 +193,11 @@ pub fn check_all_closed(plan: &Plan, completing: &str) -> Result<(), GoalError> 
 }
 
 /// Batch-final readiness (docs/differences.md#r-5): the other members are resolved.
-pub fn check_ready(plan: &Plan, b: &Map<String, Value>, completing: &str) -> Result<(), GoalError> {
+pub(crate) fn check_ready(
+    plan: &Plan,
+    b: &Map<String, Value>,
+    completing: &str,
+) -> Result<(), GoalError> {
     let open = open_members(plan, b, completing);
     if open.is_empty() {
         return Ok(());
@@ -213,7 +217,7 @@ pub fn check_ready(plan: &Plan, b: &Map<String, Value>, completing: &str) -> Res
 /// Every member criterion is `pass` (docs/differences.md#r-5 step 3). Superseded members
 /// are not counted (docs/engine.md#ge-3): a waived member's criteria can
 /// never be recorded, and the gate's coverage skips them as well.
-pub fn check_criteria(plan: &Plan, b: &Map<String, Value>) -> Result<(), GoalError> {
+pub(crate) fn check_criteria(plan: &Plan, b: &Map<String, Value>) -> Result<(), GoalError> {
     let mut pending = Vec::new();
     for m in member_ids(b) {
         if let Some(g) = plan.goal(m).filter(|g| lifecycle::counted(*g)) {
@@ -237,7 +241,7 @@ pub fn check_criteria(plan: &Plan, b: &Map<String, Value>) -> Result<(), GoalErr
 }
 
 /// Marks a batch closed by `goal_id` (docs/state-formats.md#ge-2).
-pub fn close(plan: &mut Plan, batch: &str, goal_id: &str, now: &str) {
+pub(crate) fn close(plan: &mut Plan, batch: &str, goal_id: &str, now: &str) {
     if let Some(list) = plan.batches_mut() {
         for b in list.iter_mut().filter_map(Value::as_object_mut) {
             if b.get("batchId").and_then(Value::as_str) == Some(batch) {

@@ -8,7 +8,7 @@
 //! `{seq, sha256}` of the last record that mutation appended. So the plan
 //! covers the whole last entry and the entry covers the whole plan body.
 //!
-//! [`judge`] checks both directions over the newest records of the ledger
+//! [`judge_plan`] checks both directions over the newest records of the ledger
 //! ([`read_tail`]): a plan body that differs from the one its ledger
 //! recorded is `PLAN_TAMPERED`; a head record that is missing or differs
 //! from the one the plan names is `LEDGER_TAMPERED`. Records appended after
@@ -20,57 +20,18 @@
 use std::io;
 
 use cap_std::fs::File;
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use super::journal;
+use super::plan::Plan;
 use crate::ledger;
 
 /// The entry field holding the plan body's digest.
-pub const PLAN_SHA256: &str = "planSha256";
+pub(crate) const PLAN_SHA256: &str = "planSha256";
 /// The `lastMutation` field naming the ledger head.
-pub const LEDGER_HEAD: &str = "ledgerHead";
+pub(crate) const LEDGER_HEAD: &str = "ledgerHead";
 /// The entry kind `repair --accept-tampered` appends.
-pub const TAMPER_ACKNOWLEDGED: &str = journal::LedgerKind::TamperAcknowledged.as_str();
-
-/// The plan object without `lastMutation`, serialised in place (no copy of
-/// a large plan).
-struct Body<'a>(&'a Map<String, Value>);
-
-impl Serialize for Body<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let n = self.0.len() - usize::from(self.0.contains_key("lastMutation"));
-        let mut m = s.serialize_map(Some(n))?;
-        for (k, v) in self.0 {
-            if k != "lastMutation" {
-                m.serialize_entry(k, v)?;
-            }
-        }
-        m.end()
-    }
-}
-
-struct HashWriter(Sha256);
-
-impl io::Write for HashWriter {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        self.0.update(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// SHA-256 of the plan body (the document without `lastMutation`, as the
-/// engine serialises plans).
-pub fn body_sha256(doc: &Map<String, Value>) -> String {
-    let mut w = HashWriter(Sha256::new());
-    serde_json::to_writer_pretty(&mut w, &Body(doc)).expect("JSON values serialise");
-    w.0.update(b"\n");
-    crate::digest::hex(&w.0.finalize())
-}
+pub(crate) const TAMPER_ACKNOWLEDGED: &str = journal::LedgerKind::TamperAcknowledged.as_str();
 
 /// `lastMutation.ledgerHead`: the record a plan names as its ledger's last.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +51,7 @@ impl NamedHead {
 
 /// The head a plan document names, if it names one. A present but
 /// malformed value names a record no ledger holds (seq 0).
-pub fn named_head(doc: &Map<String, Value>) -> Option<NamedHead> {
+pub(crate) fn named_head(doc: &Map<String, Value>) -> Option<NamedHead> {
     let h = doc.get("lastMutation")?.as_object()?.get(LEDGER_HEAD)?;
     let seq = h.get("seq").and_then(Value::as_u64).unwrap_or(0);
     let sha256 = h
@@ -103,7 +64,7 @@ pub fn named_head(doc: &Map<String, Value>) -> Option<NamedHead> {
 
 /// The `planSha256` carried by the entries of a plan's `lastMutation` (the
 /// body that mutation wrote).
-pub fn pending_sha256(doc: &Map<String, Value>) -> Option<String> {
+pub(crate) fn pending_sha256(doc: &Map<String, Value>) -> Option<String> {
     doc.get("lastMutation")?
         .get("entries")?
         .as_array()?
@@ -114,7 +75,7 @@ pub fn pending_sha256(doc: &Map<String, Value>) -> Option<String> {
 
 /// One ledger record as the binding check sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TailRecord {
+pub(crate) struct TailRecord {
     /// Its chained `seq` (none for an unchained record).
     pub seq: Option<u64>,
     /// SHA-256 of its bytes.
@@ -127,7 +88,7 @@ pub struct TailRecord {
 
 impl TailRecord {
     /// Reads one record's bytes.
-    pub fn of(line: &[u8]) -> TailRecord {
+    pub(crate) fn of(line: &[u8]) -> TailRecord {
         let v: Option<Value> = serde_json::from_slice(line).ok();
         TailRecord {
             seq: v
@@ -151,7 +112,7 @@ impl TailRecord {
 /// The newest records of the ledger `file` (complete records before `end`),
 /// newest first, back to the record with `seq` ≤ `stop_seq` (included) —
 /// or, without a named head, back to the last chained record.
-pub fn read_tail(
+pub(crate) fn read_tail(
     file: &mut File,
     end: u64,
     stop_seq: Option<u64>,
@@ -176,7 +137,7 @@ pub fn read_tail(
 
 /// The length of the complete records of a ledger of `size` bytes (up to
 /// and including its last `\n`): a torn tail is not a record.
-pub fn complete_len(file: &mut File, size: u64) -> io::Result<u64> {
+pub(crate) fn complete_len(file: &mut File, size: u64) -> io::Result<u64> {
     use std::io::{Read, Seek, SeekFrom};
     const CHUNK: u64 = 64 * 1024;
     let mut end = size;
@@ -198,7 +159,7 @@ pub fn complete_len(file: &mut File, size: u64) -> io::Result<u64> {
 /// unterminated record, which the recovery check completes); a torn tail
 /// does not.
 /// At most `limit` records are read.
-pub fn read_tail_file(
+pub(crate) fn read_tail_file(
     file: &mut File,
     size: u64,
     stop_seq: Option<u64>,
@@ -233,14 +194,14 @@ pub fn read_tail_file(
 /// must still bind them at its last chained record (stripping the binding
 /// to look legacy is tampering).
 #[derive(Debug, Clone, Default)]
-pub struct Downgrade {
+pub(crate) struct Downgrade {
     first_bound: Option<u64>,
     last_chained: Option<(u64, bool)>,
 }
 
 impl Downgrade {
     /// Folds one parsed record.
-    pub fn feed(&mut self, v: &Value) {
+    pub(crate) fn feed(&mut self, v: &Value) {
         let Some((seq, _)) = ledger::chain_fields(v) else {
             return;
         };
@@ -252,7 +213,7 @@ impl Downgrade {
     }
 
     /// The `LEDGER_TAMPERED` reason, if the binding was dropped.
-    pub fn finding(&self) -> Option<String> {
+    pub(crate) fn finding(&self) -> Option<String> {
         let first = self.first_bound?;
         match self.last_chained {
             Some((seq, false)) => Some(format!(
@@ -289,7 +250,7 @@ impl State {
     }
 }
 
-/// The verdict of [`judge`].
+/// The verdict of [`judge_plan`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Binding {
     /// The verdict.
@@ -357,12 +318,10 @@ impl Binding {
 /// when the recovery check finds entries of the plan's `lastMutation`
 /// missing from the ledger: the plan is ahead by design, so its head is not
 /// looked for yet, and its pending entries must record this body.
-pub fn judge(doc: &Map<String, Value>, tail: &[TailRecord], pending: bool) -> Binding {
-    judge_digest(body_sha256(doc), doc, tail, pending)
-}
-
-/// [`judge`] for a plan read from `goals.json`: its body digest as read.
-pub fn judge_plan(plan: &super::plan::Plan, tail: &[TailRecord], pending: bool) -> Binding {
+///
+/// The plan's body digest is the one it was read with
+/// ([`Plan::read_body_sha256`]).
+pub(crate) fn judge_plan(plan: &Plan, tail: &[TailRecord], pending: bool) -> Binding {
     judge_digest(plan.read_body_sha256(), plan.doc(), tail, pending)
 }
 
@@ -535,6 +494,12 @@ fn judge_digest(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::goals::plan::body_sha256;
+
+    /// [`judge_plan`] for a plan document built in the test.
+    fn judge(doc: &Map<String, Value>, tail: &[TailRecord], pending: bool) -> Binding {
+        judge_digest(body_sha256(doc), doc, tail, pending)
+    }
 
     fn doc(text: &str) -> Map<String, Value> {
         serde_json::from_str(text).unwrap()

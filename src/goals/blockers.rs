@@ -5,7 +5,7 @@
 use super::plan::Plan;
 use super::profile::BlockerRules;
 
-pub use super::plan::model::{ATTEMPT_CLEARED_FIELDS, BLOCKER_FIELDS};
+pub(crate) use super::plan::model::ATTEMPT_CLEARED_FIELDS;
 
 /// One word-list entry: the literal `stem`, matched at word boundaries; with
 /// `prefix` (a trailing `*` in the rules) any word characters may follow it.
@@ -74,7 +74,7 @@ fn at_boundary(text: &str, i: usize) -> bool {
 
 /// A compiled classifier.
 #[derive(Debug)]
-pub struct Classifier {
+pub(crate) struct Classifier {
     auth: Vec<Word>,
     missing: Vec<Word>,
     registry: Vec<Word>,
@@ -89,7 +89,7 @@ fn any(list: &[Word], text: &str) -> bool {
 
 /// Lower-cases, blanks out URLs and quoting/punctuation characters, and
 /// collapses whitespace (docs/differences.md#r-2 step 1).
-pub fn normalise(text: &str) -> String {
+pub(crate) fn normalise(text: &str) -> String {
     let lower = text.to_lowercase();
     let mut out = String::with_capacity(lower.len());
     let mut rest = lower.as_str();
@@ -122,7 +122,7 @@ pub fn normalise(text: &str) -> String {
 
 impl Classifier {
     /// Prepares the word lists (nothing is compiled).
-    pub fn new(rules: &BlockerRules) -> Classifier {
+    pub(crate) fn new(rules: &BlockerRules) -> Classifier {
         let c = |l: &[String]| l.iter().map(|w| Word::new(w)).collect();
         Classifier {
             auth: c(&rules.auth_words),
@@ -136,7 +136,7 @@ impl Classifier {
 
     /// The signature of an external-authorisation blocker described by
     /// `evidence`, if it is one.
-    pub fn classify(&self, evidence: &str) -> Option<String> {
+    pub(crate) fn classify(&self, evidence: &str) -> Option<String> {
         let t = normalise(evidence);
         if !(any(&self.auth, &t) && any(&self.missing, &t)) {
             return None;
@@ -164,7 +164,7 @@ impl Classifier {
     }
 
     /// `requiredExternalDecision` for a signature.
-    pub fn decision(&self, signature: &str) -> String {
+    pub(crate) fn decision(&self, signature: &str) -> String {
         self.rules
             .signatures
             .decision
@@ -174,7 +174,7 @@ impl Classifier {
 
 /// Escalation counts for a failed or blocked checkpoint of `goal_id` with
 /// signature `sig`: `(occurrences, goal_count)`.
-pub fn counts(plan: &Plan, goal_id: &str, sig: &str) -> (u64, u64) {
+pub(crate) fn counts(plan: &Plan, goal_id: &str, sig: &str) -> (u64, u64) {
     let others = plan
         .goals()
         .filter(|g| g.id() != goal_id && g.blocker_signature() == Some(sig))
@@ -194,6 +194,7 @@ pub fn counts(plan: &Plan, goal_id: &str, sig: &str) -> (u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::goals::plan::model::BLOCKER_FIELDS;
 
     #[test]
     fn a_new_attempt_clears_part_of_the_blocker_set() {

@@ -3,51 +3,17 @@
 
 use serde_json::{Map, Value, json};
 
+pub(crate) use super::candidate::{Candidate, MAX_BULLET_CHARS};
+use super::candidate::{too_long, too_many};
 use super::error::{ErrorKind, GoalError};
 use super::plan::GoalStatus;
 use super::profile::{BriefRules, Derivation};
-
-/// Longest accepted bullet, in characters.
-pub const MAX_BULLET_CHARS: usize = 1200;
-
-/// One goal to create: its title and objective.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
-    /// The goal title.
-    pub title: String,
-    /// The goal objective.
-    pub objective: String,
-}
-
-/// `ULW_LOOP_BRIEF_ITEM_TOO_LONG` for 1-based brief line `line`.
-pub(crate) fn too_long(line: usize, length: usize) -> GoalError {
-    GoalError::new(
-        ErrorKind::BriefItemTooLong {
-            line,
-            length,
-            max: MAX_BULLET_CHARS,
-        },
-        format!(
-            "Brief line {line} is a bullet of {length} characters; the limit is {MAX_BULLET_CHARS}. Split it into several bullets."
-        ),
-    )
-}
-
-/// `ULW_LOOP_BRIEF_TOO_MANY_GOALS`: more implicit goals than the profile allows.
-pub(crate) fn too_many(count: usize, max: u32) -> GoalError {
-    GoalError::new(
-        ErrorKind::BriefTooManyGoals { count, max },
-        format!(
-            "The brief would make {count} goals without a Stories or Goals section; at most {max} are derived implicitly. Pass the stories as repeated --goal \"Title::Objective\", or put at most {max} parent stories under a `### Stories` (or `### Goals`) heading."
-        ),
-    )
-}
 
 /// The goals `create-goals` derives from `brief` under the profile's
 /// `brief` rules: every bullet (`bullets`, docs/differences.md#r-1) or the stories of its
 /// Stories/Goals sections (`stories`, [`super::stories`]); paragraphs when
 /// the brief has no list item; one default goal when it has nothing else.
-pub fn derive(brief: &str, rules: &BriefRules) -> Result<Vec<Candidate>, GoalError> {
+pub(crate) fn derive(brief: &str, rules: &BriefRules) -> Result<Vec<Candidate>, GoalError> {
     if rules.derivation == Derivation::Stories
         && let Some(goals) = super::stories::derive(brief, rules.max_implicit_goals)?
     {
@@ -76,7 +42,7 @@ pub fn derive(brief: &str, rules: &BriefRules) -> Result<Vec<Candidate>, GoalErr
 /// and the objective after it, both trimmed; without `::` the whole value is
 /// the objective and the title is its first line. An empty objective is
 /// `ULW_LOOP_ARGUMENT_MISSING`.
-pub fn goal_arg(raw: &str, index: usize) -> Result<Candidate, GoalError> {
+pub(crate) fn goal_arg(raw: &str, index: usize) -> Result<Candidate, GoalError> {
     let (title, objective) = match raw.split_once("::") {
         Some((t, o)) => (t.trim(), o.trim()),
         None => ("", raw.trim()),
@@ -125,7 +91,7 @@ fn bullet_body(line: &str) -> Option<&str> {
 
 /// The goal objectives of a brief, in order. Bullets win; otherwise
 /// paragraphs (heading lines removed); otherwise one default objective.
-pub fn objectives(brief: &str) -> Result<Vec<String>, GoalError> {
+pub(crate) fn objectives(brief: &str) -> Result<Vec<String>, GoalError> {
     let mut bullets: Vec<String> = Vec::new();
     for (i, line) in brief.lines().enumerate() {
         let Some(body) = bullet_body(line) else {
@@ -170,7 +136,7 @@ pub fn objectives(brief: &str) -> Result<Vec<String>, GoalError> {
 }
 
 /// `objective` cut to 69 characters plus `...` when longer than 72.
-pub fn title_for(objective: &str) -> String {
+pub(crate) fn title_for(objective: &str) -> String {
     if objective.chars().count() > 72 {
         let mut t: String = objective.chars().take(69).collect();
         t.push_str("...");
@@ -182,7 +148,7 @@ pub fn title_for(objective: &str) -> String {
 
 /// The slug of a title: lower-case, runs of non `[a-z0-9]` → `-`, trimmed,
 /// cut to 36 characters.
-pub fn slug(title: &str) -> String {
+pub(crate) fn slug(title: &str) -> String {
     let mut out = String::new();
     let mut dash = false;
     for c in title.to_lowercase().chars() {
@@ -199,7 +165,7 @@ pub fn slug(title: &str) -> String {
 }
 
 /// `G<nnn>[-<slug>]` for the goal at 0-based `index`.
-pub fn slugged_id(index: usize, title: &str) -> String {
+pub(crate) fn slugged_id(index: usize, title: &str) -> String {
     let s = slug(title);
     if s.is_empty() {
         format!("G{:03}", index + 1)
@@ -209,7 +175,7 @@ pub fn slugged_id(index: usize, title: &str) -> String {
 }
 
 /// The largest `N` among goal ids of the form `G<digits>…` (docs/differences.md#r-1).
-pub fn max_ordinal<'a>(ids: impl Iterator<Item = &'a str>) -> usize {
+pub(crate) fn max_ordinal<'a>(ids: impl Iterator<Item = &'a str>) -> usize {
     ids.filter_map(|id| {
         let digits: String = id
             .strip_prefix('G')?
@@ -225,7 +191,11 @@ pub fn max_ordinal<'a>(ids: impl Iterator<Item = &'a str>) -> usize {
 /// The next free slugged id at or after ordinal `from` (1-based): hand-edited
 /// plans can hold an id the ordinal scheme would produce, so taken ids are
 /// skipped. Returns the id and its ordinal.
-pub fn next_free_id(from: usize, title: &str, taken: &dyn Fn(&str) -> bool) -> (String, usize) {
+pub(crate) fn next_free_id(
+    from: usize,
+    title: &str,
+    taken: &dyn Fn(&str) -> bool,
+) -> (String, usize) {
     let mut n = from.max(1);
     loop {
         let id = slugged_id(n - 1, title);
@@ -237,7 +207,7 @@ pub fn next_free_id(from: usize, title: &str, taken: &dyn Fn(&str) -> bool) -> (
 }
 
 /// The three seeded criteria of goal `index` (docs/differences.md#r-1), marked `seeded: true`.
-pub fn seeded_criteria(index: usize, objective: &str) -> Vec<Value> {
+pub(crate) fn seeded_criteria(index: usize, objective: &str) -> Vec<Value> {
     let mut subject = collapse(objective);
     if subject.is_empty() {
         subject = format!("Goal {}", index + 1);
@@ -288,7 +258,7 @@ pub fn seeded_criteria(index: usize, objective: &str) -> Vec<Value> {
 }
 
 /// A new pending goal (`create-goals`, `add-goal`).
-pub fn new_goal(
+pub(crate) fn new_goal(
     index: usize,
     title: &str,
     objective: &str,

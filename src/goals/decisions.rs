@@ -13,7 +13,7 @@ use crate::digest::sha256_hex;
 
 /// One user decision in a plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserDecision {
+pub(crate) struct UserDecision {
     /// The goal it decided.
     pub goal_id: String,
     /// The decision text as recorded.
@@ -27,20 +27,20 @@ pub struct UserDecision {
 
 impl UserDecision {
     /// SHA-256 of the whitespace-normalized text.
-    pub fn sha256(&self) -> String {
+    pub(crate) fn sha256(&self) -> String {
         sha256_hex(normalize(&self.text).as_bytes())
     }
 
     /// The decision id (`UD-` and 12 hex digits of [`Self::sha256`]): what a
     /// user may quote instead of the whole text.
-    pub fn id(&self) -> String {
+    pub(crate) fn id(&self) -> String {
         decision_id(&self.text)
     }
 }
 
 /// Whitespace-normalized text: runs of whitespace become one space, ends
 /// trimmed.
-pub fn normalize(s: &str) -> String {
+pub(crate) fn normalize(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
@@ -50,7 +50,7 @@ pub fn decision_id(text: &str) -> String {
 }
 
 /// Every decision id (`UD-` and 12 lowercase hex digits) quoted in `text`.
-pub fn ids_in(text: &str) -> Vec<String> {
+pub(crate) fn ids_in(text: &str) -> Vec<String> {
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -73,7 +73,7 @@ pub fn ids_in(text: &str) -> Vec<String> {
 
 /// Whether a user prompt carries the decision: its normalized text contains
 /// the decision's normalized text, or it quotes the decision id.
-pub fn prompt_carries(prompt: &str, decision: &UserDecision) -> bool {
+pub(crate) fn prompt_carries(prompt: &str, decision: &UserDecision) -> bool {
     let text = normalize(&decision.text);
     (!text.is_empty() && normalize(prompt).contains(&text))
         || ids_in(prompt).contains(&decision.id())
@@ -104,7 +104,7 @@ fn decided(g: Goal<'_>) -> Option<UserDecision> {
 }
 
 /// The user decisions of a plan, in plan order.
-pub fn user_decisions(plan: &Plan) -> Vec<UserDecision> {
+pub(crate) fn user_decisions(plan: &Plan) -> Vec<UserDecision> {
     plan.goals().filter_map(decided).collect()
 }
 
@@ -112,7 +112,7 @@ pub fn user_decisions(plan: &Plan) -> Vec<UserDecision> {
 /// complete without a recorded completion and no goal of it completed:
 /// every goal was waived (superseded with no replacement). Such a run ends,
 /// but it is never "complete".
-pub fn run_waived(plan: &Plan) -> bool {
+pub(crate) fn run_waived(plan: &Plan) -> bool {
     !lifecycle::completion_recorded(plan)
         && plan.goals().next().is_some()
         && plan

@@ -22,7 +22,7 @@ use crate::ambient::Ambient;
 const MAX_BYTES: u64 = 1024 * 1024;
 
 /// Records that `.ledger.idx` / `.ledger.keys` were rebuilt by a full scan.
-pub fn index_rebuilt(engine: &Engine, command: &str, view: &View) {
+pub(crate) fn index_rebuilt(engine: &Engine, command: &str, view: &View) {
     let line = json!({
         "v": 1,
         "ts": crate::time::rfc3339_ms(SystemTime::now()),
@@ -68,6 +68,13 @@ impl Sink {
         Sink(dir.map(Arc::new))
     }
 
+    /// [`Sink::open`] for the workspace at the ambient path `root`
+    /// (canonicalized through `amb`; unknown when that fails).
+    pub fn at(amb: &dyn Ambient, root: &Path) -> Sink {
+        let canonical = amb.canonicalize(root).ok();
+        Sink::open(amb, canonical.as_deref())
+    }
+
     /// The per-user directory the sink writes to, when there is one (the
     /// engine's read-only commands keep their ledger-index cache there).
     pub fn dir(&self) -> Option<&Dir> {
@@ -87,7 +94,7 @@ impl Sink {
 }
 
 /// Records a caught panic (reported as `ULW_LOOP_UNEXPECTED`).
-pub fn panicked(sink: &Sink, profile: &str, command: &str, message: &str) {
+pub(crate) fn panicked(sink: &Sink, profile: &str, command: &str, message: &str) {
     let mut message = message.to_owned();
     message.truncate(500);
     let line = json!({

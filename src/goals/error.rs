@@ -6,6 +6,8 @@ use std::fmt;
 
 use serde_json::{Value, json};
 
+use crate::rules::profiles::Profile;
+
 /// One goal-engine failure: what happened (typed) and the message shown.
 #[derive(Debug, Clone)]
 pub struct GoalError {
@@ -643,6 +645,23 @@ impl fmt::Display for GoalError {
 impl std::error::Error for GoalError {}
 
 impl GoalError {
+    /// `ULW_LOOP_GOAL_NOT_FOUND` in `profile`'s words; `legacy` keeps the
+    /// Node tool's message and `legacyCode`.
+    pub fn goal_not_found(profile: &Profile, id: &str, legacy: bool) -> GoalError {
+        let message = if legacy {
+            format!("Unknown {} id: {id}.", profile.display_name)
+        } else {
+            format!("{} goal not found: {id}.", profile.handoff_title)
+        };
+        GoalError::new(
+            ErrorKind::GoalNotFound {
+                goal_id: id.to_owned(),
+                legacy,
+            },
+            message,
+        )
+    }
+
     /// A parse-level steering error.
     pub fn steering(code: SteeringCode, details: Value, message: impl Into<String>) -> GoalError {
         GoalError::new(ErrorKind::Steering { code, details }, message)

@@ -16,7 +16,7 @@ use crate::finding::{Finding, Verdict};
 
 /// One parsed payload.
 #[derive(Debug, Clone)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     /// The path as given.
     pub path: String,
     /// The payload file itself.
@@ -27,7 +27,7 @@ pub struct Parsed {
 
 /// Files and payload records accepted by a command.
 #[derive(Debug, Clone, Default)]
-pub struct Accepted {
+pub(crate) struct Accepted {
     /// `files` of the ledger entry: distinct paths sorted by bytes, with roles.
     pub files: Vec<Value>,
     /// `evidencePayloads` of the ledger entry.
@@ -39,7 +39,7 @@ fn findings_json(findings: &[Finding]) -> Value {
 }
 
 /// Step 1: open and parse.
-pub fn load(engine: &Engine, path: &str) -> Result<Parsed, GoalError> {
+pub(crate) fn load(engine: &Engine, path: &str) -> Result<Parsed, GoalError> {
     let flag = "--evidence-file";
     let unreadable = |detail: String| {
         GoalError::new(
@@ -95,7 +95,11 @@ fn mismatch(path: &str, field: &str, expected: Value, actual: Value) -> GoalErro
 }
 
 /// Step 2: `goalId` / `criterionIds` consistency with the command.
-pub fn check_scope(p: &Parsed, goal_id: &str, criterion_id: Option<&str>) -> Result<(), GoalError> {
+pub(crate) fn check_scope(
+    p: &Parsed,
+    goal_id: &str,
+    criterion_id: Option<&str>,
+) -> Result<(), GoalError> {
     if let Some(g) = &p.payload.goal_id
         && g != goal_id
     {
@@ -110,7 +114,7 @@ pub fn check_scope(p: &Parsed, goal_id: &str, criterion_id: Option<&str>) -> Res
 }
 
 /// The payload verdict mapped to a criterion status (`passed→pass`, …).
-pub fn criterion_status(v: ClaimedVerdict) -> &'static str {
+pub(crate) fn criterion_status(v: ClaimedVerdict) -> &'static str {
     match v {
         ClaimedVerdict::Passed => "pass",
         ClaimedVerdict::Failed => "fail",
@@ -119,7 +123,7 @@ pub fn criterion_status(v: ClaimedVerdict) -> &'static str {
 }
 
 /// An explicit status that contradicts a payload verdict.
-pub fn check_status(p: &Parsed, status: &str) -> Result<(), GoalError> {
+pub(crate) fn check_status(p: &Parsed, status: &str) -> Result<(), GoalError> {
     let implied = criterion_status(p.payload.verification.verdict);
     if implied != status {
         return Err(mismatch(
@@ -153,7 +157,7 @@ impl evidence::PlanContext for Context<'_> {
 
 /// Steps 3–4 for every payload: verify and collect digests. `success` is true
 /// when the command claims success (a `fail` report is then rejected).
-pub fn verify_all(
+pub(crate) fn verify_all(
     engine: &Engine,
     plan: &Plan,
     goal_id: &str,

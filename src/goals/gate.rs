@@ -3,17 +3,23 @@
 //! data context the validator gets, and the mapping of its outcome to the
 //! engine's errors and ledger fields.
 
+use std::path::Path;
+
 use serde_json::{Map, Value, json};
 
 use super::error::{ErrorKind, GoalError};
 use super::input::Loaded;
 use super::plan::{Goal, GoalStatus, Plan};
 use super::{Engine, batches, lifecycle};
+use crate::ambient::Ambient;
 use crate::evidence::Root;
+use crate::finding::Code;
+use crate::gate::run::{CannotCheck, CheckOptions, Document};
 use crate::gate::surface::{self, SurfaceInputs};
 use crate::gate::{BatchAlternative, GateContext, GateOutcome, GateScope, Scope, ScopeCriterion};
-use crate::rules::RulesError;
+use crate::rules::{RuleSet, RulesError};
 use crate::sandbox::RelPath;
+use crate::workspace::Workspace;
 
 fn rules_error(pointer: String, problem: String) -> GoalError {
     GoalError::from(RulesError {
@@ -26,7 +32,7 @@ fn rules_error(pointer: String, problem: String) -> GoalError {
 /// The gate rule name a new plan records as `gateRules` (docs/gates.md
 /// docs/state-formats.md#ge-2): the profile's `gate/final`, resolving `surface` from the
 /// environment, the repository setting, the marker file and the default.
-pub fn rules_for_new_plan(engine: &Engine) -> Result<String, GoalError> {
+pub(crate) fn rules_for_new_plan(engine: &Engine) -> Result<String, GoalError> {
     let book = engine.gates()?;
     let inputs = engine.surface_inputs();
     let selected = surface::select(
@@ -49,7 +55,7 @@ pub fn rules_for_new_plan(engine: &Engine) -> Result<String, GoalError> {
 }
 
 /// The plan's `gateRules`, else (legacy plans) resolved now.
-pub fn rules_of(engine: &Engine, plan: &Plan) -> Result<String, GoalError> {
+pub(crate) fn rules_of(engine: &Engine, plan: &Plan) -> Result<String, GoalError> {
     match plan.str("gateRules") {
         Some(r) => Ok(r.to_owned()),
         None => rules_for_new_plan(engine),
@@ -70,7 +76,7 @@ fn criteria_of(plan: &Plan, ids: &[&str]) -> Vec<ScopeCriterion> {
 
 /// The directory gate artifacts must lie below: the goal's attempt directory
 /// for layout-v2 plans, else the profile's evidence root.
-pub fn scope_dir(
+pub(crate) fn scope_dir(
     engine: &Engine,
     plan: &Plan,
     goal_id: Option<&str>,
@@ -86,13 +92,13 @@ pub fn scope_dir(
 /// the current one: a pending goal is completed only through `checkpoint
 /// --start-pending`, which starts the next attempt before the gate is
 /// checked. `None` for every other goal (and for legacy layouts).
-pub fn next_attempt_scope(engine: &Engine, plan: &Plan, g: Goal<'_>) -> Option<String> {
+pub(crate) fn next_attempt_scope(engine: &Engine, plan: &Plan, g: Goal<'_>) -> Option<String> {
     (plan.layout_v2() && g.status() == GoalStatus::Pending && g.overlay().is_none())
         .then(|| engine.next_attempt_dir(plan, g))
 }
 
 /// [`scope_dir`] for a directory already chosen.
-pub fn scope_path(engine: &Engine, dir: String) -> Result<RelPath, GoalError> {
+pub(crate) fn scope_path(engine: &Engine, dir: String) -> Result<RelPath, GoalError> {
     RelPath::parse(&dir, engine.evidence_rules().limits.path_limits()).map_err(|p| {
         GoalError::new(
             ErrorKind::PlanCorrupt {
@@ -106,7 +112,7 @@ pub fn scope_path(engine: &Engine, dir: String) -> Result<RelPath, GoalError> {
 }
 
 /// The scope of a gate for goal `id` (docs/gates.md#qg-5).
-pub fn scope_of(is_final: bool, closes: Option<&Map<String, Value>>) -> Scope {
+pub(crate) fn scope_of(is_final: bool, closes: Option<&Map<String, Value>>) -> Scope {
     if is_final {
         Scope::Run
     } else if let Some(b) = closes {
@@ -120,7 +126,7 @@ pub fn scope_of(is_final: bool, closes: Option<&Map<String, Value>>) -> Scope {
 
 /// The scope criteria: run — every counted goal; batch — the batch's
 /// counted members; goal — the goal itself.
-pub fn scope_criteria(
+pub(crate) fn scope_criteria(
     plan: &Plan,
     id: &str,
     scope: &Scope,
@@ -139,7 +145,7 @@ pub fn scope_criteria(
 }
 
 /// The plan-context scope handed to the validator.
-pub fn context(
+pub(crate) fn context(
     engine: &Engine,
     plan: &Plan,
     id: &str,
@@ -169,7 +175,10 @@ pub fn context(
 /// The plan context of `gate check --goal-id` (docs/gates.md#qg-8): the
 /// plan read without a lock and without writing, the goal's scope, scope
 /// directory and scope criteria, and the plan's gate rule name.
-pub fn check_context(engine: &Engine, goal_id: &str) -> Result<(GateScope, String), GoalError> {
+pub(crate) fn check_context(
+    engine: &Engine,
+    goal_id: &str,
+) -> Result<(GateScope, String), GoalError> {
     let dir = engine.state_dir()?;
     let plan = super::plan::read(
         dir.as_ref(),
@@ -179,7 +188,7 @@ pub fn check_context(engine: &Engine, goal_id: &str) -> Result<(GateScope, Strin
     )?;
     let g = plan
         .goal(goal_id)
-        .ok_or_else(|| super::ops::goal_not_found(engine, goal_id, false))?;
+        .ok_or_else(|| GoalError::goal_not_found(&engine.profile, goal_id, false))?;
     let is_final = lifecycle::final_candidate(&plan, g);
     let closes = batches::closes(&plan, g.id());
     let mut scope = context(engine, &plan, g.id(), is_final, closes)?;
@@ -193,9 +202,46 @@ pub fn check_context(engine: &Engine, goal_id: &str) -> Result<(GateScope, Strin
     Ok((scope, rules_of(engine, &plan)?))
 }
 
+/// `gate check --goal-id`: validates the gate `document` of `ws` in the
+/// plan context of goal `goal_id` — the plan is read without a lock and
+/// without writing, its gate rules apply unless `opts.surface` names
+/// others, and the goal's scope is checked as `checkpoint --start-pending`
+/// will check it. `root_path` is the ambient path `ws` was opened at and
+/// `session_id` the profile's session flag, if given (else the
+/// environment's scope). A missing or corrupt plan, or an unknown goal,
+/// cannot be checked.
+pub fn check_gate_in_plan(
+    amb: &dyn Ambient,
+    ws: Workspace,
+    root_path: &Path,
+    document: Document<'_>,
+    opts: &CheckOptions<'_>,
+    goal_id: &str,
+    session_id: Option<&str>,
+) -> Result<GateOutcome, CannotCheck> {
+    let plan = |root: &Root, rules: &RuleSet| -> Result<(GateScope, String), CannotCheck> {
+        let dir = root.dir().try_clone().map_err(|e| {
+            CannotCheck::new(
+                Some(Code::IoError),
+                format!("cannot reopen the repository: {e}"),
+            )
+        })?;
+        let goal_error = |e: GoalError| CannotCheck {
+            code: None,
+            message: format!("{}: {}", e.code(), e.message),
+            details: Some(json!({"code": e.code(), "details": e.details()})),
+        };
+        let explicit = session_id.map(Some);
+        let engine = Engine::open(amb, (dir, root_path), rules, opts.profile, explicit, None)
+            .map_err(goal_error)?;
+        check_context(&engine, goal_id).map_err(goal_error)
+    };
+    crate::gate::run::check_with(amb, ws, document, opts, Some(&plan))
+}
+
 /// Runs the gate validator on a supplied gate (`strict`: `checkpoint
 /// --strict` under a profile with `compat/strictGate`).
-pub fn validate(
+pub(crate) fn validate(
     engine: &Engine,
     plan: &Plan,
     gate: &Loaded,
@@ -236,7 +282,7 @@ pub fn validate(
 }
 
 /// `ULW_LOOP_QUALITY_GATE_INVALID` for a gate that did not pass.
-pub fn error(outcome: &GateOutcome) -> Option<GoalError> {
+pub(crate) fn error(outcome: &GateOutcome) -> Option<GoalError> {
     outcome.rejection().map(|r| {
         GoalError::new(
             ErrorKind::QualityGateInvalid { details: r.details },
@@ -246,7 +292,7 @@ pub fn error(outcome: &GateOutcome) -> Option<GoalError> {
 }
 
 /// `ULW_LOOP_QUALITY_GATE_INVALID` for a required gate that is absent (docs/differences.md#r-6).
-pub fn missing() -> GoalError {
+pub(crate) fn missing() -> GoalError {
     GoalError::new(
         ErrorKind::QualityGateInvalid {
             details: json!({"field": "qualityGate", "code": "GATE_SECTION_MISSING", "findings": []}),
@@ -256,7 +302,7 @@ pub fn missing() -> GoalError {
 }
 
 /// The combined snapshot + gate error (docs/engine.md#ge-3 step 6).
-pub fn combined(snapshot: &GoalError, gate: &GoalError) -> GoalError {
+pub(crate) fn combined(snapshot: &GoalError, gate: &GoalError) -> GoalError {
     let mut details = gate.details().unwrap_or_else(|| json!({}));
     details["hostGoal"] = snapshot.details().unwrap_or(Value::Null);
     GoalError::new(
@@ -267,7 +313,7 @@ pub fn combined(snapshot: &GoalError, gate: &GoalError) -> GoalError {
 
 /// The batch cross-check of docs/differences.md#r-5 step 4 for a batch-scope gate: the gate's
 /// `criteriaCoverage` counts must equal the members' recomputed counts.
-pub fn check_batch_coverage(
+pub(crate) fn check_batch_coverage(
     plan: &Plan,
     b: &Map<String, Value>,
     outcome: &GateOutcome,
@@ -300,7 +346,7 @@ pub fn check_batch_coverage(
 
 /// The normalised gate as recorded in a ledger entry: verbatim, or a digest
 /// stand-in when larger than `maxEmbeddedGateBytes`.
-pub fn embedded(outcome: &GateOutcome, max: u64) -> Value {
+pub(crate) fn embedded(outcome: &GateOutcome, max: u64) -> Value {
     let text = serde_json::to_string(outcome.normalized()).expect("json");
     if text.len() as u64 > max {
         json!({"omitted": true, "size": text.len(), "sha256": outcome.sha256()})
@@ -311,7 +357,7 @@ pub fn embedded(outcome: &GateOutcome, max: u64) -> Value {
 
 /// ` | codeQuality=WATCH: <codeReview.evidence>` when the gate's code review
 /// is `WATCH` (docs/differences.md#r-1).
-pub fn watch_suffix(outcome: &GateOutcome) -> Option<String> {
+pub(crate) fn watch_suffix(outcome: &GateOutcome) -> Option<String> {
     let cr = outcome.normalized().get("codeReview")?;
     (cr.get("codeQualityStatus").and_then(Value::as_str) == Some("WATCH")).then(|| {
         format!(
@@ -325,7 +371,7 @@ pub fn watch_suffix(outcome: &GateOutcome) -> Option<String> {
 
 /// The gate's accepted files as ledger `files` elements (plus the document
 /// itself, role `gate`, when it was read from a path).
-pub fn files(outcome: &GateOutcome, gate: &Loaded) -> Vec<Value> {
+pub(crate) fn files(outcome: &GateOutcome, gate: &Loaded) -> Vec<Value> {
     let mut out: Vec<Value> = outcome
         .files()
         .iter()
@@ -338,7 +384,7 @@ pub fn files(outcome: &GateOutcome, gate: &Loaded) -> Vec<Value> {
 }
 
 /// Warnings of a passing gate as `{code, message}`.
-pub fn warnings(outcome: &GateOutcome) -> Vec<Value> {
+pub(crate) fn warnings(outcome: &GateOutcome) -> Vec<Value> {
     outcome
         .warnings()
         .map(|f| json!({"code": f.code.name(), "message": f.message}))

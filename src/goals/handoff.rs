@@ -11,7 +11,7 @@ use super::lifecycle;
 use super::plan::{CriterionStatus, Goal, Mode, Plan};
 
 /// Replaces `{name}` for every known name; other braces are kept.
-pub fn render(template: &str, vars: &BTreeMap<&str, String>) -> String {
+pub(crate) fn render(template: &str, vars: &BTreeMap<&str, String>) -> String {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while let Some(i) = rest.find('{') {
@@ -37,7 +37,7 @@ pub fn render(template: &str, vars: &BTreeMap<&str, String>) -> String {
 }
 
 /// The placeholders every text of a plan can use.
-pub fn vars<'a>(engine: &'a Engine, plan: &Plan) -> BTreeMap<&'a str, String> {
+pub(crate) fn vars<'a>(engine: &'a Engine, plan: &Plan) -> BTreeMap<&'a str, String> {
     let p = &engine.profile;
     let mut v = BTreeMap::new();
     v.insert("displayName", p.display_name.clone());
@@ -73,7 +73,7 @@ pub fn vars<'a>(engine: &'a Engine, plan: &Plan) -> BTreeMap<&'a str, String> {
 }
 
 /// The usage block.
-pub fn help(engine: &Engine) -> String {
+pub(crate) fn help(engine: &Engine) -> String {
     let p = &engine.profile;
     let mut v: BTreeMap<&str, String> = BTreeMap::new();
     v.insert("commandPrefix", p.command_prefix.clone());
@@ -88,7 +88,7 @@ pub fn help(engine: &Engine) -> String {
 }
 
 /// The kind help of `steer` errors (docs/differences.md#r-4).
-pub fn steer_usage(engine: &Engine) -> String {
+pub(crate) fn steer_usage(engine: &Engine) -> String {
     let p = &engine.profile;
     let mut v: BTreeMap<&str, String> = BTreeMap::new();
     v.insert("commandPrefix", p.command_prefix.clone());
@@ -104,7 +104,7 @@ pub fn steer_usage(engine: &Engine) -> String {
 
 /// The host objective a goal is reconciled against: the plan's aggregate
 /// objective, or the goal's own in `per_story` mode.
-pub fn expected_objective(engine: &Engine, plan: &Plan, g: Goal<'_>) -> String {
+pub(crate) fn expected_objective(engine: &Engine, plan: &Plan, g: Goal<'_>) -> String {
     match plan.mode() {
         Mode::Aggregate => plan.aggregate_objective(&engine.profile),
         Mode::PerStory => g.objective().to_owned(),
@@ -112,7 +112,7 @@ pub fn expected_objective(engine: &Engine, plan: &Plan, g: Goal<'_>) -> String {
 }
 
 /// The goal instruction: `{text, json: {objective}}`.
-pub fn instruction(engine: &Engine, plan: &Plan, g: Goal<'_>) -> Value {
+pub(crate) fn instruction(engine: &Engine, plan: &Plan, g: Goal<'_>) -> Value {
     let t = &engine.texts.instruction;
     let is_final = lifecycle::final_candidate(plan, g);
     let aggregate = plan.mode() == Mode::Aggregate;
@@ -208,7 +208,7 @@ pub fn instruction(engine: &Engine, plan: &Plan, g: Goal<'_>) -> Value {
 }
 
 /// The blocked-decision handoff for a `needs_user_decision` goal (docs/differences.md#r-7).
-pub fn blocked(engine: &Engine, plan: &Plan, g: Goal<'_>) -> String {
+pub(crate) fn blocked(engine: &Engine, plan: &Plan, g: Goal<'_>) -> String {
     let mut v = vars(engine, plan);
     v.insert("goalId", g.id().to_owned());
     v.insert("goalTitle", g.title().to_owned());
@@ -229,14 +229,14 @@ pub fn blocked(engine: &Engine, plan: &Plan, g: Goal<'_>) -> String {
 }
 
 /// `<displayName>: no schedulable goals; stalled: <ids>`.
-pub fn stalled(engine: &Engine, plan: &Plan, ids: &[String]) -> String {
+pub(crate) fn stalled(engine: &Engine, plan: &Plan, ids: &[String]) -> String {
     let mut v = vars(engine, plan);
     v.insert("goalIds", ids.join(", "));
     render(&engine.texts.stalled, &v)
 }
 
 /// `<displayName>: all goals complete`.
-pub fn all_complete(engine: &Engine, plan: &Plan) -> String {
+pub(crate) fn all_complete(engine: &Engine, plan: &Plan) -> String {
     render(&engine.texts.all_complete, &vars(engine, plan))
 }
 

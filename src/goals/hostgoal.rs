@@ -9,7 +9,7 @@ use super::profile::Profile;
 
 /// Normalised host-goal status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostStatus {
+pub(crate) enum HostStatus {
     /// `complete`, `completed`, `done`.
     Complete,
     /// `cancelled`, `canceled`.
@@ -24,7 +24,7 @@ pub enum HostStatus {
 
 impl HostStatus {
     /// The normalised name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             HostStatus::Complete => "complete",
             HostStatus::Cancelled => "cancelled",
@@ -51,7 +51,7 @@ impl HostStatus {
 
 /// A parsed snapshot (docs/differences.md#r-2).
 #[derive(Debug, Clone)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// Reports a goal.
     pub available: bool,
     /// Trimmed objective.
@@ -63,7 +63,7 @@ pub struct Snapshot {
 }
 
 /// Parses the accepted snapshot shapes.
-pub fn parse(raw: Value) -> Snapshot {
+pub(crate) fn parse(raw: Value) -> Snapshot {
     let goal_value = match &raw {
         Value::Object(o) if o.contains_key("goal") => o.get("goal"),
         other => Some(other),
@@ -107,7 +107,7 @@ pub fn parse(raw: Value) -> Snapshot {
 
 /// What a reconciliation expects.
 #[derive(Debug, Clone)]
-pub struct Expect {
+pub(crate) struct Expect {
     /// The expected objective.
     pub expected: String,
     /// Further accepted objectives (aggregate aliases).
@@ -122,7 +122,7 @@ pub struct Expect {
 
 /// The result of a reconciliation.
 #[derive(Debug, Clone, Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Error sentences.
     pub errors: Vec<String>,
     /// Warning sentences.
@@ -131,11 +131,11 @@ pub struct Outcome {
 
 impl Outcome {
     /// No errors.
-    pub fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         self.errors.is_empty()
     }
     /// Errors then warnings, space-joined.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         self.errors
             .iter()
             .chain(&self.warnings)
@@ -158,7 +158,7 @@ fn capitalised(noun: &str) -> String {
 }
 
 /// Reconciles a snapshot (docs/differences.md#r-2) using the profile's noun, flag and tools.
-pub fn reconcile(snap: Option<&Snapshot>, e: &Expect, profile: &Profile) -> Outcome {
+pub(crate) fn reconcile(snap: Option<&Snapshot>, e: &Expect, profile: &Profile) -> Outcome {
     let hg = &profile.host_goal;
     let noun = capitalised(&hg.noun);
     let mut out = Outcome::default();
@@ -224,7 +224,7 @@ pub fn reconcile(snap: Option<&Snapshot>, e: &Expect, profile: &Profile) -> Outc
 
 /// Which task-scoped fallback's preconditions hold (docs/differences.md#r-2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskScoped {
+pub(crate) enum TaskScoped {
     /// A completed snapshot of a task-scoped goal.
     Completed,
     /// An active snapshot at the final goal.
@@ -233,7 +233,7 @@ pub enum TaskScoped {
 
 impl TaskScoped {
     /// The wire name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             TaskScoped::Completed => "completed",
             TaskScoped::ActiveFinal => "active_final",
@@ -281,13 +281,13 @@ fn has_word(text: &str, words: &[&str]) -> bool {
 }
 
 /// "Completion + validation wording" of docs/differences.md#r-2.
-pub fn completion_wording(text: &str) -> bool {
+pub(crate) fn completion_wording(text: &str) -> bool {
     has_word(text, WORK) && has_word(text, DONE) && has_word(text, CHECKS) && has_word(text, PASSED)
 }
 
 /// Inputs of the fallback check.
 #[derive(Debug, Clone, Copy)]
-pub struct FallbackFacts<'a> {
+pub(crate) struct FallbackFacts<'a> {
     /// The plan is in aggregate mode.
     pub aggregate: bool,
     /// The goal is `in_progress` and the plan's `activeGoalId`.
@@ -303,7 +303,7 @@ pub struct FallbackFacts<'a> {
 }
 
 /// Which fallback would accept this mismatching snapshot, if any.
-pub fn fallback(
+pub(crate) fn fallback(
     snap: &Snapshot,
     expected: &str,
     facts: FallbackFacts<'_>,
@@ -356,7 +356,7 @@ pub fn fallback(
 }
 
 /// Builds `ULW_LOOP_CODEX_SNAPSHOT_MISMATCH` (docs/engine.md#ge-8).
-pub fn mismatch_error(
+pub(crate) fn mismatch_error(
     out: &Outcome,
     snap: Option<&Snapshot>,
     e: &Expect,
@@ -393,7 +393,7 @@ pub fn mismatch_error(
 
 /// The raw snapshot as recorded in a ledger entry: verbatim, or a digest
 /// stand-in when larger than the embedding limit.
-pub fn embed(raw: &Value, max: u64) -> Value {
+pub(crate) fn embed(raw: &Value, max: u64) -> Value {
     let text = serde_json::to_string(raw).expect("json");
     if text.len() as u64 > max {
         json!({"omitted": true, "size": text.len(), "sha256": crate::digest::sha256_hex(text.as_bytes())})

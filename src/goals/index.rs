@@ -17,7 +17,7 @@ use crate::store::{self, Durability};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[schemars(title = "ledger index (.ledger.idx)")]
-pub struct IndexDoc {
+pub(crate) struct IndexDoc {
     /// Format version (1).
     pub version: u32,
     /// Ledger size covered by this index (up to and including the last `\n`).
@@ -50,7 +50,7 @@ impl IndexDoc {
 }
 
 /// JSON Schema of `.ledger.idx`.
-pub fn schema() -> Value {
+pub(crate) fn schema() -> Value {
     serde_json::to_value(schemars::schema_for!(IndexDoc)).expect("schemas serialise")
 }
 
@@ -98,7 +98,12 @@ fn read_index(dir: &Dir, paths: &state::StatePaths) -> Option<IndexDoc> {
 /// is no longer at its offset or a ledger longer than the file — the
 /// ledger was rewritten after the engine last indexed it (the audit's
 /// `LEDGER_INDEX_MISMATCH`).
-pub fn describes_prefix(dir: &Dir, file: &mut File, len: u64, max_record: u64) -> Option<bool> {
+pub(crate) fn describes_prefix(
+    dir: &Dir,
+    file: &mut File,
+    len: u64,
+    max_record: u64,
+) -> Option<bool> {
     let bytes = match state::read_file(dir, state::INDEX, state::INDEX, 64 * 1024) {
         Ok(Some(state::ReadOutcome::Bytes(b))) => b,
         _ => return None,
@@ -125,13 +130,17 @@ fn open_ledger(dir: &Dir, paths: &state::StatePaths) -> Result<Option<(File, u64
 
 /// Reads the head without writing anything: the index when it is valid (or
 /// valid for a prefix, then the suffix is parsed in memory), else one scan.
-pub fn view(dir: &Dir, paths: &state::StatePaths, max_record: u64) -> Result<View, GoalError> {
+pub(crate) fn view(
+    dir: &Dir,
+    paths: &state::StatePaths,
+    max_record: u64,
+) -> Result<View, GoalError> {
     view_of(dir, paths, state::LEDGER, max_record)
 }
 
 /// [`view`] of the ledger file `name` (the replaced run's ledger while an
 /// interrupted `create-goals --force` is pending, see `txn::switch`).
-pub fn view_of(
+pub(crate) fn view_of(
     dir: &Dir,
     paths: &state::StatePaths,
     name: &str,
@@ -169,7 +178,7 @@ pub fn view_of(
 /// offset), brought up to date by parsing the suffix. Only when neither
 /// describes the ledger (a fresh clone, Node-written state, a rewritten
 /// ledger) is it scanned once, and the cache written for the next call.
-pub fn view_read_only(
+pub(crate) fn view_read_only(
     dir: &Dir,
     paths: &state::StatePaths,
     name: &str,
@@ -228,7 +237,7 @@ pub fn view_read_only(
 
 /// The per-user cache file of a ledger: `ledger-index-<16 hex>.json`, the
 /// digest of `key` (the workspace root, state directory and ledger name).
-pub fn cached_index_name(key: &str) -> String {
+pub(crate) fn cached_index_name(key: &str) -> String {
     format!(
         "ledger-index-{}.json",
         &crate::digest::sha256_hex(key.as_bytes())[..16]
@@ -338,7 +347,7 @@ fn ends_at_newline(file: &mut File, at: u64) -> std::io::Result<bool> {
 /// Inside a mutation's lock: brings the index up to date with the ledger
 /// (appending suffix keys, or rebuilding both files after a full scan).
 /// Returns the view and whether a full rebuild happened.
-pub fn refresh(
+pub(crate) fn refresh(
     dir: &Dir,
     paths: &state::StatePaths,
     max_record: u64,
@@ -386,7 +395,7 @@ pub fn refresh(
 }
 
 /// Appends key lines to `.ledger.keys`; returns its new size.
-pub fn append_keys(
+pub(crate) fn append_keys(
     dir: &Dir,
     paths: &state::StatePaths,
     keys_bytes: u64,
@@ -412,7 +421,7 @@ pub fn append_keys(
 }
 
 /// Writes `.ledger.idx` (atomic, no fsync).
-pub fn write(
+pub(crate) fn write(
     dir: &Dir,
     paths: &state::StatePaths,
     head: &Head,
@@ -424,6 +433,6 @@ pub fn write(
 }
 
 /// Removes a cache file, ignoring a missing one.
-pub fn remove_quietly(dir: &Dir, name: &str) {
+pub(crate) fn remove_quietly(dir: &Dir, name: &str) {
     let _ = dir.remove_file(name);
 }

@@ -11,7 +11,7 @@ use crate::sandbox::{PathLimits, RelPath};
 
 /// Which error code an unreadable or invalid input raises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InputKind {
+pub(crate) enum InputKind {
     /// `ULW_LOOP_JSON_INPUT_INVALID` (`--validation-batch-json`, …).
     Json,
     /// `ULW_LOOP_CODEX_GOAL_JSON_INVALID` (host-goal snapshots; `null` is inline).
@@ -68,14 +68,14 @@ fn invalid(kind: InputKind, flag: &str, detail: &str) -> GoalError {
 }
 
 /// Whether `value` is inline JSON rather than a path.
-pub fn is_inline(value: &str, kind: InputKind) -> bool {
+pub(crate) fn is_inline(value: &str, kind: InputKind) -> bool {
     let t = value.trim();
     t.starts_with('{') || t.starts_with('[') || (kind == InputKind::HostGoal && t == "null")
 }
 
 /// Turns a user-supplied path into a repo-relative one: `./` prefixes are
 /// dropped and an absolute path inside the repository root is made relative.
-pub fn repo_path(engine: &Engine, raw: &str) -> Result<RelPath, String> {
+pub(crate) fn repo_path(engine: &Engine, raw: &str) -> Result<RelPath, String> {
     let mut s = raw.trim();
     if let Some(root) = engine.root_abs()
         && let Some(rest) = s.strip_prefix(root)
@@ -96,7 +96,7 @@ pub fn repo_path(engine: &Engine, raw: &str) -> Result<RelPath, String> {
 
 /// Reads a repository file through the sandbox: no symlink at any
 /// component, a regular file, at most `max` bytes; hashed from the handle.
-pub fn read_repo_file(
+pub(crate) fn read_repo_file(
     engine: &Engine,
     flag: &str,
     raw: &str,
@@ -154,7 +154,7 @@ pub fn read_repo_file(
 }
 
 /// `ULW_LOOP_INPUT_TOO_LARGE`.
-pub fn too_large(flag: &str, size: u64, max: u64) -> GoalError {
+pub(crate) fn too_large(flag: &str, size: u64, max: u64) -> GoalError {
     GoalError::new(
         ErrorKind::InputTooLarge {
             flag: flag.to_owned(),
@@ -166,7 +166,7 @@ pub fn too_large(flag: &str, size: u64, max: u64) -> GoalError {
 }
 
 /// Loads a JSON-or-path input.
-pub fn load(
+pub(crate) fn load(
     engine: &Engine,
     flag: &str,
     value: &str,

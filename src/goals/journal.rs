@@ -9,7 +9,7 @@ use cap_std::fs::{Dir, File};
 use serde_json::{Map, Value};
 
 use super::error::GoalError;
-use crate::ledger::{self, ChainedRecord};
+use crate::ledger;
 
 crate::wire::wire_enum!(
     /// The `kind` of an entry the engine writes to a goal ledger: the one
@@ -17,7 +17,7 @@ crate::wire::wire_enum!(
     /// the steering index, `verify-evidence`) share. A profile may name
     /// further audit-only kinds (`compat.resumeEntry`,
     /// `compat.reviewFailedEntry`); no reader interprets those.
-    pub LedgerKind {
+    pub(crate) LedgerKind {
         PlanCreated = "plan_created",
         PlanArchived = "plan_archived",
         GoalAdded = "goal_added",
@@ -48,7 +48,7 @@ crate::wire::wire_enum!(
 /// The engine's kind of a ledger entry: `kind` (`event` in Ultragoal-style
 /// ledgers, docs/state-formats.md#ge-2); `None` for an entry without one or
 /// of a kind the engine does not write.
-pub fn kind_of(entry: &Value) -> Option<LedgerKind> {
+pub(crate) fn kind_of(entry: &Value) -> Option<LedgerKind> {
     entry
         .get("kind")
         .or_else(|| entry.get("event"))
@@ -102,7 +102,7 @@ impl Head {
 /// idempotency key (`k:`) or prompt signature (`p:`). `offset` (the record's
 /// byte offset in the ledger) is kept as `o`, so a dedupe hit can read the
 /// prior entry with one seek instead of a scan.
-pub fn keys_of(entry: &Value, offset: Option<u64>) -> Vec<KeyLine> {
+pub(crate) fn keys_of(entry: &Value, offset: Option<u64>) -> Vec<KeyLine> {
     if !matches!(
         kind_of(entry),
         Some(LedgerKind::SteeringAccepted | LedgerKind::CriteriaRevised | LedgerKind::BatchUpdated)
@@ -154,7 +154,7 @@ pub fn keys_of(entry: &Value, offset: Option<u64>) -> Vec<KeyLine> {
 
 /// The result of reading a ledger region.
 #[derive(Debug, Clone, Default)]
-pub struct Scan {
+pub(crate) struct Scan {
     /// The head after the region.
     pub head: Head,
     /// Bytes after the last `\n` (a torn or unterminated tail).
@@ -164,7 +164,7 @@ pub struct Scan {
 }
 
 /// Reads `[from, end)` of the ledger, continuing `start` (the head at `from`).
-pub fn scan_from(file: &mut File, start: Head, end: u64) -> io::Result<Scan> {
+pub(crate) fn scan_from(file: &mut File, start: Head, end: u64) -> io::Result<Scan> {
     let from = start.len;
     file.seek(SeekFrom::Start(from))?;
     let mut reader = BufReader::with_capacity(256 * 1024, Read::by_ref(file).take(end - from));
@@ -192,7 +192,7 @@ pub fn scan_from(file: &mut File, start: Head, end: u64) -> io::Result<Scan> {
 }
 
 /// Bytes of the record at `offset` (up to its `\n`, at most `max` bytes).
-pub fn record_at(file: &mut File, offset: u64, max: u64) -> io::Result<Option<Vec<u8>>> {
+pub(crate) fn record_at(file: &mut File, offset: u64, max: u64) -> io::Result<Option<Vec<u8>>> {
     file.seek(SeekFrom::Start(offset))?;
     let mut reader = BufReader::new(Read::by_ref(file).take(max + 1));
     let mut buf = Vec::new();
@@ -205,7 +205,7 @@ pub fn record_at(file: &mut File, offset: u64, max: u64) -> io::Result<Option<Ve
 }
 
 /// Records before `end`, newest first, until `keep_going` returns false.
-pub fn read_back(
+pub(crate) fn read_back(
     file: &mut File,
     end: u64,
     mut keep_going: impl FnMut(u64, &[u8]) -> bool,
@@ -256,11 +256,9 @@ pub fn read_back(
 
 /// What [`append`] wrote.
 #[derive(Debug, Clone)]
-pub struct Appended {
+pub(crate) struct Appended {
     /// The ledger head after the write.
     pub head: Head,
-    /// Seqs and hashes of the records written.
-    pub records: Vec<ChainedRecord>,
     /// The records written (with `seq`/`prev`).
     pub written: Vec<Value>,
     /// Index keys of the records written and of foreign records absorbed
@@ -283,7 +281,7 @@ fn record_too_large(size: u64, max: u64) -> GoalError {
 /// mutation can fail before it replaces the plan: a plan whose
 /// `lastMutation` can never reach the ledger would wedge every later
 /// command in the recovery check.
-pub fn check_record_sizes(
+pub(crate) fn check_record_sizes(
     head: &Head,
     entries: &[Map<String, Value>],
     max_record: u64,
@@ -299,7 +297,7 @@ pub fn check_record_sizes(
 
 /// Serialises entries as chained records after `head` and appends them with
 /// one write and one data sync.
-pub fn append(
+pub(crate) fn append(
     dir: &Dir,
     display: &str,
     head: &Head,
@@ -309,7 +307,6 @@ pub fn append(
     if entries.is_empty() {
         return Ok(Appended {
             head: head.clone(),
-            records: Vec::new(),
             written: Vec::new(),
             keys: Vec::new(),
         });
@@ -351,7 +348,6 @@ pub fn append(
     );
     Ok(Appended {
         head: new_head,
-        records: recs,
         written,
         keys,
     })

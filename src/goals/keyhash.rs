@@ -34,7 +34,7 @@ use sha2::{Digest, Sha256};
 use super::journal::{self, KeyLine};
 
 /// The table's file name in the state directory.
-pub const FILE: &str = ".ledger.keyhash";
+pub(crate) const FILE: &str = ".ledger.keyhash";
 
 const MAGIC: &[u8; 8] = b"EGKHASH1";
 const HEADER: u64 = 32;
@@ -48,7 +48,7 @@ const PROBE_CHUNK: u64 = 32;
 
 /// The outcome of looking a key up.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Lookup {
+pub(crate) enum Lookup {
     /// The first verified key line under the key (lowest offset in
     /// `.ledger.keys`), or `None` when the table has no entry for it.
     Found(Option<Value>),
@@ -61,7 +61,7 @@ pub enum Lookup {
 }
 
 /// The tag of a namespaced key (never 0).
-pub fn tag(key: &str) -> u64 {
+pub(crate) fn tag(key: &str) -> u64 {
     let d = Sha256::digest(key.as_bytes());
     let mut b = [0u8; 8];
     b.copy_from_slice(&d[..8]);
@@ -186,7 +186,7 @@ fn entries_of(keys: &[u8], base: u64) -> Vec<(u64, u64)> {
 
 /// Rebuilds the table from the first `keys_bytes` bytes of `.ledger.keys`
 /// (atomic replace, no fsync: losing it costs one rebuild).
-pub fn rebuild_from_keys(dir: &Dir, keys_bytes: u64) -> io::Result<()> {
+pub(crate) fn rebuild_from_keys(dir: &Dir, keys_bytes: u64) -> io::Result<()> {
     let mut keys = Vec::with_capacity(keys_bytes as usize);
     if keys_bytes > 0 {
         let f = open_nofollow(dir, super::state::KEYS, false)?;
@@ -200,7 +200,7 @@ pub fn rebuild_from_keys(dir: &Dir, keys_bytes: u64) -> io::Result<()> {
 
 /// Writes a table for exactly these key lines (a rebuild that just wrote
 /// `.ledger.keys` from them).
-pub fn rebuild_from_lines(dir: &Dir, lines: &[KeyLine]) -> io::Result<()> {
+pub(crate) fn rebuild_from_lines(dir: &Dir, lines: &[KeyLine]) -> io::Result<()> {
     let mut entries = Vec::with_capacity(lines.len());
     let mut off = 0u64;
     for l in lines {
@@ -220,7 +220,7 @@ fn write_table(dir: &Dir, bytes: &[u8]) -> io::Result<()> {
 /// Adds the lines appended to `.ledger.keys` (`appended`, which started at
 /// `old_bytes`) to the table. A table that does not cover exactly
 /// `old_bytes`, or would pass half full, is rebuilt from `.ledger.keys`.
-pub fn append(dir: &Dir, old_bytes: u64, appended: &[u8]) -> io::Result<()> {
+pub(crate) fn append(dir: &Dir, old_bytes: u64, appended: &[u8]) -> io::Result<()> {
     let new_bytes = old_bytes + appended.len() as u64;
     let mut f = match open_nofollow(dir, FILE, true) {
         Ok(f) => f,
@@ -305,7 +305,7 @@ fn vouched(ledger: &mut File, line: &Value, ledger_len: u64, max_record: u64) ->
 }
 
 /// Where a lookup reads.
-pub struct Sources<'a> {
+pub(crate) struct Sources<'a> {
     /// The state directory.
     pub dir: &'a Dir,
     /// `.ledger.keys` bytes the ledger index vouches for.
@@ -348,7 +348,7 @@ fn probe(table: &mut File, h: &Header, key: &str) -> io::Result<Vec<u64>> {
 
 /// Looks `key` up: probes the table, reads each candidate line, and checks
 /// every line carrying the key against its ledger record.
-pub fn lookup(src: &Sources<'_>, key: &str) -> io::Result<Lookup> {
+pub(crate) fn lookup(src: &Sources<'_>, key: &str) -> io::Result<Lookup> {
     if src.keys_bytes == 0 {
         return Ok(Lookup::Found(None));
     }

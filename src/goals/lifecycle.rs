@@ -6,7 +6,7 @@ use super::plan::{CriterionStatus, Goal, GoalStatus, Overlay, Plan};
 use super::profile::Profile;
 
 /// `supersededResolved(g)`: superseded, and every replacement is complete, or waived.
-pub fn superseded_resolved(plan: &Plan, g: Goal<'_>) -> bool {
+pub(crate) fn superseded_resolved(plan: &Plan, g: Goal<'_>) -> bool {
     if g.overlay() != Some(Overlay::Superseded) {
         return false;
     }
@@ -22,12 +22,12 @@ pub fn superseded_resolved(plan: &Plan, g: Goal<'_>) -> bool {
 }
 
 /// `memberResolved(g)`: complete, or superseded-resolved.
-pub fn member_resolved(plan: &Plan, g: Goal<'_>) -> bool {
+pub(crate) fn member_resolved(plan: &Plan, g: Goal<'_>) -> bool {
     g.status() == GoalStatus::Complete || superseded_resolved(plan, g)
 }
 
 /// `completionBlocking(g)`.
-pub fn completion_blocking(plan: &Plan, g: Goal<'_>) -> bool {
+pub(crate) fn completion_blocking(plan: &Plan, g: Goal<'_>) -> bool {
     match g.overlay() {
         Some(Overlay::Superseded) => !superseded_resolved(plan, g),
         Some(Overlay::Blocked) => true,
@@ -36,7 +36,7 @@ pub fn completion_blocking(plan: &Plan, g: Goal<'_>) -> bool {
 }
 
 /// A completion record with `status: "complete"` exists.
-pub fn completion_recorded(plan: &Plan) -> bool {
+pub(crate) fn completion_recorded(plan: &Plan) -> bool {
     plan.completion()
         .and_then(|c| c.get("status"))
         .and_then(serde_json::Value::as_str)
@@ -44,14 +44,14 @@ pub fn completion_recorded(plan: &Plan) -> bool {
 }
 
 /// `runComplete(plan)`: a completion record, or no completion-blocking goal.
-pub fn run_complete(plan: &Plan) -> bool {
+pub(crate) fn run_complete(plan: &Plan) -> bool {
     completion_recorded(plan) || !plan.goals().any(|g| completion_blocking(plan, g))
 }
 
 /// `finalCandidate(plan, g)`: `g` blocks completion and no other goal does
 /// (relative to `g`: a superseded goal replaced only by `g` and complete
 /// goals does not block).
-pub fn final_candidate(plan: &Plan, g: Goal<'_>) -> bool {
+pub(crate) fn final_candidate(plan: &Plan, g: Goal<'_>) -> bool {
     if !completion_blocking(plan, g) {
         return false;
     }
@@ -76,13 +76,16 @@ pub fn final_candidate(plan: &Plan, g: Goal<'_>) -> bool {
 }
 
 /// Goals without overlay `superseded` (the plan-wide criteria check runs over them).
-pub fn counted(g: Goal<'_>) -> bool {
+pub(crate) fn counted(g: Goal<'_>) -> bool {
     g.overlay() != Some(Overlay::Superseded)
 }
 
 /// Unresolved criteria of the essential set (docs/differences.md#r-1), and whether the
 /// essential gate passes.
-pub fn essential_gate(g: Goal<'_>, profile: &Profile) -> (bool, Vec<(String, CriterionStatus)>) {
+pub(crate) fn essential_gate(
+    g: Goal<'_>,
+    profile: &Profile,
+) -> (bool, Vec<(String, CriterionStatus)>) {
     let all: Vec<_> = g.criteria().collect();
     let mut set: Vec<_> = all.iter().filter(|c| c.essential()).collect();
     if set.is_empty()
@@ -104,7 +107,10 @@ pub fn essential_gate(g: Goal<'_>, profile: &Profile) -> (bool, Vec<(String, Cri
 }
 
 /// Unresolved criteria of the goal, and whether the all-criteria gate passes.
-pub fn all_criteria_gate(g: Goal<'_>, profile: &Profile) -> (bool, Vec<(String, CriterionStatus)>) {
+pub(crate) fn all_criteria_gate(
+    g: Goal<'_>,
+    profile: &Profile,
+) -> (bool, Vec<(String, CriterionStatus)>) {
     let unresolved: Vec<_> = g
         .criteria()
         .filter(|c| c.status() != CriterionStatus::Pass)
@@ -121,7 +127,7 @@ pub fn all_criteria_gate(g: Goal<'_>, profile: &Profile) -> (bool, Vec<(String, 
 /// A CLI command that changes a goal (the rows of docs/engine.md#ge-3 this engine enforces
 /// at the command line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
+pub(crate) enum Trigger {
     /// `checkpoint --status complete` (`start_pending`: `--start-pending`).
     CheckpointComplete {
         /// `--start-pending` was given.
@@ -154,7 +160,7 @@ impl Trigger {
 
 /// What a permitted checkpoint-complete of a pending goal must do first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Permit {
+pub(crate) enum Permit {
     /// The row allows the trigger as is.
     Allowed,
     /// Allowed after the scheduler-style start of the pending goal.
@@ -162,7 +168,7 @@ pub enum Permit {
 }
 
 /// Checks the docs/engine.md#ge-3 row of `trigger` for `g`.
-pub fn check(
+pub(crate) fn check(
     plan: &Plan,
     g: Goal<'_>,
     trigger: Trigger,

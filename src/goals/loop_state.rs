@@ -23,7 +23,7 @@ use crate::store::{self, Durability, LockError, LockOptions, MutationLock};
 
 /// How a located plan belongs to the session (docs/hook-contracts.md#h-4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ownership {
+pub(crate) enum Ownership {
     /// `<stateDir>/<sid>/goals.json`.
     Scoped,
     /// `<stateDir>/goals.json` whose recorded `sessionId` is this session's.
@@ -34,7 +34,7 @@ pub enum Ownership {
 
 /// A session's plan in one profile.
 #[derive(Debug)]
-pub struct Located {
+pub(crate) struct Located {
     /// The scope's paths.
     pub paths: StatePaths,
     /// The state directory (opened without following symlinks).
@@ -48,7 +48,7 @@ pub struct Located {
 impl Located {
     /// The session id to pass as `--session-id` in rendered commands: the
     /// scope's sid for a scoped plan, none for an unscoped one.
-    pub fn scope_sid(&self) -> Option<&str> {
+    pub(crate) fn scope_sid(&self) -> Option<&str> {
         match self.ownership {
             Ownership::Scoped => self.paths.sid.as_deref(),
             Ownership::OwnedUnscoped | Ownership::AdoptedUnscoped => None,
@@ -56,7 +56,7 @@ impl Located {
     }
 
     /// The plan's `updatedAt`, when it parses.
-    pub fn updated_at(&self) -> Option<SystemTime> {
+    pub(crate) fn updated_at(&self) -> Option<SystemTime> {
         self.plan
             .str("updatedAt")
             .and_then(crate::time::parse_rfc3339)
@@ -68,7 +68,7 @@ impl Located {
 /// unsafe state directory. Its state is unknown, so no gated decision may
 /// read it as "nothing left" (docs/threat-model.md#i2).
 #[derive(Debug)]
-pub struct Unreadable {
+pub(crate) struct Unreadable {
     /// The scope whose plan could not be read.
     pub paths: StatePaths,
     /// Why.
@@ -96,7 +96,7 @@ fn read_in(
 /// whose recorded owner normalises to the same sid; else, only with
 /// `adopt_unowned`, an unscoped plan that records no owner. A plan that
 /// exists but cannot be read is an [`Unreadable`] naming its scope.
-pub fn locate(
+pub(crate) fn locate(
     root: &Dir,
     profile: &Profile,
     raw_sid: Option<&str>,
@@ -161,7 +161,7 @@ fn unscoped_ownership(
 /// [`locate`] for a caller that reads the plan itself (steering does, under
 /// the lock): the scope only. A scoped plan is found by its existence; only
 /// an unscoped plan is read, for its recorded owner.
-pub fn locate_scope(
+pub(crate) fn locate_scope(
     root: &Dir,
     profile: &Profile,
     raw_sid: Option<&str>,
@@ -191,7 +191,7 @@ fn resumable(g: &Goal<'_>) -> bool {
 /// The goal a resume names (docs/hook-contracts.md#h-4 step 7): the `activeGoalId` goal
 /// if it is pending or in progress without a steering overlay, else the first
 /// such goal in plan order. Superseded and steering-blocked goals never are.
-pub fn resumable_goal(plan: &Plan) -> Option<Goal<'_>> {
+pub(crate) fn resumable_goal(plan: &Plan) -> Option<Goal<'_>> {
     plan.active_goal_id()
         .and_then(|id| plan.goal(id))
         .filter(resumable)
@@ -200,13 +200,13 @@ pub fn resumable_goal(plan: &Plan) -> Option<Goal<'_>> {
 
 /// The first goal in plan order that is the final candidate
 /// (docs/engine.md#ge-3), if any.
-pub fn final_candidate(plan: &Plan) -> Option<Goal<'_>> {
+pub(crate) fn final_candidate(plan: &Plan) -> Option<Goal<'_>> {
     plan.goals().find(|g| lifecycle::final_candidate(plan, *g))
 }
 
 /// The active goal and its attempt: the `activeGoalId` goal when it is in
 /// progress without overlay, else the first such goal.
-pub fn active_attempt(plan: &Plan) -> Option<(&str, u64)> {
+pub(crate) fn active_attempt(plan: &Plan) -> Option<(&str, u64)> {
     super::ops::status::active_goal(plan).map(|g| (g.id(), g.attempt()))
 }
 
@@ -215,7 +215,7 @@ pub fn active_attempt(plan: &Plan) -> Option<(&str, u64)> {
 /// `attempt` and each criterion's `id` and `status`, plus the aggregate
 /// completion status. Timestamps, wording, evidence text and the ledger are
 /// left out, so annotation or rewording is not progress.
-pub fn progress_digest(plan: &Plan) -> String {
+pub(crate) fn progress_digest(plan: &Plan) -> String {
     let goals: Vec<Value> = plan
         .goals()
         .map(|g| {
@@ -245,14 +245,14 @@ pub fn progress_digest(plan: &Plan) -> String {
 /// without writing anything and within a hook's budget (the newest records
 /// only, see [`super::txn::judge_tail`]). A hook must not trust a tampered
 /// plan's state.
-pub fn binding(located: &Located) -> Result<super::binding::Binding, GoalError> {
+pub(crate) fn binding(located: &Located) -> Result<super::binding::Binding, GoalError> {
     super::txn::judge_tail(&located.dir, &located.paths, &located.plan)
 }
 
 /// Takes the state directory's mutation lock (the engine's `.mutation.lock`
 /// and protocol) for a hook side-file update. The hooks run no recovery
 /// check and touch neither plan nor ledger under it.
-pub fn lock_side_files(
+pub(crate) fn lock_side_files(
     dir: &Dir,
     wait: Duration,
     command: &str,
@@ -267,7 +267,7 @@ pub fn lock_side_files(
 /// Reads a side file of at most `max` bytes (no-follow; a symlink or a
 /// non-regular entry is `ULW_LOOP_STATE_UNSAFE`). `Ok(None)` when missing;
 /// an oversized file reads as missing.
-pub fn read_side_file(
+pub(crate) fn read_side_file(
     dir: &Dir,
     name: &str,
     display: &str,
@@ -284,12 +284,12 @@ pub fn read_side_file(
 /// that cannot be written never loops; the replace is not fsynced, because
 /// a counter lost with the machine costs one extra resume or spawn, while an
 /// fsync on every stop and spawn would cost more than the whole hook budget.
-pub fn write_side_file(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_side_file(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
     store::atomic_replace(dir, name, bytes, Durability::Cache)
 }
 
 /// Deletes a side file; a missing one is fine.
-pub fn remove_side_file(dir: &Dir, name: &str) -> io::Result<()> {
+pub(crate) fn remove_side_file(dir: &Dir, name: &str) -> io::Result<()> {
     match dir.remove_file(name) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),

@@ -2,58 +2,70 @@
 //! `goals.json`, `ledger.jsonl`) for the `ulw-loop` and `ultragoal` profiles.
 //!
 //! * [`profile`] — the profile, texts and blocker rule families (data, not `if`s);
-//! * [`plan`] — the order-preserving plan codec and its reading rules;
-//! * [`journal`] and [`index`] — the ledger head, appends and the index caches;
-//! * [`txn`] — the mutation transaction: lock, recovery check, write order;
-//! * [`lifecycle`] and [`scheduler`] — predicates, transition table, scheduling;
+//! * `plan` — the order-preserving plan codec and its reading rules;
+//! * `journal` and `index` — the ledger head, appends and the index caches;
+//! * `txn` — the mutation transaction: lock, recovery check, write order;
+//! * `lifecycle` and `scheduler` — predicates, transition table, scheduling;
 //! * [`ops`] — one module per subcommand;
-//! * [`hostgoal`], [`blockers`], [`handoff`], [`evidence_files`], [`input`].
+//! * `hostgoal`, `blockers`, `handoff`, `evidence_files`, `input`.
 //!
 //! The engine knows nothing about hosts or hook wire formats; it reads and
 //! writes the workspace only through the `Dir` it is given.
 
-pub mod authority;
-pub mod batches;
-pub mod binding;
-pub mod blockers;
-pub mod brief;
-pub mod decisions;
-pub mod diagnostics;
-pub mod error;
-pub mod evidence_files;
-pub mod gate;
-pub mod handoff;
-pub mod hostgoal;
-pub mod index;
-pub mod input;
-pub mod journal;
-pub mod keyhash;
-pub mod lifecycle;
-pub mod loop_state;
+pub(crate) mod authority;
+pub(crate) mod batches;
+pub(crate) mod binding;
+pub(crate) mod blockers;
+pub(crate) mod brief;
+pub(crate) mod candidate;
+pub(crate) mod decisions;
+pub(crate) mod diagnostics;
+pub(crate) mod error;
+pub(crate) mod evidence_files;
+pub(crate) mod gate;
+pub(crate) mod handoff;
+pub(crate) mod hostgoal;
+pub(crate) mod index;
+pub(crate) mod input;
+pub(crate) mod journal;
+pub(crate) mod keyhash;
+pub(crate) mod lifecycle;
+pub(crate) mod loop_state;
 pub mod ops;
-pub mod plan;
+pub(crate) mod plan;
 /// The profile rule families, defined in [`crate::rules::profiles`].
 pub use crate::rules::profiles as profile;
-pub mod scheduler;
-pub mod schema;
-pub mod session;
-pub mod state;
+pub(crate) mod scheduler;
+pub(crate) mod schema;
+pub(crate) mod session;
+pub(crate) mod state;
 pub mod steer;
-pub mod stories;
-pub mod summary;
-pub mod team;
-pub mod txn;
-pub mod workflow;
+pub(crate) mod stories;
+pub(crate) mod summary;
+pub(crate) mod team;
+pub(crate) mod txn;
+pub(crate) mod workflow;
 
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use cap_std::fs::Dir;
 
-pub use error::{ErrorKind, GoalError};
+// The front door: what a caller of the engine names. The commands are in
+// [`ops`] (one module per subcommand) and [`steer`]; everything else is the
+// engine's own.
+pub use candidate::Candidate;
+pub use diagnostics::Sink as DiagnosticsSink;
+pub use error::{ALL_CODES, ErrorKind, GoalError};
+pub use gate::check_gate_in_plan;
+pub use input::{FileRecord, Loaded};
+pub use journal::Head as LedgerHead;
+pub use plan::{Criterion, CriterionStatus, Goal, GoalStatus, Mode, Plan};
 pub use profile::{BlockerRules, Profile, Texts};
 pub use session::SidSource;
 pub use state::StatePaths;
 
+use crate::ambient::Ambient;
 use crate::rules::RuleSet;
 use crate::rules::evidence::EvidenceRules;
 use crate::rules::gates::GateBook;
@@ -92,6 +104,21 @@ pub struct SurfaceInputs {
     pub marker: Option<Vec<u8>>,
 }
 
+impl SurfaceInputs {
+    /// Reads the inputs the gate rules of `rules` name: the environment
+    /// variable and the marker file next to the running executable. Rules
+    /// whose gate files do not load give no inputs.
+    pub fn read(amb: &dyn Ambient, rules: &RuleSet) -> SurfaceInputs {
+        let Ok(res) = GateBook::surface_resolution(rules) else {
+            return SurfaceInputs::default();
+        };
+        SurfaceInputs {
+            env: crate::ambient::var(amb, &res.env),
+            marker: crate::ambient::read_marker(amb, &res.marker),
+        }
+    }
+}
+
 /// One profile's engine over one workspace root and scope.
 #[derive(Debug)]
 pub struct Engine {
@@ -123,7 +150,8 @@ impl Engine {
     /// Builds the engine from validated rules. A profile or texts entry that
     /// is missing is `ULW_LOOP_RULES_INVALID`.
     pub fn new(root: Dir, rules: &RuleSet, opts: EngineOptions) -> Result<Engine, GoalError> {
-        let profiles: profile::Profiles = rules.family()?;
+        let profile = profile::Profiles::lookup(rules, &opts.profile)
+            .map_err(|e| GoalError::from(e.into_rules_error()))?;
         let invalid = |pointer: String, problem: String| {
             GoalError::from(crate::rules::RulesError {
                 file: "rules".into(),
@@ -131,12 +159,6 @@ impl Engine {
                 problem,
             })
         };
-        let profile = profiles.0.get(&opts.profile).cloned().ok_or_else(|| {
-            invalid(
-                format!("/profiles/{}", opts.profile),
-                "no such profile".into(),
-            )
-        })?;
         let key = profile::texts_key(&profile.texts).unwrap_or_default();
         let texts_at = format!("/texts/{}", crate::json::pointer_token(key));
         let texts = rules.part::<Texts>(&texts_at)?.ok_or_else(|| {
@@ -174,6 +196,54 @@ impl Engine {
             workflows,
             diagnostics: opts.diagnostics,
         })
+    }
+
+    /// Builds the engine of `profile` as the command line does, reading what
+    /// it needs through `amb`: the scope named by `explicit` (the profile's
+    /// session flag: absent, given without a value, or with one) or else the
+    /// environment, the absolute root (`root_path` against the working
+    /// directory) and its git worktree prefix, the gate surface inputs, and
+    /// the per-user diagnostics sink of the workspace.
+    pub fn open(
+        amb: &dyn Ambient,
+        (root, root_path): (Dir, &Path),
+        rules: &RuleSet,
+        profile: &str,
+        explicit: Option<Option<&str>>,
+        lock_timeout_ms: Option<u64>,
+    ) -> Result<Engine, GoalError> {
+        let p = profile::Profiles::lookup(rules, profile)
+            .map_err(|e| GoalError::from(e.into_rules_error()))?;
+        let env = |k: &str| crate::ambient::var(amb, k);
+        let sid = session::resolve(&p.session.flag, explicit, &env, &p.session.env)?;
+        let env_sid = p
+            .session
+            .env
+            .iter()
+            .find_map(|k| env(k).as_deref().and_then(session::normalize));
+        let root_abs = amb
+            .current_dir()
+            .ok()
+            .map(|d| path_clean::clean(d.join(root_path)));
+        let worktree_prefix = match &root_abs {
+            Some(r) if p.compat.state_path_prefix => crate::ambient::worktree_prefix(amb, r),
+            _ => String::new(),
+        };
+        let root_abs = root_abs.and_then(|d| d.to_str().map(str::to_owned));
+        Engine::new(
+            root,
+            rules,
+            EngineOptions {
+                profile: profile.to_owned(),
+                session: sid,
+                env_sid,
+                lock_timeout_ms,
+                root_abs,
+                surface: SurfaceInputs::read(amb, rules),
+                diagnostics: diagnostics::Sink::at(amb, root_path),
+                worktree_prefix,
+            },
+        )
     }
 
     /// Where diagnostic lines go.

@@ -38,7 +38,7 @@ impl Outcome {
 }
 
 /// Runs the scheduler; entries to append are pushed to `entries`.
-pub fn run(
+pub(crate) fn run(
     engine: &Engine,
     plan: &mut Plan,
     retry_failed: bool,
@@ -123,7 +123,7 @@ fn entry(now: &str, kind: LedgerKind, goal_id: &str, status: GoalStatus) -> Map<
 
 /// Starts a goal (docs/differences.md#r-2 step 6 with the docs/engine.md#ge-3 changes): new attempt, persisted
 /// attempt directory; blocker signature and counters are kept for escalation.
-pub fn start(
+pub(crate) fn start(
     engine: &Engine,
     plan: &mut Plan,
     id: &str,

@@ -13,7 +13,7 @@ fn names(list: Vec<&'static str>) -> Value {
 }
 
 /// `goals.json`.
-pub fn plan() -> Value {
+pub(crate) fn plan() -> Value {
     let criterion = json!({
         "type": "object",
         "required": ["id"],
@@ -137,7 +137,7 @@ pub fn plan() -> Value {
 }
 
 /// One `ledger.jsonl` record written by the engine.
-pub fn ledger_entry() -> Value {
+pub(crate) fn ledger_entry() -> Value {
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "goal-engine ledger entry (one line of ledger.jsonl)",

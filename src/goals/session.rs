@@ -9,7 +9,7 @@ use super::error::{ErrorKind, GoalError};
 /// and join the rest with `-`; replace runs of characters outside
 /// `[A-Za-z0-9._-]` with `-`; collapse `-`; strip leading dots and leading or
 /// trailing `.`/`-`.
-pub fn normalize(raw: &str) -> Option<String> {
+pub(crate) fn normalize(raw: &str) -> Option<String> {
     let trimmed = raw.trim();
     if trimmed.is_empty() {
         return None;
@@ -67,7 +67,7 @@ impl SidSource {
 /// Resolves the scope: an explicit flag value wins (blank ⇒
 /// `ULW_LOOP_SESSION_ID_REQUIRED`, normalising to nothing ⇒
 /// `ULW_LOOP_SESSION_ID_INVALID`), else the environment, else unscoped.
-pub fn resolve(
+pub(crate) fn resolve(
     flag: &str,
     explicit: Option<Option<&str>>,
     env: &dyn Fn(&str) -> Option<String>,

@@ -13,28 +13,28 @@ use super::error::GoalError;
 use crate::sandbox::open::{self, FileProblem};
 
 /// File names inside a state directory.
-pub const GOALS: &str = "goals.json";
+pub(crate) const GOALS: &str = "goals.json";
 /// The ledger.
-pub const LEDGER: &str = "ledger.jsonl";
+pub(crate) const LEDGER: &str = "ledger.jsonl";
 /// The brief.
-pub const BRIEF: &str = "brief.md";
+pub(crate) const BRIEF: &str = "brief.md";
 /// The mutation lock.
-pub const LOCK: &str = ".mutation.lock";
+pub(crate) const LOCK: &str = ".mutation.lock";
 /// The ledger head cache.
-pub const INDEX: &str = ".ledger.idx";
+pub(crate) const INDEX: &str = ".ledger.idx";
 /// The idempotency key index.
-pub const KEYS: &str = ".ledger.keys";
+pub(crate) const KEYS: &str = ".ledger.keys";
 /// Previous runs.
-pub const ARCHIVE: &str = ".archive";
+pub(crate) const ARCHIVE: &str = ".archive";
 /// Marker of a `create-goals --force` switch in progress (docs/threat-model.md#i14):
 /// the next lock holder finishes or undoes it.
-pub const SWITCH: &str = ".force-switch.json";
+pub(crate) const SWITCH: &str = ".force-switch.json";
 /// The replaced run's ledger while a switch is in progress.
-pub const SWITCH_LEDGER: &str = ".force-switch.ledger.jsonl";
+pub(crate) const SWITCH_LEDGER: &str = ".force-switch.ledger.jsonl";
 
 /// `path` named from the git worktree root: `<prefix>/<path>`, or `path`
 /// when the prefix is empty.
-pub fn prefixed(prefix: &str, path: &str) -> String {
+pub(crate) fn prefixed(prefix: &str, path: &str) -> String {
     if prefix.is_empty() {
         path.to_owned()
     } else {
@@ -97,7 +97,7 @@ impl StatePaths {
 
 /// Opens the directory chain `rel` below `root`; `create` makes missing
 /// components. `Ok(None)` when a component is missing and `create` is false.
-pub fn open_chain(root: &Dir, rel: &str, create: bool) -> Result<Option<Dir>, GoalError> {
+pub(crate) fn open_chain(root: &Dir, rel: &str, create: bool) -> Result<Option<Dir>, GoalError> {
     let mut cur = root
         .try_clone()
         .map_err(|e| GoalError::io(".", "open", &e))?;
@@ -147,7 +147,7 @@ pub fn open_chain(root: &Dir, rel: &str, create: bool) -> Result<Option<Dir>, Go
 
 /// Opens a state file for reading, no-follow and non-blocking. `Ok(None)` when
 /// it does not exist; a symlink or non-regular entry is `ULW_LOOP_STATE_UNSAFE`.
-pub fn open_file(
+pub(crate) fn open_file(
     dir: &Dir,
     name: &str,
     display: &str,
@@ -169,7 +169,7 @@ pub fn open_file(
 }
 
 /// Maps a sandbox problem on a state or input path to the engine's codes.
-pub fn problem(display: &str, p: FileProblem) -> GoalError {
+pub(crate) fn problem(display: &str, p: FileProblem) -> GoalError {
     match p {
         FileProblem::Symlink { .. } => {
             GoalError::unsafe_state(display, "PATH_SYMLINK", "it is a symlink")
@@ -191,7 +191,7 @@ pub fn problem(display: &str, p: FileProblem) -> GoalError {
 }
 
 /// Reads a whole state file of at most `max` bytes. `Ok(None)` when missing.
-pub fn read_file(
+pub(crate) fn read_file(
     dir: &Dir,
     name: &str,
     display: &str,
@@ -217,7 +217,7 @@ pub fn read_file(
 
 /// What [`read_file`] found.
 #[derive(Debug)]
-pub enum ReadOutcome {
+pub(crate) enum ReadOutcome {
     /// The content.
     Bytes(Vec<u8>),
     /// Over the cap.

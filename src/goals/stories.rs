@@ -23,7 +23,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::brief::{Candidate, MAX_BULLET_CHARS, too_long, too_many};
+use super::candidate::{Candidate, MAX_BULLET_CHARS, too_long, too_many};
 use super::error::GoalError;
 
 static ATX: LazyLock<Regex> =
@@ -190,7 +190,7 @@ fn objective(parent: &Item, lines: &[&str], end: usize) -> Result<String, GoalEr
 
 /// The first non-blank line of `objective`, cut to 69 characters plus
 /// `...` when longer than 72; `fallback` when there is none.
-pub fn title(objective: &str, fallback: &str) -> String {
+pub(crate) fn title(objective: &str, fallback: &str) -> String {
     let first = objective
         .lines()
         .map(str::trim)
@@ -206,7 +206,10 @@ pub fn title(objective: &str, fallback: &str) -> String {
 
 /// The goals of `brief`; `None` when it has no list item at all (the caller
 /// falls back to paragraphs).
-pub fn derive(brief: &str, max_implicit: Option<u32>) -> Result<Option<Vec<Candidate>>, GoalError> {
+pub(crate) fn derive(
+    brief: &str,
+    max_implicit: Option<u32>,
+) -> Result<Option<Vec<Candidate>>, GoalError> {
     let lines: Vec<&str> = brief
         .split('\n')
         .map(|l| l.strip_suffix('\r').unwrap_or(l))

@@ -7,7 +7,7 @@ use super::lifecycle;
 use super::plan::{CriterionStatus, GoalStatus, Overlay, Plan};
 
 /// Counts by raw status, criteria counts and the completion predicates.
-pub fn summary(plan: &Plan) -> Value {
+pub(crate) fn summary(plan: &Plan) -> Value {
     let mut by_status = [0u64; 7];
     let (mut superseded, mut waived, mut blocking) = (0u64, 0u64, 0u64);
     let mut crit = [0u64; 4];
@@ -77,7 +77,7 @@ pub fn summary(plan: &Plan) -> Value {
 /// `needsUserDecision`, `steeringBlocked`), `aggregateComplete` (a recorded
 /// completion under a completion key), `artifactComplete` (the run is
 /// complete) and `activeGoalId`.
-pub fn for_engine(engine: &super::Engine, plan: &Plan) -> Value {
+pub(crate) fn for_engine(engine: &super::Engine, plan: &Plan) -> Value {
     let mut s = summary(plan);
     if !engine.profile.compat.camel_summary {
         return s;

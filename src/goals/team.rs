@@ -10,7 +10,10 @@ use super::error::{ErrorKind, GoalError};
 use super::profile::Profile;
 
 /// `env:<NAME>` when a worker environment marker is set.
-pub fn env_marker(profile: &Profile, var: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+pub(crate) fn env_marker(
+    profile: &Profile,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Option<String> {
     profile.team.worker_env.iter().find_map(|w| {
         let value = var(&w.name)?;
         let value = value.trim();
@@ -23,7 +26,7 @@ pub fn env_marker(profile: &Profile, var: &dyn Fn(&str) -> Option<String>) -> Op
 
 /// `agent_type:<value>` when a hook payload's agent type matches a
 /// `team/workerAgentTypes` glob. An invalid glob in the rules matches nothing.
-pub fn agent_type_marker(profile: &Profile, agent_type: &str) -> Option<String> {
+pub(crate) fn agent_type_marker(profile: &Profile, agent_type: &str) -> Option<String> {
     let mut b = GlobSetBuilder::new();
     for g in &profile.team.worker_agent_types {
         if let Ok(glob) = Glob::new(g) {
@@ -38,7 +41,7 @@ pub fn agent_type_marker(profile: &Profile, agent_type: &str) -> Option<String> 
 /// Whether a worker may run `sub` with these raw arguments: `help`,
 /// `status`, `criteria`, `checkpoint --print-template`, `repair --check`
 /// and `workflow list|check` (the caller checks the workflow action).
-pub fn worker_may_run(sub: &str, tokens: &[String]) -> bool {
+pub(crate) fn worker_may_run(sub: &str, tokens: &[String]) -> bool {
     let has = |flag: &str| {
         tokens
             .iter()
@@ -54,7 +57,7 @@ pub fn worker_may_run(sub: &str, tokens: &[String]) -> bool {
 }
 
 /// `ULW_LOOP_TEAM_WORKER_FORBIDDEN`.
-pub fn forbidden(profile: &Profile, command: &str, marker: &str) -> GoalError {
+pub(crate) fn forbidden(profile: &Profile, command: &str, marker: &str) -> GoalError {
     GoalError::new(
         ErrorKind::TeamWorkerForbidden {
             command: command.to_owned(),

@@ -449,14 +449,10 @@ impl HookState {
 /// The heads observed for a workspace, read without creating anything;
 /// empty on a machine with no per-user state (CI).
 pub(crate) fn observed_heads(amb: &dyn Ambient, canonical_root: &Path) -> Vec<Head> {
-    let Some(base) = crate::userstate::base_path(amb) else {
+    let Some(state) = crate::userstate::workspace_path(amb, canonical_root) else {
         return Vec::new();
     };
-    let path = base
-        .join(crate::userstate::LAYOUT)
-        .join(crate::userstate::workspace_id(canonical_root))
-        .join(HOOKS_DIR)
-        .join(HEADS_DIR);
+    let path = state.join(HOOKS_DIR).join(HEADS_DIR);
     let Ok(dir) = amb.open_dir(&path) else {
         return Vec::new();
     };

@@ -15,6 +15,46 @@ use crate::sandbox::{PathLimits, RelPath};
 #[serde(transparent)]
 pub struct Profiles(pub BTreeMap<String, Profile>);
 
+/// Why [`Profiles::lookup`] found no profile.
+#[derive(Debug)]
+pub enum ProfileError {
+    /// The profiles family could not be read from the rules.
+    Rules(crate::rules::RulesError),
+    /// The rules define no profile of that name.
+    Unknown {
+        /// The name asked for.
+        name: String,
+    },
+}
+
+impl ProfileError {
+    /// The error as a rules error: an unknown profile is `/profiles/<name>`,
+    /// "no such profile".
+    pub fn into_rules_error(self) -> crate::rules::RulesError {
+        match self {
+            ProfileError::Rules(e) => e,
+            ProfileError::Unknown { name } => crate::rules::RulesError {
+                file: "rules".into(),
+                pointer: format!("/profiles/{name}"),
+                problem: "no such profile".into(),
+            },
+        }
+    }
+}
+
+impl Profiles {
+    /// The profile `name` of `rules`.
+    pub fn lookup(rules: &crate::rules::RuleSet, name: &str) -> Result<Profile, ProfileError> {
+        let mut profiles: Profiles = rules.family().map_err(ProfileError::Rules)?;
+        profiles
+            .0
+            .remove(name)
+            .ok_or_else(|| ProfileError::Unknown {
+                name: name.to_owned(),
+            })
+    }
+}
+
 impl RuleFamily for Profiles {
     const KEY: &'static str = "profiles";
     fn check(&self) -> Result<(), Problem> {

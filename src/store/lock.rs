@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 /// How to take the lock.
 #[derive(Debug, Clone)]
-pub struct LockOptions {
+pub(crate) struct LockOptions {
     /// Give up after this long.
     pub timeout: Duration,
     /// Recorded in the holder record.
@@ -32,7 +32,7 @@ pub struct LockOptions {
 
 /// Why the lock was not taken.
 #[derive(Debug)]
-pub enum LockError {
+pub(crate) enum LockError {
     /// Not acquired within the timeout.
     Timeout {
         /// How long we waited.
@@ -75,7 +75,7 @@ impl std::fmt::Display for LockError {
 /// A held lock. Released (file deleted, then unlocked) by [`MutationLock::release`]
 /// or on drop.
 #[derive(Debug)]
-pub struct MutationLock {
+pub(crate) struct MutationLock {
     dir: Dir,
     name: String,
     file: Option<std::fs::File>,
@@ -83,7 +83,11 @@ pub struct MutationLock {
 
 impl MutationLock {
     /// Acquires the lock on `dir/name` (see the module docs for the protocol).
-    pub fn acquire(dir: &Dir, name: &str, opts: &LockOptions) -> Result<MutationLock, LockError> {
+    pub(crate) fn acquire(
+        dir: &Dir,
+        name: &str,
+        opts: &LockOptions,
+    ) -> Result<MutationLock, LockError> {
         // Reliability-drill build only (`--features drill-unlocked`, never a
         // default): no exclusion at all, to prove the concurrency drill can fail.
         #[cfg(feature = "drill-unlocked")]
@@ -150,7 +154,7 @@ impl MutationLock {
     }
 
     /// Deletes the lock file while still holding the lock, then unlocks.
-    pub fn release(mut self) -> io::Result<()> {
+    pub(crate) fn release(mut self) -> io::Result<()> {
         self.release_inner()
     }
 

@@ -122,7 +122,7 @@ impl Run4 {
     /// The plan and entries with the binding filled in.
     pub fn bound(&self) -> (Value, Vec<Map<String, Value>>) {
         let mut plan = self.plan.clone();
-        let d = evidence_gate::goals::binding::body_sha256(plan.as_object().unwrap());
+        let d = evidence_gate::internals::plan_body_sha256(plan.as_object().unwrap());
         let mut entries = self.entries.clone();
         if let Some(last) = entries.last_mut() {
             last.insert("planSha256".into(), json!(d));

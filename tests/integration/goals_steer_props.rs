@@ -4,10 +4,9 @@
 //! bar). Random plans and random proposals of every kind go through the
 //! canonical parser and the engine's pure judge-and-apply core.
 
-use evidence_gate::goals::StatePaths;
-use evidence_gate::goals::plan::Plan;
 use evidence_gate::goals::profile::{Profile, Profiles};
 use evidence_gate::goals::steer::{self, Channel, Defaults, Kind};
+use evidence_gate::goals::{Plan, StatePaths};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 

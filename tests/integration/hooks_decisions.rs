@@ -214,7 +214,7 @@ fn honest_i12_a_real_user_decision_ends_the_run_as_waived() {
 fn honest_i12_a_user_may_quote_the_decision_id() {
     let h = setup();
     let decision = "skip the tests goal, covered upstream";
-    let id = evidence_gate::goals::decisions::decision_id(decision);
+    let id = evidence_gate::internals::decision_id(decision);
     user_prompt(&h, &format!("ok, approved: {id}"));
     waive_all(&h, decision);
     assert_allow(&stop(&h));

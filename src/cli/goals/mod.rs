@@ -17,9 +17,9 @@ use super::Io;
 use crate::ambient::{self, Ambient};
 use crate::goals::plan::Plan;
 use crate::goals::profile::ProjectRoot;
-use crate::goals::{Engine, EngineOptions, ErrorKind, GoalError, session};
+use crate::goals::{Engine, ErrorKind, GoalError};
 use crate::rules::RuleSet;
-use crate::rules::profiles::Profiles;
+use crate::rules::profiles::ProfileError;
 use crate::workspace::{OnError, RepoRules, Workspace, WorkspaceError, WorkspaceOptions};
 
 /// Subcommands this build implements.
@@ -424,31 +424,28 @@ fn dispatch(
             }
             Err(WorkspaceError::UserConfig(e) | WorkspaceError::Rules(e)) => return fail(e.into()),
         };
-        let profiles: Profiles = match ws.rules().family() {
-            Ok(p) => p,
-            Err(e) => return fail(e.into()),
+        let found = match ws.profile(profile) {
+            Ok(p) => Ok(p),
+            Err(ProfileError::Rules(e)) => return fail(e.into()),
+            Err(unknown) => Err(unknown),
         };
         // A profile whose foreign tool keeps its state in the directory it
         // runs in works on the current directory, with that directory's
         // rules, as the hooks do with the payload's `cwd`.
         let here = Path::new(".");
-        let cwd_root = profiles
-            .0
-            .get(profile)
-            .is_some_and(|p| p.compat.project_root == ProjectRoot::Cwd);
+        let cwd_root = found
+            .as_ref()
+            .is_ok_and(|p| p.compat.project_root == ProjectRoot::Cwd);
         if cwd_root && root_path != here {
             root_path = here.to_path_buf();
             continue;
         }
         let (root, rules) = ws.into_parts();
-        break (root, rules, profiles);
+        break (root, rules, found);
     };
-    let Some(p) = profiles.0.get(profile) else {
-        return fail(GoalError::from(crate::rules::RulesError {
-            file: "rules".into(),
-            pointer: format!("/profiles/{profile}"),
-            problem: "no such profile".into(),
-        }));
+    let p = match profiles {
+        Ok(p) => p,
+        Err(e) => return fail(GoalError::from(e.into_rules_error())),
     };
     let display = p.display_name.clone();
     let fail = |e: GoalError| Outcome::Error(e, display.clone());
@@ -460,13 +457,13 @@ fn dispatch(
         Ok(v) => v,
         Err(e) => return fail(e),
     };
-    let engine = match build_engine(
+    let engine = match Engine::open(
+        amb,
+        (root, &root_path),
+        &rules,
         profile,
         explicit,
         lock_timeout_ms,
-        (root, &root_path),
-        &rules,
-        amb,
     ) {
         Ok(e) => e,
         Err(e) => return fail(e),
@@ -569,76 +566,10 @@ pub(crate) fn relaxation_warnings(rules: &RuleSet) -> Vec<Value> {
         .collect()
 }
 
-/// Builds the engine of `profile` for the scope named by `explicit` (the
-/// profile's session flag: absent, given without a value, or with one) or the environment; shared with `gate check --goal-id`.
-pub(crate) fn build_engine(
-    profile: &str,
-    explicit: Option<Option<&str>>,
-    lock_timeout_ms: Option<u64>,
-    (root, root_path): (cap_std::fs::Dir, &Path),
-    rules: &RuleSet,
-    amb: &dyn Ambient,
-) -> Result<Engine, GoalError> {
-    let profiles: Profiles = rules.family()?;
-    let p = profiles.0.get(profile).ok_or_else(|| {
-        GoalError::from(crate::rules::RulesError {
-            file: "rules".into(),
-            pointer: format!("/profiles/{profile}"),
-            problem: "no such profile".into(),
-        })
-    })?;
-    let env = |k: &str| ambient::var(amb, k);
-    let sid = session::resolve(&p.session.flag, explicit, &env, &p.session.env)?;
-    let env_sid = p
-        .session
-        .env
-        .iter()
-        .find_map(|k| env(k).as_deref().and_then(session::normalize));
-    let root_abs = amb
-        .current_dir()
-        .ok()
-        .map(|d| path_clean::clean(d.join(root_path)));
-    let worktree_prefix = match &root_abs {
-        Some(r) if p.compat.state_path_prefix => ambient::worktree_prefix(amb, r),
-        _ => String::new(),
-    };
-    let root_abs = root_abs.and_then(|d| d.to_str().map(str::to_owned));
-    Engine::new(
-        root,
-        rules,
-        EngineOptions {
-            profile: profile.to_owned(),
-            session: sid,
-            env_sid,
-            lock_timeout_ms,
-            root_abs,
-            surface: surface_inputs(rules, amb),
-            diagnostics: diagnostics_sink_at(amb, root_path),
-            worktree_prefix,
-        },
-    )
-}
-
 /// The engine's diagnostics target: the per-user state of the workspace at
 /// the current directory (docs/threat-model.md#tm-3), never the workspace itself.
 fn diagnostics_sink(amb: &dyn Ambient) -> crate::goals::diagnostics::Sink {
-    diagnostics_sink_at(amb, &super::find_root(amb))
-}
-
-fn diagnostics_sink_at(amb: &dyn Ambient, root: &Path) -> crate::goals::diagnostics::Sink {
-    let canonical = amb.canonicalize(root).ok();
-    crate::goals::diagnostics::Sink::open(amb, canonical.as_deref())
-}
-
-/// The gate surface inputs only the binary can read (docs/gates.md#qg-2).
-fn surface_inputs(rules: &RuleSet, amb: &dyn Ambient) -> crate::goals::SurfaceInputs {
-    let Ok(res) = crate::rules::gates::GateBook::surface_resolution(rules) else {
-        return crate::goals::SurfaceInputs::default();
-    };
-    crate::goals::SurfaceInputs {
-        env: ambient::var(amb, &res.env),
-        marker: super::marker::read_marker(amb, &res.marker),
-    }
+    crate::goals::diagnostics::Sink::at(amb, &super::find_root(amb))
 }
 
 fn lock_timeout(globals: &args::Args, amb: &dyn Ambient) -> Result<Option<u64>, GoalError> {

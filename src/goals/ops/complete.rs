@@ -34,7 +34,7 @@ impl CompleteOutcome {
 }
 
 /// The report object of a scheduler outcome (docs/differences.md#r-2, docs/differences.md#r-3, docs/engine.md#ge-3).
-pub fn report(engine: &Engine, plan: &Plan, outcome: &Outcome) -> Value {
+pub(crate) fn report(engine: &Engine, plan: &Plan, outcome: &Outcome) -> Value {
     match outcome {
         Outcome::Resumed(id) | Outcome::Started(id) => {
             let g = plan.goal(id).expect("scheduled goals exist");

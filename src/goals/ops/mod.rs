@@ -21,18 +21,18 @@ use super::plan::Plan;
 use super::txn::{Locked, OnMismatch};
 
 /// `{lastSeq, head}` of a mutation's output.
-pub fn ledger_json(head: &super::journal::Head) -> Value {
+pub(crate) fn ledger_json(head: &super::journal::Head) -> Value {
     json!({"lastSeq": head.last_seq, "head": head.last_hash})
 }
 
 /// A ledger entry skeleton `{at, kind, goalId?}`.
-pub fn entry(now: &str, kind: LedgerKind, goal_id: Option<&str>) -> Map<String, Value> {
+pub(crate) fn entry(now: &str, kind: LedgerKind, goal_id: Option<&str>) -> Map<String, Value> {
     entry_named(now, kind.as_str(), goal_id)
 }
 
 /// [`entry`] of a kind a profile names (an audit-only record no reader
 /// interprets).
-pub fn entry_named(now: &str, kind: &str, goal_id: Option<&str>) -> Map<String, Value> {
+pub(crate) fn entry_named(now: &str, kind: &str, goal_id: Option<&str>) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("at".into(), json!(now));
     m.insert("kind".into(), json!(kind));
@@ -45,12 +45,15 @@ pub fn entry_named(now: &str, kind: &str, goal_id: Option<&str>) -> Map<String, 
 /// Locks the scope of a command that needs an existing plan, runs the
 /// recovery check and reads the plan. A scope without a state directory is
 /// `ULW_LOOP_PLAN_MISSING` without creating anything.
-pub fn lock_plan<'e>(engine: &'e Engine, command: &str) -> Result<(Locked<'e>, Plan), GoalError> {
+pub(crate) fn lock_plan<'e>(
+    engine: &'e Engine,
+    command: &str,
+) -> Result<(Locked<'e>, Plan), GoalError> {
     lock_plan_timed(engine, command, engine.lock_timeout())
 }
 
 /// [`lock_plan`] with an explicit lock wait.
-pub fn lock_plan_timed<'e>(
+pub(crate) fn lock_plan_timed<'e>(
     engine: &'e Engine,
     command: &str,
     timeout: std::time::Duration,
@@ -65,7 +68,11 @@ pub fn lock_plan_timed<'e>(
 }
 
 /// `ULW_LOOP_PLAN_COMPLETE` when the run is complete (docs/engine.md#ge-3).
-pub fn refuse_if_complete(engine: &Engine, plan: &Plan, command: &str) -> Result<(), GoalError> {
+pub(crate) fn refuse_if_complete(
+    engine: &Engine,
+    plan: &Plan,
+    command: &str,
+) -> Result<(), GoalError> {
     if !lifecycle::run_complete(plan) {
         return Ok(());
     }
@@ -93,7 +100,7 @@ pub fn refuse_if_complete(engine: &Engine, plan: &Plan, command: &str) -> Result
 /// `ULW_LOOP_GOAL_NOT_FOUND` with the anchor's `Unknown <name> id` message
 /// but no `legacyCode`: `criteria` and the template printer already used the
 /// upper-case code (docs/engine.md#ge-4).
-pub fn unknown_goal_id(engine: &Engine, id: &str) -> GoalError {
+pub(crate) fn unknown_goal_id(engine: &Engine, id: &str) -> GoalError {
     GoalError::new(
         ErrorKind::GoalNotFound {
             goal_id: id.to_owned(),
@@ -103,18 +110,7 @@ pub fn unknown_goal_id(engine: &Engine, id: &str) -> GoalError {
     )
 }
 
-/// `ULW_LOOP_GOAL_NOT_FOUND`.
-pub fn goal_not_found(engine: &Engine, id: &str, legacy: bool) -> GoalError {
-    let message = if legacy {
-        format!("Unknown {} id: {id}.", engine.profile.display_name)
-    } else {
-        format!("{} goal not found: {id}.", engine.profile.handoff_title)
-    };
-    GoalError::new(
-        ErrorKind::GoalNotFound {
-            goal_id: id.to_owned(),
-            legacy,
-        },
-        message,
-    )
+/// `ULW_LOOP_GOAL_NOT_FOUND` in the engine's profile's words.
+pub(crate) fn goal_not_found(engine: &Engine, id: &str, legacy: bool) -> GoalError {
+    GoalError::goal_not_found(&engine.profile, id, legacy)
 }

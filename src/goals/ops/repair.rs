@@ -223,7 +223,7 @@ fn check(engine: &Engine) -> Result<RepairOutcome, GoalError> {
 
 /// `PLAN_TAMPERED` / `LEDGER_TAMPERED` of a binding and of a ledger whose
 /// last chained record dropped the binding.
-pub fn binding_findings(
+pub(crate) fn binding_findings(
     b: &binding::Binding,
     downgrade: &binding::Downgrade,
 ) -> Vec<(Code, String)> {

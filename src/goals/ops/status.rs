@@ -47,7 +47,7 @@ fn mutation_in_progress(dir: &cap_std::fs::Dir) -> bool {
 }
 
 /// The first `in_progress` goal without overlay (the one a checkpoint would complete).
-pub fn active_goal(plan: &Plan) -> Option<Goal<'_>> {
+pub(crate) fn active_goal(plan: &Plan) -> Option<Goal<'_>> {
     plan.active_goal_id()
         .and_then(|id| plan.goal(id))
         .filter(|g| g.status() == GoalStatus::InProgress && g.overlay().is_none())
@@ -58,7 +58,7 @@ pub fn active_goal(plan: &Plan) -> Option<Goal<'_>> {
 }
 
 /// What a complete checkpoint of `g` expects from a snapshot.
-pub fn complete_expectation(engine: &Engine, plan: &Plan, g: Goal<'_>) -> Expect {
+pub(crate) fn complete_expectation(engine: &Engine, plan: &Plan, g: Goal<'_>) -> Expect {
     let is_final = lifecycle::final_candidate(plan, g);
     let aggregate = plan.mode() == Mode::Aggregate;
     let expected = handoff::expected_objective(engine, plan, g);

@@ -5,7 +5,8 @@
 //! read-modify-write; typed views ([`Goal`], [`Criterion`]) read it, and
 //! setters keep the position of existing keys and append new ones.
 
-pub mod model;
+mod body;
+pub(crate) mod model;
 mod validate;
 
 use std::collections::HashMap;
@@ -13,17 +14,16 @@ use std::collections::HashMap;
 use cap_std::fs::Dir;
 use serde_json::{Map, Value, json};
 
-pub use model::{
-    Criterion, CriterionStatus, Goal, GoalMut, GoalStatus, Mode, Overlay, UserModel, remove_key,
-};
-pub use validate::Violation;
+pub use body::body_sha256;
+pub use model::{Criterion, CriterionStatus, Goal, GoalStatus, Mode};
+pub(crate) use model::{GoalMut, Overlay, UserModel, remove_key};
 
 use super::error::{ErrorKind, GoalError};
 use super::profile::Profile;
 use super::state::{self, ReadOutcome, StatePaths};
 
 /// Every spelling of the aggregate completion record a reader accepts.
-pub const COMPLETION_KEYS: &[&str] = &["aggregate_completion", "aggregateCompletion"];
+pub(crate) const COMPLETION_KEYS: &[&str] = &["aggregate_completion", "aggregateCompletion"];
 
 /// A decoded, validated plan.
 #[derive(Debug, Clone)]
@@ -39,7 +39,7 @@ pub struct Plan {
 }
 
 /// `ULW_LOOP_PLAN_MISSING` for a scope.
-pub fn missing(paths: &StatePaths, profile: &Profile) -> GoalError {
+pub(crate) fn missing(paths: &StatePaths, profile: &Profile) -> GoalError {
     let goals_path = paths.goals();
     GoalError::new(
         ErrorKind::PlanMissing {
@@ -53,7 +53,7 @@ pub fn missing(paths: &StatePaths, profile: &Profile) -> GoalError {
 }
 
 /// Reads `goals.json` from the state directory (which may not exist).
-pub fn read(
+pub(crate) fn read(
     dir: Option<&Dir>,
     paths: &StatePaths,
     profile: &Profile,
@@ -183,7 +183,7 @@ impl Plan {
                 }
             }
         }
-        let read_body_sha256 = Some(super::binding::body_sha256(&doc));
+        let read_body_sha256 = Some(body_sha256(&doc));
         let mut plan = Plan {
             doc,
             index,
@@ -219,7 +219,7 @@ impl Plan {
     pub fn read_body_sha256(&self) -> String {
         self.read_body_sha256
             .clone()
-            .unwrap_or_else(|| super::binding::body_sha256(&self.doc))
+            .unwrap_or_else(|| body_sha256(&self.doc))
     }
 
     /// Two-space pretty JSON plus one `\n`.
@@ -479,7 +479,7 @@ impl Plan {
 /// The aggregate objective for a scope: the profile template with the scope's paths.
 /// The files are named from the git worktree root when the paths carry a
 /// prefix (`compat/statePathPrefix`).
-pub fn objective_for(profile: &Profile, paths: &StatePaths) -> String {
+pub(crate) fn objective_for(profile: &Profile, paths: &StatePaths) -> String {
     profile
         .aggregate_objective
         .replace("{goals}", &paths.prefixed(&paths.goals()))

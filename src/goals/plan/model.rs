@@ -8,7 +8,7 @@ use crate::wire::wire_enum;
 /// The blocker set a successful transition clears (docs/engine.md#ge-3 step 9):
 /// completing a goal, a failed final review (which also drops
 /// `completedAt`) and an `unblock` steering.
-pub const BLOCKER_FIELDS: &[&str] = &[
+pub(crate) const BLOCKER_FIELDS: &[&str] = &[
     "blockedReason",
     "blockerSignature",
     "blockerOccurrenceCount",
@@ -25,7 +25,7 @@ pub const BLOCKER_FIELDS: &[&str] = &[
 /// The part of the blocker set a new attempt clears: the signature and its
 /// counters stay, so that a recurring blocker still escalates
 /// (docs/differences.md#r-2 step 6).
-pub const ATTEMPT_CLEARED_FIELDS: &[&str] =
+pub(crate) const ATTEMPT_CLEARED_FIELDS: &[&str] =
     &["blockedReason", "nonRetriable", "failedAt", "failureReason"];
 
 wire_enum!(
@@ -61,7 +61,7 @@ wire_enum!(
 
 wire_enum!(
     /// A criterion's `userModel`.
-    pub UserModel {
+    pub(crate) UserModel {
         Happy = "happy",
         Edge = "edge",
         Regression = "regression",
@@ -317,7 +317,7 @@ fn str_of<'a>(m: &'a Map<String, Value>, key: &str) -> &'a str {
 }
 
 /// Removes `key` keeping the order of the remaining keys.
-pub fn remove_key(m: &mut Map<String, Value>, key: &str) -> Option<Value> {
+pub(crate) fn remove_key(m: &mut Map<String, Value>, key: &str) -> Option<Value> {
     m.shift_remove(key)
 }
 

@@ -9,7 +9,7 @@ use super::model::{CriterionStatus, GoalStatus, Mode, Overlay, UserModel};
 
 /// A violated field rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Violation {
+pub(crate) struct Violation {
     /// JSON pointer into the plan.
     pub pointer: String,
     /// What is wrong.

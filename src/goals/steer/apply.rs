@@ -15,14 +15,12 @@ use crate::goals::profile::Profile;
 
 /// What an application changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Applied {
+pub(crate) struct Applied {
     /// Ids of goals the proposal created, in plan order.
     pub created: Vec<String>,
     /// Whether `goals.json` must be written (everything but `annotate_ledger`).
     pub writes_plan: bool,
 }
-
-pub use crate::goals::blockers::BLOCKER_FIELDS;
 
 fn text<'a>(p: &'a Proposal, key: &str) -> &'a str {
     p.text(key).unwrap_or_default()
@@ -66,7 +64,13 @@ fn clear_active(plan: &mut Plan, id: &str) {
 }
 
 /// Applies an accepted proposal to `plan`.
-pub fn apply(plan: &mut Plan, profile: &Profile, p: &Proposal, r: &Resolved, now: &str) -> Applied {
+pub(crate) fn apply(
+    plan: &mut Plan,
+    profile: &Profile,
+    p: &Proposal,
+    r: &Resolved,
+    now: &str,
+) -> Applied {
     let mut applied = Applied {
         created: Vec::new(),
         writes_plan: p.kind != Kind::AnnotateLedger,
@@ -189,7 +193,7 @@ fn supersede(
 /// docs/differences.md#r-5: every open batch containing `id` gets the replacements in its
 /// place; a replaced final becomes the last replacement. Closed batches
 /// are immutable (docs/engine.md#ge-6).
-pub fn replace_member(plan: &mut Plan, id: &str, replacements: &[String]) {
+pub(crate) fn replace_member(plan: &mut Plan, id: &str, replacements: &[String]) {
     let Some(list) = plan.batches_mut() else {
         return;
     };

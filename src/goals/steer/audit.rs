@@ -12,7 +12,7 @@ use super::validate::Judgement;
 use crate::goals::journal::LedgerKind;
 
 /// The audit of a proposal.
-pub fn audit(p: &Proposal, r: &Resolved, digest: &str, j: &Judgement) -> Map<String, Value> {
+pub(crate) fn audit(p: &Proposal, r: &Resolved, digest: &str, j: &Judgement) -> Map<String, Value> {
     let evidence = p.text("evidence").unwrap_or_default();
     let rationale = p.text("rationale").unwrap_or_default();
     let mut m = Map::new();
@@ -52,7 +52,7 @@ pub fn audit(p: &Proposal, r: &Resolved, digest: &str, j: &Judgement) -> Map<Str
 }
 
 /// The steering entry shape (docs/differences.md#r-1) for an accepted or rejected proposal.
-pub fn entry(
+pub(crate) fn entry(
     now: &str,
     p: &Proposal,
     r: &Resolved,
@@ -98,7 +98,7 @@ pub fn entry(
 
 /// The `seq` a prior accepted proposal has (or will get, for an earlier
 /// item of the same batch: `batch_seq` maps an item index to its seq).
-pub fn prior_seq(prior: &Prior, batch_seq: &dyn Fn(usize) -> Option<u64>) -> Option<u64> {
+pub(crate) fn prior_seq(prior: &Prior, batch_seq: &dyn Fn(usize) -> Option<u64>) -> Option<u64> {
     match prior.origin {
         Origin::Ledger { seq, .. } => seq,
         Origin::Batch { item } => batch_seq(item),
@@ -106,7 +106,7 @@ pub fn prior_seq(prior: &Prior, batch_seq: &dyn Fn(usize) -> Option<u64>) -> Opt
 }
 
 /// The `steering_deduped` entry of a replay (docs/engine.md#ge-5).
-pub fn deduped_entry(
+pub(crate) fn deduped_entry(
     now: &str,
     p: &Proposal,
     r: &Resolved,
@@ -146,7 +146,7 @@ pub fn deduped_entry(
 }
 
 /// The `batch_updated` entry (docs/differences.md#r-1): full batch arrays before and after.
-pub fn batch_updated(
+pub(crate) fn batch_updated(
     now: &str,
     before: &Value,
     after: &Value,

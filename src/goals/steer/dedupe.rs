@@ -54,7 +54,7 @@ pub struct Prior {
 
 /// The outcome of a lookup.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Hit {
+pub(crate) enum Hit {
     /// Same key, same proposal: a replay.
     Same(Prior),
     /// Same key, different proposal.
@@ -66,7 +66,7 @@ pub enum Hit {
 /// every hit checked against its ledger record, or, when the table cannot
 /// be used even after a rebuild from the ledger, by a scan of `.ledger.keys`.
 #[derive(Debug, Clone, Default)]
-pub struct KeyIndex {
+pub(crate) struct KeyIndex {
     found: HashMap<String, Option<Prior>>,
     /// `.ledger.keys` bytes when the table could not be used.
     bytes: Option<Vec<u8>>,
@@ -74,13 +74,13 @@ pub struct KeyIndex {
 
 /// The table disagreed with `.ledger.keys` or the ledger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Inconsistent;
+pub(crate) struct Inconsistent;
 
 impl KeyIndex {
     /// Resolves `keys` through the hashed table. `Ok(Err(Inconsistent))`
     /// when the table, `.ledger.keys` and the ledger disagree (the caller
     /// rebuilds the index from the ledger and asks again).
-    pub fn lookup_all(
+    pub(crate) fn lookup_all(
         dir: &Dir,
         view: &View,
         max_record: u64,
@@ -116,7 +116,11 @@ impl KeyIndex {
 
     /// Reads the first `keys_bytes` bytes of `.ledger.keys` (the part the
     /// ledger index vouches for), to be scanned per lookup.
-    pub fn load(dir: &Dir, paths: &StatePaths, keys_bytes: u64) -> Result<KeyIndex, GoalError> {
+    pub(crate) fn load(
+        dir: &Dir,
+        paths: &StatePaths,
+        keys_bytes: u64,
+    ) -> Result<KeyIndex, GoalError> {
         if keys_bytes == 0 {
             return Ok(KeyIndex {
                 found: HashMap::new(),
@@ -143,7 +147,7 @@ impl KeyIndex {
     }
 
     /// The first indexed entry under `key`.
-    pub fn find(&self, key: &str) -> Option<Prior> {
+    pub(crate) fn find(&self, key: &str) -> Option<Prior> {
         if let Some(hit) = self.found.get(key) {
             return hit.clone();
         }
@@ -198,7 +202,7 @@ fn prior_of(key: &str, line: &Value) -> Prior {
 /// it disagrees with the ledger, the index is rebuilt from the ledger (a
 /// `LEDGER_INDEX_REBUILT` diagnostic) and the table asked again; when even
 /// that fails, `.ledger.keys` is scanned.
-pub fn resolve(
+pub(crate) fn resolve(
     locked: &mut Locked<'_>,
     proposals: &[&Proposal],
     command: &str,
@@ -220,7 +224,7 @@ pub fn resolve(
 }
 
 /// The namespaced keys of a proposal.
-pub fn keys(p: &Proposal) -> Vec<String> {
+pub(crate) fn keys(p: &Proposal) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(k) = p.text("idempotencyKey") {
         out.push(format!("k:{k}"));
@@ -243,7 +247,7 @@ fn same(prior: &Prior, p: &Proposal, r: &Resolved, digest: &str) -> bool {
 /// Looks the proposal's keys up among `batch` (earlier accepted items of
 /// this batch) and then the key index. A replay under either key wins
 /// over a conflict under the other.
-pub fn lookup(
+pub(crate) fn lookup(
     index: &KeyIndex,
     batch: &[Prior],
     p: &Proposal,
@@ -270,7 +274,7 @@ pub fn lookup(
 /// The prior entry's audit (its `steering` object without `before`/`after`),
 /// read with one seek at the indexed offset; `None` when it is not indexed
 /// with an offset or the record there is not that entry.
-pub fn prior_audit(
+pub(crate) fn prior_audit(
     dir: &Dir,
     paths: &StatePaths,
     prior: &Prior,

@@ -6,10 +6,10 @@
 //!
 //! 1. [`parse_proposal`] — the canonical parser; parse-level problems are
 //!    `ULW_LOOP_STEERING_*` errors and nothing is read or written;
-//! 2. under the mutation lock: field resolution ([`resolve`]), the
-//!    idempotency lookup in `.ledger.keys` ([`dedupe`]), the structural
-//!    invariants ([`validate`]), application on the working copy
-//!    ([`apply`]), compact snapshots ([`snapshot`]);
+//! 2. under the mutation lock: field resolution (`resolve`), the
+//!    idempotency lookup in `.ledger.keys` (`dedupe`), the structural
+//!    invariants (`validate`), application on the working copy
+//!    (`apply`), compact snapshots (`snapshot`);
 //! 3. one commit: accepted proposals write the plan (except
 //!    `annotate_ledger`) and their entries; rejected and deduped ones append
 //!    their audit only (`steering_rejected`, `steering_deduped`).
@@ -48,17 +48,17 @@
 //! `source` defaults to `user_prompt_submit` on that channel. `Err(_)` is a
 //! parse-level problem, a missing plan (`ULW_LOOP_PLAN_MISSING`) or
 //! `ULW_LOOP_LOCK_TIMEOUT`; nothing was written then. Worker recognition
-//! from hook payloads belongs to the hook (see [`crate::goals::team`]):
+//! from hook payloads belongs to the hook (see `crate::goals::team`):
 //! a worker's directive is never passed here.
 
-pub mod apply;
-pub mod audit;
-pub mod dedupe;
-pub mod proposal;
-pub mod resolve;
-pub mod snapshot;
+pub(crate) mod apply;
+pub(crate) mod audit;
+pub(crate) mod dedupe;
+pub(crate) mod proposal;
+pub(crate) mod resolve;
+pub(crate) mod snapshot;
 mod transaction;
-pub mod validate;
+pub(crate) mod validate;
 
 use serde_json::Value;
 

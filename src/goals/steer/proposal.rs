@@ -71,7 +71,7 @@ impl Channel {
 }
 
 /// Text fields: strings, trimmed; present but blank is `…_FIELD_EMPTY`.
-pub const TEXT_FIELDS: &[&str] = &[
+pub(crate) const TEXT_FIELDS: &[&str] = &[
     "evidence",
     "rationale",
     "goalId",
@@ -93,7 +93,7 @@ pub const TEXT_FIELDS: &[&str] = &[
 ];
 
 /// String-array fields (entries trimmed, blank entries are `…_FIELD_EMPTY`).
-pub const STRING_ARRAYS: &[&str] = &[
+pub(crate) const STRING_ARRAYS: &[&str] = &[
     "targetGoalIds",
     "pendingOrder",
     "pendingGoalIds",
@@ -102,7 +102,7 @@ pub const STRING_ARRAYS: &[&str] = &[
 
 /// Every top-level key of the canonical proposal (docs/differences.md#r-4 plus docs/engine.md
 /// docs/engine.md#ge-5); `now` only on the library channel.
-pub const CANONICAL_FIELDS: &[&str] = &[
+pub(crate) const CANONICAL_FIELDS: &[&str] = &[
     "kind",
     "source",
     "evidence",
@@ -133,7 +133,7 @@ pub const CANONICAL_FIELDS: &[&str] = &[
 ];
 
 /// Keys of the `after` object (docs/engine.md#ge-5).
-pub const AFTER_FIELDS: &[&str] = &[
+pub(crate) const AFTER_FIELDS: &[&str] = &[
     "title",
     "objective",
     "pendingGoalIds",

@@ -9,7 +9,7 @@ use super::proposal::{Kind, Proposal};
 
 /// A replacement or child goal.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Child {
+pub(crate) struct Child {
     /// Title.
     pub title: String,
     /// Objective.
@@ -18,7 +18,7 @@ pub struct Child {
 
 /// The resolved fields of a proposal.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     /// Distinct target ids from `targetGoalIds`, `targetGoalId` and `goalId`.
     pub targets: Vec<String>,
     /// `childGoals`, else `after.children`.
@@ -43,7 +43,7 @@ pub struct Resolved {
 
 impl Resolved {
     /// The first target.
-    pub fn target(&self) -> Option<&str> {
+    pub(crate) fn target(&self) -> Option<&str> {
         self.targets.first().map(String::as_str)
     }
 }
@@ -85,7 +85,7 @@ fn pick<T: PartialEq + Clone>(
 }
 
 /// Resolves the fields of `p`.
-pub fn resolve(p: &Proposal) -> Resolved {
+pub(crate) fn resolve(p: &Proposal) -> Resolved {
     let mut r = Resolved::default();
     let push_target = |id: &str, r: &mut Resolved| {
         if !r.targets.iter().any(|t| t == id) {
@@ -164,7 +164,7 @@ pub fn resolve(p: &Proposal) -> Resolved {
 /// The effect object (docs/engine.md#ge-5): `kind`, resolved `targets` and
 /// the resolved kind fields, absent fields omitted; `annotate_ledger` adds
 /// `evidence` and `rationale` (its only effect is the note).
-pub fn effect(p: &Proposal, r: &Resolved) -> Value {
+pub(crate) fn effect(p: &Proposal, r: &Resolved) -> Value {
     let mut m = Map::new();
     m.insert("kind".into(), json!(p.kind.as_str()));
     m.insert("targets".into(), json!(r.targets));
@@ -212,7 +212,7 @@ pub fn effect(p: &Proposal, r: &Resolved) -> Value {
 }
 
 /// `proposalDigest`: lowercase hex SHA-256 of the canonical effect object.
-pub fn digest(p: &Proposal, r: &Resolved) -> String {
+pub(crate) fn digest(p: &Proposal, r: &Resolved) -> String {
     crate::digest::sha256_hex(crate::json::canonical(&effect(p, r)).as_bytes())
 }
 

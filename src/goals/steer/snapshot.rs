@@ -9,7 +9,7 @@ use crate::goals::plan::Plan;
 
 /// The plan-level part of a snapshot and the candidate goals before a mutation.
 #[derive(Debug, Clone)]
-pub struct Before {
+pub(crate) struct Before {
     header: Map<String, Value>,
     goals: Vec<(String, Value)>,
 }
@@ -32,7 +32,7 @@ fn header(plan: &Plan) -> Map<String, Value> {
 }
 
 /// Captures the plan header and the goals `candidates` names, before a mutation.
-pub fn before(plan: &Plan, candidates: &[String]) -> Before {
+pub(crate) fn before(plan: &Plan, candidates: &[String]) -> Before {
     Before {
         header: header(plan),
         goals: candidates
@@ -44,7 +44,7 @@ pub fn before(plan: &Plan, candidates: &[String]) -> Before {
 
 /// The `(before, after)` snapshots once `plan` holds the mutation; `created`
 /// are the ids the mutation added.
-pub fn pair(b: Before, plan: &Plan, created: &[String]) -> (Value, Value) {
+pub(crate) fn pair(b: Before, plan: &Plan, created: &[String]) -> (Value, Value) {
     let mut changed_before = Vec::new();
     let mut changed_ids: Vec<&str> = Vec::new();
     for (id, old) in &b.goals {

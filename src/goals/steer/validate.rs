@@ -15,11 +15,11 @@ use crate::goals::plan::{CriterionStatus, Goal, GoalStatus, Overlay, Plan, UserM
 use crate::goals::profile::Profile;
 
 /// The warning the wording heuristic adds.
-pub const WEAKENED_COMPLETION_WORDING: &str = "WEAKENED_COMPLETION_WORDING";
+pub(crate) const WEAKENED_COMPLETION_WORDING: &str = "WEAKENED_COMPLETION_WORDING";
 
 /// The audited reason of a proposal refused for asking to weaken completion
 /// (profile `steering/refuseWeakening`).
-pub const WEAKENS_COMPLETION: &str = "weakens completion";
+pub(crate) const WEAKENS_COMPLETION: &str = "weakens completion";
 
 /// The verdict of the invariants.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -143,7 +143,7 @@ fn strings_of(v: &Value, out: &mut String) {
 
 /// The anchor's "weakened completion" bag-of-words test (docs/differences.md#r-4 item 7),
 /// kept only as a warning.
-pub fn weakened_wording(fields: &Map<String, Value>) -> bool {
+pub(crate) fn weakened_wording(fields: &Map<String, Value>) -> bool {
     let mut text = String::new();
     for v in fields.values() {
         strings_of(v, &mut text);
@@ -202,7 +202,7 @@ fn intent_text(p: &Proposal) -> String {
 
 /// Whether the proposal asks to weaken completion (refused where the
 /// profile says so; elsewhere only the wording warning applies).
-pub fn asks_to_weaken(p: &Proposal) -> bool {
+pub(crate) fn asks_to_weaken(p: &Proposal) -> bool {
     WEAKEN_REQUEST.is_match(&intent_text(p))
 }
 
@@ -230,7 +230,7 @@ impl Out {
 
 /// Applies the invariants of docs/engine.md#ge-5 to `p` against `plan`. `key_conflict`:
 /// the idempotency key or prompt signature names a different proposal.
-pub fn judge(
+pub(crate) fn judge(
     plan: &Plan,
     profile: &Profile,
     p: &Proposal,

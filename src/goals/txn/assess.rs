@@ -48,7 +48,7 @@ pub struct Assessment {
 /// Compares plan and ledger. `landed(revision, from_seq, want)` counts the
 /// `lastMutation` entries present in the ledger (a backwards read of the
 /// records since `from_seq`, which may stop once `want` are found).
-pub fn assess(
+pub(crate) fn assess(
     plan: Option<&Plan>,
     head: &Head,
     torn: bool,
@@ -111,12 +111,12 @@ pub fn assess(
 /// check's own `ledger_repaired` markers (they carry
 /// `repair.recoveredCount`) share the revision but are not entries of
 /// `lastMutation`; the entry `repair --accept-plan` commits is, so it counts.
-pub fn count_landed(dir: &Dir, head: &Head, rev: u64, from_seq: u64, want: usize) -> usize {
+pub(crate) fn count_landed(dir: &Dir, head: &Head, rev: u64, from_seq: u64, want: usize) -> usize {
     count_landed_in(dir, state::LEDGER, head, rev, from_seq, want)
 }
 
 /// [`count_landed`] in the ledger file `name`.
-pub fn count_landed_in(
+pub(crate) fn count_landed_in(
     dir: &Dir,
     name: &str,
     head: &Head,
@@ -149,7 +149,7 @@ pub fn count_landed_in(
 /// Whether a ledger record is a marker the recovery check appended itself
 /// (`ledger_repaired` with `repair.recoveredCount`), as opposed to an entry
 /// of a plan's `lastMutation` such as the one `repair --accept-plan` writes.
-pub fn is_recovery_marker(v: &Value) -> bool {
+pub(crate) fn is_recovery_marker(v: &Value) -> bool {
     v.get("kind").and_then(Value::as_str) == Some(LedgerKind::LedgerRepaired.as_str())
         && v.pointer("/repair/recoveredCount").is_some()
 }

@@ -9,9 +9,9 @@ use serde_json::{Map, Value, json};
 
 use super::Engine;
 mod assess;
-pub mod switch;
+pub(crate) mod switch;
 
-pub use assess::{
+pub(crate) use assess::{
     Assessment, Consistency, assess, count_landed, count_landed_in, is_recovery_marker,
 };
 
@@ -580,7 +580,7 @@ impl<'e> Locked<'e> {
                 plan.set("revision", json!(rev));
                 // docs/threat-model.md#i7: every entry records the body it wrote; the plan names
                 // the head its entries will make (plan first, then append).
-                let d = binding::body_sha256(plan.doc());
+                let d = plan::body_sha256(plan.doc());
                 stamp_plan_sha(&mut all, &d);
                 journal::check_record_sizes(
                     &self.view.head,
@@ -685,7 +685,7 @@ fn stamp_plan_sha(entries: &mut [Map<String, Value>], d: &str) {
 /// The binding of `plan` to the ledger file `ledger_file` of `dir` (the
 /// ledger, or the old run's ledger set aside by an interrupted switch;
 /// `head`: its head as the index or a scan saw it).
-pub fn judge_in(
+pub(crate) fn judge_in(
     dir: &Dir,
     ledger_file: &str,
     paths: &state::StatePaths,
@@ -717,7 +717,11 @@ pub fn judge_in(
 /// read — back to the head the plan names, or, for a plan that names none,
 /// the last record alone — and the recovery check's comparison runs on the
 /// head they show.
-pub fn judge_tail(dir: &Dir, paths: &state::StatePaths, plan: &Plan) -> Result<Binding, GoalError> {
+pub(crate) fn judge_tail(
+    dir: &Dir,
+    paths: &state::StatePaths,
+    plan: &Plan,
+) -> Result<Binding, GoalError> {
     let named = binding::named_head(plan.doc());
     let display = paths.ledger();
     let Some((mut f, meta)) = state::open_file(dir, state::LEDGER, &display)? else {
@@ -747,7 +751,7 @@ pub fn judge_tail(dir: &Dir, paths: &state::StatePaths, plan: &Plan) -> Result<B
 
 /// `ULW_LOOP_PLAN_TAMPERED` (or `…_LEDGER_TAMPERED` when only the ledger
 /// side failed) with the file and the fix.
-pub fn tampered_error(engine: &Engine, b: &Binding) -> GoalError {
+pub(crate) fn tampered_error(engine: &Engine, b: &Binding) -> GoalError {
     let p = &engine.profile;
     let scope = engine
         .paths

@@ -28,7 +28,7 @@ use crate::store::{self, Durability};
 
 /// A switch in progress, as its marker names it.
 #[derive(Debug, Clone)]
-pub struct Pending {
+pub(crate) struct Pending {
     /// Directory name under `.archive/`.
     pub name: String,
     /// The state-relative archive path (`.archive/<name>`).
@@ -38,7 +38,7 @@ pub struct Pending {
 }
 
 /// The state-relative path of an archive directory.
-pub fn archive_rel(name: &str) -> String {
+pub(crate) fn archive_rel(name: &str) -> String {
     format!("{}/{name}", state::ARCHIVE)
 }
 
@@ -53,7 +53,7 @@ fn marker_error(paths: &StatePaths, why: &str) -> GoalError {
 }
 
 /// Reads the marker of an interrupted switch, if any.
-pub fn pending(dir: &Dir, paths: &StatePaths) -> Result<Option<Pending>, GoalError> {
+pub(crate) fn pending(dir: &Dir, paths: &StatePaths) -> Result<Option<Pending>, GoalError> {
     let display = paths.file(state::SWITCH);
     let bytes = match state::read_file(dir, state::SWITCH, &display, 64 * 1024)? {
         None => return Ok(None),
@@ -86,7 +86,12 @@ pub fn pending(dir: &Dir, paths: &StatePaths) -> Result<Option<Pending>, GoalErr
 }
 
 /// Writes the marker (step 1).
-pub fn begin(dir: &Dir, paths: &StatePaths, name: &str, had_brief: bool) -> Result<(), GoalError> {
+pub(crate) fn begin(
+    dir: &Dir,
+    paths: &StatePaths,
+    name: &str,
+    had_brief: bool,
+) -> Result<(), GoalError> {
     let marker = json!({"name": name, "archive": archive_rel(name), "hadBrief": had_brief});
     store::atomic_replace(
         dir,
@@ -99,7 +104,7 @@ pub fn begin(dir: &Dir, paths: &StatePaths, name: &str, had_brief: bool) -> Resu
 
 /// Whether `plan` (a parsed `goals.json`) is the run that replaces the one
 /// archived to `archive`: its last mutation created it naming that archive.
-pub fn is_successor(plan: &Value, archive: &str) -> bool {
+pub(crate) fn is_successor(plan: &Value, archive: &str) -> bool {
     plan.pointer("/lastMutation/entries")
         .and_then(Value::as_array)
         .is_some_and(|entries| {
@@ -187,7 +192,7 @@ fn start_new_ledger(
     if let Some(doc) = plan.as_object() {
         marker.insert(
             crate::goals::binding::PLAN_SHA256.into(),
-            json!(crate::goals::binding::body_sha256(doc)),
+            json!(crate::goals::plan::body_sha256(doc)),
         );
     }
     entries.push(marker);
@@ -217,7 +222,7 @@ fn start_new_ledger(
 /// The ledger file that belongs with the live plan: while an interrupted
 /// switch has not yet put the new plan in place, the old run's ledger is
 /// the renamed one. Read-only commands use it so the old run stays readable.
-pub fn ledger_name(dir: &Dir, paths: &StatePaths, max_plan: u64) -> &'static str {
+pub(crate) fn ledger_name(dir: &Dir, paths: &StatePaths, max_plan: u64) -> &'static str {
     match pending(dir, paths) {
         Ok(Some(p))
             if !live_plan_is_successor(dir, paths, &p, max_plan)
@@ -231,7 +236,7 @@ pub fn ledger_name(dir: &Dir, paths: &StatePaths, max_plan: u64) -> &'static str
 }
 
 /// Removes the renamed old ledger and the marker (step 5).
-pub fn finish(dir: &Dir, paths: &StatePaths) -> Result<(), GoalError> {
+pub(crate) fn finish(dir: &Dir, paths: &StatePaths) -> Result<(), GoalError> {
     remove_if_present(dir, state::SWITCH_LEDGER, paths)?;
     remove_if_present(dir, state::SWITCH, paths)?;
     store::sync_dir(dir).map_err(|e| GoalError::io(&paths.dir, "sync", &e))
@@ -248,7 +253,7 @@ fn remove_if_present(dir: &Dir, name: &str, paths: &StatePaths) -> Result<(), Go
 /// Under the lock: finishes or undoes a switch a kill interrupted. Returns
 /// the action taken (`force_switch_finished` / `force_switch_undone`), for
 /// `repair` to report.
-pub fn recover(
+pub(crate) fn recover(
     dir: &Dir,
     paths: &StatePaths,
     limits: &Limits,

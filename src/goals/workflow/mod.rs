@@ -6,15 +6,15 @@
 //! Lock order: a command may take the registry lock while it holds the
 //! state lock, never the other way round, so the two cannot deadlock.
 
-pub mod registry;
+pub(crate) mod registry;
 /// The workflow rule family, defined in [`crate::rules::workflow`].
-pub use crate::rules::workflow as rules;
+pub(crate) use crate::rules::workflow as rules;
 
 use cap_std::fs::Dir;
 use serde_json::{Value, json};
 
-pub use registry::{Entry, Location, Registry};
-pub use rules::{Role, Rule, WorkflowRules};
+pub(crate) use registry::{Entry, Location, Registry};
+pub(crate) use rules::{Role, Rule, WorkflowRules};
 
 use super::Engine;
 use super::error::{ErrorKind, GoalError};
@@ -23,13 +23,13 @@ use super::state::{self, ReadOutcome};
 use crate::sandbox::{PathLimits, RelPath};
 
 /// Registered by this engine.
-pub const BY_ENGINE: &str = "evidence-gate";
+pub(crate) const BY_ENGINE: &str = "evidence-gate";
 /// Registered through `workflow register`.
-pub const BY_EXTERNAL: &str = "external";
+pub(crate) const BY_EXTERNAL: &str = "external";
 
 /// A workflow asking to start.
 #[derive(Debug, Clone)]
-pub struct Start<'a> {
+pub(crate) struct Start<'a> {
     /// Its name.
     pub workflow: &'a str,
     /// Its role.
@@ -51,7 +51,7 @@ pub struct Start<'a> {
 
 /// What a registration did.
 #[derive(Debug, Clone)]
-pub struct Registration {
+pub(crate) struct Registration {
     /// The new active entry.
     pub registered: Entry,
     /// The workflow it took over from.
@@ -66,7 +66,7 @@ pub struct Registration {
 
 impl Registration {
     /// `plan_created.workflow` / the JSON `workflow` member.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut v = json!({
             "registered": self.registered,
             "registry": self.path,
@@ -83,7 +83,7 @@ impl Registration {
 
 /// How a workflow would fare if it started now.
 #[derive(Debug, Clone)]
-pub struct Assessment {
+pub(crate) struct Assessment {
     /// Active entries that deny it.
     pub denied: Vec<Entry>,
     /// Active entries it would take over from (approved handoffs).
@@ -96,13 +96,13 @@ pub struct Assessment {
 
 impl Assessment {
     /// Nothing denies the start.
-    pub fn allowed(&self) -> bool {
+    pub(crate) fn allowed(&self) -> bool {
         self.denied.is_empty()
     }
 }
 
 /// The session's registry location.
-pub fn location(engine: &Engine) -> Location {
+pub(crate) fn location(engine: &Engine) -> Location {
     Location::new(
         &engine.workflows().registry_dir,
         engine.paths.sid.as_deref(),
@@ -148,7 +148,7 @@ fn own(e: &Entry, s: &Start<'_>) -> bool {
 
 /// Steps 1–2 of docs/engine.md#ge-9 without writing: stale entries, and the relation of
 /// every other active entry to the starting workflow.
-pub fn assess(engine: &Engine, reg: &Registry, s: &Start<'_>) -> Assessment {
+pub(crate) fn assess(engine: &Engine, reg: &Registry, s: &Start<'_>) -> Assessment {
     let rules = engine.workflows();
     let mut a = Assessment {
         denied: Vec::new(),
@@ -178,7 +178,7 @@ pub fn assess(engine: &Engine, reg: &Registry, s: &Start<'_>) -> Assessment {
 }
 
 /// `ULW_LOOP_WORKFLOW_OVERLAP_DENIED` for an assessment.
-pub fn denied_error(engine: &Engine, s: &Start<'_>, a: &Assessment) -> GoalError {
+pub(crate) fn denied_error(engine: &Engine, s: &Start<'_>, a: &Assessment) -> GoalError {
     let names: Vec<&str> = a.denied.iter().map(|e| e.workflow.as_str()).collect();
     let rule = a.rule.clone().unwrap_or_default();
     let sid = engine
@@ -209,7 +209,11 @@ pub fn denied_error(engine: &Engine, s: &Start<'_>, a: &Assessment) -> GoalError
 
 /// `--handoff-from <from>` must name an approved handoff into `to`
 /// (`ULW_LOOP_ARGUMENT_CONFLICT` otherwise).
-pub fn check_handoff(engine: &Engine, from: Option<&str>, to: &str) -> Result<(), GoalError> {
+pub(crate) fn check_handoff(
+    engine: &Engine,
+    from: Option<&str>,
+    to: &str,
+) -> Result<(), GoalError> {
     match from {
         Some(f) if !engine.workflows().is_handoff(f, to) => Err(GoalError::conflict(
             vec!["--handoff-from".into()],
@@ -220,7 +224,11 @@ pub fn check_handoff(engine: &Engine, from: Option<&str>, to: &str) -> Result<()
 }
 
 /// Registers a starting workflow (docs/engine.md#ge-9 steps 1–4) under the registry lock.
-pub fn register(engine: &Engine, s: &Start<'_>, now: &str) -> Result<Registration, GoalError> {
+pub(crate) fn register(
+    engine: &Engine,
+    s: &Start<'_>,
+    now: &str,
+) -> Result<Registration, GoalError> {
     check_handoff(engine, s.handoff_from, s.workflow)?;
     let loc = location(engine);
     let lock = loc.lock(engine.root(), engine.lock_timeout(), "workflow register")?;
@@ -262,7 +270,7 @@ pub fn register(engine: &Engine, s: &Start<'_>, now: &str) -> Result<Registratio
 
 /// Moves the active entries `pick` selects to `history` under the lock;
 /// writes only when something was released.
-pub fn release(
+pub(crate) fn release(
     engine: &Engine,
     pick: &dyn Fn(&Entry) -> bool,
     reason: &str,
@@ -283,7 +291,7 @@ pub fn release(
 
 /// After the run-final checkpoint: this run's registration goes to
 /// `history` as `completed`.
-pub fn complete_own(engine: &Engine, now: &str) -> Result<Vec<Entry>, GoalError> {
+pub(crate) fn complete_own(engine: &Engine, now: &str) -> Result<Vec<Entry>, GoalError> {
     let name = engine.profile.workflow.name.clone();
     let dir = engine.paths.dir.clone();
     release(

@@ -14,7 +14,7 @@ use crate::store::{self, Durability, LockError, LockOptions, MutationLock};
 /// One active or released workflow.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Entry {
+pub(crate) struct Entry {
     /// Workflow name.
     pub workflow: String,
     /// Its role.
@@ -48,7 +48,13 @@ pub struct Entry {
 
 impl Entry {
     /// A new active entry.
-    pub fn new(workflow: &str, role: &str, state_dir: Option<&str>, by: &str, now: &str) -> Entry {
+    pub(crate) fn new(
+        workflow: &str,
+        role: &str,
+        state_dir: Option<&str>,
+        by: &str,
+        now: &str,
+    ) -> Entry {
         Entry {
             workflow: workflow.to_owned(),
             role: role.to_owned(),
@@ -65,7 +71,7 @@ impl Entry {
     }
 
     /// `{workflow, registeredAt, stateDir?}` for overlap details.
-    pub fn brief(&self) -> Value {
+    pub(crate) fn brief(&self) -> Value {
         let mut m = Map::new();
         m.insert("workflow".into(), Value::String(self.workflow.clone()));
         m.insert(
@@ -83,7 +89,7 @@ impl Entry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(title = "workflow registry (.omo/evidence-gate/workflows[/<sid>].json)")]
-pub struct Registry {
+pub(crate) struct Registry {
     /// Format version (1).
     pub version: u32,
     /// The session (null: unscoped).
@@ -101,7 +107,7 @@ pub struct Registry {
 
 impl Registry {
     /// An empty registry for a session.
-    pub fn empty(sid: Option<&str>) -> Registry {
+    pub(crate) fn empty(sid: Option<&str>) -> Registry {
         Registry {
             version: 1,
             session_id: sid.map(str::to_owned),
@@ -112,7 +118,7 @@ impl Registry {
     }
 
     /// Moves the active entries `pick` selects to `history`.
-    pub fn release_where(
+    pub(crate) fn release_where(
         &mut self,
         mut pick: impl FnMut(&Entry) -> bool,
         reason: &str,
@@ -136,13 +142,13 @@ impl Registry {
 }
 
 /// JSON Schema of the registry.
-pub fn schema() -> Value {
+pub(crate) fn schema() -> Value {
     serde_json::to_value(schemars::schema_for!(Registry)).expect("schemas serialise")
 }
 
 /// Where a session's registry lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Location {
+pub(crate) struct Location {
     /// The registry directory (holds `.lock` and the scoped files).
     pub dir: String,
     /// The directory holding this session's file.
@@ -154,11 +160,11 @@ pub struct Location {
 }
 
 /// The lock file in the registry directory.
-pub const LOCK: &str = ".lock";
+pub(crate) const LOCK: &str = ".lock";
 
 impl Location {
     /// The registry of `sid` under `registry_dir`.
-    pub fn new(registry_dir: &str, sid: Option<&str>) -> Location {
+    pub(crate) fn new(registry_dir: &str, sid: Option<&str>) -> Location {
         let dir = registry_dir.trim_end_matches('/').to_owned();
         match sid {
             Some(s) => Location {
@@ -180,7 +186,7 @@ impl Location {
     }
 
     /// Repo-relative path of the file.
-    pub fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         if self.file_dir == "." {
             self.file_name.clone()
         } else {
@@ -199,7 +205,7 @@ impl Location {
     }
 
     /// Reads the registry (missing ⇒ empty). Never writes.
-    pub fn load(&self, root: &Dir, max: u64) -> Result<Registry, GoalError> {
+    pub(crate) fn load(&self, root: &Dir, max: u64) -> Result<Registry, GoalError> {
         let display = self.display();
         let Some(dir) = self.open_file_dir(root, false)? else {
             return Ok(Registry::empty(self.sid.as_deref()));
@@ -227,7 +233,7 @@ impl Location {
     }
 
     /// Writes the registry atomically.
-    pub fn save(&self, root: &Dir, reg: &Registry) -> Result<(), GoalError> {
+    pub(crate) fn save(&self, root: &Dir, reg: &Registry) -> Result<(), GoalError> {
         let display = self.display();
         let dir = self.open_file_dir(root, true)?.expect("created");
         let mut bytes = serde_json::to_vec_pretty(reg).expect("json");
@@ -237,7 +243,7 @@ impl Location {
     }
 
     /// Takes the registry lock (creating the directory).
-    pub fn lock(
+    pub(crate) fn lock(
         &self,
         root: &Dir,
         timeout: std::time::Duration,

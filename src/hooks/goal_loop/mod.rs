@@ -543,19 +543,7 @@ impl<'a> Ctx<'a> {
     /// The gate surface inputs only the binary can read (docs/gates.md
     /// docs/hook-contracts.md#h-2): the environment variable and the marker next to the executable.
     fn surface_inputs(&self) -> SurfaceInputs {
-        let Ok(res) = crate::rules::gates::GateBook::surface_resolution(self.rules) else {
-            return SurfaceInputs::default();
-        };
-        let marker = self
-            .amb
-            .current_exe()
-            .ok()
-            .and_then(|exe| exe.parent().map(|d| d.join(&res.marker)))
-            .and_then(|p| ambient::read_file(self.amb, &p, 64 * 1024).ok());
-        SurfaceInputs {
-            env: ambient::var(self.amb, &res.env),
-            marker,
-        }
+        SurfaceInputs::read(self.amb, self.rules)
     }
 
     /// The plan's binding to its ledger when the plan is tampered with
