@@ -219,7 +219,7 @@ fn create_goals(engine: &Engine, rest: &[String], io: &mut Io<'_>) -> Result<Rep
     )?;
     let text = render::created(engine, &out.plan, out.archived.as_deref());
     let mut body = Body::default();
-    body.insert("summary", summary::for_engine(engine, &out.plan));
+    body.put("summary", &summary::for_engine(engine, &out.plan));
     body.insert("revision", json!(out.committed.revision));
     body.insert("ledger", out.ledger());
     if let Some(a) = &out.archived {
@@ -259,7 +259,7 @@ fn status_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
     let out = status::run(engine, host.as_ref())?;
     let text = render::status(engine, &out);
     let mut body = Body::default();
-    body.insert("summary", out.summary.clone());
+    body.put("summary", &out.summary);
     if let Some(d) = &out.current_attempt_dir {
         body.insert("currentAttemptDir", json!(d));
     }
@@ -268,13 +268,13 @@ fn status_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
     if let Some(g) = out.plan.str("gateRules") {
         body.insert("gateRules", json!(g));
     }
-    body.insert("ledger", out.ledger.clone());
-    body.insert("nextActions", Value::Array(out.next_actions.clone()));
+    body.insert("ledger", super::json::status_ledger(&out));
+    body.put("nextActions", &out.next_actions);
     if let Some(h) = &out.host_goal {
-        body.insert("hostGoal", h.clone());
+        body.put("hostGoal", h);
     }
     if let Some(ad) = &out.adapter {
-        body.insert("adapter", ad.clone());
+        body.put("adapter", ad);
     }
     let tampered = out.binding.tampered();
     body.plan_first(out.plan);
@@ -294,7 +294,7 @@ fn complete_goals(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
         body.extend(rep.clone());
     }
     if out.report.get("done").is_some() {
-        body.insert("summary", summary::for_engine(engine, &out.plan));
+        body.put("summary", &summary::for_engine(engine, &out.plan));
     }
     let ledger = out.ledger();
     body.plan(out.plan);
@@ -398,7 +398,7 @@ fn record_evidence(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError>
     body.insert("goal", out.goal.clone());
     body.insert("criterion", out.criterion.clone());
     body.insert("ledgerEntry", out.ledger_entry());
-    body.insert("summary", summary::for_engine(engine, &out.plan));
+    body.put("summary", &summary::for_engine(engine, &out.plan));
     body.insert("files", Value::Array(out.files.clone()));
     body.insert("revision", json!(out.committed.revision));
     body.insert("ledger", out.ledger());
@@ -521,7 +521,7 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
     if let Some(n) = &out.next {
         body.insert("next", n.clone());
     }
-    body.insert("summary", summary::for_engine(engine, &out.plan));
+    body.put("summary", &summary::for_engine(engine, &out.plan));
     body.insert("files", Value::Array(out.files.clone()));
     body.insert("revision", json!(out.revision));
     body.insert("ledger", out.ledger());
@@ -606,7 +606,7 @@ fn add_goal(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
     )?;
     let mut body = Body::default();
     body.insert("goal", out.goal.clone());
-    body.insert("summary", summary::for_engine(engine, &out.plan));
+    body.put("summary", &summary::for_engine(engine, &out.plan));
     body.insert("revision", json!(out.committed.revision));
     body.insert("ledger", out.ledger());
     let text = format!(
@@ -664,7 +664,7 @@ fn review_blockers(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError>
     body.insert("blockedGoal", out.blocked_goal.clone());
     body.insert("goal", out.goal.clone());
     body.insert("ledgerEntries", Value::Array(out.committed.entries.clone()));
-    body.insert("summary", summary::for_engine(engine, &out.plan));
+    body.put("summary", &summary::for_engine(engine, &out.plan));
     body.insert("revision", json!(out.committed.revision));
     body.insert("ledger", out.ledger());
     body.plan_first(out.plan);

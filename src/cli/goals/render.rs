@@ -63,10 +63,10 @@ pub(super) fn status(engine: &Engine, out: &StatusOutcome) -> String {
     let mut text = status_block(engine, &out.plan);
     text.push_str(&format!(
         "\nledger: {} records, last seq {}, {}{}",
-        out.ledger["records"],
-        out.ledger["lastSeq"],
+        out.ledger.records,
+        out.ledger.last_seq,
         out.consistency.as_str(),
-        if out.ledger["mutationInProgress"] == Value::Bool(true) {
+        if out.ledger.mutation_in_progress {
             ", mutation in progress"
         } else {
             ""
@@ -78,7 +78,7 @@ pub(super) fn status(engine: &Engine, out: &StatusOutcome) -> String {
     } else {
         text.push_str(&format!("\nbinding: {}", out.binding.state.as_str()));
     }
-    if let Some(Value::Object(ad)) = &out.adapter {
+    if let Some(ad) = &out.adapter {
         match (ad.get("agy_goal_adapter"), ad.get("native_goal_parity")) {
             (Some(a), Some(n)) => text.push_str(&format!(
                 "\nadapter: {} (native goal parity: {n})",

@@ -618,8 +618,8 @@ fn single_reply(engine: &Engine, out: steer::SteerOutcome, json_mode: bool) -> R
     let error = out.error.as_ref().map(error_json);
     if engine.profile.compat.camel_summary {
         let s = crate::goals::summary::for_engine(engine, &out.plan);
-        body.insert("summary", s.clone());
-        body.insert("planSummary", s);
+        body.put("summary", &s);
+        body.put("planSummary", &s);
     }
     body.plan(out.plan);
     body.insert("revision", json!(out.revision));

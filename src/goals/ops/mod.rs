@@ -5,6 +5,7 @@ pub mod checkpoint;
 pub mod complete;
 pub mod create;
 pub mod criteria;
+pub mod outcome;
 pub mod record;
 pub mod repair;
 pub mod review;
