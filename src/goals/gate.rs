@@ -338,9 +338,9 @@ pub fn files(outcome: &GateOutcome, gate: &Loaded) -> Vec<Value> {
 }
 
 /// Warnings of a passing gate as `{code, message}`.
-pub fn warnings(outcome: &GateOutcome) -> Vec<Value> {
+pub fn warnings(outcome: &GateOutcome) -> Vec<super::ops::outcome::Warning> {
     outcome
         .warnings()
-        .map(|f| json!({"code": f.code.name(), "message": f.message}))
+        .map(|f| super::ops::outcome::Warning::new(f.code.name(), f.message.clone()))
         .collect()
 }

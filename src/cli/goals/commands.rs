@@ -290,16 +290,14 @@ fn complete_goals(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
     let out = complete::run(engine, a.has("--retry-failed"))?;
     let text = render::schedule(engine, &out.plan, &out.report);
     let mut body = Body::default();
-    if let Value::Object(rep) = &out.report {
-        body.extend(rep.clone());
-    }
-    if out.report.get("done").is_some() {
+    body.extend(super::json::report(engine, &out.report));
+    if out.report.done() {
         body.put("summary", &summary::for_engine(engine, &out.plan));
     }
     let ledger = out.ledger();
     body.plan(out.plan);
     body.insert("revision", json!(out.revision));
-    body.insert("ledger", ledger);
+    body.put("ledger", &ledger);
     let mut r = Reply::new(body, text);
     r.warnings = unknown_warnings(&a);
     Ok(r)
@@ -512,20 +510,20 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
     )?;
     let text = render::checkpoint(engine, &out);
     let mut body = Body::default();
-    body.insert("goal", out.goal.clone());
-    body.insert("ledgerEntry", out.ledger_entry.clone());
-    body.insert("ledgerEntries", Value::Array(out.ledger_entries.clone()));
+    body.put("goal", &out.goal);
+    body.put("ledgerEntry", &out.ledger_entry);
+    body.put("ledgerEntries", &out.ledger_entries);
     if let Some(c) = &out.aggregate_completion {
-        body.insert("aggregateCompletion", c.clone());
+        body.put("aggregateCompletion", c);
     }
     if let Some(n) = &out.next {
-        body.insert("next", n.clone());
+        body.insert("next", Value::Object(super::json::report(engine, n)));
     }
     body.put("summary", &summary::for_engine(engine, &out.plan));
-    body.insert("files", Value::Array(out.files.clone()));
+    body.put("files", &out.files);
     body.insert("revision", json!(out.revision));
-    body.insert("ledger", out.ledger());
-    let warnings = out.warnings.clone();
+    body.put("ledger", &out.ledger());
+    let warnings = out.warnings.iter().map(super::json::to_value).collect();
     body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
     r.warnings = warnings;

@@ -7,6 +7,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::goals::Engine;
+use crate::goals::ops::complete::Report;
 use crate::goals::ops::status::StatusOutcome;
 
 /// The serialised shape of a typed outcome value.
@@ -29,4 +31,52 @@ pub(super) fn status_ledger(out: &StatusOutcome) -> Value {
         m.insert("forceSwitchPending".into(), to_value(p));
     }
     Value::Object(m)
+}
+
+/// A scheduler report (`complete-goals`, checkpoint `next`):
+/// `{resumed, goal, instruction: {text, json}, state}` for a scheduled goal
+/// (with `compat/instructionString`, `instruction` is the text and the
+/// payload moves to `instructionPayload`), else `{done, blocked, handoff,
+/// state, runComplete, stalledGoalIds?}`.
+pub(super) fn report(engine: &Engine, report: &Report) -> Map<String, Value> {
+    let mut m = Map::new();
+    if let (Some(goal), Some(i)) = (report.goal(), report.instruction()) {
+        let payload = json!({ "objective": i.objective });
+        m.insert(
+            "resumed".into(),
+            json!(matches!(report, Report::Resumed { .. })),
+        );
+        m.insert("goal".into(), to_value(goal));
+        if engine.profile.compat.instruction_string {
+            m.insert("instruction".into(), json!(i.text));
+            m.insert("state".into(), json!(report.state()));
+            m.insert("instructionPayload".into(), payload);
+        } else {
+            m.insert(
+                "instruction".into(),
+                json!({"text": i.text, "json": payload}),
+            );
+            m.insert("state".into(), json!(report.state()));
+        }
+        return m;
+    }
+    let handoff = match report {
+        Report::BlockedOnUser { handoff, .. } => handoff.as_str(),
+        _ => "",
+    };
+    m.insert("done".into(), json!(true));
+    m.insert(
+        "blocked".into(),
+        json!(matches!(report, Report::BlockedOnUser { .. })),
+    );
+    m.insert("handoff".into(), json!(handoff));
+    m.insert("state".into(), json!(report.state()));
+    m.insert(
+        "runComplete".into(),
+        json!(matches!(report, Report::Complete)),
+    );
+    if let Report::Stalled { goal_ids } = report {
+        m.insert("stalledGoalIds".into(), json!(goal_ids));
+    }
+    m
 }
