@@ -311,7 +311,7 @@ fn criteria_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
     let out = criteria::run(engine, &goal_id)?;
     let mut body = Body::default();
     body.insert("goalId", json!(out.goal_id));
-    body.insert("criteria", Value::Array(out.criteria.clone()));
+    body.put("criteria", &out.criteria);
     let text = render::criteria(engine, &out);
     let mut r = Reply::new(body, text);
     r.warnings = unknown_warnings(&a);
@@ -393,19 +393,19 @@ fn record_evidence(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError>
         },
     )?;
     let mut body = Body::default();
-    body.insert("goal", out.goal.clone());
-    body.insert("criterion", out.criterion.clone());
-    body.insert("ledgerEntry", out.ledger_entry());
+    body.put("goal", &out.goal);
+    body.put("criterion", &out.criterion);
+    body.put("ledgerEntry", &out.ledger_entry());
     body.put("summary", &summary::for_engine(engine, &out.plan));
-    body.insert("files", Value::Array(out.files.clone()));
+    body.put("files", &out.files);
     body.insert("revision", json!(out.committed.revision));
-    body.insert("ledger", out.ledger());
+    body.put("ledger", &out.ledger());
     let text = format!(
         "{} evidence recorded: {}/{} -> {}",
         engine.profile.display_name,
-        out.goal["id"].as_str().unwrap_or_default(),
-        out.criterion["id"].as_str().unwrap_or_default(),
-        out.criterion["status"].as_str().unwrap_or_default()
+        out.goal.id(),
+        out.criterion.id(),
+        out.criterion.status().as_str()
     );
     body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
