@@ -717,12 +717,15 @@ fn repair_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
     let out = repair::run(engine, mode)?;
     let mut body = Body::default();
     if check {
-        body.insert("findings", Value::Array(out.findings.clone()));
+        body.put("findings", &out.findings);
     } else {
-        body.insert("actions", Value::Array(out.actions.clone()));
+        body.insert(
+            "actions",
+            out.actions.iter().map(super::json::repair_action).collect(),
+        );
         body.insert("revision", json!(out.revision));
         if let Some(l) = out.ledger() {
-            body.insert("ledger", l);
+            body.put("ledger", &l);
         }
     }
     body.insert("consistency", json!(out.consistency.as_str()));

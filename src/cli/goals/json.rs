@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use crate::goals::Engine;
 use crate::goals::ops::complete::Report;
+use crate::goals::ops::repair::RepairAction;
 use crate::goals::ops::status::StatusOutcome;
 
 /// The serialised shape of a typed outcome value.
@@ -79,4 +80,22 @@ pub(super) fn report(engine: &Engine, report: &Report) -> Map<String, Value> {
         m.insert("stalledGoalIds".into(), json!(goal_ids));
     }
     m
+}
+
+/// A `repair` action: `{kind, records}` for a rebuilt index, `{kind,
+/// archive}` for a finished or undone `create-goals --force`, and `{kind,
+/// seq, repair, recovered}` of an appended entry.
+pub(super) fn repair_action(action: &RepairAction) -> Value {
+    match action {
+        RepairAction::IndexRebuilt { records } => {
+            json!({"kind": "index_rebuilt", "records": records})
+        }
+        RepairAction::ForceSwitch { kind, archive } => json!({"kind": kind, "archive": archive}),
+        RepairAction::Appended(e) => json!({
+            "kind": e.get("kind"),
+            "seq": e.get("seq"),
+            "repair": e.get("repair"),
+            "recovered": e.get("recovered"),
+        }),
+    }
 }

@@ -163,23 +163,22 @@ pub(super) fn repair(engine: &Engine, out: &RepairOutcome, check: bool) -> Strin
     let mut lines = Vec::new();
     if check {
         for f in &out.findings {
-            let at = f
-                .get("line")
-                .map(|l| format!(" line {l}"))
-                .unwrap_or_default();
+            let at = f.line.map(|l| format!(" line {l}")).unwrap_or_default();
             lines.push(format!(
                 "{} {}{at}: {}",
-                f["code"].as_str().unwrap_or_default(),
-                f["severity"].as_str().unwrap_or_default(),
-                f["message"].as_str().unwrap_or_default()
+                f.code.name(),
+                super::json::to_value(&f.severity)
+                    .as_str()
+                    .unwrap_or_default(),
+                f.message
             ));
         }
     } else {
         for a in &out.actions {
             lines.push(format!(
                 "{} {}",
-                a["kind"].as_str().unwrap_or_default(),
-                a["repair"]
+                a.kind(),
+                a.repair().unwrap_or(&serde_json::Value::Null)
             ));
         }
     }
