@@ -221,11 +221,11 @@ fn create_goals(engine: &Engine, rest: &[String], io: &mut Io<'_>) -> Result<Rep
     let mut body = Body::default();
     body.put("summary", &summary::for_engine(engine, &out.plan));
     body.insert("revision", json!(out.committed.revision));
-    body.insert("ledger", out.ledger());
+    body.put("ledger", &out.ledger());
     if let Some(a) = &out.archived {
         body.insert("archived", json!(a));
     }
-    body.insert("workflow", out.workflow.clone());
+    body.insert("workflow", out.workflow.to_json());
     body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
     r.warnings = warnings;
@@ -603,14 +603,14 @@ fn add_goal(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
         },
     )?;
     let mut body = Body::default();
-    body.insert("goal", out.goal.clone());
+    body.put("goal", &out.goal);
     body.put("summary", &summary::for_engine(engine, &out.plan));
     body.insert("revision", json!(out.committed.revision));
-    body.insert("ledger", out.ledger());
+    body.put("ledger", &out.ledger());
     let text = format!(
         "{} added goal: {}\n{}",
         engine.profile.display_name,
-        out.goal["id"].as_str().unwrap_or_default(),
+        out.goal.id(),
         render::status_block(engine, &out.plan)
     );
     body.plan_first(out.plan);
@@ -655,16 +655,16 @@ fn review_blockers(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError>
     let text = format!(
         "{} final review blockers recorded: {} -> review_blocked; added {}",
         engine.profile.display_name,
-        out.blocked_goal["id"].as_str().unwrap_or_default(),
-        out.goal["id"].as_str().unwrap_or_default()
+        out.blocked_goal.id(),
+        out.goal.id()
     );
     let mut body = Body::default();
-    body.insert("blockedGoal", out.blocked_goal.clone());
-    body.insert("goal", out.goal.clone());
-    body.insert("ledgerEntries", Value::Array(out.committed.entries.clone()));
+    body.put("blockedGoal", &out.blocked_goal);
+    body.put("goal", &out.goal);
+    body.put("ledgerEntries", &out.ledger_entries());
     body.put("summary", &summary::for_engine(engine, &out.plan));
     body.insert("revision", json!(out.committed.revision));
-    body.insert("ledger", out.ledger());
+    body.put("ledger", &out.ledger());
     body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
     r.warnings = unknown_warnings(&a);

@@ -560,7 +560,7 @@ fn run_batch(engine: &Engine, a: &Args, raw: &str) -> Result<Reply, GoalError> {
     }
     body.plan(out.plan);
     body.insert("revision", json!(out.revision));
-    body.insert("ledger", ledger);
+    body.put("ledger", &ledger);
     if let Some(e) = &out.error {
         body.insert("error", error_json(e));
     }
@@ -623,7 +623,7 @@ fn single_reply(engine: &Engine, out: steer::SteerOutcome, json_mode: bool) -> R
     }
     body.plan(out.plan);
     body.insert("revision", json!(out.revision));
-    body.insert("ledger", ledger);
+    body.put("ledger", &ledger);
     if let Some(e) = error {
         body.insert("error", e);
     }

@@ -21,11 +21,6 @@ use super::lifecycle;
 use super::plan::Plan;
 use super::txn::{Locked, OnMismatch};
 
-/// `{lastSeq, head}` of a mutation's output.
-pub fn ledger_json(head: &super::journal::Head) -> Value {
-    json!({"lastSeq": head.last_seq, "head": head.last_hash})
-}
-
 /// A ledger entry skeleton `{at, kind, goalId?}`.
 pub fn entry(now: &str, kind: LedgerKind, goal_id: Option<&str>) -> Map<String, Value> {
     entry_named(now, kind.as_str(), goal_id)
