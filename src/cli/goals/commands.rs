@@ -534,10 +534,9 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
 fn print_template(engine: &Engine, a: &Args) -> Result<Reply, GoalError> {
     let goal_id = a.text("--goal-id")?;
     let out = template::run(engine, goal_id.as_deref(), a.has("--strict"))?;
+    let out = super::json::template(&out);
     let mut body = Body::default();
-    if let Value::Object(m) = &out {
-        body.extend(m.clone());
-    }
+    body.extend(out.clone());
     let text = serde_json::to_string_pretty(&out).expect("json");
     let mut r = Reply::new(body, text);
     let ignored: Vec<Value> = [

@@ -1,8 +1,8 @@
 //! The JSON shapes of the goal-engine outcomes that are not a plain
 //! serialisation of their typed values (docs/differences.md#r-3 key orders):
 //! the `status` ledger, which joins the head with the consistency and the
-//! binding, and the scheduler report, whose `instruction` depends on the
-//! profile.
+//! binding, the scheduler report, whose `instruction` depends on the
+//! profile, the `repair` actions and the gate template.
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -11,6 +11,7 @@ use crate::goals::Engine;
 use crate::goals::ops::complete::Report;
 use crate::goals::ops::repair::RepairAction;
 use crate::goals::ops::status::StatusOutcome;
+use crate::goals::ops::template::TemplateOutcome;
 
 /// The serialised shape of a typed outcome value.
 pub(super) fn to_value<T: Serialize + ?Sized>(value: &T) -> Value {
@@ -98,4 +99,22 @@ pub(super) fn repair_action(action: &RepairAction) -> Value {
             "recovered": e.get("recovered"),
         }),
     }
+}
+
+/// `checkpoint --print-template`: `{qualityGateTemplate, codexGoalTemplate,
+/// hostGoalTemplate, guidance, rules, scope, criteria, attemptDir?}`.
+pub(super) fn template(out: &TemplateOutcome) -> Map<String, Value> {
+    let t = &out.template;
+    let mut m = Map::new();
+    m.insert("qualityGateTemplate".into(), t.quality_gate.clone());
+    m.insert("codexGoalTemplate".into(), t.host_goal.clone());
+    m.insert("hostGoalTemplate".into(), t.host_goal.clone());
+    m.insert("guidance".into(), json!(out.guidance));
+    m.insert("rules".into(), json!(t.rules));
+    m.insert("scope".into(), t.scope.clone());
+    m.insert("criteria".into(), t.criteria.clone());
+    if let Some(d) = &out.attempt_dir {
+        m.insert("attemptDir".into(), json!(d));
+    }
+    m
 }
