@@ -190,3 +190,78 @@ pub fn for_engine(engine: &super::Engine, plan: &Plan) -> Summary {
     });
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts() -> Summary {
+        Summary {
+            total: 3,
+            pending: 1,
+            in_progress: 1,
+            complete: 1,
+            failed: 0,
+            blocked: 0,
+            review_blocked: 0,
+            needs_user_decision: 0,
+            superseded: 0,
+            criteria: CriteriaCounts {
+                total: 6,
+                pass: 3,
+                pending: 2,
+                fail: 1,
+                blocked: 0,
+            },
+            run_complete: false,
+            completion_blocking: 2,
+            waived: 0,
+            camel: None,
+        }
+    }
+
+    #[test]
+    fn the_summary_keeps_the_printed_keys_and_order() {
+        let text = serde_json::to_string(&counts()).unwrap();
+        assert_eq!(
+            text,
+            r#"{"total":3,"pending":1,"in_progress":1,"complete":1,"failed":0,"blocked":0,"review_blocked":0,"needs_user_decision":0,"superseded":0,"criteria":{"total":6,"pass":3,"pending":2,"fail":1,"blocked":0},"runComplete":false,"completionBlocking":2,"waived":0}"#
+        );
+    }
+
+    #[test]
+    fn the_camel_counts_follow_the_snake_case_ones() {
+        let mut s = counts();
+        s.camel = Some(CamelCounts {
+            in_progress: 1,
+            review_blocked: 0,
+            historical_review_blocked: 0,
+            needs_user_decision: 0,
+            steering_blocked: 0,
+            aggregate_complete: false,
+            artifact_complete: false,
+            active_goal_id: None,
+        });
+        let v = serde_json::to_value(&s).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            &keys[12..],
+            [
+                "waived",
+                "inProgress",
+                "reviewBlocked",
+                "historicalReviewBlocked",
+                "needsUserDecision",
+                "steeringBlocked",
+                "aggregateComplete",
+                "artifactComplete"
+            ]
+        );
+        s.camel.as_mut().unwrap().active_goal_id = Some("G001".into());
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(
+            v.as_object().unwrap().keys().next_back().unwrap(),
+            "activeGoalId"
+        );
+    }
+}

@@ -9,8 +9,18 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::goals::journal::{Head, LedgerKind};
-use crate::goals::plan::{Criterion, CriterionStatus, Goal, GoalStatus};
+use crate::goals::journal::Head;
+pub use crate::goals::journal::LedgerKind;
+pub use crate::goals::plan::{Criterion, CriterionStatus, Goal, GoalStatus};
+
+// The engine types the outcomes carry, nameable from here whatever the
+// visibility of the modules that define them.
+pub use crate::finding::{Code, Severity};
+pub use crate::gate::template::GateTemplate;
+pub use crate::goals::handoff::Instruction;
+pub use crate::goals::hostgoal::HostStatus;
+pub use crate::goals::summary::{CamelCounts, CriteriaCounts, Summary};
+pub use crate::goals::workflow::Registration;
 
 /// A goal object as stored in the plan. It keeps every member, including
 /// the ones other tools wrote, so it stays a JSON object; read it through
@@ -199,5 +209,50 @@ impl Warning {
             code: code.to_owned(),
             message,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_goal_record_reads_its_members_and_keeps_unknown_ones() {
+        let Value::Object(m) =
+            json!({"id": "G001-a", "title": "A", "status": "in_progress", "foreignKey": [1]})
+        else {
+            unreachable!()
+        };
+        let g = GoalRecord::from_map(m);
+        assert_eq!(g.id(), "G001-a");
+        assert_eq!(g.title(), "A");
+        assert_eq!(g.status(), GoalStatus::InProgress);
+        assert_eq!(
+            serde_json::to_string(&g).unwrap(),
+            r#"{"id":"G001-a","title":"A","status":"in_progress","foreignKey":[1]}"#
+        );
+    }
+
+    #[test]
+    fn the_ledger_head_and_a_ledger_record_read_as_printed() {
+        let head = Head {
+            last_seq: 4,
+            last_hash: Some("ab".into()),
+            ..Head::default()
+        };
+        assert_eq!(
+            serde_json::to_string(&LedgerHead::from(&head)).unwrap(),
+            r#"{"lastSeq":4,"head":"ab"}"#
+        );
+        let e = LedgerRecord::from_value(json!({
+            "seq": 4, "kind": "goal_completed", "goalId": "G001-a",
+            "files": [{"path": "a.md", "size": 2, "sha256": "cd", "role": "evidence"}]
+        }));
+        assert_eq!(e.seq(), Some(4));
+        assert_eq!(e.kind(), Some(LedgerKind::GoalCompleted));
+        assert_eq!(e.goal_id(), Some("G001-a"));
+        assert_eq!(e.files()[0].path, "a.md");
     }
 }
