@@ -80,7 +80,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             strict: false,
         },
     )?;
-    println!("{goal_id}: {} (plan revision {})", out.status, out.revision);
-    println!("ledger entry: {}", out.ledger_entry);
+    // The outcome is typed: no JSON indexing to read what happened.
+    println!(
+        "{}: {} (plan revision {})",
+        out.goal.id(),
+        out.status.as_str(),
+        out.revision
+    );
+    println!(
+        "ledger entry: seq {} kind {}; ledger head {}",
+        out.ledger_entry.seq().unwrap_or_default(),
+        out.ledger_entry.kind_str().unwrap_or_default(),
+        out.ledger().head.as_deref().unwrap_or("none")
+    );
+    match out.next_goal_id() {
+        Some(next) => println!("next goal: {next}"),
+        None => println!("no goal was started"),
+    }
+    let status = evidence_gate::goals::ops::status::run(&engine, None)?;
+    println!(
+        "summary: {} goals, {} blocked, {} pending; criteria {}/{} pass",
+        status.summary.total,
+        status.summary.blocked,
+        status.summary.pending,
+        status.summary.criteria.pass,
+        status.summary.criteria.total
+    );
+    for action in &status.next_actions {
+        println!("next action: {}", action.command);
+    }
     Ok(())
 }

@@ -36,6 +36,12 @@ macro_rules! wire_enum {
                 Self::ALL.iter().map(|v| v.as_str()).collect()
             }
         }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
     };
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::Engine;
 use super::lifecycle;
@@ -112,7 +112,7 @@ pub(crate) fn expected_objective(engine: &Engine, plan: &Plan, g: Goal<'_>) -> S
 }
 
 /// The goal instruction: `{text, json: {objective}}`.
-pub(crate) fn instruction(engine: &Engine, plan: &Plan, g: Goal<'_>) -> Value {
+pub(crate) fn instruction(engine: &Engine, plan: &Plan, g: Goal<'_>) -> Instruction {
     let t = &engine.texts.instruction;
     let is_final = lifecycle::final_candidate(plan, g);
     let aggregate = plan.mode() == Mode::Aggregate;
@@ -200,11 +200,24 @@ pub(crate) fn instruction(engine: &Engine, plan: &Plan, g: Goal<'_>) -> Value {
         push(&mut lines, &t.aggregate_checkpoint, &v);
     }
     push(&mut lines, &t.failed, &v);
-    let payload = json!({"objective": expected_objective(engine, plan, g)});
+    let objective = expected_objective(engine, plan, g);
+    let payload = json!({ "objective": objective });
     lines.push(String::new());
     lines.push(render(&t.payload_header, &v));
     lines.push(serde_json::to_string_pretty(&payload).expect("json"));
-    json!({"text": lines.join("\n"), "json": payload})
+    Instruction {
+        text: lines.join("\n"),
+        objective,
+    }
+}
+
+/// The instruction for a started or resumed goal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instruction {
+    /// The handoff text (ending with the host-goal payload).
+    pub text: String,
+    /// The objective of the host-goal payload (`{"objective": …}`).
+    pub objective: String,
 }
 
 /// The blocked-decision handoff for a `needs_user_decision` goal (docs/differences.md#r-7).

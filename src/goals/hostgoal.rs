@@ -9,7 +9,7 @@ use super::profile::Profile;
 
 /// Normalised host-goal status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum HostStatus {
+pub enum HostStatus {
     /// `complete`, `completed`, `done`.
     Complete,
     /// `cancelled`, `canceled`.

@@ -17,7 +17,7 @@ crate::wire::wire_enum!(
     /// the steering index, `verify-evidence`) share. A profile may name
     /// further audit-only kinds (`compat.resumeEntry`,
     /// `compat.reviewFailedEntry`); no reader interprets those.
-    pub(crate) LedgerKind {
+    pub LedgerKind {
         PlanCreated = "plan_created",
         PlanArchived = "plan_archived",
         GoalAdded = "goal_added",

@@ -59,7 +59,7 @@ pub use diagnostics::Sink as DiagnosticsSink;
 pub use error::{ALL_CODES, ErrorKind, GoalError};
 pub use gate::check_gate_in_plan;
 pub use input::{FileRecord, Loaded};
-pub use journal::Head as LedgerHead;
+pub use journal::Head as JournalHead;
 pub use plan::{Criterion, CriterionStatus, Goal, GoalStatus, Mode, Plan};
 pub use profile::{BlockerRules, Profile, Texts};
 pub use session::SidSource;

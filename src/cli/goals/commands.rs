@@ -219,13 +219,13 @@ fn create_goals(engine: &Engine, rest: &[String], io: &mut Io<'_>) -> Result<Rep
     )?;
     let text = render::created(engine, &out.plan, out.archived.as_deref());
     let mut body = Body::default();
-    body.insert("summary", summary::for_engine(engine, &out.plan));
+    body.put("summary", &summary::for_engine(engine, &out.plan));
     body.insert("revision", json!(out.committed.revision));
-    body.insert("ledger", out.ledger());
+    body.put("ledger", &out.ledger());
     if let Some(a) = &out.archived {
         body.insert("archived", json!(a));
     }
-    body.insert("workflow", out.workflow.clone());
+    body.insert("workflow", out.workflow.to_json());
     body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
     r.warnings = warnings;
@@ -259,7 +259,7 @@ fn status_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
     let out = status::run(engine, host.as_ref())?;
     let text = render::status(engine, &out);
     let mut body = Body::default();
-    body.insert("summary", out.summary.clone());
+    body.put("summary", &out.summary);
     if let Some(d) = &out.current_attempt_dir {
         body.insert("currentAttemptDir", json!(d));
     }
@@ -268,13 +268,13 @@ fn status_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
     if let Some(g) = out.plan.str("gateRules") {
         body.insert("gateRules", json!(g));
     }
-    body.insert("ledger", out.ledger.clone());
-    body.insert("nextActions", Value::Array(out.next_actions.clone()));
+    body.insert("ledger", super::json::status_ledger(&out));
+    body.put("nextActions", &out.next_actions);
     if let Some(h) = &out.host_goal {
-        body.insert("hostGoal", h.clone());
+        body.put("hostGoal", h);
     }
     if let Some(ad) = &out.adapter {
-        body.insert("adapter", ad.clone());
+        body.put("adapter", ad);
     }
     let tampered = out.binding.tampered();
     body.plan_first(out.plan);
@@ -290,16 +290,14 @@ fn complete_goals(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
     let out = complete::run(engine, a.has("--retry-failed"))?;
     let text = render::schedule(engine, &out.plan, &out.report);
     let mut body = Body::default();
-    if let Value::Object(rep) = &out.report {
-        body.extend(rep.clone());
-    }
-    if out.report.get("done").is_some() {
-        body.insert("summary", summary::for_engine(engine, &out.plan));
+    body.extend(super::json::report(engine, &out.report));
+    if out.report.done() {
+        body.put("summary", &summary::for_engine(engine, &out.plan));
     }
     let ledger = out.ledger();
     body.plan(out.plan);
     body.insert("revision", json!(out.revision));
-    body.insert("ledger", ledger);
+    body.put("ledger", &ledger);
     let mut r = Reply::new(body, text);
     r.warnings = unknown_warnings(&a);
     Ok(r)
@@ -313,7 +311,7 @@ fn criteria_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
     let out = criteria::run(engine, &goal_id)?;
     let mut body = Body::default();
     body.insert("goalId", json!(out.goal_id));
-    body.insert("criteria", Value::Array(out.criteria.clone()));
+    body.put("criteria", &out.criteria);
     let text = render::criteria(engine, &out);
     let mut r = Reply::new(body, text);
     r.warnings = unknown_warnings(&a);
@@ -395,19 +393,19 @@ fn record_evidence(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError>
         },
     )?;
     let mut body = Body::default();
-    body.insert("goal", out.goal.clone());
-    body.insert("criterion", out.criterion.clone());
-    body.insert("ledgerEntry", out.ledger_entry());
-    body.insert("summary", summary::for_engine(engine, &out.plan));
-    body.insert("files", Value::Array(out.files.clone()));
+    body.put("goal", &out.goal);
+    body.put("criterion", &out.criterion);
+    body.put("ledgerEntry", &out.ledger_entry());
+    body.put("summary", &summary::for_engine(engine, &out.plan));
+    body.put("files", &out.files);
     body.insert("revision", json!(out.committed.revision));
-    body.insert("ledger", out.ledger());
+    body.put("ledger", &out.ledger());
     let text = format!(
         "{} evidence recorded: {}/{} -> {}",
         engine.profile.display_name,
-        out.goal["id"].as_str().unwrap_or_default(),
-        out.criterion["id"].as_str().unwrap_or_default(),
-        out.criterion["status"].as_str().unwrap_or_default()
+        out.goal.id(),
+        out.criterion.id(),
+        out.criterion.status().as_str()
     );
     body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
@@ -512,20 +510,20 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
     )?;
     let text = render::checkpoint(engine, &out);
     let mut body = Body::default();
-    body.insert("goal", out.goal.clone());
-    body.insert("ledgerEntry", out.ledger_entry.clone());
-    body.insert("ledgerEntries", Value::Array(out.ledger_entries.clone()));
+    body.put("goal", &out.goal);
+    body.put("ledgerEntry", &out.ledger_entry);
+    body.put("ledgerEntries", &out.ledger_entries);
     if let Some(c) = &out.aggregate_completion {
-        body.insert("aggregateCompletion", c.clone());
+        body.put("aggregateCompletion", c);
     }
     if let Some(n) = &out.next {
-        body.insert("next", n.clone());
+        body.insert("next", Value::Object(super::json::report(engine, n)));
     }
-    body.insert("summary", summary::for_engine(engine, &out.plan));
-    body.insert("files", Value::Array(out.files.clone()));
+    body.put("summary", &summary::for_engine(engine, &out.plan));
+    body.put("files", &out.files);
     body.insert("revision", json!(out.revision));
-    body.insert("ledger", out.ledger());
-    let warnings = out.warnings.clone();
+    body.put("ledger", &out.ledger());
+    let warnings = out.warnings.iter().map(super::json::to_value).collect();
     body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
     r.warnings = warnings;
@@ -536,10 +534,9 @@ fn checkpoint_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> 
 fn print_template(engine: &Engine, a: &Args) -> Result<Reply, GoalError> {
     let goal_id = a.text("--goal-id")?;
     let out = template::run(engine, goal_id.as_deref(), a.has("--strict"))?;
+    let out = super::json::template(&out);
     let mut body = Body::default();
-    if let Value::Object(m) = &out {
-        body.extend(m.clone());
-    }
+    body.extend(out.clone());
     let text = serde_json::to_string_pretty(&out).expect("json");
     let mut r = Reply::new(body, text);
     let ignored: Vec<Value> = [
@@ -605,14 +602,14 @@ fn add_goal(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
         },
     )?;
     let mut body = Body::default();
-    body.insert("goal", out.goal.clone());
-    body.insert("summary", summary::for_engine(engine, &out.plan));
+    body.put("goal", &out.goal);
+    body.put("summary", &summary::for_engine(engine, &out.plan));
     body.insert("revision", json!(out.committed.revision));
-    body.insert("ledger", out.ledger());
+    body.put("ledger", &out.ledger());
     let text = format!(
         "{} added goal: {}\n{}",
         engine.profile.display_name,
-        out.goal["id"].as_str().unwrap_or_default(),
+        out.goal.id(),
         render::status_block(engine, &out.plan)
     );
     body.plan_first(out.plan);
@@ -657,16 +654,16 @@ fn review_blockers(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError>
     let text = format!(
         "{} final review blockers recorded: {} -> review_blocked; added {}",
         engine.profile.display_name,
-        out.blocked_goal["id"].as_str().unwrap_or_default(),
-        out.goal["id"].as_str().unwrap_or_default()
+        out.blocked_goal.id(),
+        out.goal.id()
     );
     let mut body = Body::default();
-    body.insert("blockedGoal", out.blocked_goal.clone());
-    body.insert("goal", out.goal.clone());
-    body.insert("ledgerEntries", Value::Array(out.committed.entries.clone()));
-    body.insert("summary", summary::for_engine(engine, &out.plan));
+    body.put("blockedGoal", &out.blocked_goal);
+    body.put("goal", &out.goal);
+    body.put("ledgerEntries", &out.ledger_entries());
+    body.put("summary", &summary::for_engine(engine, &out.plan));
     body.insert("revision", json!(out.committed.revision));
-    body.insert("ledger", out.ledger());
+    body.put("ledger", &out.ledger());
     body.plan_first(out.plan);
     let mut r = Reply::new(body, text);
     r.warnings = unknown_warnings(&a);
@@ -719,12 +716,15 @@ fn repair_cmd(engine: &Engine, rest: &[String]) -> Result<Reply, GoalError> {
     let out = repair::run(engine, mode)?;
     let mut body = Body::default();
     if check {
-        body.insert("findings", Value::Array(out.findings.clone()));
+        body.put("findings", &out.findings);
     } else {
-        body.insert("actions", Value::Array(out.actions.clone()));
+        body.insert(
+            "actions",
+            out.actions.iter().map(super::json::repair_action).collect(),
+        );
         body.insert("revision", json!(out.revision));
         if let Some(l) = out.ledger() {
-            body.insert("ledger", l);
+            body.put("ledger", &l);
         }
     }
     body.insert("consistency", json!(out.consistency.as_str()));

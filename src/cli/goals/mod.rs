@@ -4,6 +4,7 @@
 
 mod args;
 mod commands;
+mod json;
 mod render;
 mod steer;
 mod workflow;
@@ -197,6 +198,10 @@ pub(crate) struct Body(Vec<(String, Field)>);
 impl Body {
     pub(crate) fn insert(&mut self, key: &str, value: Value) {
         self.0.push((key.to_owned(), Field::Value(value)));
+    }
+    /// Appends a typed value in its serialised shape.
+    pub(crate) fn put<T: serde::Serialize + ?Sized>(&mut self, key: &str, value: &T) {
+        self.insert(key, json::to_value(value));
     }
     pub(crate) fn extend(&mut self, map: Map<String, Value>) {
         self.0

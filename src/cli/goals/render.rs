@@ -1,10 +1,9 @@
 //! Text output of the goal-engine subcommands (docs/differences.md#r-3 formats).
 
-use serde_json::Value;
-
 use crate::goals::Engine;
 use crate::goals::handoff;
 use crate::goals::ops::checkpoint::CheckpointOutcome;
+use crate::goals::ops::complete::Report;
 use crate::goals::ops::criteria::CriteriaOutcome;
 use crate::goals::ops::repair::RepairOutcome;
 use crate::goals::ops::status::StatusOutcome;
@@ -63,10 +62,10 @@ pub(super) fn status(engine: &Engine, out: &StatusOutcome) -> String {
     let mut text = status_block(engine, &out.plan);
     text.push_str(&format!(
         "\nledger: {} records, last seq {}, {}{}",
-        out.ledger["records"],
-        out.ledger["lastSeq"],
+        out.ledger.records,
+        out.ledger.last_seq,
         out.consistency.as_str(),
-        if out.ledger["mutationInProgress"] == Value::Bool(true) {
+        if out.ledger.mutation_in_progress {
             ", mutation in progress"
         } else {
             ""
@@ -78,7 +77,7 @@ pub(super) fn status(engine: &Engine, out: &StatusOutcome) -> String {
     } else {
         text.push_str(&format!("\nbinding: {}", out.binding.state.as_str()));
     }
-    if let Some(Value::Object(ad)) = &out.adapter {
+    if let Some(ad) = &out.adapter {
         match (ad.get("agy_goal_adapter"), ad.get("native_goal_parity")) {
             (Some(a), Some(n)) => text.push_str(&format!(
                 "\nadapter: {} (native goal parity: {n})",
@@ -100,27 +99,14 @@ pub(super) fn status(engine: &Engine, out: &StatusOutcome) -> String {
 }
 
 /// The text of a scheduler report (`complete-goals`, checkpoint `next`).
-pub(super) fn schedule(engine: &Engine, plan: &Plan, report: &Value) -> String {
-    if let Some(t) = report
-        .pointer("/instruction/text")
-        .or_else(|| report.get("instruction"))
-        .and_then(Value::as_str)
-    {
-        return t.to_owned();
-    }
-    match report["state"].as_str() {
-        Some("blocked_on_user") => report["handoff"].as_str().unwrap_or_default().to_owned(),
-        Some("stalled") => {
-            let ids: Vec<String> = report["stalledGoalIds"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default();
-            let mut text = handoff::stalled(engine, plan, &ids);
+pub(super) fn schedule(engine: &Engine, plan: &Plan, report: &Report) -> String {
+    match report {
+        Report::Resumed { instruction, .. } | Report::Started { instruction, .. } => {
+            instruction.text.clone()
+        }
+        Report::BlockedOnUser { handoff, .. } => handoff.clone(),
+        Report::Stalled { goal_ids } => {
+            let mut text = handoff::stalled(engine, plan, goal_ids);
             let sid = engine.session_opt(plan);
             text.push_str(&format!(
                 "\nnext: `{} status{sid} --json` lists the next actions (retry failed goals with `complete-goals --retry-failed`, lift user-decision blockers with `steer --kind unblock`).",
@@ -128,7 +114,7 @@ pub(super) fn schedule(engine: &Engine, plan: &Plan, report: &Value) -> String {
             ));
             text
         }
-        _ => handoff::all_complete(engine, plan),
+        Report::Complete => handoff::all_complete(engine, plan),
     }
 }
 
@@ -162,8 +148,8 @@ pub(super) fn checkpoint(engine: &Engine, out: &CheckpointOutcome) -> String {
     let mut text = format!(
         "{} checkpoint: {} -> {}",
         engine.profile.display_name,
-        out.goal["id"].as_str().unwrap_or_default(),
-        out.status
+        out.goal.id(),
+        out.status.as_str()
     );
     if let Some(n) = &out.next {
         text.push('\n');
@@ -177,23 +163,22 @@ pub(super) fn repair(engine: &Engine, out: &RepairOutcome, check: bool) -> Strin
     let mut lines = Vec::new();
     if check {
         for f in &out.findings {
-            let at = f
-                .get("line")
-                .map(|l| format!(" line {l}"))
-                .unwrap_or_default();
+            let at = f.line.map(|l| format!(" line {l}")).unwrap_or_default();
             lines.push(format!(
                 "{} {}{at}: {}",
-                f["code"].as_str().unwrap_or_default(),
-                f["severity"].as_str().unwrap_or_default(),
-                f["message"].as_str().unwrap_or_default()
+                f.code.name(),
+                super::json::to_value(&f.severity)
+                    .as_str()
+                    .unwrap_or_default(),
+                f.message
             ));
         }
     } else {
         for a in &out.actions {
             lines.push(format!(
                 "{} {}",
-                a["kind"].as_str().unwrap_or_default(),
-                a["repair"]
+                a.kind(),
+                a.repair().unwrap_or(&serde_json::Value::Null)
             ));
         }
     }

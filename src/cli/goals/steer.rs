@@ -560,7 +560,7 @@ fn run_batch(engine: &Engine, a: &Args, raw: &str) -> Result<Reply, GoalError> {
     }
     body.plan(out.plan);
     body.insert("revision", json!(out.revision));
-    body.insert("ledger", ledger);
+    body.put("ledger", &ledger);
     if let Some(e) = &out.error {
         body.insert("error", error_json(e));
     }
@@ -618,12 +618,12 @@ fn single_reply(engine: &Engine, out: steer::SteerOutcome, json_mode: bool) -> R
     let error = out.error.as_ref().map(error_json);
     if engine.profile.compat.camel_summary {
         let s = crate::goals::summary::for_engine(engine, &out.plan);
-        body.insert("summary", s.clone());
-        body.insert("planSummary", s);
+        body.put("summary", &s);
+        body.put("planSummary", &s);
     }
     body.plan(out.plan);
     body.insert("revision", json!(out.revision));
-    body.insert("ledger", ledger);
+    body.put("ledger", &ledger);
     if let Some(e) = error {
         body.insert("error", e);
     }

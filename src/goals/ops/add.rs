@@ -1,8 +1,9 @@
 //! `add-goal` (docs/differences.md#r-7 with docs/engine.md#ge-3, docs/engine.md#ge-4).
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{entry, ledger_json, lock_plan, refuse_if_complete};
+use super::outcome::{GoalRecord, LedgerHead};
+use super::{entry, lock_plan, refuse_if_complete};
 use crate::goals::error::GoalError;
 use crate::goals::journal::LedgerKind;
 use crate::goals::plan::{GoalStatus, Plan};
@@ -27,16 +28,16 @@ pub struct AddRequest {
 pub struct AddOutcome {
     /// The plan after the write.
     pub plan: Plan,
-    /// The new goal.
-    pub goal: Value,
+    /// The new goal as written.
+    pub goal: GoalRecord,
     /// What was written.
     pub committed: Committed,
 }
 
 impl AddOutcome {
     /// `{lastSeq, head}`.
-    pub fn ledger(&self) -> Value {
-        ledger_json(&self.committed.head)
+    pub fn ledger(&self) -> LedgerHead {
+        LedgerHead::from(&self.committed.head)
     }
 }
 
@@ -89,7 +90,7 @@ pub fn run(engine: &Engine, req: AddRequest) -> Result<AddOutcome, GoalError> {
     let mut committed = locked.commit(Write::Plan(Box::new(plan)), vec![e])?;
     Ok(AddOutcome {
         plan: committed.plan.take().expect("plan written"),
-        goal: Value::Object(goal),
+        goal: GoalRecord::from_map(goal),
         committed,
     })
 }

@@ -1,15 +1,17 @@
 //! `complete-goals [--retry-failed]` (docs/differences.md#r-3 with docs/engine.md#ge-3, docs/engine.md#ge-4)
 //! and the `next` object of auto-advance.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{ledger_json, lock_plan};
+use super::lock_plan;
+use super::outcome::{GoalRecord, LedgerHead};
+use crate::goals::Engine;
 use crate::goals::error::GoalError;
+use crate::goals::handoff::{self, Instruction};
 use crate::goals::journal::Head;
 use crate::goals::plan::{GoalStatus, Plan};
 use crate::goals::scheduler::{self, Outcome};
 use crate::goals::txn::Write;
-use crate::goals::{Engine, handoff};
 
 /// The result of `complete-goals`.
 #[derive(Debug)]
@@ -18,8 +20,8 @@ pub struct CompleteOutcome {
     pub plan: Plan,
     /// What the scheduler decided.
     pub outcome: Outcome,
-    /// `next`-style report (`resumed`/`goal`/`instruction` or `done`/`handoff`).
-    pub report: Value,
+    /// The scheduled goal and its instruction, or why nothing was scheduled.
+    pub report: Report,
     /// Plan revision.
     pub revision: u64,
     /// Ledger head.
@@ -28,47 +30,106 @@ pub struct CompleteOutcome {
 
 impl CompleteOutcome {
     /// `{lastSeq, head}`.
-    pub fn ledger(&self) -> Value {
-        ledger_json(&self.head)
+    pub fn ledger(&self) -> LedgerHead {
+        LedgerHead::from(&self.head)
     }
 }
 
-/// The report object of a scheduler outcome (docs/differences.md#r-2, docs/differences.md#r-3, docs/engine.md#ge-3).
-pub(crate) fn report(engine: &Engine, plan: &Plan, outcome: &Outcome) -> Value {
+/// What the scheduler decided, with what its reply shows
+/// (docs/differences.md#r-2, docs/differences.md#r-3, docs/engine.md#ge-3).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Report {
+    /// The in-progress goal goes on.
+    Resumed {
+        /// The goal as stored.
+        goal: GoalRecord,
+        /// Its instruction.
+        instruction: Instruction,
+    },
+    /// A goal was started.
+    Started {
+        /// The goal as stored.
+        goal: GoalRecord,
+        /// Its instruction.
+        instruction: Instruction,
+    },
+    /// The run is complete.
+    Complete,
+    /// A goal waits for a user decision.
+    BlockedOnUser {
+        /// The waiting goal.
+        goal_id: String,
+        /// The blocked-decision handoff.
+        handoff: String,
+    },
+    /// Nothing can be scheduled.
+    Stalled {
+        /// The completion-blocking goals.
+        goal_ids: Vec<String>,
+    },
+}
+
+impl Report {
+    /// `state`: `resumed`, `started`, `complete`, `blocked_on_user` or `stalled`.
+    pub fn state(&self) -> &'static str {
+        match self {
+            Report::Resumed { .. } => "resumed",
+            Report::Started { .. } => "started",
+            Report::Complete => "complete",
+            Report::BlockedOnUser { .. } => "blocked_on_user",
+            Report::Stalled { .. } => "stalled",
+        }
+    }
+    /// The resumed or started goal.
+    pub fn goal(&self) -> Option<&GoalRecord> {
+        match self {
+            Report::Resumed { goal, .. } | Report::Started { goal, .. } => Some(goal),
+            _ => None,
+        }
+    }
+    /// The id of the resumed or started goal.
+    pub fn next_goal_id(&self) -> Option<&str> {
+        self.goal().map(GoalRecord::id)
+    }
+    /// The instruction of the resumed or started goal.
+    pub fn instruction(&self) -> Option<&Instruction> {
+        match self {
+            Report::Resumed { instruction, .. } | Report::Started { instruction, .. } => {
+                Some(instruction)
+            }
+            _ => None,
+        }
+    }
+    /// Nothing was scheduled (`done` of the reply).
+    pub fn done(&self) -> bool {
+        self.goal().is_none()
+    }
+}
+
+/// The report of a scheduler outcome.
+pub(crate) fn report(engine: &Engine, plan: &Plan, outcome: &Outcome) -> Report {
     match outcome {
         Outcome::Resumed(id) | Outcome::Started(id) => {
             let g = plan.goal(id).expect("scheduled goals exist");
+            let goal = GoalRecord::of(g);
             let instruction = handoff::instruction(engine, plan, g);
-            let mut r = json!({
-                "resumed": matches!(outcome, Outcome::Resumed(_)),
-                "goal": Value::Object(g.0.clone()),
-                "instruction": instruction,
-                "state": outcome.state(),
-            });
-            // `compat/instructionString`: `instruction` is the handoff text;
-            // the structured form moves to `instructionPayload`.
-            if engine.profile.compat.instruction_string {
-                let text = r["instruction"]["text"].clone();
-                let payload = r["instruction"]["json"].clone();
-                r["instruction"] = text;
-                r["instructionPayload"] = payload;
+            if matches!(outcome, Outcome::Resumed(_)) {
+                Report::Resumed { goal, instruction }
+            } else {
+                Report::Started { goal, instruction }
             }
-            r
         }
-        Outcome::Complete => json!({
-            "done": true, "blocked": false, "handoff": "", "state": "complete", "runComplete": true
-        }),
+        Outcome::Complete => Report::Complete,
         Outcome::BlockedOnUser(id) => {
             let g = plan.goal(id).expect("exists");
-            json!({
-                "done": true, "blocked": true, "handoff": handoff::blocked(engine, plan, g),
-                "state": "blocked_on_user", "runComplete": false
-            })
+            Report::BlockedOnUser {
+                goal_id: id.clone(),
+                handoff: handoff::blocked(engine, plan, g),
+            }
         }
-        Outcome::Stalled(ids) => json!({
-            "done": true, "blocked": false, "handoff": "", "state": "stalled",
-            "runComplete": false, "stalledGoalIds": ids
-        }),
+        Outcome::Stalled(ids) => Report::Stalled {
+            goal_ids: ids.clone(),
+        },
     }
 }
 

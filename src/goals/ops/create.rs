@@ -2,7 +2,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{entry, ledger_json};
+use super::entry;
+use super::outcome::LedgerHead;
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::journal::LedgerKind;
 use crate::goals::plan::{self, Mode, Plan};
@@ -39,13 +40,13 @@ pub struct CreateOutcome {
     /// Repo-relative archive directory of the previous run.
     pub archived: Option<String>,
     /// The workflow registration (docs/engine.md#ge-9).
-    pub workflow: Value,
+    pub workflow: workflow::Registration,
 }
 
 impl CreateOutcome {
     /// `{lastSeq, head}`.
-    pub fn ledger(&self) -> Value {
-        ledger_json(&self.committed.head)
+    pub fn ledger(&self) -> LedgerHead {
+        LedgerHead::from(&self.committed.head)
     }
 }
 
@@ -206,7 +207,7 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
     let plan = Plan::from_doc(doc);
     let mut created = entry(&now, LedgerKind::PlanCreated, None);
     created.insert("message".into(), json!(format!("{count} goal(s) created")));
-    created.insert("workflow".into(), workflow_json.clone());
+    created.insert("workflow".into(), workflow_json);
     if let Some(r) = replaced {
         created.insert("replaced".into(), r);
     }
@@ -216,6 +217,6 @@ pub fn run(engine: &Engine, req: CreateRequest) -> Result<CreateOutcome, GoalErr
         plan,
         committed,
         archived,
-        workflow: workflow_json,
+        workflow: registration,
     })
 }

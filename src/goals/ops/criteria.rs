@@ -1,7 +1,6 @@
 //! `criteria --goal-id` (read-only, docs/differences.md#r-3).
 
-use serde_json::Value;
-
+use super::outcome::CriterionRecord;
 use super::unknown_goal_id;
 use crate::goals::Engine;
 use crate::goals::error::GoalError;
@@ -14,8 +13,8 @@ pub struct CriteriaOutcome {
     pub plan: Plan,
     /// The goal id.
     pub goal_id: String,
-    /// The criteria objects.
-    pub criteria: Vec<Value>,
+    /// The criteria objects as stored.
+    pub criteria: Vec<CriterionRecord>,
 }
 
 /// Lists a goal's criteria. Writes nothing.
@@ -30,7 +29,7 @@ pub fn run(engine: &Engine, goal_id: &str) -> Result<CriteriaOutcome, GoalError>
     let g = plan
         .goal(goal_id)
         .ok_or_else(|| unknown_goal_id(engine, goal_id))?;
-    let criteria = g.criteria().map(|c| Value::Object(c.0.clone())).collect();
+    let criteria = g.criteria().map(CriterionRecord::of).collect();
     Ok(CriteriaOutcome {
         goal_id: goal_id.to_owned(),
         criteria,

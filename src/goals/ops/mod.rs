@@ -5,6 +5,7 @@ pub mod checkpoint;
 pub mod complete;
 pub mod create;
 pub mod criteria;
+pub mod outcome;
 pub mod record;
 pub mod repair;
 pub mod review;
@@ -19,11 +20,6 @@ use super::journal::LedgerKind;
 use super::lifecycle;
 use super::plan::Plan;
 use super::txn::{Locked, OnMismatch};
-
-/// `{lastSeq, head}` of a mutation's output.
-pub(crate) fn ledger_json(head: &super::journal::Head) -> Value {
-    json!({"lastSeq": head.last_seq, "head": head.last_hash})
-}
 
 /// A ledger entry skeleton `{at, kind, goalId?}`.
 pub(crate) fn entry(now: &str, kind: LedgerKind, goal_id: Option<&str>) -> Map<String, Value> {

@@ -2,7 +2,8 @@
 
 use serde_json::{Value, json};
 
-use super::{entry, goal_not_found, ledger_json, lock_plan, refuse_if_complete};
+use super::outcome::{CriterionRecord, EvidenceFile, GoalRecord, LedgerHead, LedgerRecord};
+use super::{entry, goal_not_found, lock_plan, refuse_if_complete};
 use crate::goals::Engine;
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::evidence_files::{self, Parsed};
@@ -35,28 +36,30 @@ pub struct RecordRequest {
 pub struct RecordOutcome {
     /// The plan after the write.
     pub plan: Plan,
-    /// The goal object.
-    pub goal: Value,
-    /// The criterion object.
-    pub criterion: Value,
+    /// The goal object as written.
+    pub goal: GoalRecord,
+    /// The criterion object as written.
+    pub criterion: CriterionRecord,
     /// What was written.
     pub committed: Committed,
     /// `files` of the entry.
-    pub files: Vec<Value>,
+    pub files: Vec<EvidenceFile>,
 }
 
 impl RecordOutcome {
     /// `{lastSeq, head}`.
-    pub fn ledger(&self) -> Value {
-        ledger_json(&self.committed.head)
+    pub fn ledger(&self) -> LedgerHead {
+        LedgerHead::from(&self.committed.head)
     }
     /// The entry appended for the evidence.
-    pub fn ledger_entry(&self) -> Value {
-        self.committed
-            .entries
-            .last()
-            .cloned()
-            .unwrap_or(Value::Null)
+    pub fn ledger_entry(&self) -> LedgerRecord {
+        LedgerRecord::from_value(
+            self.committed
+                .entries
+                .last()
+                .cloned()
+                .unwrap_or(Value::Null),
+        )
     }
 }
 
@@ -174,9 +177,9 @@ pub fn run(engine: &Engine, req: RecordRequest) -> Result<RecordOutcome, GoalErr
     {
         crit.insert("notes".into(), json!(n));
     }
-    let criterion = Value::Object(crit.clone());
+    let criterion = CriterionRecord::from_map(crit.clone());
     goal.set_updated_at(&now);
-    let goal_value = goal.to_value();
+    let goal_record = GoalRecord::of(goal.read());
     plan.set("updatedAt", json!(now));
     let mut e = entry(&now, kind, Some(&req.goal_id));
     e.insert("criterionId".into(), json!(req.criterion_id));
@@ -201,9 +204,9 @@ pub fn run(engine: &Engine, req: RecordRequest) -> Result<RecordOutcome, GoalErr
     let mut committed = locked.commit(Write::Plan(Box::new(plan)), vec![e])?;
     Ok(RecordOutcome {
         plan: committed.plan.take().expect("plan written"),
-        goal: goal_value,
+        goal: goal_record,
         criterion,
-        files: accepted.files,
+        files: EvidenceFile::from_values(&accepted.files),
         committed,
     })
 }

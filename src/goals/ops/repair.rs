@@ -6,7 +6,10 @@ use std::io::BufReader;
 
 use serde_json::{Value, json};
 
-use super::{entry, ledger_json};
+use serde::Serialize;
+
+use super::entry;
+use super::outcome::{LedgerHead, LedgerRecord};
 use crate::finding::{Code, Severity};
 use crate::goals::error::GoalError;
 use crate::goals::journal::{Head, LedgerKind};
@@ -37,9 +40,9 @@ pub struct RepairOutcome {
     /// No error finding (check) / consistent afterwards (other modes).
     pub ok: bool,
     /// `--check` findings.
-    pub findings: Vec<Value>,
+    pub findings: Vec<RepairFinding>,
     /// Actions taken (entries appended, index rebuilt).
-    pub actions: Vec<Value>,
+    pub actions: Vec<RepairAction>,
     /// Plan/ledger agreement afterwards.
     pub consistency: Consistency,
     /// Plan revision afterwards.
@@ -50,8 +53,68 @@ pub struct RepairOutcome {
 
 impl RepairOutcome {
     /// `{lastSeq, head}`.
-    pub fn ledger(&self) -> Option<Value> {
-        self.head.as_ref().map(ledger_json)
+    pub fn ledger(&self) -> Option<LedgerHead> {
+        self.head.as_ref().map(LedgerHead::from)
+    }
+}
+
+/// One `repair --check` finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RepairFinding {
+    /// The finding code.
+    #[serde(serialize_with = "code_name")]
+    pub code: Code,
+    /// How serious.
+    pub severity: Severity,
+    /// The sentence.
+    pub message: String,
+    /// The ledger line, when the finding is about one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    /// The record's `seq`, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+}
+
+fn code_name<S: serde::Serializer>(c: &Code, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(c.name())
+}
+
+/// One thing `repair` did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RepairAction {
+    /// The ledger index was rebuilt from the ledger.
+    IndexRebuilt {
+        /// Records indexed.
+        records: u64,
+    },
+    /// An interrupted `create-goals --force` was finished or undone.
+    ForceSwitch {
+        /// `force_switch_finished` or `force_switch_undone`.
+        kind: String,
+        /// The archive of the replaced run.
+        archive: String,
+    },
+    /// A ledger entry was appended (recovered from the plan, or the
+    /// acknowledging entry of `--accept-plan` / `--accept-tampered`).
+    Appended(LedgerRecord),
+}
+
+impl RepairAction {
+    /// `kind`.
+    pub fn kind(&self) -> &str {
+        match self {
+            RepairAction::IndexRebuilt { .. } => "index_rebuilt",
+            RepairAction::ForceSwitch { kind, .. } => kind,
+            RepairAction::Appended(e) => e.kind_str().unwrap_or_default(),
+        }
+    }
+    /// The appended entry's `repair` object.
+    pub fn repair(&self) -> Option<&Value> {
+        match self {
+            RepairAction::Appended(e) => e.get("repair"),
+            _ => None,
+        }
     }
 }
 
@@ -72,15 +135,14 @@ fn finding(
     line: Option<u64>,
     seq: Option<u64>,
     message: String,
-) -> Value {
-    let mut v = json!({"code": code.name(), "severity": severity, "message": message});
-    if let Some(l) = line {
-        v["line"] = json!(l);
+) -> RepairFinding {
+    RepairFinding {
+        code,
+        severity,
+        message,
+        line,
+        seq,
     }
-    if let Some(s) = seq {
-        v["seq"] = json!(s);
-    }
-    v
 }
 
 fn check(engine: &Engine) -> Result<RepairOutcome, GoalError> {
@@ -210,7 +272,7 @@ fn check(engine: &Engine) -> Result<RepairOutcome, GoalError> {
             "repair --accept-tampered adopted a plan its ledger did not vouch for".into(),
         ));
     }
-    let ok = !findings.iter().any(|f| f["severity"] == "error");
+    let ok = !findings.iter().any(|f| f.severity == Severity::Error);
     Ok(RepairOutcome {
         ok,
         findings,
@@ -245,7 +307,7 @@ fn archive_finding(
     engine: &Engine,
     dir: &cap_std::fs::Dir,
     first: Option<&Value>,
-) -> Option<Value> {
+) -> Option<RepairFinding> {
     let first = first?;
     if first.get("kind").and_then(Value::as_str) != Some(LedgerKind::PlanCreated.as_str()) {
         return None;
@@ -283,13 +345,8 @@ fn archive_finding(
     ))
 }
 
-fn action_of(e: &Value) -> Value {
-    json!({
-        "kind": e.get("kind"),
-        "seq": e.get("seq"),
-        "repair": e.get("repair"),
-        "recovered": e.get("recovered"),
-    })
+fn action_of(e: &Value) -> RepairAction {
+    RepairAction::Appended(LedgerRecord::from_value(e.clone()))
 }
 
 fn recover(engine: &Engine, rebuild: bool) -> Result<RepairOutcome, GoalError> {
@@ -299,14 +356,28 @@ fn recover(engine: &Engine, rebuild: bool) -> Result<RepairOutcome, GoalError> {
     let mut locked = engine.lock_with("repair", rebuild)?;
     let plan = locked.read_plan()?;
     let a = locked.reconcile(Some(&plan), OnMismatch::RefuseTampered)?;
-    let mut actions: Vec<Value> = locked.repaired.iter().map(action_of).collect();
+    let mut actions: Vec<RepairAction> = locked.repaired.iter().map(action_of).collect();
     if let Some(s) = &locked.switch_recovered {
-        actions.insert(0, s.clone());
+        let field = |k: &str| {
+            s.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        actions.insert(
+            0,
+            RepairAction::ForceSwitch {
+                kind: field("kind"),
+                archive: field("archive"),
+            },
+        );
     }
     if locked.rebuilt_index {
         actions.insert(
             0,
-            json!({"kind": "index_rebuilt", "records": locked.view.head.records}),
+            RepairAction::IndexRebuilt {
+                records: locked.view.head.records,
+            },
         );
     }
     let consistency = if a.consistency == Consistency::Mismatch {
@@ -333,7 +404,7 @@ fn accept_plan(engine: &Engine, rationale: &str) -> Result<RepairOutcome, GoalEr
     let mut locked = engine.lock("repair")?;
     let mut plan: Plan = locked.read_plan()?;
     let a = locked.reconcile(Some(&plan), OnMismatch::RefuseTampered)?;
-    let actions: Vec<Value> = locked.repaired.iter().map(action_of).collect();
+    let actions: Vec<RepairAction> = locked.repaired.iter().map(action_of).collect();
     if a.consistency != Consistency::Mismatch {
         let head = locked.view.head.clone();
         locked.finish()?;
@@ -387,7 +458,7 @@ fn accept_tampered(engine: &Engine, rationale: &str) -> Result<RepairOutcome, Go
     let mut locked = engine.lock("repair")?;
     let mut plan: Plan = locked.read_plan()?;
     let a = locked.reconcile(Some(&plan), OnMismatch::Ignore)?;
-    let actions: Vec<Value> = locked.repaired.iter().map(action_of).collect();
+    let actions: Vec<RepairAction> = locked.repaired.iter().map(action_of).collect();
     let Some(b) = locked.binding.clone().filter(|b| b.tampered()) else {
         let head = locked.view.head.clone();
         locked.finish()?;
@@ -421,7 +492,7 @@ fn adopt(
     locked: crate::goals::txn::Locked<'_>,
     plan: Plan,
     entry: serde_json::Map<String, Value>,
-    mut actions: Vec<Value>,
+    mut actions: Vec<RepairAction>,
 ) -> Result<RepairOutcome, GoalError> {
     let committed = locked.commit(Write::Plan(Box::new(plan)), vec![entry])?;
     actions.extend(committed.entries.iter().map(action_of));

@@ -5,7 +5,8 @@
 
 use serde_json::{Value, json};
 
-use super::{entry, goal_not_found, ledger_json, lock_plan, refuse_if_complete};
+use super::outcome::{GoalRecord, LedgerHead, LedgerRecord};
+use super::{entry, goal_not_found, lock_plan, refuse_if_complete};
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::evidence_files::{self, Parsed};
 use crate::goals::hostgoal::{self, Expect, HostStatus};
@@ -37,18 +38,27 @@ pub struct ReviewRequest {
 pub struct ReviewOutcome {
     /// The plan after the write.
     pub plan: Plan,
-    /// The goal now `review_blocked`.
-    pub blocked_goal: Value,
-    /// The new resolution goal.
-    pub goal: Value,
+    /// The goal now `review_blocked`, as written.
+    pub blocked_goal: GoalRecord,
+    /// The new resolution goal, as written.
+    pub goal: GoalRecord,
     /// What was written.
     pub committed: Committed,
 }
 
 impl ReviewOutcome {
     /// `{lastSeq, head}`.
-    pub fn ledger(&self) -> Value {
-        ledger_json(&self.committed.head)
+    pub fn ledger(&self) -> LedgerHead {
+        LedgerHead::from(&self.committed.head)
+    }
+    /// Every entry appended, in order.
+    pub fn ledger_entries(&self) -> Vec<LedgerRecord> {
+        self.committed
+            .entries
+            .iter()
+            .cloned()
+            .map(LedgerRecord::from_value)
+            .collect()
     }
 }
 
@@ -159,7 +169,7 @@ pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalErr
         .set_evidence(&req.evidence)
         .set("reviewBlockedBy", json!([new_id]))
         .set_updated_at(&now);
-    let blocked_goal = goal.to_value();
+    let blocked_goal = GoalRecord::of(goal.read());
     if plan.active_goal_id() == Some(req.goal_id.as_str()) {
         plan.remove("activeGoalId");
     }
@@ -207,7 +217,7 @@ pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalErr
     Ok(ReviewOutcome {
         plan: committed.plan.take().expect("plan written"),
         blocked_goal,
-        goal: Value::Object(new_goal),
+        goal: GoalRecord::from_map(new_goal),
         committed,
     })
 }

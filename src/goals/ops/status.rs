@@ -1,39 +1,120 @@
 //! `status` (read-only, docs/state-formats.md#ge-2, docs/engine.md#ge-4) and `criteria`'s sibling
 //! reporting helpers.
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::goals::error::GoalError;
 use crate::goals::hostgoal::{self, Expect, HostStatus};
 use crate::goals::index;
 use crate::goals::input::Loaded;
 use crate::goals::plan::{self, CriterionStatus, Goal, GoalStatus, Mode, Overlay, Plan};
+use crate::goals::summary::{self, Summary};
 use crate::goals::txn::{self, Consistency};
-use crate::goals::{Engine, handoff, lifecycle, state, summary};
+use crate::goals::{Engine, handoff, lifecycle, state};
 
 /// The result of `status`.
 #[derive(Debug)]
 pub struct StatusOutcome {
     /// The plan as read (with the in-memory legacy migration).
     pub plan: Plan,
-    /// The summary object.
-    pub summary: Value,
+    /// Goal and criteria counts.
+    pub summary: Summary,
     /// The active goal's attempt directory.
     pub current_attempt_dir: Option<String>,
-    /// `{records, lastSeq, head, consistency, mutationInProgress}`.
-    pub ledger: Value,
+    /// The ledger as found.
+    pub ledger: StatusLedger,
     /// Plan/ledger agreement.
     pub consistency: Consistency,
-    /// `[{command, reason}]`.
-    pub next_actions: Vec<Value>,
+    /// What to run next.
+    pub next_actions: Vec<NextAction>,
     /// Reconciliation of a supplied snapshot.
-    pub host_goal: Option<Value>,
+    pub host_goal: Option<HostGoalCheck>,
     /// Plan markers, for profiles that have them.
-    pub adapter: Option<Value>,
+    pub adapter: Option<PlanMarkers>,
     /// Completion-blocking goals when nothing can be scheduled.
     pub stalled: Option<Vec<String>>,
     /// The plan's binding to its ledger (docs/threat-model.md#i7).
     pub binding: crate::goals::binding::Binding,
+}
+
+/// The ledger part of `status` (with [`StatusOutcome::consistency`] and
+/// [`StatusOutcome::binding`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusLedger {
+    /// Number of complete records.
+    pub records: u64,
+    /// `seq` of the last chained record (0: none).
+    pub last_seq: u64,
+    /// SHA-256 of the last complete record.
+    pub head: Option<String>,
+    /// Another process holds the mutation lock.
+    pub mutation_in_progress: bool,
+    /// An interrupted `create-goals --force` awaits `repair`.
+    pub force_switch_pending: Option<ForceSwitchPending>,
+}
+
+/// An interrupted `create-goals --force` (txn::switch).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForceSwitchPending {
+    /// Where the replaced run is archived.
+    pub archive: String,
+    /// The command that finishes or rolls back the switch.
+    pub resolved_by: String,
+}
+
+/// A suggested command line and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NextAction {
+    /// The command line.
+    pub command: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// The reconciliation of a supplied host-goal snapshot with the active goal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostGoalCheck {
+    /// No errors.
+    pub ok: bool,
+    /// The active goal (none: nothing to reconcile with).
+    pub goal_id: Option<String>,
+    /// Error sentences.
+    pub errors: Vec<String>,
+    /// Warning sentences.
+    pub warnings: Vec<String>,
+    /// The objective a complete checkpoint of the active goal expects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_objective: Option<String>,
+    /// The snapshot's objective.
+    pub actual_objective: Option<String>,
+    /// The snapshot's normalised status.
+    #[serde(serialize_with = "host_status")]
+    pub actual_status: HostStatus,
+}
+
+fn host_status<S: serde::Serializer>(s: &HostStatus, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(s.as_str())
+}
+
+/// The plan's values of the profile's plan markers (defaults where the plan
+/// has none). Markers are whatever JSON the profile declares, so the values
+/// stay JSON.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct PlanMarkers(serde_json::Map<String, Value>);
+
+impl PlanMarkers {
+    /// A marker's value.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.0.get(name)
+    }
+    /// Every marker, in profile order.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Value)> {
+        self.0.iter()
+    }
 }
 
 fn mutation_in_progress(dir: &cap_std::fs::Dir) -> bool {
@@ -121,20 +202,20 @@ pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome,
     );
     let pending = a.consistency == Consistency::Recoverable && !a.missing.is_empty();
     let binding = txn::judge_in(&dir, ledger_file, &engine.paths, &head, &plan, pending)?;
-    let mut ledger = json!({
-        "records": head.records,
-        "lastSeq": head.last_seq,
-        "head": head.last_hash,
-        "consistency": a.consistency.as_str(),
-        "mutationInProgress": mutation_in_progress(&dir),
-        "binding": binding.to_json(),
-    });
-    if let Ok(Some(p)) = txn::switch::pending(&dir, &engine.paths) {
-        ledger["forceSwitchPending"] = json!({
-            "archive": engine.paths.file(&p.archive),
-            "resolvedBy": format!("{} repair", engine.profile.command_prefix),
-        });
-    }
+    let force_switch_pending = match txn::switch::pending(&dir, &engine.paths) {
+        Ok(Some(p)) => Some(ForceSwitchPending {
+            archive: engine.paths.file(&p.archive),
+            resolved_by: format!("{} repair", engine.profile.command_prefix),
+        }),
+        _ => None,
+    };
+    let ledger = StatusLedger {
+        records: head.records,
+        last_seq: head.last_seq,
+        head: head.last_hash.clone(),
+        mutation_in_progress: mutation_in_progress(&dir),
+        force_switch_pending,
+    };
     let current_attempt_dir = plan
         .layout_v2()
         .then(|| plan.active_goal_id().and_then(|id| plan.goal(id)))
@@ -146,24 +227,28 @@ pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome,
             Some(g) => {
                 let e = complete_expectation(engine, &plan, g);
                 let out = hostgoal::reconcile(Some(&snap), &e, &engine.profile);
-                json!({
-                    "ok": out.ok(),
-                    "goalId": g.id(),
-                    "errors": out.errors,
-                    "warnings": out.warnings,
-                    "expectedObjective": e.expected,
-                    "actualObjective": snap.objective,
-                    "actualStatus": snap.status.as_str(),
-                })
+                HostGoalCheck {
+                    ok: out.ok(),
+                    goal_id: Some(g.id().to_owned()),
+                    errors: out.errors,
+                    warnings: out.warnings,
+                    expected_objective: Some(e.expected),
+                    actual_objective: snap.objective,
+                    actual_status: snap.status,
+                }
             }
-            None => json!({
-                "ok": false,
-                "goalId": null,
-                "errors": ["No goal is in progress; there is nothing to reconcile the snapshot with."],
-                "warnings": [],
-                "actualObjective": snap.objective,
-                "actualStatus": snap.status.as_str(),
-            }),
+            None => HostGoalCheck {
+                ok: false,
+                goal_id: None,
+                errors: vec![
+                    "No goal is in progress; there is nothing to reconcile the snapshot with."
+                        .into(),
+                ],
+                warnings: Vec::new(),
+                expected_objective: None,
+                actual_objective: snap.objective,
+                actual_status: snap.status,
+            },
         }
     });
     let adapter = (!engine.profile.plan_markers.is_empty()).then(|| {
@@ -174,7 +259,7 @@ pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome,
                 plan.doc().get(k).cloned().unwrap_or_else(|| v.clone()),
             );
         }
-        Value::Object(m)
+        PlanMarkers(m)
     });
     let stalled = stalled_ids(&plan);
     let mut next_actions = next_actions(engine, &plan, a.consistency, stalled.as_deref());
@@ -228,8 +313,11 @@ fn stalled_ids(plan: &Plan) -> Option<Vec<String>> {
     })
 }
 
-fn action(command: String, reason: &str) -> Value {
-    json!({"command": command, "reason": reason})
+fn action(command: String, reason: &str) -> NextAction {
+    NextAction {
+        command,
+        reason: reason.to_owned(),
+    }
 }
 
 fn next_actions(
@@ -237,7 +325,7 @@ fn next_actions(
     plan: &Plan,
     consistency: Consistency,
     stalled: Option<&[String]>,
-) -> Vec<Value> {
+) -> Vec<NextAction> {
     let p = &engine.profile;
     let cmd = |rest: &str| format!("{}{rest}", p.command_prefix);
     let sid = engine.session_opt(plan);

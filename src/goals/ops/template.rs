@@ -2,17 +2,32 @@
 //! docs/gates.md#qg-9): the fill-in gate for the target goal, built by
 //! [`crate::gate::template`], plus the host-goal template and guidance.
 
-use serde_json::{Value, json};
-
 use super::unknown_goal_id;
 use crate::gate::context::counts;
-use crate::gate::template::{HostGoalInput, TemplateInput, build_template};
+use crate::gate::template::{GateTemplate, HostGoalInput, TemplateInput, build_template};
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::plan::{self, Mode};
 use crate::goals::{Engine, batches, gate, handoff, lifecycle};
 
-/// Prints the template. Writes nothing.
-pub fn run(engine: &Engine, goal_id: Option<&str>, strict: bool) -> Result<Value, GoalError> {
+/// The result of `checkpoint --print-template`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateOutcome {
+    /// The fill-in gate, the host-goal snapshot example, the rule name, the
+    /// scope and its criteria.
+    pub template: GateTemplate,
+    /// How to fill it in (the profile's texts, one paragraph).
+    pub guidance: String,
+    /// The attempt directory the gate's files belong in (evidence layout 2,
+    /// with a target goal).
+    pub attempt_dir: Option<String>,
+}
+
+/// Builds the template. Writes nothing.
+pub fn run(
+    engine: &Engine,
+    goal_id: Option<&str>,
+    strict: bool,
+) -> Result<TemplateOutcome, GoalError> {
     let dir = engine.state_dir()?;
     let plan = plan::read(
         dir.as_ref(),
@@ -93,23 +108,17 @@ pub fn run(engine: &Engine, goal_id: Option<&str>, strict: bool) -> Result<Value
     if !plan.layout_v2() {
         guidance.push(handoff::render(&engine.texts.template_guidance_v1, &vars));
     }
-    let mut out = json!({
-        "qualityGateTemplate": t.quality_gate,
-        "codexGoalTemplate": t.host_goal,
-        "hostGoalTemplate": t.host_goal,
-        "guidance": guidance.join(" "),
-        "rules": t.rules,
-        "scope": t.scope,
-        "criteria": t.criteria,
-    });
-    if plan.layout_v2()
-        && let Some(g) = target
-    {
-        out["attemptDir"] = json!(
+    let attempt_dir = match target {
+        Some(g) if plan.layout_v2() => Some(
             next_attempt
                 .clone()
-                .unwrap_or_else(|| engine.attempt_dir(&plan, g))
-        );
-    }
-    Ok(out)
+                .unwrap_or_else(|| engine.attempt_dir(&plan, g)),
+        ),
+        _ => None,
+    };
+    Ok(TemplateOutcome {
+        template: t,
+        guidance: guidance.join(" "),
+        attempt_dir,
+    })
 }

@@ -70,7 +70,7 @@ pub use validate::Judgement;
 
 use super::error::GoalError;
 use super::journal::Head;
-use super::ops::ledger_json;
+use super::ops::outcome::LedgerHead;
 use super::plan::Plan;
 use super::profile::Profile;
 use dedupe::Prior;
@@ -141,8 +141,8 @@ impl SteerOutcome {
         self.item.verdict
     }
     /// `{lastSeq, head}`.
-    pub fn ledger(&self) -> Value {
-        ledger_json(&self.head)
+    pub fn ledger(&self) -> LedgerHead {
+        LedgerHead::from(&self.head)
     }
 }
 
@@ -169,8 +169,8 @@ pub struct BatchOutcome {
 
 impl BatchOutcome {
     /// `{lastSeq, head}`.
-    pub fn ledger(&self) -> Value {
-        ledger_json(&self.head)
+    pub fn ledger(&self) -> LedgerHead {
+        LedgerHead::from(&self.head)
     }
 }
 

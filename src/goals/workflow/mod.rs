@@ -51,7 +51,7 @@ pub(crate) struct Start<'a> {
 
 /// What a registration did.
 #[derive(Debug, Clone)]
-pub(crate) struct Registration {
+pub struct Registration {
     /// The new active entry.
     pub registered: Entry,
     /// The workflow it took over from.

@@ -14,7 +14,7 @@ use crate::store::{self, Durability, LockError, LockOptions, MutationLock};
 /// One active or released workflow.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Entry {
+pub struct Entry {
     /// Workflow name.
     pub workflow: String,
     /// Its role.

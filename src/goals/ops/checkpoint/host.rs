@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use super::CheckpointRequest;
 use crate::goals::error::GoalError;
 use crate::goals::hostgoal::{self, Expect, HostStatus, Snapshot};
+use crate::goals::ops::outcome::Warning;
 use crate::goals::ops::status::complete_expectation;
 use crate::goals::plan::{GoalStatus, Mode, Plan};
 use crate::goals::{Engine, handoff, state};
@@ -14,11 +15,11 @@ pub(super) struct HostResult {
     pub(super) reconciliation: &'static str,
     pub(super) snapshot: Option<Value>,
     pub(super) task_scoped: Option<Value>,
-    pub(super) warnings: Vec<Value>,
+    pub(super) warnings: Vec<Warning>,
 }
 
-pub(super) fn warning(code: &str, message: String) -> Value {
-    json!({"code": code, "message": message})
+fn warning(code: &str, message: String) -> Warning {
+    Warning::new(code, message)
 }
 
 fn brief_reader<'a>(

@@ -1,6 +1,7 @@
 //! `checkpoint` (docs/engine.md#ge-3): the pipeline whose order decides
 //! which error wins, then the mutation, auto-advance (docs/engine.md#ge-3) and one commit.
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 mod criteria;
@@ -9,8 +10,9 @@ mod host;
 use criteria::criteria_gate;
 use host::{reconcile_complete, reconcile_failure};
 
-use super::complete::report;
-use super::{entry, goal_not_found, ledger_json, lock_plan, refuse_if_complete};
+use super::complete::{Report, report};
+use super::outcome::{EvidenceFile, GoalRecord, LedgerHead, LedgerRecord, Warning};
+use super::{entry, goal_not_found, lock_plan, refuse_if_complete};
 use crate::gate::GateScope;
 use crate::goals::blockers::{self, Classifier};
 use crate::goals::error::{ErrorKind, GoalError};
@@ -68,32 +70,57 @@ pub struct CheckpointOutcome {
     /// The plan after the write (and auto-advance).
     pub plan: Plan,
     /// The checkpointed goal as written.
-    pub goal: Value,
+    pub goal: GoalRecord,
     /// The main ledger entry.
-    pub ledger_entry: Value,
+    pub ledger_entry: LedgerRecord,
     /// Every entry appended, in order.
-    pub ledger_entries: Vec<Value>,
+    pub ledger_entries: Vec<LedgerRecord>,
     /// The completion record, when the run completed.
-    pub aggregate_completion: Option<Value>,
+    pub aggregate_completion: Option<Completion>,
     /// Auto-advance result.
-    pub next: Option<Value>,
+    pub next: Option<Report>,
     /// `files` of the main entry.
-    pub files: Vec<Value>,
-    /// `[{code, message}]`.
-    pub warnings: Vec<Value>,
+    pub files: Vec<EvidenceFile>,
+    /// Warnings of the checkpoint (gate, snapshot, workflow registry).
+    pub warnings: Vec<Warning>,
     /// Plan revision after the write.
     pub revision: u64,
     /// Ledger head.
     pub head: Head,
     /// The goal's new status.
-    pub status: String,
+    pub status: GoalStatus,
 }
 
 impl CheckpointOutcome {
     /// `{lastSeq, head}`.
-    pub fn ledger(&self) -> Value {
-        ledger_json(&self.head)
+    pub fn ledger(&self) -> LedgerHead {
+        LedgerHead::from(&self.head)
     }
+    /// The goal auto-advance resumed or started.
+    pub fn next_goal_id(&self) -> Option<&str> {
+        self.next.as_ref().and_then(Report::next_goal_id)
+    }
+}
+
+/// The completion record of a run's final checkpoint, stored under each of
+/// the profile's completion keys (docs/state-formats.md#ge-2).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Completion {
+    /// `complete`.
+    pub status: GoalStatus,
+    /// When.
+    pub completed_at: String,
+    /// The checkpoint's evidence.
+    pub evidence: String,
+    /// The embedded host-goal snapshot (the host's document, bounded).
+    pub codex_goal: Option<Value>,
+    /// The plan revision the completion is written at.
+    pub revision: u64,
+    /// `seq` of the completing ledger entry.
+    pub ledger_seq: u64,
+    /// SHA-256 of the quality gate document.
+    pub quality_gate_sha256: Option<String>,
 }
 
 /// Runs the checkpoint pipeline.
@@ -291,17 +318,18 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
                 main_index += 1;
             }
             if is_final {
-                let record = json!({
-                    "status": GoalStatus::Complete.as_str(),
-                    "completedAt": now,
-                    "evidence": evidence,
-                    "codexGoal": host.snapshot.as_ref().map(|s| hostgoal::embed(s, max_snap)),
-                    "revision": plan.revision() + 1,
-                    "ledgerSeq": locked.seq_of(&plan, main_index),
-                    "qualityGateSha256": gate_sha,
-                });
+                let record = Completion {
+                    status: GoalStatus::Complete,
+                    completed_at: now.clone(),
+                    evidence: evidence.clone(),
+                    codex_goal: host.snapshot.as_ref().map(|s| hostgoal::embed(s, max_snap)),
+                    revision: plan.revision() + 1,
+                    ledger_seq: locked.seq_of(&plan, main_index),
+                    quality_gate_sha256: gate_sha,
+                };
+                let stored = serde_json::to_value(&record).expect("a completion serialises");
                 for k in &engine.profile.completion_keys {
-                    plan.set(k, record.clone());
+                    plan.set(k, stored.clone());
                 }
                 completion = Some(record);
             }
@@ -405,43 +433,45 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
         }
     }
     if !warnings.is_empty() {
-        let codes: Vec<Value> = warnings.iter().map(|w| w["code"].clone()).collect();
+        let codes: Vec<Value> = warnings.iter().map(|w| json!(w.code)).collect();
         entries[main_index].insert("warnings".into(), Value::Array(codes));
     }
     let mut outcome = None;
     if req.status == CheckpointStatus::Complete && !is_final && !req.no_advance {
         outcome = Some(scheduler::run(engine, &mut plan, false, &now, &mut entries));
     }
-    let goal = Value::Object(plan.goal(&id).expect("exists").0.clone());
+    let goal = GoalRecord::of(plan.goal(&id).expect("exists"));
     let passed = entries.len();
     let mut committed = locked.commit(Write::Plan(Box::new(plan)), entries)?;
     let plan = committed.plan.take().expect("plan written");
     let prefix = committed.entries.len() - passed;
-    let main_written = committed.entries[prefix + main_index].clone();
+    let main_written = LedgerRecord::from_value(committed.entries[prefix + main_index].clone());
     let next = outcome.as_ref().map(|o: &Outcome| report(engine, &plan, o));
     if completion.is_some()
         && let Err(e) = crate::goals::workflow::complete_own(engine, &now)
     {
-        warnings.push(json!({
-            "code": "WORKFLOW_REGISTRY_STALE",
-            "message": format!("The run is complete, but its workflow registration could not be released: {}", e.message),
-        }));
+        warnings.push(Warning::new(
+            "WORKFLOW_REGISTRY_STALE",
+            format!(
+                "The run is complete, but its workflow registration could not be released: {}",
+                e.message
+            ),
+        ));
     }
     Ok(CheckpointOutcome {
         goal,
-        ledger_entry: main_written.clone(),
-        files: main_written
-            .get("files")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default(),
-        ledger_entries: committed.entries.clone(),
+        files: main_written.files(),
+        ledger_entry: main_written,
+        ledger_entries: std::mem::take(&mut committed.entries)
+            .into_iter()
+            .map(LedgerRecord::from_value)
+            .collect(),
         aggregate_completion: completion,
         next,
         warnings,
         revision: committed.revision,
         head: committed.head,
-        status: new_status.as_str().to_owned(),
+        status: new_status,
         plan,
     })
 }
