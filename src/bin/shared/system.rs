@@ -91,8 +91,3 @@ pub fn run() -> std::process::ExitCode {
     let code = evidence_gate::cli::main(std::env::args_os().collect(), &system, &mut io);
     std::process::ExitCode::from(code)
 }
-
-/// The binaries' allocator (docs/performance.md#allocator).
-#[cfg(feature = "mimalloc")]
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
