@@ -384,9 +384,9 @@ pub(crate) fn files(outcome: &GateOutcome, gate: &Loaded) -> Vec<Value> {
 }
 
 /// Warnings of a passing gate as `{code, message}`.
-pub(crate) fn warnings(outcome: &GateOutcome) -> Vec<super::ops::outcome::Warning> {
+pub(crate) fn warnings(outcome: &GateOutcome) -> Vec<super::warning::Warning> {
     outcome
         .warnings()
-        .map(|f| super::ops::outcome::Warning::new(f.code.name(), f.message.clone()))
+        .map(|f| super::warning::Warning::new(f.code.name(), f.message.clone()))
         .collect()
 }

@@ -44,6 +44,7 @@ pub(crate) mod stories;
 pub(crate) mod summary;
 pub(crate) mod team;
 pub(crate) mod txn;
+pub(crate) mod warning;
 pub(crate) mod workflow;
 
 use std::path::Path;

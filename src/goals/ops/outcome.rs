@@ -20,6 +20,7 @@ pub use crate::gate::template::GateTemplate;
 pub use crate::goals::handoff::Instruction;
 pub use crate::goals::hostgoal::HostStatus;
 pub use crate::goals::summary::{CamelCounts, CriteriaCounts, Summary};
+pub use crate::goals::warning::Warning;
 pub use crate::goals::workflow::Registration;
 pub use crate::goals::workflow::registry::Entry as WorkflowEntry;
 
@@ -191,25 +192,6 @@ impl EvidenceFile {
             .iter()
             .filter_map(|v| serde_json::from_value(v.clone()).ok())
             .collect()
-    }
-}
-
-/// A warning of a command reply (`{code, message}`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Warning {
-    /// The warning code.
-    pub code: String,
-    /// The sentence.
-    pub message: String,
-}
-
-impl Warning {
-    /// A warning.
-    pub fn new(code: &str, message: String) -> Warning {
-        Warning {
-            code: code.to_owned(),
-            message,
-        }
     }
 }
 
