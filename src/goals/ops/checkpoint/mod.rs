@@ -8,12 +8,12 @@ mod criteria;
 mod host;
 
 use criteria::criteria_gate;
-use host::{reconcile_complete, reconcile_failure};
+use host::{HostResult, reconcile_complete, reconcile_failure};
 
 use super::complete::{Report, report};
 use super::outcome::{EvidenceFile, GoalRecord, LedgerHead, LedgerRecord, Warning};
 use super::{entry, goal_not_found, lock_plan, refuse_if_complete};
-use crate::gate::GateScope;
+use crate::gate::{GateOutcome, GateScope};
 use crate::goals::blockers::{self, Classifier};
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::evidence_files::{self, Accepted, Parsed};
@@ -24,7 +24,7 @@ use crate::goals::journal::{Head, LedgerKind};
 use crate::goals::lifecycle::{self, Permit, Trigger};
 use crate::goals::plan::{GoalStatus, Plan};
 use crate::goals::scheduler::{self, Outcome};
-use crate::goals::txn::Write;
+use crate::goals::txn::{Locked, Write};
 use crate::goals::{Engine, batches};
 
 /// The requested checkpoint status.
@@ -148,27 +148,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
     for p in &parsed {
         evidence_files::check_scope(p, &id, None)?;
     }
-    let evidence = req
-        .evidence
-        .as_deref()
-        .map(str::trim)
-        .filter(|e| !crate::text::is_blank(e))
-        .map(str::to_owned)
-        .or_else(|| {
-            parsed
-                .first()
-                .map(|p| p.payload.summary.trim().to_owned())
-                .filter(|s| !crate::text::is_blank(s))
-        })
-        .ok_or_else(|| {
-            GoalError::new(
-                ErrorKind::EvidenceRequired {
-                    flag: None,
-                    legacy: true,
-                },
-                "Evidence must be a non-empty string.",
-            )
-        })?;
+    let evidence = evidence_text(&req, &parsed)?;
     let accepted = evidence_files::verify_all(
         engine,
         &plan,
@@ -178,260 +158,35 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
     )?;
 
     let now = locked.now.clone();
-    let mut entries = Vec::new();
+    let mut w = Written::default();
     if permit == Permit::StartFirst {
-        scheduler::start(engine, &mut plan, &id, None, &now, &mut entries);
+        scheduler::start(engine, &mut plan, &id, None, &now, &mut w.entries);
     }
-    let mut main_index = entries.len();
-    let mut warnings = Vec::new();
-    let mut completion = None;
-    let mut is_final = false;
-    let new_status;
-    let mut main;
-    match req.status {
-        CheckpointStatus::Complete => {
-            let g = plan.goal(&id).expect("looked up");
-            is_final = lifecycle::final_candidate(&plan, g);
-            let closes = batches::closes(&plan, &id).cloned();
-            criteria_gate(engine, &plan, &id, is_final)?;
-            let host = reconcile_complete(engine, &locked.dir, &plan, &req, &evidence, is_final);
-            let gate_required = is_final || closes.is_some();
-            let gate_scope = gate::context(engine, &plan, &id, is_final, closes.as_ref())?;
-            let host = match host {
-                Ok(h) => h,
-                Err(snapshot_err) => {
-                    if gate_required || req.quality_gate.is_some() {
-                        let gate_err = match &req.quality_gate {
-                            None => Some(gate::missing()),
-                            Some(q) => gate::error(&gate::validate(
-                                engine,
-                                &plan,
-                                q,
-                                &gate_scope,
-                                req.strict,
-                            )?),
-                        };
-                        if let Some(ge) = gate_err {
-                            return Err(gate::combined(&snapshot_err, &ge));
-                        }
-                    }
-                    return Err(snapshot_err);
-                }
-            };
-            if let Some(b) = &closes {
-                batches::check_ready(&plan, b, &id)?;
-                if req.quality_gate.is_none() {
-                    return Err(GoalError::new(
-                        ErrorKind::ValidationBatchGateRequired {
-                            batch_id: batches::batch_id(b).to_owned(),
-                        },
-                        "Validation batch final checkpoint requires --quality-gate-json.",
-                    ));
-                }
-            }
-            if is_final && req.quality_gate.is_none() {
-                return Err(gate::missing());
-            }
-            let mut gate_outcome = None;
-            if let Some(q) = &req.quality_gate {
-                let o = gate::validate(engine, &plan, q, &gate_scope, req.strict)?;
-                if let Some(e) = gate::error(&o) {
-                    return Err(e);
-                }
-                if let Some(b) = &closes {
-                    batches::check_criteria(&plan, b)?;
-                    if !is_final {
-                        gate::check_batch_coverage(&plan, b, &o)?;
-                    }
-                }
-                gate_outcome = Some((o, q));
-            }
-            let gate_sha = gate_outcome.as_ref().map(|(o, _)| o.sha256().to_owned());
-            let entry_evidence = match gate_outcome
-                .as_ref()
-                .and_then(|(o, _)| gate::watch_suffix(o))
-            {
-                Some(suffix) => format!("{evidence}{suffix}"),
-                None => evidence.clone(),
-            };
-
-            plan.goal_mut(&id)
-                .expect("looked up")
-                .set_status(GoalStatus::Complete)
-                .set_completed_at(&now)
-                .set_evidence(&evidence)
-                .clear_blockers()
-                .set_updated_at(&now);
-            if plan.active_goal_id() == Some(id.as_str()) {
-                plan.remove("activeGoalId");
-            }
-            plan.set("updatedAt", json!(now));
-            new_status = GoalStatus::Complete;
-            main = entry(
-                &now,
-                if is_final {
-                    LedgerKind::AggregateCompleted
-                } else {
-                    LedgerKind::GoalCompleted
-                },
-                Some(&id),
-            );
-            main.insert("status".into(), json!(GoalStatus::Complete.as_str()));
-            main.insert("evidence".into(), json!(entry_evidence));
-            let max_snap = engine.profile.limits.max_embedded_snapshot_bytes;
-            if let Some(s) = &host.snapshot {
-                main.insert("codexGoal".into(), hostgoal::embed(s, max_snap));
-            }
-            let gate_files = gate_outcome
-                .as_ref()
-                .map(|(o, q)| gate::files(o, q))
-                .unwrap_or_default();
-            add_files(&mut main, &accepted, &gate_files);
-            if let (Some((o, _)), GateScope::Plan(ctx)) = (&gate_outcome, &gate_scope) {
-                main.insert(
-                    "qualityGate".into(),
-                    gate::embedded(o, engine.profile.limits.max_embedded_gate_bytes),
-                );
-                main.insert("gateScope".into(), json!(ctx.scope.ledger_tag()));
-                main.insert("qualityGateSha256".into(), json!(o.sha256()));
-                warnings.extend(gate::warnings(o));
-            }
-            main.insert("hostGoalReconciliation".into(), json!(host.reconciliation));
-            if let Some(t) = host.task_scoped {
-                main.insert("taskScopedAcceptance".into(), t);
-            }
-            warnings.extend(host.warnings);
-            if let Some(b) = &closes {
-                let bid = batches::batch_id(b).to_owned();
-                batches::close(&mut plan, &bid, &id, &now);
-            }
-            // `compat/perGoalCompletion`: the final goal also gets its own
-            // `goal_completed` entry, before `aggregate_completed`.
-            if is_final && engine.profile.compat.per_goal_completion {
-                let mut own = entry(&now, LedgerKind::GoalCompleted, Some(&id));
-                for k in ["status", "evidence", "codexGoal"] {
-                    if let Some(v) = main.get(k) {
-                        own.insert(k.into(), v.clone());
-                    }
-                }
-                entries.push(own);
-                main_index += 1;
-            }
-            if is_final {
-                let record = Completion {
-                    status: GoalStatus::Complete,
-                    completed_at: now.clone(),
-                    evidence: evidence.clone(),
-                    codex_goal: host.snapshot.as_ref().map(|s| hostgoal::embed(s, max_snap)),
-                    revision: plan.revision() + 1,
-                    ledger_seq: locked.seq_of(&plan, main_index),
-                    quality_gate_sha256: gate_sha,
-                };
-                let stored = serde_json::to_value(&record).expect("a completion serialises");
-                for k in &engine.profile.completion_keys {
-                    plan.set(k, stored.clone());
-                }
-                completion = Some(record);
-            }
-            entries.push(std::mem::take(&mut main));
-            if let Some(b) = &closes {
-                let mut bc = entry(&now, LedgerKind::BatchClosed, Some(&id));
-                bc.insert("message".into(), json!(batches::batch_id(b)));
-                entries.push(bc);
-            }
-        }
-        // `compat/blockedNonTerminal`: a blocker note; the goal stays in
-        // progress and active, nothing is classified or escalated.
+    w.main_index = w.entries.len();
+    let c = Step {
+        engine,
+        locked: &locked,
+        req: &req,
+        id: &id,
+        evidence: &evidence,
+        accepted: &accepted,
+        now: &now,
+    };
+    let (new_status, completion) = match req.status {
+        CheckpointStatus::Complete => (GoalStatus::Complete, complete(&c, &mut plan, &mut w)?),
         CheckpointStatus::Blocked if engine.profile.compat.blocked_non_terminal => {
-            let host = reconcile_failure(engine, &plan, &req, &id);
-            plan.goal_mut(&id).expect("looked up").set_updated_at(&now);
-            plan.set("activeGoalId", json!(id));
-            plan.set("updatedAt", json!(now));
-            new_status = GoalStatus::InProgress;
-            main = entry(&now, LedgerKind::GoalBlocked, Some(&id));
-            main.insert("status".into(), json!(GoalStatus::InProgress.as_str()));
-            main.insert("evidence".into(), json!(evidence));
-            if let Some(s) = &host.snapshot {
-                main.insert(
-                    "codexGoal".into(),
-                    hostgoal::embed(s, engine.profile.limits.max_embedded_snapshot_bytes),
-                );
-                main.insert("hostGoalReconciliation".into(), json!(host.reconciliation));
-            }
-            main.insert(
-                "message".into(),
-                json!("Non-terminal blocker recorded; the goal stays in progress."),
-            );
-            warnings.extend(host.warnings);
-            add_files(&mut main, &accepted, &[]);
-            entries.push(std::mem::take(&mut main));
+            (blocker_note(&c, &mut plan, &mut w), None)
         }
         CheckpointStatus::Failed | CheckpointStatus::Blocked => {
-            let host = reconcile_failure(engine, &plan, &req, &id);
-            let classifier = Classifier::new(&engine.blockers);
-            let signature = classifier.classify(&evidence);
-            let escalate_after = engine.profile.blockers.escalate_after;
-            let counts = signature
-                .as_deref()
-                .map(|s| blockers::counts(&plan, &id, s));
-            let needs =
-                counts.is_some_and(|(occ, goals)| occ >= escalate_after || goals >= escalate_after);
-            let requested = if req.status == CheckpointStatus::Failed {
-                GoalStatus::Failed
-            } else {
-                GoalStatus::Blocked
-            };
-            let status = if needs {
-                GoalStatus::NeedsUserDecision
-            } else {
-                requested
-            };
-            let mut goal = plan.goal_mut(&id).expect("looked up");
-            goal.set_status(status).set_updated_at(&now);
-            if requested == GoalStatus::Failed || needs {
-                goal.set_failed(&now, &evidence);
-            }
-            if requested == GoalStatus::Blocked || needs {
-                goal.set_blocked_reason(&evidence);
-            }
-            let decision = signature.as_deref().map(|s| classifier.decision(s));
-            if let (Some(sig), Some((occ, _)), Some(d)) = (&signature, counts, &decision) {
-                goal.set_blocker(sig, occ, d);
-            }
-            if needs {
-                goal.set_non_retriable();
-            }
-            if plan.active_goal_id() == Some(id.as_str()) {
-                plan.remove("activeGoalId");
-            }
-            plan.set("updatedAt", json!(now));
-            new_status = status;
-            let kind = match status {
-                GoalStatus::NeedsUserDecision => LedgerKind::GoalNeedsUserDecision,
-                GoalStatus::Blocked => LedgerKind::GoalBlocked,
-                _ => LedgerKind::GoalFailed,
-            };
-            main = entry(&now, kind, Some(&id));
-            main.insert("status".into(), json!(status.as_str()));
-            main.insert("evidence".into(), json!(evidence));
-            if let (Some(sig), Some((occ, goals)), Some(d)) = (&signature, counts, &decision) {
-                main.insert("blockerSignature".into(), json!(sig));
-                main.insert("blockerOccurrenceCount".into(), json!(occ));
-                main.insert("blockerGoalCount".into(), json!(goals));
-                main.insert("requiredExternalDecision".into(), json!(d));
-            }
-            if let Some(s) = &host.snapshot {
-                main.insert(
-                    "codexGoal".into(),
-                    hostgoal::embed(s, engine.profile.limits.max_embedded_snapshot_bytes),
-                );
-                main.insert("hostGoalReconciliation".into(), json!(host.reconciliation));
-            }
-            warnings.extend(host.warnings);
-            add_files(&mut main, &accepted, &[]);
-            entries.push(std::mem::take(&mut main));
+            (failed_or_blocked(&c, &mut plan, &mut w), None)
         }
-    }
+    };
+    let is_final = completion.is_some();
+    let Written {
+        mut entries,
+        main_index,
+        mut warnings,
+    } = w;
     if !warnings.is_empty() {
         let codes: Vec<Value> = warnings.iter().map(|w| json!(w.code)).collect();
         entries[main_index].insert("warnings".into(), Value::Array(codes));
@@ -474,6 +229,333 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
         status: new_status,
         plan,
     })
+}
+
+/// What the branches of one checkpoint share: the command, its verified
+/// inputs and the held lock.
+struct Step<'a> {
+    engine: &'a Engine,
+    locked: &'a Locked<'a>,
+    req: &'a CheckpointRequest,
+    id: &'a str,
+    evidence: &'a str,
+    accepted: &'a Accepted,
+    now: &'a str,
+}
+
+/// What the branches append: the ledger entries, the index of the main one
+/// and the reply's warnings.
+#[derive(Default)]
+struct Written {
+    entries: Vec<Map<String, Value>>,
+    main_index: usize,
+    warnings: Vec<Warning>,
+}
+
+/// `--evidence`, else the first evidence file's summary; blank is refused.
+fn evidence_text(req: &CheckpointRequest, parsed: &[Parsed]) -> Result<String, GoalError> {
+    req.evidence
+        .as_deref()
+        .map(str::trim)
+        .filter(|e| !crate::text::is_blank(e))
+        .map(str::to_owned)
+        .or_else(|| {
+            parsed
+                .first()
+                .map(|p| p.payload.summary.trim().to_owned())
+                .filter(|s| !crate::text::is_blank(s))
+        })
+        .ok_or_else(|| {
+            GoalError::new(
+                ErrorKind::EvidenceRequired {
+                    flag: None,
+                    legacy: true,
+                },
+                "Evidence must be a non-empty string.",
+            )
+        })
+}
+
+/// Everything `--status complete` checks before it writes: the criteria,
+/// the host-goal snapshot, the batch and the quality gate.
+struct CompleteChecks<'r> {
+    is_final: bool,
+    closes: Option<Map<String, Value>>,
+    host: HostResult,
+    gate_scope: GateScope,
+    gate_outcome: Option<(GateOutcome, &'r Loaded)>,
+}
+
+fn complete_checks<'r>(c: &Step<'r>, plan: &Plan) -> Result<CompleteChecks<'r>, GoalError> {
+    let g = plan.goal(c.id).expect("looked up");
+    let is_final = lifecycle::final_candidate(plan, g);
+    let closes = batches::closes(plan, c.id).cloned();
+    criteria_gate(c.engine, plan, c.id, is_final)?;
+    let host = reconcile_complete(c.engine, &c.locked.dir, plan, c.req, c.evidence, is_final);
+    let gate_required = is_final || closes.is_some();
+    let gate_scope = gate::context(c.engine, plan, c.id, is_final, closes.as_ref())?;
+    let host = match host {
+        Ok(h) => h,
+        Err(snapshot_err) => {
+            if gate_required || c.req.quality_gate.is_some() {
+                let gate_err = match &c.req.quality_gate {
+                    None => Some(gate::missing()),
+                    Some(q) => gate::error(&gate::validate(
+                        c.engine,
+                        plan,
+                        q,
+                        &gate_scope,
+                        c.req.strict,
+                    )?),
+                };
+                if let Some(ge) = gate_err {
+                    return Err(gate::combined(&snapshot_err, &ge));
+                }
+            }
+            return Err(snapshot_err);
+        }
+    };
+    if let Some(b) = &closes {
+        batches::check_ready(plan, b, c.id)?;
+        if c.req.quality_gate.is_none() {
+            return Err(GoalError::new(
+                ErrorKind::ValidationBatchGateRequired {
+                    batch_id: batches::batch_id(b).to_owned(),
+                },
+                "Validation batch final checkpoint requires --quality-gate-json.",
+            ));
+        }
+    }
+    if is_final && c.req.quality_gate.is_none() {
+        return Err(gate::missing());
+    }
+    let mut gate_outcome = None;
+    if let Some(q) = &c.req.quality_gate {
+        let o = gate::validate(c.engine, plan, q, &gate_scope, c.req.strict)?;
+        if let Some(e) = gate::error(&o) {
+            return Err(e);
+        }
+        if let Some(b) = &closes {
+            batches::check_criteria(plan, b)?;
+            if !is_final {
+                gate::check_batch_coverage(plan, b, &o)?;
+            }
+        }
+        gate_outcome = Some((o, q));
+    }
+    Ok(CompleteChecks {
+        is_final,
+        closes,
+        host,
+        gate_scope,
+        gate_outcome,
+    })
+}
+
+/// `--status complete`: the goal completes; the final goal records the run's
+/// completion, which is returned.
+fn complete(
+    c: &Step<'_>,
+    plan: &mut Plan,
+    w: &mut Written,
+) -> Result<Option<Completion>, GoalError> {
+    let CompleteChecks {
+        is_final,
+        closes,
+        host,
+        gate_scope,
+        gate_outcome,
+    } = complete_checks(c, plan)?;
+    let mut completion = None;
+    let gate_sha = gate_outcome.as_ref().map(|(o, _)| o.sha256().to_owned());
+    let entry_evidence = match gate_outcome
+        .as_ref()
+        .and_then(|(o, _)| gate::watch_suffix(o))
+    {
+        Some(suffix) => format!("{}{suffix}", c.evidence),
+        None => c.evidence.to_owned(),
+    };
+
+    plan.goal_mut(c.id)
+        .expect("looked up")
+        .set_status(GoalStatus::Complete)
+        .set_completed_at(c.now)
+        .set_evidence(c.evidence)
+        .clear_blockers()
+        .set_updated_at(c.now);
+    if plan.active_goal_id() == Some(c.id) {
+        plan.remove("activeGoalId");
+    }
+    plan.set("updatedAt", json!(c.now));
+    let mut main = entry(
+        c.now,
+        if is_final {
+            LedgerKind::AggregateCompleted
+        } else {
+            LedgerKind::GoalCompleted
+        },
+        Some(c.id),
+    );
+    main.insert("status".into(), json!(GoalStatus::Complete.as_str()));
+    main.insert("evidence".into(), json!(entry_evidence));
+    let max_snap = c.engine.profile.limits.max_embedded_snapshot_bytes;
+    if let Some(s) = &host.snapshot {
+        main.insert("codexGoal".into(), hostgoal::embed(s, max_snap));
+    }
+    let gate_files = gate_outcome
+        .as_ref()
+        .map(|(o, q)| gate::files(o, q))
+        .unwrap_or_default();
+    add_files(&mut main, c.accepted, &gate_files);
+    if let (Some((o, _)), GateScope::Plan(ctx)) = (&gate_outcome, &gate_scope) {
+        main.insert(
+            "qualityGate".into(),
+            gate::embedded(o, c.engine.profile.limits.max_embedded_gate_bytes),
+        );
+        main.insert("gateScope".into(), json!(ctx.scope.ledger_tag()));
+        main.insert("qualityGateSha256".into(), json!(o.sha256()));
+        w.warnings.extend(gate::warnings(o));
+    }
+    main.insert("hostGoalReconciliation".into(), json!(host.reconciliation));
+    if let Some(t) = host.task_scoped {
+        main.insert("taskScopedAcceptance".into(), t);
+    }
+    w.warnings.extend(host.warnings);
+    if let Some(b) = &closes {
+        let bid = batches::batch_id(b).to_owned();
+        batches::close(plan, &bid, c.id, c.now);
+    }
+    // `compat/perGoalCompletion`: the final goal also gets its own
+    // `goal_completed` entry, before `aggregate_completed`.
+    if is_final && c.engine.profile.compat.per_goal_completion {
+        let mut own = entry(c.now, LedgerKind::GoalCompleted, Some(c.id));
+        for k in ["status", "evidence", "codexGoal"] {
+            if let Some(v) = main.get(k) {
+                own.insert(k.into(), v.clone());
+            }
+        }
+        w.entries.push(own);
+        w.main_index += 1;
+    }
+    if is_final {
+        let record = Completion {
+            status: GoalStatus::Complete,
+            completed_at: c.now.to_owned(),
+            evidence: c.evidence.to_owned(),
+            codex_goal: host.snapshot.as_ref().map(|s| hostgoal::embed(s, max_snap)),
+            revision: plan.revision() + 1,
+            ledger_seq: c.locked.seq_of(plan, w.main_index),
+            quality_gate_sha256: gate_sha,
+        };
+        let stored = serde_json::to_value(&record).expect("a completion serialises");
+        for k in &c.engine.profile.completion_keys {
+            plan.set(k, stored.clone());
+        }
+        completion = Some(record);
+    }
+    w.entries.push(std::mem::take(&mut main));
+    if let Some(b) = &closes {
+        let mut bc = entry(c.now, LedgerKind::BatchClosed, Some(c.id));
+        bc.insert("message".into(), json!(batches::batch_id(b)));
+        w.entries.push(bc);
+    }
+    Ok(completion)
+}
+
+/// `compat/blockedNonTerminal`: a blocker note; the goal stays in progress
+/// and active, nothing is classified or escalated.
+fn blocker_note(c: &Step<'_>, plan: &mut Plan, w: &mut Written) -> GoalStatus {
+    let host = reconcile_failure(c.engine, plan, c.req, c.id);
+    plan.goal_mut(c.id)
+        .expect("looked up")
+        .set_updated_at(c.now);
+    plan.set("activeGoalId", json!(c.id));
+    plan.set("updatedAt", json!(c.now));
+    let mut main = entry(c.now, LedgerKind::GoalBlocked, Some(c.id));
+    main.insert("status".into(), json!(GoalStatus::InProgress.as_str()));
+    main.insert("evidence".into(), json!(c.evidence));
+    if let Some(s) = &host.snapshot {
+        main.insert(
+            "codexGoal".into(),
+            hostgoal::embed(s, c.engine.profile.limits.max_embedded_snapshot_bytes),
+        );
+        main.insert("hostGoalReconciliation".into(), json!(host.reconciliation));
+    }
+    main.insert(
+        "message".into(),
+        json!("Non-terminal blocker recorded; the goal stays in progress."),
+    );
+    w.warnings.extend(host.warnings);
+    add_files(&mut main, c.accepted, &[]);
+    w.entries.push(std::mem::take(&mut main));
+    GoalStatus::InProgress
+}
+
+/// `--status failed|blocked`: the evidence is classified and a repeated
+/// blocker escalates to `needs_user_decision`.
+fn failed_or_blocked(c: &Step<'_>, plan: &mut Plan, w: &mut Written) -> GoalStatus {
+    let host = reconcile_failure(c.engine, plan, c.req, c.id);
+    let classifier = Classifier::new(&c.engine.blockers);
+    let signature = classifier.classify(c.evidence);
+    let escalate_after = c.engine.profile.blockers.escalate_after;
+    let counts = signature
+        .as_deref()
+        .map(|s| blockers::counts(plan, c.id, s));
+    let needs = counts.is_some_and(|(occ, goals)| occ >= escalate_after || goals >= escalate_after);
+    let requested = if c.req.status == CheckpointStatus::Failed {
+        GoalStatus::Failed
+    } else {
+        GoalStatus::Blocked
+    };
+    let status = if needs {
+        GoalStatus::NeedsUserDecision
+    } else {
+        requested
+    };
+    let mut goal = plan.goal_mut(c.id).expect("looked up");
+    goal.set_status(status).set_updated_at(c.now);
+    if requested == GoalStatus::Failed || needs {
+        goal.set_failed(c.now, c.evidence);
+    }
+    if requested == GoalStatus::Blocked || needs {
+        goal.set_blocked_reason(c.evidence);
+    }
+    let decision = signature.as_deref().map(|s| classifier.decision(s));
+    if let (Some(sig), Some((occ, _)), Some(d)) = (&signature, counts, &decision) {
+        goal.set_blocker(sig, occ, d);
+    }
+    if needs {
+        goal.set_non_retriable();
+    }
+    if plan.active_goal_id() == Some(c.id) {
+        plan.remove("activeGoalId");
+    }
+    plan.set("updatedAt", json!(c.now));
+    let kind = match status {
+        GoalStatus::NeedsUserDecision => LedgerKind::GoalNeedsUserDecision,
+        GoalStatus::Blocked => LedgerKind::GoalBlocked,
+        _ => LedgerKind::GoalFailed,
+    };
+    let mut main = entry(c.now, kind, Some(c.id));
+    main.insert("status".into(), json!(status.as_str()));
+    main.insert("evidence".into(), json!(c.evidence));
+    if let (Some(sig), Some((occ, goals)), Some(d)) = (&signature, counts, &decision) {
+        main.insert("blockerSignature".into(), json!(sig));
+        main.insert("blockerOccurrenceCount".into(), json!(occ));
+        main.insert("blockerGoalCount".into(), json!(goals));
+        main.insert("requiredExternalDecision".into(), json!(d));
+    }
+    if let Some(s) = &host.snapshot {
+        main.insert(
+            "codexGoal".into(),
+            hostgoal::embed(s, c.engine.profile.limits.max_embedded_snapshot_bytes),
+        );
+        main.insert("hostGoalReconciliation".into(), json!(host.reconciliation));
+    }
+    w.warnings.extend(host.warnings);
+    add_files(&mut main, c.accepted, &[]);
+    w.entries.push(std::mem::take(&mut main));
+    status
 }
 
 fn add_files(main: &mut Map<String, Value>, accepted: &Accepted, gate_files: &[Value]) {
