@@ -446,12 +446,10 @@ impl HookState {
     }
 }
 
-/// The heads observed for a workspace, read without creating anything;
-/// empty on a machine with no per-user state (CI).
-pub(crate) fn observed_heads(amb: &dyn Ambient, canonical_root: &Path) -> Vec<Head> {
-    let Some(state) = crate::userstate::workspace_path(amb, canonical_root) else {
-        return Vec::new();
-    };
+/// The heads observed for the workspace whose per-user state directory is
+/// `state` ([`crate::workspace::Workspace::user_state_path`]), read without
+/// creating anything; empty on a machine with no per-user state (CI).
+pub(crate) fn observed_heads(amb: &dyn Ambient, state: &Path) -> Vec<Head> {
     let path = state.join(HOOKS_DIR).join(HEADS_DIR);
     let Ok(dir) = amb.open_dir(&path) else {
         return Vec::new();
