@@ -17,6 +17,7 @@
 //! [`RuleSet::load_tightened`]; this module only decides which layers go in.
 
 use std::fmt;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use cap_std::fs::Dir;
@@ -108,7 +109,8 @@ pub struct Workspace {
     rules: RuleSet,
     repo_override: bool,
     rules_error: Option<String>,
-    canonical_root: Option<PathBuf>,
+    /// `opts.root_path` canonicalized; `None` when no path was given.
+    canonical_root: Option<io::Result<PathBuf>>,
 }
 
 impl Workspace {
@@ -126,14 +128,38 @@ impl Workspace {
             rules: loaded.rules,
             repo_override: loaded.repo_override,
             rules_error: loaded.error,
-            canonical_root: opts.root_path.and_then(|p| amb.canonicalize(p).ok()),
+            canonical_root: opts.root_path.map(|p| amb.canonicalize(p)),
         })
+    }
+
+    /// A workspace whose rules the edge assembled and judged itself
+    /// (`doctor` reports each layer's error as a check of its own): `rules`
+    /// as given, no repository override reported as applied, and the
+    /// canonical form of `root_path` as [`Workspace::open`] takes it.
+    pub(crate) fn with_rules(
+        amb: &dyn Ambient,
+        dir: Dir,
+        rules: RuleSet,
+        root_path: Option<&Path>,
+    ) -> Workspace {
+        Workspace {
+            dir,
+            rules,
+            repo_override: false,
+            rules_error: None,
+            canonical_root: root_path.map(|p| amb.canonicalize(p)),
+        }
     }
 
     /// The root's canonical path (symlinks resolved), when the edge named
     /// the root's path and it could be resolved.
     pub fn canonical_root(&self) -> Option<&Path> {
-        self.canonical_root.as_deref()
+        self.canonical_root.as_ref()?.as_deref().ok()
+    }
+
+    /// Why the root's path the edge named could not be resolved.
+    pub fn canonical_root_error(&self) -> Option<&io::Error> {
+        self.canonical_root.as_ref()?.as_ref().err()
     }
 
     /// The workspace's per-user state directory
@@ -395,6 +421,7 @@ mod tests {
         let t = Tree::new();
         let ws = t.open(&opts(None)).unwrap();
         assert_eq!(ws.canonical_root(), None);
+        assert!(ws.canonical_root_error().is_none());
         assert_eq!(ws.user_state_path(&t.amb), None);
         assert!(matches!(
             ws.user_state(&t.amb),
@@ -409,6 +436,10 @@ mod tests {
             })
             .unwrap();
         assert_eq!(ws.canonical_root(), None);
+        assert_eq!(
+            ws.canonical_root_error().map(io::Error::kind),
+            Some(io::ErrorKind::NotFound)
+        );
     }
 
     #[test]

@@ -35,6 +35,7 @@ use crate::sandbox::{PathLimits, RelPath};
 use crate::store::DIAGNOSTICS_DIR as STATE_DIR;
 use crate::store::{self, Durability};
 use crate::userstate::{UserState, UserStateError};
+use crate::workspace::Workspace;
 
 pub(crate) use crate::userstate::HOOKS_DIR;
 /// The gate lock inside [`HOOKS_DIR`].
@@ -121,7 +122,17 @@ impl HookState {
                 )
             })?,
         };
-        let user = UserState::open(amb, &canonical).map_err(|e| StateFault::user(&e))?;
+        HookState::in_user_state(UserState::open(amb, &canonical))
+    }
+
+    /// [`HookState::open`] for the workspace `ws`, in the per-user state
+    /// [`Workspace::user_state`] opens.
+    pub(crate) fn of(amb: &dyn Ambient, ws: &Workspace) -> Result<HookState, StateFault> {
+        HookState::in_user_state(ws.user_state(amb))
+    }
+
+    fn in_user_state(user: Result<UserState, UserStateError>) -> Result<HookState, StateFault> {
+        let user = user.map_err(|e| StateFault::user(&e))?;
         let dir = user.subdir(HOOKS_DIR).map_err(|e| {
             StateFault::io(
                 user.path().join(HOOKS_DIR).display().to_string(),
