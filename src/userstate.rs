@@ -38,6 +38,9 @@ const MAX_WORKSPACE_FILE: u64 = 64 * 1024;
 pub(crate) enum UserStateError {
     /// Neither the platform's state variable nor `HOME` is an absolute path.
     NoHome,
+    /// The workspace's canonical root path is unknown (its path was not
+    /// given or could not be resolved), so its state directory is too.
+    RootUnknown,
     /// The state directory lies inside the workspace, where the agent can
     /// write it (`XDG_STATE_HOME` or `HOME` points into the repository).
     InsideWorkspace {
@@ -65,6 +68,7 @@ impl UserStateError {
     pub(crate) fn fix(&self) -> &'static str {
         match self {
             UserStateError::NoHome => "set HOME (or XDG_STATE_HOME) to an absolute path",
+            UserStateError::RootUnknown => "run evidence-gate from an existing workspace directory",
             UserStateError::InsideWorkspace { .. } => {
                 "point XDG_STATE_HOME (or HOME) at a directory outside the workspace"
             }
@@ -77,7 +81,7 @@ impl UserStateError {
     /// The path concerned, when there is one.
     pub(crate) fn path(&self) -> Option<&Path> {
         match self {
-            UserStateError::NoHome => None,
+            UserStateError::NoHome | UserStateError::RootUnknown => None,
             UserStateError::InsideWorkspace { path }
             | UserStateError::ForeignWorkspace { path, .. }
             | UserStateError::Io { path, .. } => Some(path),
@@ -90,6 +94,9 @@ impl fmt::Display for UserStateError {
         match self {
             UserStateError::NoHome => f.write_str(
                 "the per-user state directory is unknown: neither XDG_STATE_HOME nor HOME is an absolute path",
+            ),
+            UserStateError::RootUnknown => f.write_str(
+                "the per-user state directory is unknown: the workspace's path could not be resolved",
             ),
             UserStateError::InsideWorkspace { path } => write!(
                 f,

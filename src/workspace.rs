@@ -1,5 +1,6 @@
-//! The workspace a command works on: the opened root directory and the rules
-//! that apply to it, assembled once at each command-line edge and passed down.
+//! The workspace a command works on: the opened root directory, the rules
+//! that apply to it and the place of its per-user state, assembled once at
+//! each command-line edge and passed down.
 //!
 //! The rules come in layers (docs/threat-model.md#i9):
 //!
@@ -16,6 +17,7 @@
 //! [`RuleSet::load_tightened`]; this module only decides which layers go in.
 
 use std::fmt;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use cap_std::fs::Dir;
@@ -23,6 +25,7 @@ use cap_std::fs::Dir;
 use crate::ambient::{self, Ambient, ReadError};
 use crate::rules::profiles::{Profile, ProfileError, Profiles};
 use crate::rules::{self, REPO_OVERRIDE, RuleSet, RulesError};
+use crate::userstate::{self, UserState, UserStateError};
 
 /// Cap on a rules file named on the command line (`--rules FILE`).
 pub const MAX_RULES_FILE: u64 = 4 * 1024 * 1024;
@@ -63,6 +66,10 @@ pub struct WorkspaceOptions<'a> {
     pub repo_rules: RepoRules,
     /// What an error does.
     pub on_error: OnError,
+    /// The ambient path the root directory was opened at, when the edge
+    /// knows it: canonicalized once through the [`Ambient`] capability, it
+    /// names the workspace's per-user state ([`Workspace::user_state`]).
+    pub root_path: Option<&'a Path>,
 }
 
 /// Why the workspace could not be assembled.
@@ -95,17 +102,21 @@ impl fmt::Display for WorkspaceError {
 
 impl std::error::Error for WorkspaceError {}
 
-/// The opened root directory and its rules.
+/// The opened root directory, its rules and its canonical path.
 #[derive(Debug)]
 pub struct Workspace {
     dir: Dir,
     rules: RuleSet,
     repo_override: bool,
     rules_error: Option<String>,
+    /// `opts.root_path` canonicalized; `None` when no path was given.
+    canonical_root: Option<io::Result<PathBuf>>,
 }
 
 impl Workspace {
-    /// Assembles the rules for the opened root `dir` as `opts` says.
+    /// Assembles the rules for the opened root `dir` as `opts` says, and
+    /// canonicalizes `opts.root_path` (unknown when absent or when that
+    /// fails).
     pub fn open(
         amb: &dyn Ambient,
         dir: Dir,
@@ -117,7 +128,57 @@ impl Workspace {
             rules: loaded.rules,
             repo_override: loaded.repo_override,
             rules_error: loaded.error,
+            canonical_root: opts.root_path.map(|p| amb.canonicalize(p)),
         })
+    }
+
+    /// A workspace whose rules the edge assembled and judged itself
+    /// (`doctor` reports each layer's error as a check of its own): `rules`
+    /// as given, no repository override reported as applied, and the
+    /// canonical form of `root_path` as [`Workspace::open`] takes it.
+    pub(crate) fn with_rules(
+        amb: &dyn Ambient,
+        dir: Dir,
+        rules: RuleSet,
+        root_path: Option<&Path>,
+    ) -> Workspace {
+        Workspace {
+            dir,
+            rules,
+            repo_override: false,
+            rules_error: None,
+            canonical_root: root_path.map(|p| amb.canonicalize(p)),
+        }
+    }
+
+    /// The root's canonical path (symlinks resolved), when the edge named
+    /// the root's path and it could be resolved.
+    pub fn canonical_root(&self) -> Option<&Path> {
+        self.canonical_root.as_ref()?.as_deref().ok()
+    }
+
+    /// Why the root's path the edge named could not be resolved.
+    pub fn canonical_root_error(&self) -> Option<&io::Error> {
+        self.canonical_root.as_ref()?.as_ref().err()
+    }
+
+    /// The workspace's per-user state directory
+    /// (`$XDG_STATE_HOME/evidence-gate/v1/<workspace-id>/`,
+    /// docs/threat-model.md#tm-3), resolved only: nothing is created or
+    /// opened. `None` when the canonical root or the per-user base is
+    /// unknown.
+    pub fn user_state_path(&self, amb: &dyn Ambient) -> Option<PathBuf> {
+        userstate::workspace_path(amb, self.canonical_root()?)
+    }
+
+    /// Opens (creating and claiming it on first use) the workspace's
+    /// per-user state directory, the one [`Workspace::user_state_path`]
+    /// names; [`UserStateError::RootUnknown`] without a canonical root.
+    pub(crate) fn user_state(&self, amb: &dyn Ambient) -> Result<UserState, UserStateError> {
+        match self.canonical_root() {
+            Some(root) => UserState::open(amb, root),
+            None => Err(UserStateError::RootUnknown),
+        }
     }
 
     /// The root directory.
@@ -316,11 +377,69 @@ mod tests {
             user_config: true,
             repo_rules: RepoRules::Tighten,
             on_error: OnError::Fail,
+            root_path: None,
         }
     }
 
     fn stop(ws: &Workspace) -> SubagentStopRules {
         ws.rules().family().unwrap()
+    }
+
+    #[test]
+    fn the_user_state_path_is_the_directory_user_state_opens() {
+        let mut t = Tree::new();
+        t.amb.vars.insert(
+            "XDG_STATE_HOME".into(),
+            t.path("home/state").into_os_string(),
+        );
+        // The root is named through a symlink: the state is the canonical
+        // root's.
+        std::os::unix::fs::symlink(t.path("repo"), t.path("link")).unwrap();
+        let link = t.path("link");
+        let ws = t
+            .open(&WorkspaceOptions {
+                root_path: Some(&link),
+                ..opts(None)
+            })
+            .unwrap();
+        let canonical = std::fs::canonicalize(t.path("repo")).unwrap();
+        assert_eq!(ws.canonical_root(), Some(canonical.as_path()));
+        let path = ws.user_state_path(&t.amb).unwrap();
+        // Resolving creates nothing.
+        assert!(!path.exists());
+        let state = ws.user_state(&t.amb).unwrap();
+        assert_eq!(state.path(), path.as_path());
+        assert!(path.is_dir());
+        assert_eq!(
+            UserState::open(&t.amb, &canonical).unwrap().path(),
+            path.as_path()
+        );
+    }
+
+    #[test]
+    fn without_a_root_path_the_user_state_is_unknown() {
+        let t = Tree::new();
+        let ws = t.open(&opts(None)).unwrap();
+        assert_eq!(ws.canonical_root(), None);
+        assert!(ws.canonical_root_error().is_none());
+        assert_eq!(ws.user_state_path(&t.amb), None);
+        assert!(matches!(
+            ws.user_state(&t.amb),
+            Err(UserStateError::RootUnknown)
+        ));
+        // A root path that does not resolve is unknown too.
+        let gone = t.path("gone");
+        let ws = t
+            .open(&WorkspaceOptions {
+                root_path: Some(&gone),
+                ..opts(None)
+            })
+            .unwrap();
+        assert_eq!(ws.canonical_root(), None);
+        assert_eq!(
+            ws.canonical_root_error().map(io::Error::kind),
+            Some(io::ErrorKind::NotFound)
+        );
     }
 
     #[test]

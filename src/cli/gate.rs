@@ -135,6 +135,7 @@ fn run_check(
         user_config: true,
         repo_rules: RepoRules::Tighten,
         on_error: OnError::Fail,
+        root_path: Some(Path::new(".")),
     };
     let ws = Workspace::open(amb, dir, &opts).map_err(|e| match e {
         WorkspaceError::RulesFile { path, error } => CannotCheck::new(

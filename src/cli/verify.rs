@@ -7,8 +7,6 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use cap_std::fs::Dir;
-
 use super::progress::TerminalProgress;
 use super::render::{self, Format, Policy, Run, Scope};
 use super::{EXIT_USAGE, Io};
@@ -310,7 +308,7 @@ fn repository(
     };
     let mut audit = match result {
         Ok(mut a) => {
-            rewound_ledgers(args, amb, ws.ws.dir(), &mut a);
+            rewound_ledgers(amb, &ws.ws, &mut a);
             a
         }
         Err(AuditError::Rules(e)) => return Ok(error_audit(rules_finding(&e))),
@@ -395,11 +393,12 @@ fn against_base(
 /// Local runs only (docs/threat-model.md#tm-3): every goal ledger a hook saw on
 /// this machine must still reach the head it saw. A machine without the
 /// per-user witness (CI) skips the check silently.
-fn rewound_ledgers(args: &VerifyArgs, amb: &dyn Ambient, root: &Dir, audit: &mut Audit) {
-    let Ok(canonical) = amb.canonicalize(&args.root) else {
+fn rewound_ledgers(amb: &dyn Ambient, ws: &Workspace, audit: &mut Audit) {
+    let Some(state) = ws.user_state_path(amb) else {
         return;
     };
-    for head in crate::hooks::witness::observed_heads(amb, &canonical) {
+    let root = ws.dir();
+    for head in crate::hooks::witness::observed_heads(amb, &state) {
         let Ok(rel) = RelPath::parse(&head.state_dir, crate::sandbox::PathLimits::default()) else {
             continue;
         };
@@ -504,6 +503,7 @@ fn workspace(args: &VerifyArgs, amb: &dyn Ambient) -> Result<Audited, Box<Findin
             RepoRules::Ignore
         },
         on_error: OnError::Fail,
+        root_path: Some(&args.root),
     };
     let ws = Workspace::open(amb, dir, &opts).map_err(|e| match e {
         WorkspaceError::RulesFile { path, error } => {

@@ -37,6 +37,7 @@ pub(super) fn rules_valid(
         user_config: true,
         repo_rules: RepoRules::Tighten,
         on_error: OnError::Fail,
+        root_path: None,
     };
     let loaded = workspace::load_rules(amb, Some(root), &opts).and_then(|l| {
         l.rules

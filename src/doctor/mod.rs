@@ -14,6 +14,7 @@ use serde::Serialize;
 use crate::ambient::{self, Ambient};
 use crate::hooks::host::Host;
 use crate::init::wiring::Shape;
+use crate::workspace::Workspace;
 
 /// Outcome of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -101,14 +102,16 @@ impl Places {
 }
 
 /// The per-user `hooks/` directory's path.
-fn hooks_state_path(amb: &dyn Ambient, workspace: &Path) -> Option<PathBuf> {
-    let canonical = amb.canonicalize(workspace).ok()?;
-    Some(crate::userstate::workspace_path(amb, &canonical)?.join(crate::hooks::witness::HOOKS_DIR))
+fn hooks_state_path(amb: &dyn Ambient, ws: &Workspace) -> Option<PathBuf> {
+    Some(
+        ws.user_state_path(amb)?
+            .join(crate::hooks::witness::HOOKS_DIR),
+    )
 }
 
 /// The per-user `hooks/` directory, when it exists (never created here).
-fn hooks_state_dir(amb: &dyn Ambient, workspace: &Path) -> Option<cap_std::fs::Dir> {
-    amb.open_dir(&hooks_state_path(amb, workspace)?).ok()
+fn hooks_state_dir(amb: &dyn Ambient, ws: &Workspace) -> Option<cap_std::fs::Dir> {
+    amb.open_dir(&hooks_state_path(amb, ws)?).ok()
 }
 
 /// Runs every check; `Err` when doctor could not run at all (exit 2).
@@ -165,9 +168,12 @@ pub(crate) fn run(o: &Options, amb: &dyn Ambient) -> Result<Vec<Check>, String> 
         .family::<crate::rules::profiles::Profiles>()
         .map(|p| p.0.values().map(|p| p.state_dir.clone()).collect())
         .unwrap_or_default();
-    user_state::check(amb, &places.workspace, &root, o.fix, &mut checks);
-    let hooks_dir = hooks_state_dir(amb, &places.workspace);
-    local::state_writable(&root, hooks_dir.as_ref(), &profile_dirs, &mut checks);
+    // The rules were judged above, check by check; the workspace only
+    // names the root and its per-user state.
+    let ws = Workspace::with_rules(amb, root, set, Some(&places.workspace));
+    user_state::check(amb, &places.workspace, &ws, o.fix, &mut checks);
+    let hooks_dir = hooks_state_dir(amb, &ws);
+    local::state_writable(ws.dir(), hooks_dir.as_ref(), &profile_dirs, &mut checks);
     local::lock_works(
         hooks_dir.as_ref(),
         rules.as_ref().map(|(_, _, h)| h),
@@ -175,7 +181,7 @@ pub(crate) fn run(o: &Options, amb: &dyn Ambient) -> Result<Vec<Check>, String> 
     );
     local::hosts_support(&hosts, &mut checks);
     local::hosts_records(&hosts, &mut checks);
-    let hooks_path = hooks_state_path(amb, &places.workspace);
+    let hooks_path = hooks_state_path(amb, &ws);
     local::diagnostics_recent(
         hooks_dir.as_ref(),
         hooks_path.as_deref(),

@@ -18,7 +18,8 @@ use crate::hooks::gate_ledger;
 use crate::hooks::receipt::{attempts, reuse};
 use crate::hooks::witness::{self, HookState};
 use crate::store::{LockOptions, MutationLock};
-use crate::userstate::{self, UserState};
+use crate::userstate;
+use crate::workspace::Workspace;
 
 /// Entries of `hooks/` that must be directories.
 const DIRS: &[&str] = &[attempts::DIR, reuse::DIR, "goal-loop"];
@@ -33,40 +34,40 @@ const TREE: &[(&str, bool)] = &[
     (reuse::DIR, true),
 ];
 
-/// Checks (and with `fix` repairs) the per-user state and the in-tree
-/// mirror's directory.
+/// Checks (and with `fix` repairs) the per-user state of `ws`, opened at
+/// the ambient path `workspace`, and the in-tree mirror's directory.
 pub(super) fn check(
     amb: &dyn Ambient,
     workspace: &Path,
-    root: &Dir,
+    ws: &Workspace,
     fix: bool,
     checks: &mut Vec<Check>,
 ) {
-    let canonical = match amb.canonicalize(workspace) {
-        Ok(p) => p,
-        Err(e) => {
-            checks.push(Check::new(
-                "state.user",
-                Status::Fail,
-                format!("{}: {e}", workspace.display()),
-            ));
-            return;
-        }
+    let Some(canonical) = ws.canonical_root() else {
+        let e = ws
+            .canonical_root_error()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        checks.push(Check::new(
+            "state.user",
+            Status::Fail,
+            format!("{}: {e}", workspace.display()),
+        ));
+        return;
     };
-    user(amb, &canonical, fix, checks);
-    tree(amb, workspace, &canonical, root, fix, checks);
+    user(amb, ws, canonical, fix, checks);
+    tree(amb, ws, fix, checks);
 }
 
-fn user(amb: &dyn Ambient, canonical: &Path, fix: bool, checks: &mut Vec<Check>) {
+fn user(amb: &dyn Ambient, ws: &Workspace, canonical: &Path, fix: bool, checks: &mut Vec<Check>) {
     let id = "state.user";
-    let Some(base) = userstate::base_path(amb) else {
+    let (Some(base), Some(path)) = (userstate::base_path(amb), ws.user_state_path(amb)) else {
         checks.push(
             Check::new(id, Status::Fail, "the per-user state directory is unknown")
                 .hint("set HOME (or XDG_STATE_HOME) to an absolute path; until then every gated stop is blocked"),
         );
         return;
     };
-    let path = userstate::workspace_dir_in(&base, canonical);
     if path.starts_with(canonical) || base.starts_with(canonical) {
         checks.push(
             Check::new(
@@ -95,7 +96,7 @@ fn user(amb: &dyn Ambient, canonical: &Path, fix: bool, checks: &mut Vec<Check>)
         );
         return;
     }
-    let state = match UserState::open(amb, canonical) {
+    let state = match ws.user_state(amb) {
         Ok(s) => s,
         Err(e) => {
             checks.push(Check::new(id, Status::Fail, e.to_string()).hint(e.fix()));
@@ -195,15 +196,9 @@ fn sweep(
     }
 }
 
-fn tree(
-    amb: &dyn Ambient,
-    workspace: &Path,
-    canonical: &Path,
-    root: &Dir,
-    fix: bool,
-    checks: &mut Vec<Check>,
-) {
+fn tree(amb: &dyn Ambient, ws: &Workspace, fix: bool, checks: &mut Vec<Check>) {
     let id = "state.tree";
+    let root = ws.dir();
     let mut problems = Vec::new();
     let mut repaired = Vec::new();
     let omo = root.open_dir(".omo");
@@ -239,7 +234,7 @@ fn tree(
         sweep(&dir, &[], &files, fix, &mut problems, &mut repaired);
     }
     if fix && problems.is_empty() {
-        match restore_mirror(amb, workspace, canonical, root) {
+        match restore_mirror(amb, ws) {
             Ok(Some(r)) if r.rewound > 0 || r.forged > 0 => repaired.push(format!(
                 "gate-ledger mirror restored ({} record(s) missing, {} not written by the witness)",
                 r.rewound, r.forged
@@ -267,12 +262,10 @@ fn tree(
 /// rewind or forgery as a hook call would). `None` when there is no witness.
 fn restore_mirror(
     amb: &dyn Ambient,
-    workspace: &Path,
-    canonical: &Path,
-    root: &Dir,
+    ws: &Workspace,
 ) -> Result<Option<witness::Reconciled>, String> {
-    let hs = HookState::open(amb, workspace, Some(canonical))
-        .map_err(|f| format!("{}: {}", f.path, f.error))?;
+    let hs = HookState::of(amb, ws).map_err(|f| format!("{}: {}", f.path, f.error))?;
+    let root = ws.dir();
     if hs.dir().symlink_metadata(gate_ledger::FILE).is_err() {
         return Ok(None);
     }

@@ -5,7 +5,8 @@
 //! `doctor` reads them and the gated agent cannot edit them; when that
 //! directory is unusable, to the base per-user state directory, and never
 //! into the workspace. The front end opens the target through the
-//! [`Ambient`] ([`Sink::open`]); a failure never changes a command's outcome.
+//! [`Ambient`] ([`Sink::of`] for an assembled [`Workspace`], [`Sink::open`]
+//! for a bare canonical root); a failure never changes a command's outcome.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -17,6 +18,8 @@ use serde_json::json;
 use super::Engine;
 use super::index::View;
 use crate::ambient::Ambient;
+use crate::userstate::{UserState, UserStateError};
+use crate::workspace::Workspace;
 
 /// Rotation threshold (the hooks' default `hooks.diagnostics_max_bytes`).
 const MAX_BYTES: u64 = 1024 * 1024;
@@ -52,10 +55,29 @@ impl Sink {
     /// unusable, the base per-user state directory unless it lies inside
     /// the workspace. Never a directory of the workspace.
     pub fn open(amb: &dyn Ambient, canonical_root: Option<&Path>) -> Sink {
-        if let Some(root) = canonical_root
-            && let Some(dir) = crate::userstate::UserState::open(amb, root)
-                .ok()
-                .and_then(|u| u.subdir(crate::userstate::HOOKS_DIR).ok())
+        let user = match canonical_root {
+            Some(root) => UserState::open(amb, root),
+            None => Err(UserStateError::RootUnknown),
+        };
+        Sink::with(amb, user, canonical_root)
+    }
+
+    /// [`Sink::open`] for the workspace `ws`, at the per-user state
+    /// [`Workspace::user_state`] opens.
+    pub fn of(amb: &dyn Ambient, ws: &Workspace) -> Sink {
+        Sink::with(amb, ws.user_state(amb), ws.canonical_root())
+    }
+
+    /// `<user>/hooks/`, else the base per-user state directory unless it
+    /// lies inside the workspace at `canonical_root`.
+    fn with(
+        amb: &dyn Ambient,
+        user: Result<UserState, UserStateError>,
+        canonical_root: Option<&Path>,
+    ) -> Sink {
+        if let Some(dir) = user
+            .ok()
+            .and_then(|u| u.subdir(crate::userstate::HOOKS_DIR).ok())
         {
             return Sink(Some(Arc::new(dir)));
         }

@@ -208,8 +208,9 @@ pub(crate) fn check_context(
 /// others, and the goal's scope is checked as `checkpoint --start-pending`
 /// will check it. `root_path` is the ambient path `ws` was opened at and
 /// `session_id` the profile's session flag, if given (else the
-/// environment's scope). A missing or corrupt plan, or an unknown goal,
-/// cannot be checked.
+/// environment's scope). The engine's diagnostics go to the per-user state
+/// of `ws`'s canonical root ([`crate::workspace::WorkspaceOptions::root_path`]).
+/// A missing or corrupt plan, or an unknown goal, cannot be checked.
 pub fn check_gate_in_plan(
     amb: &dyn Ambient,
     ws: Workspace,
@@ -219,6 +220,9 @@ pub fn check_gate_in_plan(
     goal_id: &str,
     session_id: Option<&str>,
 ) -> Result<GateOutcome, CannotCheck> {
+    // The workspace is handed on whole; its canonical root names the
+    // engine's diagnostics sink, opened only once the plan is read.
+    let canonical_root = ws.canonical_root().map(Path::to_path_buf);
     let plan = |root: &Root, rules: &RuleSet| -> Result<(GateScope, String), CannotCheck> {
         let dir = root.dir().try_clone().map_err(|e| {
             CannotCheck::new(
@@ -232,8 +236,17 @@ pub fn check_gate_in_plan(
             details: Some(json!({"code": e.code(), "details": e.details()})),
         };
         let explicit = session_id.map(Some);
-        let engine = Engine::open(amb, (dir, root_path), rules, opts.profile, explicit, None)
-            .map_err(goal_error)?;
+        let sink = super::diagnostics::Sink::open(amb, canonical_root.as_deref());
+        let engine = Engine::open(
+            amb,
+            (dir, root_path),
+            rules,
+            opts.profile,
+            explicit,
+            None,
+            sink,
+        )
+        .map_err(goal_error)?;
         check_context(&engine, goal_id).map_err(goal_error)
     };
     crate::gate::run::check_with(amb, ws, document, opts, Some(&plan))

@@ -203,8 +203,8 @@ impl Engine {
     /// it needs through `amb`: the scope named by `explicit` (the profile's
     /// session flag: absent, given without a value, or with one) or else the
     /// environment, the absolute root (`root_path` against the working
-    /// directory) and its git worktree prefix, the gate surface inputs, and
-    /// the per-user diagnostics sink of the workspace.
+    /// directory) and its git worktree prefix, and the gate surface inputs.
+    /// `diagnostics` is the workspace's per-user sink ([`diagnostics::Sink::of`]).
     pub fn open(
         amb: &dyn Ambient,
         (root, root_path): (Dir, &Path),
@@ -212,6 +212,7 @@ impl Engine {
         profile: &str,
         explicit: Option<Option<&str>>,
         lock_timeout_ms: Option<u64>,
+        diagnostics: diagnostics::Sink,
     ) -> Result<Engine, GoalError> {
         let p = profile::Profiles::lookup(rules, profile)
             .map_err(|e| GoalError::from(e.into_rules_error()))?;
@@ -241,7 +242,7 @@ impl Engine {
                 lock_timeout_ms,
                 root_abs,
                 surface: SurfaceInputs::read(amb, rules),
-                diagnostics: diagnostics::Sink::at(amb, root_path),
+                diagnostics,
                 worktree_prefix,
             },
         )

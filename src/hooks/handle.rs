@@ -79,6 +79,7 @@ fn load_rules(
         user_config: true,
         repo_rules: RepoRules::Tighten,
         on_error: OnError::Fallback,
+        root_path: None,
     };
     match workspace::load_rules(amb, root, &opts) {
         Ok(l) => (l.rules, l.error),

@@ -35,6 +35,7 @@ use crate::sandbox::{PathLimits, RelPath};
 use crate::store::DIAGNOSTICS_DIR as STATE_DIR;
 use crate::store::{self, Durability};
 use crate::userstate::{UserState, UserStateError};
+use crate::workspace::Workspace;
 
 pub(crate) use crate::userstate::HOOKS_DIR;
 /// The gate lock inside [`HOOKS_DIR`].
@@ -121,7 +122,17 @@ impl HookState {
                 )
             })?,
         };
-        let user = UserState::open(amb, &canonical).map_err(|e| StateFault::user(&e))?;
+        HookState::in_user_state(UserState::open(amb, &canonical))
+    }
+
+    /// [`HookState::open`] for the workspace `ws`, in the per-user state
+    /// [`Workspace::user_state`] opens.
+    pub(crate) fn of(amb: &dyn Ambient, ws: &Workspace) -> Result<HookState, StateFault> {
+        HookState::in_user_state(ws.user_state(amb))
+    }
+
+    fn in_user_state(user: Result<UserState, UserStateError>) -> Result<HookState, StateFault> {
+        let user = user.map_err(|e| StateFault::user(&e))?;
         let dir = user.subdir(HOOKS_DIR).map_err(|e| {
             StateFault::io(
                 user.path().join(HOOKS_DIR).display().to_string(),
@@ -446,12 +457,10 @@ impl HookState {
     }
 }
 
-/// The heads observed for a workspace, read without creating anything;
-/// empty on a machine with no per-user state (CI).
-pub(crate) fn observed_heads(amb: &dyn Ambient, canonical_root: &Path) -> Vec<Head> {
-    let Some(state) = crate::userstate::workspace_path(amb, canonical_root) else {
-        return Vec::new();
-    };
+/// The heads observed for the workspace whose per-user state directory is
+/// `state` ([`crate::workspace::Workspace::user_state_path`]), read without
+/// creating anything; empty on a machine with no per-user state (CI).
+pub(crate) fn observed_heads(amb: &dyn Ambient, state: &Path) -> Vec<Head> {
     let path = state.join(HOOKS_DIR).join(HEADS_DIR);
     let Ok(dir) = amb.open_dir(&path) else {
         return Vec::new();

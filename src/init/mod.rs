@@ -380,6 +380,7 @@ fn shape(o: &Options, amb: &dyn Ambient) -> Result<wiring::Shape, Error> {
         user_config: true,
         repo_rules: RepoRules::Tighten,
         on_error: OnError::Fail,
+        root_path: None,
     };
     let ws = Workspace::open(amb, root, &opts).map_err(|e| match e {
         WorkspaceError::RulesFile { path, error } => {

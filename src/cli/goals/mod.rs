@@ -412,11 +412,16 @@ fn dispatch(
         user_config: true,
         repo_rules: RepoRules::Tighten,
         on_error: OnError::Fail,
+        root_path: None,
     };
-    let (root, rules, profiles) = loop {
+    let (ws, profiles) = loop {
         let dir = match amb.open_dir(&root_path) {
             Ok(d) => d,
             Err(e) => return fail(GoalError::io(&root_path.display().to_string(), "open", &e)),
+        };
+        let opts = WorkspaceOptions {
+            root_path: Some(&root_path),
+            ..opts
         };
         let ws = match Workspace::open(amb, dir, &opts) {
             Ok(ws) => ws,
@@ -445,8 +450,7 @@ fn dispatch(
             root_path = here.to_path_buf();
             continue;
         }
-        let (root, rules) = ws.into_parts();
-        break (root, rules, found);
+        break (ws, found);
     };
     let p = match profiles {
         Ok(p) => p,
@@ -462,6 +466,8 @@ fn dispatch(
         Ok(v) => v,
         Err(e) => return fail(e),
     };
+    let sink = crate::goals::diagnostics::Sink::of(amb, &ws);
+    let (root, rules) = ws.into_parts();
     let engine = match Engine::open(
         amb,
         (root, &root_path),
@@ -469,6 +475,7 @@ fn dispatch(
         profile,
         explicit,
         lock_timeout_ms,
+        sink,
     ) {
         Ok(e) => e,
         Err(e) => return fail(e),
