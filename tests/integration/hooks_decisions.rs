@@ -211,6 +211,58 @@ fn honest_i12_a_real_user_decision_ends_the_run_as_waived() {
 }
 
 #[test]
+fn honest_i12_a_prompt_sent_through_a_symlinked_cwd_from_another_directory_verifies() {
+    // The host runs the prompt hook from another directory and names the
+    // workspace through a symlink; the Stop hook runs in the workspace
+    // itself. Both must file and find the prompt in the one per-user state
+    // of the canonical workspace.
+    let h = setup();
+    let links = tempfile::tempdir().unwrap();
+    let link = links.path().join("repo-link");
+    std::os::unix::fs::symlink(h.path(), &link).unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mut p = h.codex_event(
+        "UserPromptSubmit",
+        SID,
+        json!({"prompt": "drop both goals: the parser is obsolete."}),
+    );
+    p["cwd"] = json!(link.to_str().unwrap());
+    let mut cmd = h.command(
+        &["hook", "user-prompt-submit", "--host", "codex"],
+        &clean_env(),
+        false,
+    );
+    cmd.current_dir(elsewhere.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(p.to_string().as_bytes()).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let states: Vec<_> = std::fs::read_dir(h.state_home.path().join("evidence-gate/v1"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(
+        states.len(),
+        1,
+        "one workspace, one per-user state: {states:?}"
+    );
+    waive_all(&h, "drop both goals: the parser is obsolete.");
+    assert_allow(&stop(&h));
+}
+
+#[test]
 fn honest_i12_a_user_may_quote_the_decision_id() {
     let h = setup();
     let decision = "skip the tests goal, covered upstream";

@@ -95,7 +95,7 @@ impl HookRepo {
         std::fs::write(dir.join("config.toml"), text).unwrap();
     }
 
-    fn command(&self, args: &[&str], env: &[(&str, &str)], as_nobody: bool) -> Command {
+    pub(crate) fn command(&self, args: &[&str], env: &[(&str, &str)], as_nobody: bool) -> Command {
         let mut cmd = if as_nobody && is_root() {
             let mut c = Command::new("setpriv");
             c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);

@@ -168,6 +168,21 @@ pub(crate) fn note_carried(us: &UserState, key: &str) -> io::Result<()> {
     crate::store::append_synced(&d, &mut file, created, &line)
 }
 
+/// The canonical workspace path the witness is filed under, the one the
+/// hooks' own state uses (docs/threat-model.md#tm-3): the process's directory
+/// when the payload names it, else the payload's `cwd` resolved; a path that
+/// cannot be resolved is used as given, and opening its state then fails
+/// closed.
+fn workspace_root(c: &super::Ctx<'_>) -> PathBuf {
+    match c.canonical_cwd {
+        Some(p) => p.to_owned(),
+        None => c
+            .amb
+            .canonicalize(&c.env.cwd)
+            .unwrap_or_else(|_| c.env.cwd.clone()),
+    }
+}
+
 /// Records the prompt of a `user-prompt-submit` event; a failure writes
 /// `HOOK_STATE_IO` (the prompt is not recorded, so a decision it carries
 /// stays unverified: the fault fails closed on its own).
@@ -175,9 +190,9 @@ pub(super) fn witness(c: &super::Ctx<'_>, prompt: &str) {
     let Some(session) = c.env.session_id.as_deref() else {
         return;
     };
-    let root = c.canonical_cwd.unwrap_or(&c.env.cwd);
+    let root = workspace_root(c);
     let at = crate::time::rfc3339_ms(std::time::SystemTime::now());
-    let result = open_state(c.amb, root)
+    let result = open_state(c.amb, &root)
         .map_err(|e| (e.path().map(Path::to_path_buf), e.to_string()))
         .and_then(|us| {
             record(&us, session, &at, prompt).map_err(|e| (Some(display(&us)), e.to_string()))
@@ -204,8 +219,8 @@ pub(super) fn check(c: &super::Ctx<'_>, found: &super::Found<'_>) -> Option<Deci
         return None;
     }
     let p = &found.profile.profile;
-    let root = c.canonical_cwd.unwrap_or(&c.env.cwd);
-    let us = match open_state(c.amb, root) {
+    let root = workspace_root(c);
+    let us = match open_state(c.amb, &root) {
         Ok(us) => us,
         Err(e) => {
             let path = e
