@@ -442,18 +442,26 @@ fn head_file(state_dir: &str) -> String {
 
 impl HookState {
     /// Records `head` as observed (docs/threat-model.md#tm-3 "ledger heads
-    /// observed"): kept when its `seq` is not below the one recorded.
+    /// observed"): kept when its `seq` is not below the one recorded. A head
+    /// recorded already, byte for byte, is not written again (no synced
+    /// replace on every stop of an idle ledger).
     pub(crate) fn observe_head(&self, head: &Head) -> io::Result<()> {
         let dir = self.subdir(HEADS_DIR)?;
         let name = head_file(&head.state_dir);
-        if let Ok(bytes) = read_regular(&dir, &name, 64 * 1024)
-            && let Ok(v) = serde_json::from_slice::<Value>(&bytes)
-            && v.get("seq").and_then(Value::as_u64) > Some(head.seq)
-        {
-            return Ok(());
+        let new =
+            json!({"v": 1, "stateDir": head.state_dir, "seq": head.seq, "sha256": head.sha256})
+                .to_string();
+        if let Ok(bytes) = read_regular(&dir, &name, 64 * 1024) {
+            if bytes == new.as_bytes() {
+                return Ok(());
+            }
+            if let Ok(v) = serde_json::from_slice::<Value>(&bytes)
+                && v.get("seq").and_then(Value::as_u64) > Some(head.seq)
+            {
+                return Ok(());
+            }
         }
-        let v = json!({"v": 1, "stateDir": head.state_dir, "seq": head.seq, "sha256": head.sha256});
-        store::atomic_replace(&dir, &name, v.to_string().as_bytes(), Durability::Synced)
+        store::atomic_replace(&dir, &name, new.as_bytes(), Durability::Synced)
     }
 }
 

@@ -962,6 +962,58 @@ fn a_rewound_goal_ledger_is_reported_by_local_verify_evidence() {
     assert!(!run.stdout.contains("LEDGER_REWOUND"), "{}", run.stdout);
 }
 
+/// The head the Stop hook saw is written once: a second stop on the same
+/// ledger leaves the per-user heads file as it is (no synced replace per
+/// stop), a ledger that grew replaces it with the new head.
+#[test]
+fn an_unchanged_goal_ledger_head_is_not_rewritten_on_every_stop() {
+    use std::os::unix::fs::MetadataExt;
+    let h = HookRepo::new();
+    live_plan(&h);
+    let e: serde_json::Map<String, Value> =
+        serde_json::from_value(json!({"kind": "note", "at": "2026-01-01T00:00:00.000Z"})).unwrap();
+    let path = format!("{ULW}/{SID}/ledger.jsonl");
+    let (ledger, _) = evidence_gate::internals::chain_records(0, None, &vec![e.clone(); 3]);
+    h.write(&path, &ledger);
+    let heads = |h: &HookRepo| -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        let mut todo = vec![h.state_home.path().to_path_buf()];
+        while let Some(d) = todo.pop() {
+            for entry in std::fs::read_dir(&d).unwrap() {
+                let p = entry.unwrap().path();
+                if p.is_dir() {
+                    todo.push(p);
+                } else if p.parent().and_then(|p| p.file_name()) == Some("heads".as_ref()) {
+                    out.push(p);
+                }
+            }
+        }
+        out
+    };
+    block_reason(&stop(&h, &h.codex_stop(SID)));
+    let files = heads(&h);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let first = std::fs::metadata(&files[0]).unwrap();
+    let seen: Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+    assert_eq!(seen["seq"], 3, "{seen}");
+    // The same head again: the file is the one written first.
+    block_reason(&stop(&h, &h.codex_stop(SID)));
+    let again = std::fs::metadata(&files[0]).unwrap();
+    assert_eq!(
+        (again.ino(), again.mtime_nsec()),
+        (first.ino(), first.mtime_nsec())
+    );
+    // The ledger grows: the new head replaces the old one.
+    let (ledger, _) = evidence_gate::internals::chain_records(0, None, &vec![e; 5]);
+    h.write(&path, &ledger);
+    // (The third stop without progress pauses instead of blocking.)
+    let run = stop(&h, &h.codex_stop(SID));
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let seen: Value = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+    assert_eq!(seen["seq"], 5, "{seen}");
+    assert_ne!(std::fs::metadata(&files[0]).unwrap().ino(), first.ino());
+}
+
 /// `STOP_STUCK` on the Stop payloads the real hosts sent in the third turn
 /// of the e2e `*_stop_stuck` scenarios (Codex 0.171.0, Claude Code 2.1.332,
 /// Gemini 0.61.0): two blocks in each host's block shape while the plan
