@@ -1,6 +1,6 @@
 //! Performance targets of one run, each printed as a ratio against a
-//! baseline measured in the same run (the issue "near the process floor at
-//! any size"; `docs/performance.md` is written from this output):
+//! baseline measured in the same run (`docs/performance.md` is written from
+//! this output):
 //!
 //! * the process floor: spawning `true`; `--version` and every command and
 //!   hook as a multiple of it;
@@ -15,6 +15,9 @@
 //!   `record-evidence`, the Stop hook and the steering prompt hook, with the
 //!   bytes each hook read from files (`EVIDENCE_GATE_IO_REPORT`).
 //!
+//! `PERF_BIN_DIR=<dir with evidence-gate and verify-evidence>` measures
+//! those binaries instead of the ones this bench was built with (another
+//! build configuration, such as a statically linked release).
 //! `PERF_BASELINE_DIR=<dir with evidence-gate and verify-evidence>` times an
 //! older build on the same workloads, interleaved run by run, and prints the
 //! ratio. `PERF_QUICK=1` takes fewer runs and drops the 1M-record workload
@@ -42,18 +45,24 @@ struct Bins {
 }
 
 fn bins() -> (Bins, Option<Bins>) {
-    let new = Bins {
+    let dir = |var: &str| {
+        std::env::var_os(var).map(|d| {
+            let d = PathBuf::from(d);
+            let b = Bins {
+                gate: d.join("evidence-gate"),
+                verify: d.join("verify-evidence"),
+            };
+            for exe in [&b.gate, &b.verify] {
+                assert!(exe.is_file(), "{var}: {} is not a file", exe.display());
+            }
+            b
+        })
+    };
+    let new = dir("PERF_BIN_DIR").unwrap_or_else(|| Bins {
         gate: PathBuf::from(env!("CARGO_BIN_EXE_evidence-gate")),
         verify: PathBuf::from(env!("CARGO_BIN_EXE_verify-evidence")),
-    };
-    let base = std::env::var_os("PERF_BASELINE_DIR").map(|d| {
-        let d = PathBuf::from(d);
-        Bins {
-            gate: d.join("evidence-gate"),
-            verify: d.join("verify-evidence"),
-        }
     });
-    (new, base)
+    (new, dir("PERF_BASELINE_DIR"))
 }
 
 fn base_dir() -> PathBuf {
@@ -582,6 +591,7 @@ fn main() {
         runs,
         if quick { ", quick" } else { "" }
     );
+    println!("binaries: {}", b.gate.display());
     println!("floor: `true` p50 {fl:.2} ms");
 
     // Start-up: `--version` and a command that loads the rules.

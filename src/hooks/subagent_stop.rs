@@ -417,6 +417,11 @@ fn accept(c: &Ctx<'_>, hs: &HookState, v: &Verified, earlier: usize, counter: &s
 /// output, assistant and user text never count; a host without a recorded
 /// compaction record shape has no escape at all.
 fn context_pressure(c: &Ctx<'_>) -> bool {
+    // Without a pinned shape nothing can release the worker: the markers are
+    // not even compiled (their SIMD searchers probe the CPU on first use).
+    if !super::host_records::escape_enabled(c.env.host) {
+        return false;
+    }
     let markers = Markers::new(&c.hooks.context_pressure_markers);
     if c.stop
         .last_message

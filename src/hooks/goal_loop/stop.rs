@@ -172,6 +172,11 @@ fn tampered(c: &Ctx<'_>, found: &Found<'_>, b: &crate::goals::binding::Binding) 
 /// context. A sentence the agent wrote ("context compacted" in its text or a
 /// tool's output) never counts (docs/threat-model.md#i5).
 fn main_context_pressure(c: &Ctx<'_>) -> bool {
+    // Without a pinned shape there is no escape: the markers are not even
+    // compiled (their SIMD searchers probe the CPU on first use).
+    if !crate::hooks::host_records::escape_enabled(c.env.host) {
+        return false;
+    }
     transcript::host_pressure(
         c.amb,
         c.env.host,
