@@ -4,73 +4,9 @@
 
 use super::plan::Plan;
 use super::profile::BlockerRules;
+use super::words::Word;
 
 pub(crate) use super::plan::model::ATTEMPT_CLEARED_FIELDS;
-
-/// One word-list entry: the literal `stem`, matched at word boundaries; with
-/// `prefix` (a trailing `*` in the rules) any word characters may follow it.
-///
-/// This is exactly the regular expression `\b<stem>\b` (or `\b<stem>\w*\b`)
-/// with Unicode word characters, evaluated without compiling it: a `checkpoint
-/// --status blocked|failed` call would otherwise build about 35 Unicode
-/// automata to classify one sentence.
-#[derive(Debug, Clone)]
-struct Word {
-    stem: String,
-    prefix: bool,
-}
-
-impl Word {
-    fn new(w: &str) -> Word {
-        match w.strip_suffix('*') {
-            Some(stem) => Word {
-                stem: stem.to_owned(),
-                prefix: true,
-            },
-            None => Word {
-                stem: w.to_owned(),
-                prefix: false,
-            },
-        }
-    }
-
-    /// Whether the entry occurs in `text` (every start position is tried, as
-    /// a regex search does).
-    fn is_match(&self, text: &str) -> bool {
-        let mut from = 0;
-        while let Some(found) = text[from..].find(self.stem.as_str()) {
-            let start = from + found;
-            let end = start + self.stem.len();
-            if at_boundary(text, start)
-                && (at_boundary(text, end) || (self.prefix && word_at(text, end)))
-            {
-                return true;
-            }
-            match text[start..].chars().next() {
-                Some(c) => from = start + c.len_utf8(),
-                None => return false,
-            }
-        }
-        false
-    }
-}
-
-/// `\w` in Unicode mode (the regex crate's own table).
-fn is_word(c: char) -> bool {
-    regex_syntax::is_word_character(c)
-}
-
-/// Whether the character starting at byte `i` is a word character.
-fn word_at(text: &str, i: usize) -> bool {
-    text[i..].chars().next().is_some_and(is_word)
-}
-
-/// `\b` at byte `i`: a word character on exactly one side (the text's ends
-/// count as non-word).
-fn at_boundary(text: &str, i: usize) -> bool {
-    let before = text[..i].chars().next_back().is_some_and(is_word);
-    before != word_at(text, i)
-}
 
 /// A compiled classifier.
 #[derive(Debug)]

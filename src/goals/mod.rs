@@ -45,6 +45,7 @@ pub(crate) mod summary;
 pub(crate) mod team;
 pub(crate) mod txn;
 pub(crate) mod warning;
+pub(crate) mod words;
 pub(crate) mod workflow;
 
 use std::path::Path;

@@ -3,7 +3,6 @@
 //! thrown here; the text heuristic of docs/differences.md#r-4 item 7 only adds a warning.
 
 use std::collections::HashSet;
-use std::sync::LazyLock;
 
 use serde_json::{Map, Value};
 
@@ -95,39 +94,48 @@ fn has_protected(v: &Value, protected: &[String]) -> bool {
     }
 }
 
-static WEAKEN_WORDS: LazyLock<(regex::Regex, regex::Regex)> = LazyLock::new(|| {
-    let words = |list: &[&str]| {
-        let alt: Vec<String> = list.iter().map(|w| regex::escape(w)).collect();
-        regex::Regex::new(&format!(
-            r"(?:^|[^a-z0-9])(?:{})(?:$|[^a-z0-9])",
-            alt.join("|")
-        ))
-        .expect("static pattern")
-    };
-    (
-        words(&[
-            "skip",
-            "bypass",
-            "weaken",
-            "remove",
-            "omit",
-            "auto-complete",
-            "auto complete",
-            "autocomplete",
-            "mark complete",
-            "complete faster",
-        ]),
-        words(&[
-            "test",
-            "tests",
-            "verification",
-            "review",
-            "quality gate",
-            "complete",
-            "completion",
-        ]),
-    )
-});
+/// The weakening verbs and their objects of the wording warning.
+const WEAKEN_VERBS: &[&str] = &[
+    "skip",
+    "bypass",
+    "weaken",
+    "remove",
+    "omit",
+    "auto-complete",
+    "auto complete",
+    "autocomplete",
+    "mark complete",
+    "complete faster",
+];
+const WEAKEN_OBJECTS: &[&str] = &[
+    "test",
+    "tests",
+    "verification",
+    "review",
+    "quality gate",
+    "complete",
+    "completion",
+];
+
+/// Whether a word of `list` occurs in `text` with no ASCII letter or digit
+/// next to it (the pattern `(?:^|[^a-z0-9])(?:w1|w2|…)(?:$|[^a-z0-9])` over
+/// lower-cased text, matched without compiling it).
+fn ascii_word_in(text: &str, list: &[&str]) -> bool {
+    let alnum = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    let bytes = text.as_bytes();
+    list.iter().any(|w| {
+        let mut from = 0;
+        while let Some(found) = text[from..].find(w) {
+            let start = from + found;
+            let end = start + w.len();
+            if !alnum(start.checked_sub(1).and_then(|i| bytes.get(i))) && !alnum(bytes.get(end)) {
+                return true;
+            }
+            from = start + text[start..].chars().next().map_or(1, char::len_utf8);
+        }
+        false
+    })
+}
 
 fn strings_of(v: &Value, out: &mut String) {
     match v {
@@ -148,19 +156,44 @@ pub(crate) fn weakened_wording(fields: &Map<String, Value>) -> bool {
     for v in fields.values() {
         strings_of(v, &mut text);
     }
-    let (a, b) = &*WEAKEN_WORDS;
-    a.is_match(&text) && b.is_match(&text)
+    ascii_word_in(&text, WEAKEN_VERBS) && ascii_word_in(&text, WEAKEN_OBJECTS)
 }
 
 /// A request to skip, bypass, weaken or remove tests, verification, review,
 /// the quality gate or completion (in that order on one line), or to
-/// auto-complete.
-static WEAKEN_REQUEST: LazyLock<regex::Regex> = LazyLock::new(|| {
-    regex::Regex::new(
-        r"\b(?:skip|bypass|weaken|remove)\b.*\b(?:tests?|review|verification|quality gate|complete|completion)\b|\bauto[- ]?complete\b",
-    )
-    .expect("static pattern")
-});
+/// auto-complete: the pattern
+/// `\b(?:skip|bypass|weaken|remove)\b.*\b(?:tests?|review|verification|quality gate|complete|completion)\b|\bauto[- ]?complete\b`
+/// (Unicode word boundaries, `.` short of a newline), matched without
+/// compiling it.
+fn weaken_request(text: &str) -> bool {
+    use crate::goals::words::bounded;
+    const VERBS: &[&str] = &["skip", "bypass", "weaken", "remove"];
+    const OBJECTS: &[&str] = &[
+        "test",
+        "tests",
+        "review",
+        "verification",
+        "quality gate",
+        "complete",
+        "completion",
+    ];
+    const AUTO: &[&str] = &["auto-complete", "auto complete", "autocomplete"];
+    if AUTO.iter().any(|w| bounded(text, w).next().is_some()) {
+        return true;
+    }
+    text.split('\n').any(|line| {
+        let Some(verb_end) = VERBS
+            .iter()
+            .filter_map(|w| bounded(line, w).next().map(|(_, end)| end))
+            .min()
+        else {
+            return false;
+        };
+        OBJECTS
+            .iter()
+            .any(|w| bounded(line, w).any(|(start, _)| start >= verb_end))
+    })
+}
 
 /// What the proposal asks for, in its own words: the new titles and
 /// objectives (top level, `after` and children), the rationale and the
@@ -203,7 +236,7 @@ fn intent_text(p: &Proposal) -> String {
 /// Whether the proposal asks to weaken completion (refused where the
 /// profile says so; elsewhere only the wording warning applies).
 pub(crate) fn asks_to_weaken(p: &Proposal) -> bool {
-    WEAKEN_REQUEST.is_match(&intent_text(p))
+    weaken_request(&intent_text(p))
 }
 
 /// Healthy batch member: removing it without a user decision weakens the batch.
@@ -525,6 +558,98 @@ fn revise_batch(plan: &Plan, p: &Proposal, r: &Resolved, out: &mut Out) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The regular expressions the wording checks stand for.
+    fn reference_words(list: &[&str]) -> regex::Regex {
+        let alt: Vec<String> = list.iter().map(|w| regex::escape(w)).collect();
+        regex::Regex::new(&format!(
+            r"(?:^|[^a-z0-9])(?:{})(?:$|[^a-z0-9])",
+            alt.join("|")
+        ))
+        .unwrap()
+    }
+
+    fn reference_request() -> regex::Regex {
+        regex::Regex::new(
+            r"\b(?:skip|bypass|weaken|remove)\b.*\b(?:tests?|review|verification|quality gate|complete|completion)\b|\bauto[- ]?complete\b",
+        )
+        .unwrap()
+    }
+
+    const EDGE_TEXTS: &[&str] = &[
+        "",
+        "skip tests",
+        "skiptests",
+        "skip\ntests",
+        "tests skip",
+        "please skip the review",
+        "remove completion",
+        "removed tests",
+        "auto-complete",
+        "autocompleted",
+        "auto  complete",
+        "x auto complete y",
+        "skip_tests",
+        "skip-tests",
+        "skip1 tests",
+        "é skip tests é",
+        "éskip tests",
+        "skip testsé",
+        "skip test\u{301}",
+        "weaken the quality gate",
+        "weaken the quality  gate",
+        "bypass: complete",
+        "mark complete the tests",
+        "complete faster",
+        "omit verification",
+        "omitverification",
+        "9skip tests",
+        "Skip Tests",
+        "remove\r tests",
+        "tests remove tests",
+    ];
+
+    #[test]
+    fn wording_checks_agree_with_their_regular_expressions_on_edge_cases() {
+        let (verbs, objects) = (
+            reference_words(WEAKEN_VERBS),
+            reference_words(WEAKEN_OBJECTS),
+        );
+        let request = reference_request();
+        for t in EDGE_TEXTS {
+            assert_eq!(ascii_word_in(t, WEAKEN_VERBS), verbs.is_match(t), "{t:?}");
+            assert_eq!(
+                ascii_word_in(t, WEAKEN_OBJECTS),
+                objects.is_match(t),
+                "{t:?}"
+            );
+            assert_eq!(weaken_request(t), request.is_match(t), "{t:?}");
+        }
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn wording_checks_agree_with_their_regular_expressions(
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    Just("skip"), Just("bypass"), Just("weaken"), Just("remove"), Just("omit"),
+                    Just("auto"), Just("complete"), Just("completion"), Just("test"), Just("tests"),
+                    Just("review"), Just("verification"), Just("quality"), Just("gate"),
+                    Just("mark"), Just("faster"), Just("autocomplete"),
+                    Just(" "), Just("-"), Just("\n"), Just("é"), Just("\u{301}"), Just("_"),
+                    Just("s"), Just("9"), Just("X"), Just("."),
+                ],
+                0..8,
+            ),
+        ) {
+            let t: String = parts.concat();
+            prop_assert_eq!(ascii_word_in(&t, WEAKEN_VERBS), reference_words(WEAKEN_VERBS).is_match(&t));
+            prop_assert_eq!(ascii_word_in(&t, WEAKEN_OBJECTS), reference_words(WEAKEN_OBJECTS).is_match(&t));
+            prop_assert_eq!(weaken_request(&t), reference_request().is_match(&t));
+        }
+    }
 
     #[test]
     fn wording_heuristic_is_whole_word() {
