@@ -89,41 +89,130 @@ pub(crate) struct TailRecord {
 impl TailRecord {
     /// Reads one record's bytes.
     pub(crate) fn of(line: &[u8]) -> TailRecord {
-        let v: Option<Value> = serde_json::from_slice(line).ok();
         TailRecord {
-            seq: v
-                .as_ref()
-                .and_then(ledger::chain_fields)
-                .map(|(seq, _)| seq),
             sha256: ledger::record_hash(line),
-            plan_sha256: v
+            ..TailRecord::fields(line)
+        }
+    }
+
+    /// A record's `seq` (when chained), `planSha256` and `revision`, without
+    /// its hash (`sha256` empty). The line is parsed in full, as a JSON value
+    /// would be (a later duplicate key wins), but only these fields are
+    /// kept: a binding check walks every record after the plan's head.
+    fn fields(line: &[u8]) -> TailRecord {
+        let mut de = serde_json::Deserializer::from_slice(line);
+        let f = serde::Deserializer::deserialize_any(&mut de, TailFieldsVisitor)
+            .and_then(|f| de.end().map(|()| f))
+            .unwrap_or_default();
+        let mut chain = Map::new();
+        if let Some(v) = f.seq {
+            chain.insert("seq".into(), v);
+        }
+        if let Some(v) = f.prev {
+            chain.insert("prev".into(), v);
+        }
+        TailRecord {
+            seq: ledger::chain_fields(&Value::Object(chain)).map(|(seq, _)| seq),
+            sha256: String::new(),
+            plan_sha256: f
+                .plan_sha256
                 .as_ref()
-                .and_then(|v| v.get(PLAN_SHA256))
                 .and_then(Value::as_str)
                 .map(str::to_owned),
-            revision: v
-                .as_ref()
-                .and_then(|v| v.get("revision"))
-                .and_then(Value::as_u64),
+            revision: f.revision.as_ref().and_then(Value::as_u64),
         }
+    }
+}
+
+/// The top-level fields [`TailRecord::fields`] keeps (the last of duplicate
+/// keys); `None` everywhere for a line that is not a JSON object.
+#[derive(Default)]
+struct TailFields {
+    seq: Option<Value>,
+    prev: Option<Value>,
+    plan_sha256: Option<Value>,
+    revision: Option<Value>,
+}
+
+enum TailKey {
+    Seq,
+    Prev,
+    PlanSha256,
+    Revision,
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for TailKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<TailKey, D::Error> {
+        struct KeyVisitor;
+        impl serde::de::Visitor<'_> for KeyVisitor {
+            type Value = TailKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: serde::de::Error>(self, k: &str) -> Result<TailKey, E> {
+                Ok(match k {
+                    "seq" => TailKey::Seq,
+                    "prev" => TailKey::Prev,
+                    PLAN_SHA256 => TailKey::PlanSha256,
+                    "revision" => TailKey::Revision,
+                    _ => TailKey::Other,
+                })
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+struct TailFieldsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for TailFieldsVisitor {
+    type Value = TailFields;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a ledger record")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<TailFields, A::Error> {
+        let mut f = TailFields::default();
+        while let Some(k) = m.next_key::<TailKey>()? {
+            let slot = match k {
+                TailKey::Seq => &mut f.seq,
+                TailKey::Prev => &mut f.prev,
+                TailKey::PlanSha256 => &mut f.plan_sha256,
+                TailKey::Revision => &mut f.revision,
+                TailKey::Other => {
+                    m.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            *slot = Some(m.next_value::<Value>()?);
+        }
+        Ok(f)
     }
 }
 
 /// The newest records of the ledger `file` (complete records before `end`),
 /// newest first, back to the record with `seq` ≤ `stop_seq` (included) —
-/// or, without a named head, back to the last chained record.
-pub(crate) fn read_tail(
+/// or, without a named head, back to the last chained record. `found` tells
+/// whether a newer chained record was read already. Only the records the
+/// judgement compares are hashed: the newest chained record and the one at
+/// `stop_seq`.
+fn read_tail(
     file: &mut File,
     end: u64,
     stop_seq: Option<u64>,
     limit: usize,
+    mut found: bool,
 ) -> io::Result<Vec<TailRecord>> {
     let mut out = Vec::new();
     if limit == 0 {
         return Ok(out);
     }
     journal::read_back(file, end, |_, line| {
-        let r = TailRecord::of(line);
+        let mut r = TailRecord::fields(line);
+        if r.seq.is_some() && (!found || r.seq == stop_seq) {
+            r.sha256 = ledger::record_hash(line);
+        }
+        found |= r.seq.is_some();
         let stop = match (r.seq, stop_seq) {
             (Some(s), Some(h)) => s <= h,
             (Some(_), None) => true,
@@ -186,7 +275,8 @@ pub(crate) fn read_tail_file(
         }
     }
     let rest = limit - out.len();
-    out.extend(read_tail(file, complete, stop_seq, rest)?);
+    let found = out.iter().any(|r| r.seq.is_some());
+    out.extend(read_tail(file, complete, stop_seq, rest, found)?);
     Ok(out)
 }
 
@@ -495,6 +585,56 @@ fn judge_digest(
 mod tests {
     use super::*;
     use crate::goals::plan::body_sha256;
+
+    /// What a record read as a whole JSON value yields (the reference for
+    /// [`TailRecord::fields`]).
+    fn reference(line: &[u8]) -> TailRecord {
+        let v: Option<Value> = serde_json::from_slice(line).ok();
+        TailRecord {
+            seq: v
+                .as_ref()
+                .and_then(ledger::chain_fields)
+                .map(|(seq, _)| seq),
+            sha256: ledger::record_hash(line),
+            plan_sha256: v
+                .as_ref()
+                .and_then(|v| v.get(PLAN_SHA256))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            revision: v
+                .as_ref()
+                .and_then(|v| v.get("revision"))
+                .and_then(Value::as_u64),
+        }
+    }
+
+    #[test]
+    fn record_fields_read_as_the_whole_value_would() {
+        let prev = "a".repeat(64);
+        let lines = [
+            format!(r#"{{"kind":"x","seq":3,"prev":"{prev}","planSha256":"p","revision":2}}"#),
+            format!(r#"{{"seq":3,"prev":"{prev}","seq":4}}"#),
+            format!(r#"{{"seq":3,"prev":"{prev}","seq":"4"}}"#),
+            format!(r#"{{"s\u0065q":5,"prev":"{prev}","planSha256":"q","planSha256":7}}"#),
+            format!(r#"{{"seq":0,"prev":"{prev}"}}"#),
+            format!(r#"{{"seq":3,"prev":"{}"}}"#, "A".repeat(64)),
+            r#"{"seq":3,"prev":null}"#.to_owned(),
+            format!(r#"{{"nested":{{"seq":3,"prev":"{prev}"}},"revision":-1}}"#),
+            format!(r#"{{"seq":3,"prev":"{prev}"}} trailing"#),
+            format!(r#"{{"seq":3,"prev":"{prev}""#),
+            format!(r#"[{{"seq":3,"prev":"{prev}"}}]"#),
+            "17".to_owned(),
+            "{}".to_owned(),
+            r#"{"revision":1.5,"seq":1e0}"#.to_owned(),
+        ];
+        for line in &lines {
+            assert_eq!(
+                TailRecord::of(line.as_bytes()),
+                reference(line.as_bytes()),
+                "{line}"
+            );
+        }
+    }
 
     /// [`judge_plan`] for a plan document built in the test.
     fn judge(doc: &Map<String, Value>, tail: &[TailRecord], pending: bool) -> Binding {
