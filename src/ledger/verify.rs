@@ -162,8 +162,8 @@ fn verify_chain_with(
             if !fill(r, &mut block)? {
                 break;
             }
-            for p in prepare(&block) {
-                if !link.line(p, visit) {
+            for mut p in prepare(&block) {
+                if !link.line(&mut p, visit) {
                     return Ok(link.finish());
                 }
             }
@@ -172,33 +172,61 @@ fn verify_chain_with(
     }
     let (work_tx, work_rx) = mpsc::channel::<(u64, Vec<u8>)>();
     let work_rx = Mutex::new(work_rx);
-    let (done_tx, done_rx) = mpsc::channel::<(u64, Vec<Prepared>)>();
+    let (done_tx, done_rx) = mpsc::channel::<Done>();
     std::thread::scope(|scope| {
-        for _ in 0..threads {
+        let mut free = Vec::with_capacity(threads);
+        for worker in 0..threads {
             let done_tx = done_tx.clone();
             let work_rx = &work_rx;
+            // Each worker frees the lines it parsed once the caller has
+            // linked them: freeing was half of the caller's sequential work,
+            // and memory goes back to the allocator arena it came from.
+            let (free_tx, free_rx) = mpsc::channel::<Vec<Prepared>>();
+            free.push(free_tx);
             scope.spawn(move || {
                 loop {
+                    while let Ok(lines) = free_rx.try_recv() {
+                        drop(lines);
+                    }
                     // The lock is held only while taking the next block.
                     let job = match work_rx.lock() {
                         Ok(rx) => rx.recv(),
                         Err(_) => break,
                     };
                     let Ok((id, block)) = job else { break };
-                    if done_tx.send((id, prepare(&block))).is_err() {
+                    if done_tx
+                        .send(Done {
+                            id,
+                            worker,
+                            lines: prepare(&block),
+                        })
+                        .is_err()
+                    {
                         break;
                     }
+                }
+                // The caller drops its senders when it is done.
+                for lines in free_rx {
+                    drop(lines);
                 }
             });
         }
         drop(done_tx);
-        let result = feed(r, &work_tx, &done_rx, threads as u64, &mut link, visit);
-        // Dropping the sender ends the workers; blocks still queued are
+        let result = feed(r, &work_tx, &done_rx, &free, &mut link, visit);
+        // Dropping the senders ends the workers; blocks still queued are
         // prepared and discarded.
         drop(work_tx);
+        drop(free);
         result
     })?;
     Ok(link.finish())
+}
+
+/// A block of prepared lines, from worker `worker`.
+struct Done {
+    id: u64,
+    worker: usize,
+    lines: Vec<Prepared>,
 }
 
 /// The caller's side of the parallel scan: keeps up to two blocks per
@@ -206,14 +234,15 @@ fn verify_chain_with(
 fn feed(
     r: &mut dyn BufRead,
     work: &mpsc::Sender<(u64, Vec<u8>)>,
-    done: &mpsc::Receiver<(u64, Vec<Prepared>)>,
-    threads: u64,
+    done: &mpsc::Receiver<Done>,
+    free: &[mpsc::Sender<Vec<Prepared>>],
     link: &mut Link,
     visit: &mut dyn FnMut(u64, &Value),
 ) -> io::Result<()> {
+    let threads = free.len() as u64;
     let mut sent = 0u64;
     let mut next = 0u64;
-    let mut ready: BTreeMap<u64, Vec<Prepared>> = BTreeMap::new();
+    let mut ready: BTreeMap<u64, Done> = BTreeMap::new();
     let mut input_done = false;
     loop {
         while !input_done && sent - next < 2 * threads {
@@ -230,23 +259,27 @@ fn feed(
         if next == sent {
             return Ok(());
         }
-        let lines = loop {
-            if let Some(lines) = ready.remove(&next) {
-                break lines;
+        let mut block = loop {
+            if let Some(d) = ready.remove(&next) {
+                break d;
             }
             match done.recv() {
-                Ok((id, lines)) => {
-                    ready.insert(id, lines);
+                Ok(d) => {
+                    ready.insert(d.id, d);
                 }
                 // A worker panicked: the scope re-raises it.
                 Err(_) => return Err(io::Error::other("a ledger verification worker stopped")),
             }
         };
         next += 1;
-        for p in lines {
+        for p in &mut block.lines {
             if !link.line(p, visit) {
                 return Ok(());
             }
+        }
+        // A worker that has stopped leaves the lines to be freed here.
+        if let Some(tx) = free.get(block.worker) {
+            let _ = tx.send(block.lines);
         }
     }
 }
@@ -278,7 +311,7 @@ impl Link {
     }
 
     /// Links one line; `false` when verification stops (a torn tail).
-    fn line(&mut self, p: Prepared, visit: &mut dyn FnMut(u64, &Value)) -> bool {
+    fn line(&mut self, p: &mut Prepared, visit: &mut dyn FnMut(u64, &Value)) -> bool {
         let rep = &mut self.rep;
         rep.bytes += p.n;
         self.line_no += 1;
@@ -309,7 +342,7 @@ impl Link {
             }
         }
         rep.records += 1;
-        let hash = p.hash;
+        let hash = std::mem::take(&mut p.hash);
         match &p.value {
             None => rep.findings.push(ChainFinding {
                 finding: Finding::new(
