@@ -829,6 +829,32 @@ fn an_invalid_goal_loop_override_falls_back_to_the_embedded_rules() {
     assert!(d[0]["detail"]["problem"].as_str().unwrap().contains("NOPE"));
 }
 
+/// An override is checked whatever the event: a value only the subagent
+/// policy uses, when invalid, also sends the goal-loop Stop hook to the
+/// embedded rules with `HOOK_RULES_INVALID`.
+#[test]
+fn an_override_invalid_for_the_subagent_policy_also_falls_back_on_stop() {
+    let h = HookRepo::new();
+    live_plan(&h);
+    h.user_rules(
+        r#"{"subagent_stop": {"verify_budget_ms": 10000}, "directives": {"stop-resume": "resume {{GOAL_ID}} now"}}"#,
+    );
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(
+        reason.contains("still has unfinished goals"),
+        "embedded text: {reason}"
+    );
+    let d = h.diagnostics();
+    assert_eq!(d[0]["code"], "HOOK_RULES_INVALID", "{d:?}");
+    assert!(
+        d[0]["detail"]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("/subagent_stop/verify_budget_ms"),
+        "{d:?}"
+    );
+}
+
 #[test]
 fn reads_only_the_tails_and_never_the_ledger() {
     let h = HookRepo::new();
