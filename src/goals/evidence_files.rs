@@ -25,6 +25,32 @@ pub(crate) struct Parsed {
     pub payload: Payload,
 }
 
+/// The evidence text of a recording: `evidence` trimmed, else the first
+/// evidence file's summary; blank is refused with `EvidenceRequired`
+/// (`legacy`: the checkpoint's wording of the code).
+pub(crate) fn evidence_or_summary(
+    evidence: Option<&str>,
+    parsed: &[Parsed],
+    legacy: bool,
+) -> Result<String, GoalError> {
+    evidence
+        .map(str::trim)
+        .filter(|e| !crate::text::is_blank(e))
+        .map(str::to_owned)
+        .or_else(|| {
+            parsed
+                .first()
+                .map(|p| p.payload.summary.trim().to_owned())
+                .filter(|s| !crate::text::is_blank(s))
+        })
+        .ok_or_else(|| {
+            GoalError::new(
+                ErrorKind::EvidenceRequired { flag: None, legacy },
+                "Evidence must be a non-empty string.",
+            )
+        })
+}
+
 /// Files and payload records accepted by a command.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Accepted {

@@ -814,31 +814,12 @@ fn every_host_gets_its_own_block_shape() {
     assert_eq!(auto.json()["decision"], "block");
 }
 
-#[test]
-fn an_invalid_goal_loop_override_falls_back_to_the_embedded_rules() {
+/// The Stop hook under `rules` blocks with the embedded text and reports
+/// `HOOK_RULES_INVALID` naming `problem`.
+fn falls_back_to_the_embedded_rules(rules: &str, problem: &str) {
     let h = HookRepo::new();
     live_plan(&h);
-    h.user_rules(r#"{"directives": {"stop-resume": "resume {{NOPE}}"}}"#);
-    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
-    assert!(
-        reason.contains("still has unfinished goals"),
-        "embedded text: {reason}"
-    );
-    let d = h.diagnostics();
-    assert_eq!(d[0]["code"], "HOOK_RULES_INVALID", "{d:?}");
-    assert!(d[0]["detail"]["problem"].as_str().unwrap().contains("NOPE"));
-}
-
-/// An override is checked whatever the event: a value only the subagent
-/// policy uses, when invalid, also sends the goal-loop Stop hook to the
-/// embedded rules with `HOOK_RULES_INVALID`.
-#[test]
-fn an_override_invalid_for_the_subagent_policy_also_falls_back_on_stop() {
-    let h = HookRepo::new();
-    live_plan(&h);
-    h.user_rules(
-        r#"{"subagent_stop": {"verify_budget_ms": 10000}, "directives": {"stop-resume": "resume {{GOAL_ID}} now"}}"#,
-    );
+    h.user_rules(rules);
     let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
     assert!(
         reason.contains("still has unfinished goals"),
@@ -850,8 +831,27 @@ fn an_override_invalid_for_the_subagent_policy_also_falls_back_on_stop() {
         d[0]["detail"]["problem"]
             .as_str()
             .unwrap()
-            .contains("/subagent_stop/verify_budget_ms"),
+            .contains(problem),
         "{d:?}"
+    );
+}
+
+#[test]
+fn an_invalid_goal_loop_override_falls_back_to_the_embedded_rules() {
+    falls_back_to_the_embedded_rules(
+        r#"{"directives": {"stop-resume": "resume {{NOPE}}"}}"#,
+        "NOPE",
+    );
+}
+
+/// An override is checked whatever the event: a value only the subagent
+/// policy uses, when invalid, also sends the goal-loop Stop hook to the
+/// embedded rules with `HOOK_RULES_INVALID`.
+#[test]
+fn an_override_invalid_for_the_subagent_policy_also_falls_back_on_stop() {
+    falls_back_to_the_embedded_rules(
+        r#"{"subagent_stop": {"verify_budget_ms": 10000}, "directives": {"stop-resume": "resume {{GOAL_ID}} now"}}"#,
+        "/subagent_stop/verify_budget_ms",
     );
 }
 

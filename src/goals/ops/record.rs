@@ -111,27 +111,7 @@ pub fn run(engine: &Engine, req: RecordRequest) -> Result<RecordOutcome, GoalErr
             evidence_files::check_status(p, status.as_str())?;
         }
     }
-    let evidence = req
-        .evidence
-        .as_deref()
-        .map(str::trim)
-        .filter(|e| !crate::text::is_blank(e))
-        .map(str::to_owned)
-        .or_else(|| {
-            parsed
-                .first()
-                .map(|p| p.payload.summary.trim().to_owned())
-                .filter(|s| !crate::text::is_blank(s))
-        })
-        .ok_or_else(|| {
-            GoalError::new(
-                ErrorKind::EvidenceRequired {
-                    flag: None,
-                    legacy: false,
-                },
-                "Evidence must be a non-empty string.",
-            )
-        })?;
+    let evidence = evidence_files::evidence_or_summary(req.evidence.as_deref(), &parsed, false)?;
     let seeded = c.seeded(&engine.profile.criteria.seeded_markers);
     let accept_seeded = req
         .accept_seeded

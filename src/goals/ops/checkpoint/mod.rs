@@ -148,7 +148,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
     for p in &parsed {
         evidence_files::check_scope(p, &id, None)?;
     }
-    let evidence = evidence_text(&req, &parsed)?;
+    let evidence = evidence_files::evidence_or_summary(req.evidence.as_deref(), &parsed, true)?;
     let accepted = evidence_files::verify_all(
         engine,
         &plan,
@@ -250,30 +250,6 @@ struct Written {
     entries: Vec<Map<String, Value>>,
     main_index: usize,
     warnings: Vec<Warning>,
-}
-
-/// `--evidence`, else the first evidence file's summary; blank is refused.
-fn evidence_text(req: &CheckpointRequest, parsed: &[Parsed]) -> Result<String, GoalError> {
-    req.evidence
-        .as_deref()
-        .map(str::trim)
-        .filter(|e| !crate::text::is_blank(e))
-        .map(str::to_owned)
-        .or_else(|| {
-            parsed
-                .first()
-                .map(|p| p.payload.summary.trim().to_owned())
-                .filter(|s| !crate::text::is_blank(s))
-        })
-        .ok_or_else(|| {
-            GoalError::new(
-                ErrorKind::EvidenceRequired {
-                    flag: None,
-                    legacy: true,
-                },
-                "Evidence must be a non-empty string.",
-            )
-        })
 }
 
 /// Everything `--status complete` checks before it writes: the criteria,
