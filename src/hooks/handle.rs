@@ -417,12 +417,19 @@ fn decide(
     } else {
         None
     };
+    // The workspace's canonical root, resolved once for the whole call: it
+    // names the per-user state every step of the decision opens.
+    let workspace: Option<PathBuf> = match canonical {
+        Some(p) => Some(p.to_owned()),
+        None => amb.canonicalize(&decoded.envelope.cwd).ok(),
+    };
     let decision = match (a.event, &decoded.body) {
         (HookEvent::SubagentStop, Body::Stop(stop)) => subagent_stop::decide(&subagent_stop::Ctx {
             amb,
             diag,
             root: &root,
             canonical_cwd: canonical,
+            workspace: workspace.as_deref(),
             env: &decoded.envelope,
             stop,
             hooks: &hooks,
@@ -437,6 +444,7 @@ fn decide(
                 diag,
                 root: &root,
                 canonical_cwd: canonical,
+                workspace: workspace.as_deref(),
                 env: &decoded.envelope,
                 hooks: &hooks,
                 policy: &loop_policy,

@@ -134,8 +134,11 @@ pub struct Ctx<'a> {
     pub diag: &'a Diagnostics<'a>,
     /// The workspace root (`cwd`).
     pub root: &'a Dir,
-    /// `cwd`'s canonical form, when known.
+    /// `cwd`'s canonical form when it is the process's directory.
     pub canonical_cwd: Option<&'a Path>,
+    /// The workspace's canonical root, resolved once per call (names the
+    /// per-user state); `None` when it could not be resolved.
+    pub workspace: Option<&'a Path>,
     /// The envelope.
     pub env: &'a Envelope,
     /// The stop fields.
@@ -160,7 +163,7 @@ pub fn decide(c: &Ctx<'_>) -> Decision {
     }
     let mut earlier = 0;
     let checked = check_receipt(c, &mut earlier);
-    let hs = match HookState::open(c.amb, &c.env.cwd, c.canonical_cwd) {
+    let hs = match HookState::open(c.amb, &c.env.cwd, c.workspace) {
         Ok(s) => s,
         Err(f) => return halt(c, HookCode::HookStateIo, &f),
     };

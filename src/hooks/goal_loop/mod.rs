@@ -262,8 +262,11 @@ pub(crate) struct Ctx<'a> {
     pub diag: &'a Diagnostics<'a>,
     /// The workspace root (`cwd`).
     pub root: &'a Dir,
-    /// `cwd`'s canonical form, when known (names the per-user state).
+    /// `cwd`'s canonical form when it is the process's directory.
     pub canonical_cwd: Option<&'a std::path::Path>,
+    /// The workspace's canonical root, resolved once per call (names the
+    /// per-user state); `None` when it could not be resolved.
+    pub workspace: Option<&'a std::path::Path>,
     /// The envelope.
     pub env: &'a Envelope,
     /// Common hook rules.
@@ -611,7 +614,7 @@ impl<'a> Ctx<'a> {
         paths: &crate::goals::StatePaths,
         tool: bool,
     ) -> Result<SideState, Decision> {
-        let hs = HookState::open(self.amb, &self.env.cwd, None).map_err(|f| {
+        let hs = HookState::open(self.amb, &self.env.cwd, self.workspace).map_err(|f| {
             self.fault(
                 HookCode::HookStateIo,
                 &f.what,
@@ -757,7 +760,7 @@ impl<'a> Ctx<'a> {
         let Some(head) = super::witness::ledger_head(&found.located.dir, state_dir) else {
             return;
         };
-        if let Ok(hs) = HookState::open(self.amb, &self.env.cwd, None) {
+        if let Ok(hs) = HookState::open(self.amb, &self.env.cwd, self.workspace) {
             let _ = hs.observe_head(&head);
         }
     }

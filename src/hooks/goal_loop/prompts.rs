@@ -169,18 +169,11 @@ pub(crate) fn note_carried(us: &UserState, key: &str) -> io::Result<()> {
 }
 
 /// The canonical workspace path the witness is filed under, the one the
-/// hooks' own state uses (docs/threat-model.md#tm-3): the process's directory
-/// when the payload names it, else the payload's `cwd` resolved; a path that
-/// cannot be resolved is used as given, and opening its state then fails
-/// closed.
+/// hooks' own state uses (docs/threat-model.md#tm-3); a path that could not
+/// be resolved is used as given, and opening its state then fails closed.
 fn workspace_root(c: &super::Ctx<'_>) -> PathBuf {
-    match c.canonical_cwd {
-        Some(p) => p.to_owned(),
-        None => c
-            .amb
-            .canonicalize(&c.env.cwd)
-            .unwrap_or_else(|_| c.env.cwd.clone()),
-    }
+    c.workspace
+        .map_or_else(|| c.env.cwd.clone(), Path::to_path_buf)
 }
 
 /// Records the prompt of a `user-prompt-submit` event; a failure writes
@@ -328,7 +321,7 @@ fn carry(c: &super::Ctx<'_>, us: &UserState, d: &UserDecision, prompt: &Prompt) 
     // mirror alone would be dropped as forged by the next reconcile.
     let fault =
         |f: witness::StateFault| io::Error::other(format!("{}: {}: {}", f.path, f.what, f.error));
-    let hs = HookState::open(c.amb, &c.env.cwd, c.canonical_cwd).map_err(fault)?;
+    let hs = HookState::open(c.amb, &c.env.cwd, c.workspace).map_err(fault)?;
     let opts = LockOptions {
         timeout: std::time::Duration::from_millis(c.hooks.lock_wait_ms),
         command: "hook stop".into(),
