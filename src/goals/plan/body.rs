@@ -1,6 +1,7 @@
 //! The plan body's digest (docs/threat-model.md#i7): the plan object without
 //! its `lastMutation`, serialised as [`super::Plan::encode`] writes plans.
 
+use std::cell::Cell;
 use std::io;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -43,4 +44,217 @@ pub fn body_sha256(doc: &Map<String, Value>) -> String {
     serde_json::to_writer_pretty(&mut w, &Body(doc)).expect("JSON values serialise");
     w.0.update(b"\n");
     crate::digest::hex(&w.0.finalize())
+}
+
+/// The plan body serialised once, as [`body_sha256`] hashes it, with the
+/// offset at which each of its members starts: the plan file is this text
+/// with `lastMutation` put back at its place ([`BodyText::file_bytes`]), so
+/// a write serialises the plan once for its digest and its file.
+pub(crate) struct BodyText {
+    /// The body's pretty JSON (without the final `\n`).
+    bytes: Vec<u8>,
+    /// For each body member, the offset before its separator and key.
+    starts: Vec<usize>,
+}
+
+/// A growing buffer whose length a serialising member can read.
+struct Tracked<'c> {
+    buf: Vec<u8>,
+    len: &'c Cell<usize>,
+}
+
+impl io::Write for Tracked<'_> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(b);
+        self.len.set(self.buf.len());
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// [`Body`], noting where each member starts.
+struct Noted<'a, 'c> {
+    doc: &'a Map<String, Value>,
+    len: &'c Cell<usize>,
+    starts: &'c std::cell::RefCell<Vec<usize>>,
+}
+
+impl Serialize for Noted<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let n = self.doc.len() - usize::from(self.doc.contains_key("lastMutation"));
+        let mut m = s.serialize_map(Some(n))?;
+        for (k, v) in self.doc {
+            if k != "lastMutation" {
+                self.starts.borrow_mut().push(self.len.get());
+                m.serialize_entry(k, v)?;
+            }
+        }
+        m.end()
+    }
+}
+
+impl BodyText {
+    /// Serialises the body of `doc`.
+    pub(crate) fn of(doc: &Map<String, Value>) -> BodyText {
+        let len = Cell::new(0);
+        let starts = std::cell::RefCell::new(Vec::with_capacity(doc.len()));
+        let mut w = Tracked {
+            buf: Vec::new(),
+            len: &len,
+        };
+        serde_json::to_writer_pretty(
+            &mut w,
+            &Noted {
+                doc,
+                len: &len,
+                starts: &starts,
+            },
+        )
+        .expect("JSON values serialise");
+        BodyText {
+            bytes: w.buf,
+            starts: starts.into_inner(),
+        }
+    }
+
+    /// [`body_sha256`] of the document serialised.
+    pub(crate) fn sha256(&self) -> String {
+        let mut h = Sha256::new();
+        h.update(&self.bytes);
+        h.update(b"\n");
+        crate::digest::hex(&h.finalize())
+    }
+
+    /// The plan file (`Plan::encode`) of `doc`, whose body is the one
+    /// serialised here: the body's text with `doc`'s `lastMutation`, if any,
+    /// at its position.
+    pub(crate) fn file_bytes(&self, doc: &Map<String, Value>) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.bytes.len() + 4096);
+        let at = doc.keys().position(|k| k == "lastMutation");
+        match at.zip(doc.get("lastMutation")) {
+            None => out.extend_from_slice(&self.bytes),
+            Some((k, value)) => {
+                // `"lastMutation": <value>` one level deep: the member of a
+                // one-member object, without its braces.
+                let mut one = Map::new();
+                one.insert("lastMutation".into(), value.clone());
+                let whole = serde_json::to_vec_pretty(&one).expect("JSON values serialise");
+                let member = &whole[4..whole.len() - 2];
+                match self.starts.get(k) {
+                    // Before the member that follows it.
+                    Some(&at) if k > 0 => {
+                        out.extend_from_slice(&self.bytes[..at]);
+                        out.extend_from_slice(b",\n  ");
+                        out.extend_from_slice(member);
+                        out.extend_from_slice(&self.bytes[at..]);
+                    }
+                    Some(&at) => {
+                        out.extend_from_slice(&self.bytes[..at]);
+                        out.extend_from_slice(b"\n  ");
+                        out.extend_from_slice(member);
+                        out.push(b',');
+                        out.extend_from_slice(&self.bytes[at..]);
+                    }
+                    // The last member.
+                    None if self.starts.is_empty() => {
+                        out.extend_from_slice(b"{\n  ");
+                        out.extend_from_slice(member);
+                        out.extend_from_slice(b"\n}");
+                    }
+                    None => {
+                        out.extend_from_slice(&self.bytes[..self.bytes.len() - 2]);
+                        out.extend_from_slice(b",\n  ");
+                        out.extend_from_slice(member);
+                        out.extend_from_slice(b"\n}");
+                    }
+                }
+            }
+        }
+        out.push(b'\n');
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn encode(doc: &Map<String, Value>) -> Vec<u8> {
+        let mut out = serde_json::to_vec_pretty(doc).unwrap();
+        out.push(b'\n');
+        out
+    }
+
+    fn check(doc: &Map<String, Value>) {
+        let body = BodyText::of(doc);
+        assert_eq!(body.sha256(), body_sha256(doc), "{doc:?}");
+        assert_eq!(
+            String::from_utf8(body.file_bytes(doc)).unwrap(),
+            String::from_utf8(encode(doc)).unwrap()
+        );
+    }
+
+    #[test]
+    fn the_file_is_the_body_with_last_mutation_at_its_place() {
+        let lm = json!({"revision": 2, "entries": [{"kind": "x", "t": "a\nb"}], "ledgerHead": {}});
+        let members = [
+            ("version", json!(1)),
+            (
+                "goals",
+                json!([{"id": "G1", "criteria": []}, {"id": "G2", "n": {"d": [1, null]}}]),
+            ),
+            ("empty", json!({})),
+            ("title", json!("é \"q\" \u{2028}")),
+        ];
+        for at in 0..=members.len() {
+            for with in [true, false] {
+                let mut doc = Map::new();
+                for (i, (k, v)) in members.iter().enumerate() {
+                    if with && i == at {
+                        doc.insert("lastMutation".into(), lm.clone());
+                    }
+                    doc.insert((*k).into(), v.clone());
+                }
+                if with && at == members.len() {
+                    doc.insert("lastMutation".into(), lm.clone());
+                }
+                check(&doc);
+            }
+        }
+        // Only lastMutation; empty documents; empty lastMutation.
+        let mut only = Map::new();
+        only.insert("lastMutation".into(), lm.clone());
+        check(&only);
+        check(&Map::new());
+        let mut empty_lm = Map::new();
+        empty_lm.insert("a".into(), json!(1));
+        empty_lm.insert("lastMutation".into(), json!({}));
+        empty_lm.insert("b".into(), json!([]));
+        check(&empty_lm);
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn any_member_order_gives_the_encoded_file(
+            keys in proptest::collection::vec("[a-c]{1,2}", 0..6),
+            at in 0usize..7,
+            lm_empty in any::<bool>(),
+        ) {
+            let mut doc = Map::new();
+            for (i, k) in keys.iter().enumerate() {
+                if i == at {
+                    doc.insert("lastMutation".into(), if lm_empty { json!({}) } else { json!({"r": [i, {"k": k}]}) });
+                }
+                doc.insert(k.clone(), json!({"v": i, "s": k}));
+            }
+            let body = BodyText::of(&doc);
+            prop_assert_eq!(body.sha256(), body_sha256(&doc));
+            prop_assert_eq!(body.file_bytes(&doc), encode(&doc));
+        }
+    }
 }

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use cap_std::fs::Dir;
 use serde_json::{Map, Value, json};
 
+pub(crate) use body::BodyText;
 pub use body::body_sha256;
 pub use model::{Criterion, CriterionStatus, Goal, GoalStatus, Mode};
 pub(crate) use model::{GoalMut, Overlay, UserModel, remove_key};

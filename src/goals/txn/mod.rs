@@ -565,7 +565,7 @@ impl<'e> Locked<'e> {
         entries: Vec<Map<String, Value>>,
     ) -> Result<Committed, GoalError> {
         let mut all = Vec::new();
-        let (revision, written_plan, named) = match write {
+        let (revision, written_plan, named, body) = match write {
             Write::Plan(mut plan) => {
                 all.append(&mut plan.pending);
                 all.extend(entries);
@@ -580,7 +580,9 @@ impl<'e> Locked<'e> {
                 plan.set("revision", json!(rev));
                 // docs/threat-model.md#i7: every entry records the body it wrote; the plan names
                 // the head its entries will make (plan first, then append).
-                let d = plan::body_sha256(plan.doc());
+                // The body is serialised once, for its digest and the file.
+                let body = plan::BodyText::of(plan.doc());
+                let d = body.sha256();
                 stamp_plan_sha(&mut all, &d);
                 journal::check_record_sizes(
                     &self.view.head,
@@ -597,8 +599,10 @@ impl<'e> Locked<'e> {
                         binding::LEDGER_HEAD: head.to_json(),
                     }),
                 );
-                self.write_file(state::GOALS, &plan.encode())?;
-                (rev, Some(*plan), Some(head))
+                let bytes = body.file_bytes(plan.doc());
+                debug_assert!(bytes == plan.encode(), "the file is the plan encoded");
+                self.write_file(state::GOALS, &bytes)?;
+                (rev, Some(*plan), Some(head), Some(body))
             }
             Write::AuditOnly { revision } => {
                 all.extend(entries);
@@ -607,7 +611,7 @@ impl<'e> Locked<'e> {
                 if let Some(b) = self.binding.as_ref().filter(|b| b.bound() && !b.tampered()) {
                     stamp_plan_sha(&mut all, &b.body_sha256);
                 }
-                (revision, None, None)
+                (revision, None, None, None)
             }
         };
         let max = self.engine.profile.limits.max_ledger_record_bytes;
@@ -622,8 +626,8 @@ impl<'e> Locked<'e> {
             index::append_keys(&self.dir, &self.engine.paths, self.view.keys_bytes, &a.keys)?;
         index::write(&self.dir, &self.engine.paths, &a.head, keys_bytes)?;
         let mut written_plan = written_plan;
-        if let (Some(named), Some(plan), Some(h)) =
-            (&named, written_plan.as_mut(), &a.head.last_hash)
+        if let (Some(named), Some(plan), Some(body), Some(h)) =
+            (&named, written_plan.as_mut(), &body, &a.head.last_hash)
             && *h != named.sha256
         {
             // A Node tool appended meanwhile (absorbed by the append): name
@@ -637,7 +641,9 @@ impl<'e> Locked<'e> {
                 lm.insert(binding::LEDGER_HEAD.into(), actual.to_json());
                 plan.set("lastMutation", Value::Object(lm));
             }
-            self.write_file(state::GOALS, &plan.encode())?;
+            let bytes = body.file_bytes(plan.doc());
+            debug_assert!(bytes == plan.encode(), "the file is the plan encoded");
+            self.write_file(state::GOALS, &bytes)?;
         }
         if self.switching {
             switch::finish(&self.dir, &self.engine.paths)?;
