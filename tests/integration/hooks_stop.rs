@@ -945,6 +945,17 @@ fn a_plan_created_in_claudes_shell_is_resumed_by_claudes_stop() {
     assert_allow(&h.hook("stop", &["--host", "claude-code"], &other, &clean_env()));
 }
 
+/// Writes the session's goal ledger as `n` chained notes; returns its path
+/// and bytes.
+fn write_notes(h: &HookRepo, n: usize) -> (String, Vec<u8>) {
+    let e: serde_json::Map<String, Value> =
+        serde_json::from_value(json!({"kind": "note", "at": "2026-01-01T00:00:00.000Z"})).unwrap();
+    let (ledger, _) = evidence_gate::internals::chain_records(0, None, &vec![e; n]);
+    let path = format!("{ULW}/{SID}/ledger.jsonl");
+    h.write(&path, &ledger);
+    (path, ledger)
+}
+
 /// Ledger heads observed (threat-model.md §3): the Stop hook records the
 /// goal ledger's head in the per-user state; a ledger cut back afterwards is
 /// `LEDGER_REWOUND` for local `verify-evidence`, silently skipped on a
@@ -953,11 +964,7 @@ fn a_plan_created_in_claudes_shell_is_resumed_by_claudes_stop() {
 fn a_rewound_goal_ledger_is_reported_by_local_verify_evidence() {
     let h = HookRepo::new();
     live_plan(&h);
-    let e: serde_json::Map<String, Value> =
-        serde_json::from_value(json!({"kind": "note", "at": "2026-01-01T00:00:00.000Z"})).unwrap();
-    let (ledger, _) = evidence_gate::internals::chain_records(0, None, &vec![e; 3]);
-    let path = format!("{ULW}/{SID}/ledger.jsonl");
-    h.write(&path, &ledger);
+    let (path, ledger) = write_notes(&h, 3);
     block_reason(&stop(&h, &h.codex_stop(SID)));
     let home = h.state_home.path().to_str().unwrap().to_owned();
     let verify = |env: &[(&str, &str)]| {
@@ -996,11 +1003,7 @@ fn an_unchanged_goal_ledger_head_is_not_rewritten_on_every_stop() {
     use std::os::unix::fs::MetadataExt;
     let h = HookRepo::new();
     live_plan(&h);
-    let e: serde_json::Map<String, Value> =
-        serde_json::from_value(json!({"kind": "note", "at": "2026-01-01T00:00:00.000Z"})).unwrap();
-    let path = format!("{ULW}/{SID}/ledger.jsonl");
-    let (ledger, _) = evidence_gate::internals::chain_records(0, None, &vec![e.clone(); 3]);
-    h.write(&path, &ledger);
+    write_notes(&h, 3);
     let heads = |h: &HookRepo| -> Vec<std::path::PathBuf> {
         let mut out = Vec::new();
         let mut todo = vec![h.state_home.path().to_path_buf()];
@@ -1030,8 +1033,7 @@ fn an_unchanged_goal_ledger_head_is_not_rewritten_on_every_stop() {
         (first.ino(), first.mtime_nsec())
     );
     // The ledger grows: the new head replaces the old one.
-    let (ledger, _) = evidence_gate::internals::chain_records(0, None, &vec![e; 5]);
-    h.write(&path, &ledger);
+    write_notes(&h, 5);
     // (The third stop without progress pauses instead of blocking.)
     let run = stop(&h, &h.codex_stop(SID));
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
