@@ -148,9 +148,14 @@ impl MutationLock {
             "command": command,
         });
         let f = self.file.as_mut().expect("held");
-        f.set_len(0)?;
+        let bytes = rec.to_string();
+        // Written over whatever the file held, then cut to its length: a
+        // truncation to zero would make ext4 flush the file's blocks when it
+        // is closed (its replace-by-truncate heuristic), a synchronous write
+        // on every lock of a file that is deleted at release anyway.
         f.seek(SeekFrom::Start(0))?;
-        f.write_all(rec.to_string().as_bytes())
+        f.write_all(bytes.as_bytes())?;
+        f.set_len(bytes.len() as u64)
     }
 
     /// Deletes the lock file while still holding the lock, then unlocks.
@@ -348,6 +353,28 @@ mod tests {
         assert!(!dir.exists(".mutation.lock"));
     }
 
+    /// The holder record replaces a longer leftover whole (it is written over
+    /// the old bytes and the file cut to its length): a waiter reads our
+    /// record, not its prefix followed by the leftover's tail.
+    #[test]
+    fn the_holder_record_replaces_a_longer_leftover_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let leftover = format!(r#"{{"pid":1,"command":"{}"}}"#, "x".repeat(4096));
+        dir.write(".mutation.lock", leftover.as_bytes()).unwrap();
+        let lock = MutationLock::acquire(&dir, ".mutation.lock", &opts(30)).unwrap();
+        let bytes = std::fs::read(tmp.path().join(".mutation.lock")).unwrap();
+        let holder: Value = serde_json::from_slice(&bytes).expect("one whole JSON record");
+        assert_eq!(holder["command"], "test");
+        assert_eq!(holder["pid"], u64::from(std::process::id()));
+        match MutationLock::acquire(&dir, ".mutation.lock", &opts(20)) {
+            Err(LockError::Timeout { holder, .. }) => {
+                assert_eq!(holder.unwrap()["tool"], "evidence-gate")
+            }
+            other => panic!("expected timeout, got {other:?}"),
+        }
+        lock.release().unwrap();
+    }
     #[cfg(unix)]
     #[test]
     fn a_fifo_or_directory_at_the_lock_path_is_refused_without_blocking() {
