@@ -7,6 +7,7 @@
 //! ([`RuleFamily`]); adding one means adding its file to [`EMBEDDED`] and its
 //! validator to [`FAMILIES`], never changing the loader.
 
+mod direct;
 pub(crate) mod direction;
 pub mod evidence;
 pub mod gates;
@@ -538,6 +539,15 @@ impl RuleSet {
 
     /// The typed value of one family.
     pub fn family<T: RuleFamily>(&self) -> Result<T, RulesError> {
+        // The embedded defaults alone: decoded from the files' text when no
+        // merge is needed (the tree path below locates any error).
+        if let Document::Embedded(slots) = &self.doc
+            && let Some(i) = FAMILIES.iter().position(|f| f.key == T::KEY)
+            && slots[i].get().is_none()
+            && let Some(parsed) = direct::source(T::KEY).and_then(|s| s.decode::<T>())
+        {
+            return Ok(parsed);
+        }
         let value = self.top(T::KEY)?.unwrap_or(&Value::Null);
         parse_family(value).map_err(|p| RulesError {
             file: embedded_file_for(&format!("/{}", T::KEY)),
@@ -563,6 +573,11 @@ impl RuleSet {
             && slots[i].get().is_none()
             && let Some(file) = sole_file_at(pointer)
         {
+            if let Content::Json(text) = file.content
+                && let Ok(parsed) = serde_json::from_str::<T>(text)
+            {
+                return Ok(Some(parsed));
+            }
             let value = embedded_value(file)?;
             return parse_family(&value).map(Some).map_err(located);
         }
@@ -766,6 +781,77 @@ mod tests {
         let ev: EvidenceRules = rules.family().unwrap();
         assert_eq!(ev.evidence_root, ".omo/evidence");
         assert!(rules.digest().starts_with("sha256:"));
+    }
+
+    /// A family decoded straight from its files' text is exactly the family
+    /// decoded from the tree: the assembled text is the tree's value (values
+    /// and key order), and both typed values are the same.
+    #[test]
+    fn each_family_decoded_from_its_text_equals_the_tree_decoding() {
+        let mut direct = 0;
+        for f in FAMILIES {
+            let Some(source) = direct::source(f.key) else {
+                continue;
+            };
+            direct += 1;
+            let tree = embedded_family_value(f.key).unwrap();
+            assert_eq!(
+                serde_json::to_string(&source.value().expect("assembled text parses")).unwrap(),
+                serde_json::to_string(&tree).unwrap(),
+                "{}",
+                f.key
+            );
+        }
+        // The hook families, the profiles, the texts, the directives at least.
+        assert!(direct >= 10, "{direct} families decode from their text");
+        fn same<T: RuleFamily + std::fmt::Debug>() {
+            let set = RuleSet::embedded().unwrap();
+            let fast: T = set.family().unwrap();
+            let tree: T = parse_family(&embedded_family_value(T::KEY).unwrap()).unwrap();
+            assert_eq!(format!("{fast:?}"), format!("{tree:?}"), "{}", T::KEY);
+        }
+        same::<evidence::EvidenceRules>();
+        same::<gates::GatesFamily>();
+        same::<gates::GateSettings>();
+        same::<hooks::HooksRules>();
+        same::<hooks::SubagentStopRules>();
+        same::<hooks::Directives>();
+        same::<goal_loop::StopRules>();
+        same::<goal_loop::UserPromptSubmitRules>();
+        same::<goal_loop::CreateGoalGuardRules>();
+        same::<goal_loop::SpawnRules>();
+        same::<goal_loop::TeamGuardRules>();
+        same::<profiles::Profiles>();
+        same::<profiles::TextsFamily>();
+        same::<profiles::BlockerRules>();
+        same::<workflow::WorkflowRules>();
+        assert_eq!(FAMILIES.len(), 15, "a new family is added to this list");
+    }
+
+    /// A top-level file is read for one key only; a key it lacks, or text
+    /// that does not decode, leaves the decision to the tree path.
+    #[test]
+    fn a_field_source_skips_other_keys_and_declines_what_it_cannot_decode() {
+        let text: &'static str = r#"{"a": {"x": [1, {"y": null}]}, "b": {"n": 1}, "b": {"n": 2}}"#;
+        #[derive(serde::Deserialize)]
+        struct N {
+            n: u64,
+        }
+        let b = direct::Source::Field { text, key: "b" };
+        assert_eq!(
+            b.decode::<N>().map(|n| n.n),
+            Some(2),
+            "a later duplicate wins"
+        );
+        let missing = direct::Source::Field { text, key: "c" };
+        assert!(missing.decode::<N>().is_none());
+        let wrong = direct::Source::Field { text, key: "a" };
+        assert!(wrong.decode::<N>().is_none());
+        let trailing = direct::Source::Field {
+            text: r#"{"b": {"n": 1}} x"#,
+            key: "b",
+        };
+        assert!(trailing.decode::<N>().is_none());
     }
 
     /// Assembling one family from its embedded files gives exactly what the
