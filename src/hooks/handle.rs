@@ -17,7 +17,7 @@ use serde_json::json;
 
 use super::code::HookCode;
 use super::diagnostics::Diagnostics;
-use super::event::{Body, Decision, Family, HookEvent};
+use super::event::{Body, Decision, Family, HookEvent, StopEvent};
 use super::goal_loop;
 use super::host::decode::{self, DecodeError};
 use super::host::detect::detect;
@@ -385,7 +385,7 @@ fn decide(
         diag.set_rules(&rules, hooks.diagnostics_max_bytes);
     }
     report_rules(diag, &rules, &rules_error);
-    let (policy, loop_policy) = match compile_policies(&rules) {
+    let policies = match compile_policies(&rules, a.event, &decoded.body) {
         Ok(p) => p,
         Err(e) => {
             diag.write(
@@ -397,7 +397,7 @@ fn decide(
             rules = Arc::new(RuleSet::embedded().expect("embedded rules validate"));
             hooks = hooks_rules(&rules);
             diag.set_rules(&rules, hooks.diagnostics_max_bytes);
-            compile_policies(&rules).expect("embedded policies compile")
+            compile_policies(&rules, a.event, &decoded.body).expect("embedded policies compile")
         }
     };
     match fault {
@@ -423,8 +423,8 @@ fn decide(
         Some(p) => Some(p.to_owned()),
         None => amb.canonicalize(&decoded.envelope.cwd).ok(),
     };
-    let decision = match (a.event, &decoded.body) {
-        (HookEvent::SubagentStop, Body::Stop(stop)) => subagent_stop::decide(&subagent_stop::Ctx {
+    let decision = match &policies {
+        Policies::Subagent(policy, stop) => subagent_stop::decide(&subagent_stop::Ctx {
             amb,
             diag,
             root: &root,
@@ -433,12 +433,12 @@ fn decide(
             env: &decoded.envelope,
             stop,
             hooks: &hooks,
-            policy: &policy,
+            policy,
             rules: &rules,
             budget_spent: fault == Fault::BudgetSpent,
             started: start,
         }),
-        (event, body) => goal_loop::decide(
+        Policies::Loop(loop_policy) => goal_loop::decide(
             &goal_loop::Ctx {
                 amb,
                 diag,
@@ -447,13 +447,13 @@ fn decide(
                 workspace: workspace.as_deref(),
                 env: &decoded.envelope,
                 hooks: &hooks,
-                policy: &loop_policy,
+                policy: loop_policy,
                 rules: &rules,
                 profile_flag: &a.profile,
                 with_ultrawork: a.with_ultrawork,
             },
-            event,
-            body,
+            a.event,
+            &decoded.body,
         ),
     };
     *trace = Some(Trace {
@@ -464,13 +464,39 @@ fn decide(
     encode(host, family, &decision, &encode_options(&hooks))
 }
 
-/// Both hook policies: the rules' cross-family checks (templates, patterns)
-/// that loading alone does not make.
-fn compile_policies(rules: &RuleSet) -> Result<(subagent_stop::Policy, goal_loop::Policy), String> {
-    Ok((
-        subagent_stop::Policy::compile(rules)?,
-        goal_loop::Policy::compile(rules)?,
-    ))
+/// The hook policy a call decides with.
+enum Policies<'b> {
+    /// `SubagentStop`, with its payload.
+    Subagent(subagent_stop::Policy, &'b StopEvent),
+    /// Every goal-loop event.
+    Loop(goal_loop::Policy),
+}
+
+/// The policy the call uses, after the rules' cross-family checks
+/// (templates, patterns) that loading alone does not make. Rules with an
+/// override layer must compile both policies, whichever the event uses, so
+/// one override is valid or not for every event alike; the embedded
+/// defaults alone, whose policies the test suite and `doctor` compile,
+/// compile only the one the event uses.
+fn compile_policies<'b>(
+    rules: &RuleSet,
+    event: HookEvent,
+    body: &'b Body,
+) -> Result<Policies<'b>, String> {
+    let both = !rules.is_embedded_only();
+    Ok(
+        if let (HookEvent::SubagentStop, Body::Stop(stop)) = (event, body) {
+            if both {
+                goal_loop::Policy::compile(rules)?;
+            }
+            Policies::Subagent(subagent_stop::Policy::compile(rules)?, stop)
+        } else {
+            if both {
+                subagent_stop::Policy::compile(rules)?;
+            }
+            Policies::Loop(goal_loop::Policy::compile(rules)?)
+        },
+    )
 }
 
 fn report_rules(diag: &Diagnostics, rules: &RuleSet, e: &Option<String>) {
