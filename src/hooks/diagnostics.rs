@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
-use cap_std::fs::Dir;
 use serde_json::{Map, Value, json};
 
 use super::code::HookCode;
@@ -41,6 +40,9 @@ const MAX_DETAIL: usize = 2048;
 enum Target {
     /// Not known yet (before the root was set) or unusable.
     None,
+    /// `<root>` is this path; where its records go is worked out at the
+    /// first record (most calls write none).
+    Root(PathBuf),
     /// A workspace (its canonical root): `<user state>/hooks/` of that
     /// workspace, created at the first write; when unusable, the fallback
     /// directory.
@@ -109,18 +111,17 @@ impl<'a> Diagnostics<'a> {
     /// per-user state directory; anything else uses the base per-user state
     /// directory.
     pub fn set_root(&self, root: &Path) {
-        match self.amb.open_dir(root) {
-            Ok(dir) => self.set_root_dir(root, &dir),
-            Err(_) => self.lock().target = self.base_target(None),
-        }
+        self.lock().target = Target::Root(root.to_owned());
     }
 
-    /// Sets `<root>` from an already opened workspace directory `dir` at
-    /// `path`.
-    pub fn set_root_dir(&self, path: &Path, dir: &Dir) {
+    /// Where the records of `<root>` at `path` go.
+    fn resolve(&self, path: &Path) -> Target {
+        let Ok(dir) = self.amb.open_dir(path) else {
+            return self.base_target(None);
+        };
         let workspace = dir.exists(".omo") || dir.exists(".git");
         let canonical = self.amb.canonicalize(path).ok();
-        let target = match canonical {
+        match canonical {
             Some(canonical) if workspace => {
                 let fallback = user_state_path(self.amb).filter(|b| !b.starts_with(&canonical));
                 Target::Workspace {
@@ -129,8 +130,7 @@ impl<'a> Diagnostics<'a> {
                 }
             }
             canonical => self.base_target(canonical.as_deref()),
-        };
-        self.lock().target = target;
+        }
     }
 
     /// The base per-user state directory, unless it lies inside `root`.
@@ -180,13 +180,16 @@ impl<'a> Diagnostics<'a> {
     }
 
     fn write_inner(&self, code: HookCode, outcome: &str, message: &str, detail: Option<Value>) {
-        let s = self.lock();
+        let mut s = self.lock();
+        if let Target::Root(path) = &s.target {
+            s.target = self.resolve(&path.clone());
+        }
         let open_user = |path: &Path| {
             self.amb.create_dir_all(path).ok()?;
             self.amb.open_dir(path).ok()
         };
         let dir = match &s.target {
-            Target::None => None,
+            Target::None | Target::Root(_) => None,
             Target::User(path) => open_user(path),
             Target::Workspace {
                 canonical,

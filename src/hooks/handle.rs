@@ -376,7 +376,7 @@ fn decide(
             );
         }
     };
-    diag.set_root_dir(&decoded.envelope.cwd, &root);
+    diag.set_root(&decoded.envelope.cwd);
     let same_as_process = proc_dir.as_ref().is_some_and(|p| same_dir(p, &root));
     if !same_as_process {
         let (reloaded, error) = load_rules(amb, Some(&root), a.rules.as_deref());
