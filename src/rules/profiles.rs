@@ -44,11 +44,12 @@ impl ProfileError {
 
 impl Profiles {
     /// The profile `name` of `rules`.
+    /// Only that profile is decoded (one file of the embedded defaults).
     pub fn lookup(rules: &crate::rules::RuleSet, name: &str) -> Result<Profile, ProfileError> {
-        let mut profiles: Profiles = rules.family().map_err(ProfileError::Rules)?;
-        profiles
-            .0
-            .remove(name)
+        let pointer = format!("/{}/{}", Self::KEY, crate::json::pointer_token(name));
+        rules
+            .part::<Profile>(&pointer)
+            .map_err(ProfileError::Rules)?
             .ok_or_else(|| ProfileError::Unknown {
                 name: name.to_owned(),
             })
@@ -756,5 +757,43 @@ mod tests {
         for prof in p.0.values() {
             assert!(t.0.contains_key(texts_key(&prof.texts).unwrap()));
         }
+    }
+
+    /// Looking one profile up decodes it alone, and gives exactly the
+    /// family's entry, with the embedded defaults and with an override.
+    #[test]
+    fn lookup_gives_the_family_entry_alone() {
+        let layer = br#"{"profiles": {"omx": {"commandPrefix": "omx-x ultragoal"}}}"#;
+        for rules in [
+            crate::rules::RuleSet::embedded().unwrap(),
+            crate::rules::RuleSet::load(&[crate::rules::Layer {
+                name: "user",
+                bytes: layer,
+            }])
+            .unwrap(),
+        ] {
+            let all: Profiles = rules.family().unwrap();
+            for (name, p) in &all.0 {
+                let one = Profiles::lookup(&rules, name).unwrap();
+                assert_eq!(format!("{one:?}"), format!("{p:?}"), "{name}");
+            }
+            assert!(matches!(
+                Profiles::lookup(&rules, "nope"),
+                Err(ProfileError::Unknown { .. })
+            ));
+            assert!(matches!(
+                Profiles::lookup(&rules, "omx/x"),
+                Err(ProfileError::Unknown { .. })
+            ));
+        }
+        let over = crate::rules::RuleSet::load(&[crate::rules::Layer {
+            name: "user",
+            bytes: layer,
+        }])
+        .unwrap();
+        assert_eq!(
+            Profiles::lookup(&over, "omx").unwrap().command_prefix,
+            "omx-x ultragoal"
+        );
     }
 }
