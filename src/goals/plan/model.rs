@@ -113,6 +113,35 @@ impl<'a> Goal<'a> {
     pub fn attempt(&self) -> u64 {
         self.0.get("attempt").and_then(Value::as_u64).unwrap_or(0)
     }
+    /// The state a progress digest covers, read in one pass over the
+    /// goal's fields: the same values [`Goal::id`], [`Goal::status`],
+    /// [`Goal::overlay`], [`Goal::attempt`] and [`Goal::criteria`] give, with
+    /// each criterion as `(id, status)`.
+    pub(crate) fn progress(&self) -> GoalProgress<'a> {
+        let mut p = GoalProgress {
+            id: "",
+            status: GoalStatus::Pending,
+            overlay: None,
+            attempt: 0,
+            criteria: &[],
+        };
+        for (k, v) in self.0 {
+            match k.as_str() {
+                "id" => p.id = v.as_str().unwrap_or(""),
+                "status" => {
+                    p.status = v
+                        .as_str()
+                        .and_then(GoalStatus::parse)
+                        .unwrap_or(GoalStatus::Pending);
+                }
+                "steeringStatus" => p.overlay = v.as_str().and_then(Overlay::parse),
+                "attempt" => p.attempt = v.as_u64().unwrap_or(0),
+                "successCriteria" => p.criteria = v.as_array().map_or(&[], Vec::as_slice),
+                _ => {}
+            }
+        }
+        p
+    }
     /// `successCriteria` (absent ⇒ empty).
     pub fn criteria(&self) -> impl Iterator<Item = Criterion<'a>> + 'a {
         self.0
@@ -269,6 +298,38 @@ impl<'a> GoalMut<'a> {
             .iter_mut()
             .filter_map(Value::as_object_mut)
             .find(|c| c.get("id").and_then(Value::as_str) == Some(id))
+    }
+}
+
+/// A goal's progress state ([`Goal::progress`]).
+pub(crate) struct GoalProgress<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) status: GoalStatus,
+    pub(crate) overlay: Option<Overlay>,
+    pub(crate) attempt: u64,
+    criteria: &'a [Value],
+}
+
+impl<'a> GoalProgress<'a> {
+    /// Each criterion object's `(id, status)`, as [`Criterion::id`] and
+    /// [`Criterion::status`] give them, in one pass over its fields.
+    pub(crate) fn criteria(&self) -> impl Iterator<Item = (&'a str, CriterionStatus)> + 'a {
+        self.criteria.iter().filter_map(Value::as_object).map(|c| {
+            let (mut id, mut status) = ("", CriterionStatus::Pending);
+            for (k, v) in c {
+                match k.as_str() {
+                    "id" => id = v.as_str().unwrap_or(""),
+                    "status" => {
+                        status = v
+                            .as_str()
+                            .and_then(CriterionStatus::parse)
+                            .unwrap_or(CriterionStatus::Pending);
+                    }
+                    _ => {}
+                }
+            }
+            (id, status)
+        })
     }
 }
 
