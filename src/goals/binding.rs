@@ -410,9 +410,21 @@ impl Binding {
 /// looked for yet, and its pending entries must record this body.
 ///
 /// The plan's body digest is the one it was read with
-/// ([`Plan::read_body_sha256`]).
+/// ([`Plan::read_body_sha256`]); the digests these records and the pending
+/// entries record let it be taken from the file's hash without serialising
+/// the plan ([`Plan::read_body_sha256_recorded`]).
 pub(crate) fn judge_plan(plan: &Plan, tail: &[TailRecord], pending: bool) -> Binding {
-    judge_digest(plan.read_body_sha256(), plan.doc(), tail, pending)
+    let pending_digest = pending_sha256(plan.doc());
+    let recorded = |d: &str| {
+        pending_digest.as_deref() == Some(d)
+            || tail.iter().any(|t| t.plan_sha256.as_deref() == Some(d))
+    };
+    let d = if pending_digest.is_some() || tail.iter().any(|t| t.plan_sha256.is_some()) {
+        plan.read_body_sha256_recorded(&recorded)
+    } else {
+        plan.read_body_sha256()
+    };
+    judge_digest(d, plan.doc(), tail, pending)
 }
 
 fn judge_digest(

@@ -46,6 +46,54 @@ pub fn body_sha256(doc: &Map<String, Value>) -> String {
     crate::digest::hex(&w.0.finalize())
 }
 
+/// `"lastMutation": <value>` one level deep, as a plan file holds it: the
+/// member of a one-member object, without its braces.
+fn last_mutation_member(value: &Value) -> Vec<u8> {
+    let mut one = Map::new();
+    one.insert("lastMutation".into(), value.clone());
+    let whole = serde_json::to_vec_pretty(&one).expect("JSON values serialise");
+    whole[4..whole.len() - 2].to_vec()
+}
+
+/// SHA-256 of the plan file `bytes` with `doc`'s `lastMutation` member cut
+/// out where [`BodyText::file_bytes`] puts it: [`body_sha256`] of `doc`
+/// when the file is exactly as the engine writes plans, another digest when
+/// it is laid out otherwise (`None` when the member is not found).
+///
+/// It costs one hash of the file instead of a serialisation of the plan.
+/// A caller may take it for the body digest only when it equals a digest
+/// the engine recorded: bytes that hash to a recorded body digest are the
+/// body the engine serialised, and serialising what they parse to gives
+/// them back.
+pub(crate) fn raw_body_sha256(bytes: &[u8], doc: &Map<String, Value>) -> Option<String> {
+    let mut h = Sha256::new();
+    match doc.get("lastMutation") {
+        None => h.update(bytes),
+        Some(value) => {
+            let member = last_mutation_member(value);
+            // After another member (or before the closing brace): a line
+            // indented by exactly two spaces is a top-level member, and the
+            // strict reader allows one `lastMutation`.
+            let mut after = b",\n  ".to_vec();
+            after.extend_from_slice(&member);
+            let mut first = b"{\n  ".to_vec();
+            first.extend_from_slice(&member);
+            if let Some(at) = memchr::memmem::find(bytes, &after) {
+                h.update(&bytes[..at]);
+                h.update(&bytes[at + after.len()..]);
+            } else if bytes.starts_with(&first) && bytes.get(first.len()) == Some(&b',') {
+                h.update(b"{");
+                h.update(&bytes[first.len() + 1..]);
+            } else if bytes.starts_with(&first) && &bytes[first.len()..] == b"\n}\n" {
+                h.update(b"{}\n");
+            } else {
+                return None;
+            }
+        }
+    }
+    Some(crate::digest::hex(&h.finalize()))
+}
+
 /// The plan body serialised once, as [`body_sha256`] hashes it, with the
 /// offset at which each of its members starts: the plan file is this text
 /// with `lastMutation` put back at its place ([`BodyText::file_bytes`]), so
@@ -136,12 +184,7 @@ impl BodyText {
         match at.zip(doc.get("lastMutation")) {
             None => out.extend_from_slice(&self.bytes),
             Some((k, value)) => {
-                // `"lastMutation": <value>` one level deep: the member of a
-                // one-member object, without its braces.
-                let mut one = Map::new();
-                one.insert("lastMutation".into(), value.clone());
-                let whole = serde_json::to_vec_pretty(&one).expect("JSON values serialise");
-                let member = &whole[4..whole.len() - 2];
+                let member = &last_mutation_member(value)[..];
                 match self.starts.get(k) {
                     // Before the member that follows it.
                     Some(&at) if k > 0 => {
@@ -191,6 +234,21 @@ mod tests {
     fn check(doc: &Map<String, Value>) {
         let body = BodyText::of(doc);
         assert_eq!(body.sha256(), body_sha256(doc), "{doc:?}");
+        // The file as the engine writes it gives the body digest back.
+        assert_eq!(
+            raw_body_sha256(&encode(doc), doc).as_deref(),
+            Some(body_sha256(doc).as_str()),
+            "{doc:?}"
+        );
+        // Laid out otherwise (compact), it never does.
+        let mut compact = serde_json::to_vec(doc).unwrap();
+        compact.push(b'\n');
+        if compact != encode(doc) {
+            assert_ne!(
+                raw_body_sha256(&compact, doc).as_deref(),
+                Some(body_sha256(doc).as_str())
+            );
+        }
         assert_eq!(
             String::from_utf8(body.file_bytes(doc)).unwrap(),
             String::from_utf8(encode(doc)).unwrap()
@@ -255,6 +313,7 @@ mod tests {
             let body = BodyText::of(&doc);
             prop_assert_eq!(body.sha256(), body_sha256(&doc));
             prop_assert_eq!(body.file_bytes(&doc), encode(&doc));
+            prop_assert_eq!(raw_body_sha256(&encode(&doc), &doc), Some(body_sha256(&doc)));
         }
     }
 }

@@ -34,9 +34,21 @@ pub struct Plan {
     /// Ledger entries produced by reading (the legacy objective migration),
     /// persisted by the next mutation in the same revision.
     pub pending: Vec<Map<String, Value>>,
-    /// SHA-256 of the body as read, before the in-memory migration
+    /// The body digest as read, before the in-memory migration
     /// (docs/threat-model.md#i7); `None` for a plan built in memory.
-    read_body_sha256: Option<String>,
+    read: Option<ReadDigest>,
+}
+
+/// The body digest of a plan as it was read.
+#[derive(Debug, Clone)]
+struct ReadDigest {
+    /// The file's bytes, when the plan was read from one: hashed with
+    /// `lastMutation` cut out ([`body::raw_body_sha256`]) they give the
+    /// body digest when that equals one the engine recorded.
+    file: Option<std::sync::Arc<Vec<u8>>>,
+    /// [`body_sha256`] of the document as read: serialised on first use,
+    /// and always before the document first changes ([`Plan::pin`]).
+    exact: std::sync::OnceLock<String>,
 }
 
 /// `ULW_LOOP_PLAN_MISSING` for a scope.
@@ -79,7 +91,7 @@ pub(crate) fn read(
                 profile.limits.max_plan_bytes
             ),
         )),
-        Some(ReadOutcome::Bytes(bytes)) => Plan::decode(&bytes, paths, profile, now),
+        Some(ReadOutcome::Bytes(bytes)) => Plan::decode_file(bytes, paths, profile, now),
     }
 }
 
@@ -184,14 +196,34 @@ impl Plan {
                 }
             }
         }
-        let read_body_sha256 = Some(body_sha256(&doc));
+        let read = Some(ReadDigest {
+            file: None,
+            exact: std::sync::OnceLock::new(),
+        });
         let mut plan = Plan {
             doc,
             index,
             pending: Vec::new(),
-            read_body_sha256,
+            read,
         };
         plan.migrate_legacy_objective(profile, paths, now);
+        Ok(plan)
+    }
+
+    /// [`Plan::decode`] of a file's bytes, which the plan keeps until its
+    /// binding is judged ([`Plan::read_body_sha256_recorded`]).
+    pub(crate) fn decode_file(
+        bytes: Vec<u8>,
+        paths: &StatePaths,
+        profile: &Profile,
+        now: &str,
+    ) -> Result<Plan, GoalError> {
+        let mut plan = Plan::decode(&bytes, paths, profile, now)?;
+        if let Some(r) = &mut plan.read
+            && r.exact.get().is_none()
+        {
+            r.file = Some(std::sync::Arc::new(bytes));
+        }
         Ok(plan)
     }
 
@@ -211,16 +243,53 @@ impl Plan {
             doc,
             index,
             pending: Vec::new(),
-            read_body_sha256: None,
+            read: None,
         }
     }
 
     /// SHA-256 of the plan body as it was read from `goals.json` (before the
     /// in-memory legacy migration), else of the body as it is now.
     pub fn read_body_sha256(&self) -> String {
-        self.read_body_sha256
-            .clone()
-            .unwrap_or_else(|| body_sha256(&self.doc))
+        match &self.read {
+            // The document has not changed since it was read, or `pin` set
+            // the digest before it did.
+            Some(r) => r.exact.get_or_init(|| body_sha256(&self.doc)).clone(),
+            None => body_sha256(&self.doc),
+        }
+    }
+
+    /// [`Plan::read_body_sha256`] when the digests a ledger records are at
+    /// hand (`recorded` says whether a digest is one): the file's hash with
+    /// `lastMutation` cut out is taken when it is recorded, which spares
+    /// serialising the plan; otherwise the body is serialised as always.
+    ///
+    /// For a file the engine wrote the two are equal: bytes that hash to a
+    /// body digest the engine recorded are the body it serialised, and
+    /// serialising what they parse to gives them back (unit and property
+    /// tests in `body`). A file laid out otherwise matches only a record
+    /// written for its own bytes, which whoever can forge that record could
+    /// as well have written for its serialisation: the binding is no weaker.
+    pub(crate) fn read_body_sha256_recorded(&self, recorded: &dyn Fn(&str) -> bool) -> String {
+        if let Some(ReadDigest {
+            file: Some(file),
+            exact,
+        }) = &self.read
+            && exact.get().is_none()
+            && let Some(raw) = body::raw_body_sha256(file, &self.doc)
+            && recorded(&raw)
+        {
+            let _ = exact.set(raw);
+        }
+        self.read_body_sha256()
+    }
+
+    /// Fixes the read body digest before the document first changes.
+    fn pin(&mut self) {
+        if let Some(r) = &self.read
+            && r.exact.get().is_none()
+        {
+            let _ = r.exact.set(body_sha256(&self.doc));
+        }
     }
 
     /// Two-space pretty JSON plus one `\n`.
@@ -238,12 +307,14 @@ impl Plan {
     /// Sets a plan-level key (never `goals`), keeping its position if present.
     pub fn set(&mut self, key: &str, value: Value) {
         debug_assert_ne!(key, "goals");
+        self.pin();
         self.doc.insert(key.to_owned(), value);
     }
 
     /// Removes a plan-level key, keeping the order of the others.
     pub fn remove(&mut self, key: &str) -> Option<Value> {
         debug_assert_ne!(key, "goals");
+        self.pin();
         self.doc.shift_remove(key)
     }
 
@@ -295,6 +366,7 @@ impl Plan {
     /// Write access to a goal (its `id` never changes through it).
     pub fn goal_mut(&mut self, id: &str) -> Option<GoalMut<'_>> {
         let i = *self.index.get(id)?;
+        self.pin();
         self.doc
             .get_mut("goals")
             .and_then(Value::as_array_mut)
@@ -305,6 +377,7 @@ impl Plan {
 
     /// Appends a goal at the end.
     pub fn push_goal(&mut self, goal: Map<String, Value>) {
+        self.pin();
         let id = goal
             .get("id")
             .and_then(Value::as_str)
@@ -322,6 +395,7 @@ impl Plan {
     /// Mutable access to the goals array (insertion, reordering); the id
     /// index is rebuilt afterwards, so ids must stay unique.
     pub fn edit_goals<R>(&mut self, f: impl FnOnce(&mut Vec<Value>) -> R) -> R {
+        self.pin();
         let goals = self
             .doc
             .get_mut("goals")
@@ -403,6 +477,7 @@ impl Plan {
 
     /// Mutable validation batches.
     pub fn batches_mut(&mut self) -> Option<&mut Vec<Value>> {
+        self.pin();
         self.doc
             .get_mut("validationBatches")
             .and_then(Value::as_array_mut)
@@ -496,6 +571,62 @@ mod tests {
         let rules = crate::rules::RuleSet::embedded().unwrap();
         let p: crate::goals::profile::Profiles = rules.family().unwrap();
         p.0["ulw-loop"].clone()
+    }
+
+    /// The read body digest is the body as read, however the file is laid
+    /// out and whatever changes afterwards: a change through any write
+    /// accessor first fixes it; the file's own hash stands in for it only
+    /// when it is a recorded digest.
+    #[test]
+    fn the_read_body_digest_is_the_body_as_read() {
+        let p = profile();
+        let paths = StatePaths::new(&p.state_dir, None);
+        let text = r#"{"version":1,"revision":3,"goals":[{"id":"G1","title":"t","objective":"o","status":"pending"}],
+            "lastMutation":{"revision":3,"fromSeq":1,"entries":[{"planSha256":"x"}],"ledgerHead":{"seq":2,"sha256":"y"}},"z":[1]}"#;
+        let compact = Plan::decode(text.as_bytes(), &paths, &p, "now").unwrap();
+        let as_read = body_sha256(compact.doc());
+        let engine_file = compact.encode();
+        let changes: [fn(&mut Plan); 6] = [
+            |p| p.set("revision", json!(4)),
+            |p| {
+                p.remove("z");
+            },
+            |p| {
+                p.goal_mut("G1").unwrap().set_status(GoalStatus::InProgress);
+            },
+            |p| {
+                let mut g = Map::new();
+                g.insert("id".into(), json!("G2"));
+                p.push_goal(g);
+            },
+            |p| p.edit_goals(|g| g.clear()),
+            |p| {
+                p.set("validationBatches", json!([]));
+                p.batches_mut().unwrap().push(json!({}));
+            },
+        ];
+        for bytes in [text.as_bytes(), &engine_file[..]] {
+            for change in changes {
+                let mut plan = Plan::decode_file(bytes.to_vec(), &paths, &p, "now").unwrap();
+                change(&mut plan);
+                assert_ne!(body_sha256(plan.doc()), as_read);
+                assert_eq!(plan.read_body_sha256(), as_read);
+                assert_eq!(plan.read_body_sha256_recorded(&|_| true), as_read);
+            }
+            let plan = Plan::decode_file(bytes.to_vec(), &paths, &p, "now").unwrap();
+            assert_eq!(plan.read_body_sha256_recorded(&|d| d == as_read), as_read);
+            let plan = Plan::decode_file(bytes.to_vec(), &paths, &p, "now").unwrap();
+            assert_eq!(plan.read_body_sha256_recorded(&|_| false), as_read);
+        }
+        // A compact file's own hash is not the body digest; the engine's
+        // file hashes to it.
+        let raw = body::raw_body_sha256(text.as_bytes(), compact.doc());
+        assert_ne!(raw.as_deref(), Some(as_read.as_str()));
+        let engine = Plan::decode(&engine_file, &paths, &p, "now").unwrap();
+        assert_eq!(
+            body::raw_body_sha256(&engine_file, engine.doc()).as_deref(),
+            Some(as_read.as_str())
+        );
     }
 
     #[test]
