@@ -240,6 +240,69 @@ struct Envelope<'a> {
     ok: bool,
     body: &'a Body,
     warnings: &'a [Value],
+    /// Set when a plan member is printed from its encoded bytes: the string
+    /// that stands for it in the serialised envelope.
+    placeholder: Option<&'a str>,
+}
+
+impl Envelope<'_> {
+    /// The envelope's pretty JSON plus `\n`. A plan whose file bytes are at
+    /// hand ([`Plan::encoded`]) is not serialised again: a placeholder
+    /// string, unguessable in this process, stands for it and is replaced
+    /// by those bytes indented one level, which is what serialising it in
+    /// place writes (pretty JSON has raw newlines only between tokens).
+    fn to_pretty(ok: bool, body: &Body, warnings: &[Value]) -> Vec<u8> {
+        let mut plans = body.0.iter().filter_map(|(_, f)| match f {
+            Field::Plan(p) => Some(p),
+            Field::Value(_) => None,
+        });
+        let encoded = match (plans.next(), plans.next()) {
+            (Some(p), None) => p.encoded(),
+            _ => None,
+        };
+        let Some(plan) = encoded.and_then(|b| b.strip_suffix(b"\n")) else {
+            let env = Envelope {
+                ok,
+                body,
+                warnings,
+                placeholder: None,
+            };
+            let mut text = serde_json::to_vec_pretty(&env).expect("json");
+            text.push(b'\n');
+            return text;
+        };
+        use std::hash::{BuildHasher, Hasher};
+        let nonce = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        let placeholder = format!("\u{1}evidence-gate plan {nonce:016x}\u{1}");
+        let env = Envelope {
+            ok,
+            body,
+            warnings,
+            placeholder: Some(&placeholder),
+        };
+        let text = serde_json::to_vec_pretty(&env).expect("json");
+        let quoted = serde_json::to_vec(&placeholder).expect("json");
+        let Some(at) = memchr::memmem::find(&text, &quoted) else {
+            // Not reached: the plan member is in the envelope.
+            let mut text = text;
+            text.push(b'\n');
+            return text;
+        };
+        let mut out = Vec::with_capacity(text.len() + plan.len() + plan.len() / 16);
+        out.extend_from_slice(&text[..at]);
+        let mut from = 0;
+        for nl in memchr::memchr_iter(b'\n', plan) {
+            out.extend_from_slice(&plan[from..=nl]);
+            out.extend_from_slice(b"  ");
+            from = nl + 1;
+        }
+        out.extend_from_slice(&plan[from..]);
+        out.extend_from_slice(&text[at + quoted.len()..]);
+        out.push(b'\n');
+        out
+    }
 }
 
 impl serde::Serialize for Envelope<'_> {
@@ -250,7 +313,10 @@ impl serde::Serialize for Envelope<'_> {
         for (k, f) in &self.body.0 {
             match f {
                 Field::Value(v) => m.serialize_entry(k, v)?,
-                Field::Plan(p) => m.serialize_entry(k, p.doc())?,
+                Field::Plan(p) => match (self.placeholder, p.encoded()) {
+                    (Some(stand_in), Some(_)) => m.serialize_entry(k, stand_in)?,
+                    _ => m.serialize_entry(k, p.doc())?,
+                },
             }
         }
         if !self.warnings.is_empty() {
@@ -343,13 +409,7 @@ fn emit(outcome: Outcome, json_mode: bool, io: &mut Io<'_>) -> u8 {
         Outcome::Reply(r) => {
             let code = if r.ok { 0 } else { 1 };
             if json_mode {
-                let env = Envelope {
-                    ok: r.ok,
-                    body: &r.body,
-                    warnings: &r.warnings,
-                };
-                let mut text = serde_json::to_vec_pretty(&env).expect("json");
-                text.push(b'\n');
+                let text = Envelope::to_pretty(r.ok, &r.body, &r.warnings);
                 let _ = io.stdout.write_all(&text);
             } else {
                 let mut text = r.text;
@@ -608,5 +668,83 @@ fn lock_timeout(globals: &args::Args, amb: &dyn Ambient) -> Result<Option<u64>, 
             .map(Some)
             .map_err(|_| bad("EVIDENCE_GATE_LOCK_TIMEOUT_MS", &v)),
         _ => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::goals::StatePaths;
+
+    fn plan(text: &str) -> Plan {
+        let rules = crate::rules::RuleSet::embedded().unwrap();
+        let p = crate::goals::profile::Profiles::lookup(&rules, "ulw-loop").unwrap();
+        Plan::decode(
+            text.as_bytes(),
+            &StatePaths::new(&p.state_dir, None),
+            &p,
+            "now",
+        )
+        .unwrap()
+    }
+
+    /// A plan printed from the bytes a commit wrote is byte for byte the
+    /// plan serialised in place, wherever it stands in the answer, whatever
+    /// the other members hold (the placeholder's text included).
+    #[test]
+    fn a_plan_printed_from_its_file_bytes_equals_the_serialised_answer() {
+        let text = r#"{"version":1,"z":{"a":[],"b":{},"c":[1,{"d":"x\ny"}]},"goals":[{"id":"G1","title":"t \"q\" é","objective":"o","status":"pending","successCriteria":[{"id":"C1","status":"pending"}]}]}"#;
+        let fast = |first: bool, warnings: &[Value]| {
+            let mut p = plan(text);
+            let bytes = p.encode();
+            p.set_encoded(bytes);
+            let mut b = Body::default();
+            b.insert(
+                "before",
+                json!({"k": ["v", {"\u{1}evidence-gate plan": 1}]}),
+            );
+            if first {
+                b.plan_first(p);
+            } else {
+                b.plan(p);
+            }
+            b.insert(
+                "after",
+                json!("\u{1}evidence-gate plan 0000000000000000\u{1}"),
+            );
+            Envelope::to_pretty(true, &b, warnings)
+        };
+        let slow = |first: bool, warnings: &[Value]| {
+            let p = plan(text);
+            assert!(p.encoded().is_none());
+            let mut b = Body::default();
+            b.insert(
+                "before",
+                json!({"k": ["v", {"\u{1}evidence-gate plan": 1}]}),
+            );
+            if first {
+                b.plan_first(p);
+            } else {
+                b.plan(p);
+            }
+            b.insert(
+                "after",
+                json!("\u{1}evidence-gate plan 0000000000000000\u{1}"),
+            );
+            Envelope::to_pretty(true, &b, warnings)
+        };
+        let warnings = [json!({"code": "W", "message": "m"})];
+        for first in [true, false] {
+            for w in [&[][..], &warnings[..]] {
+                let (a, b) = (fast(first, w), slow(first, w));
+                assert_eq!(String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap());
+            }
+        }
+        // A change after the write drops the bytes: the plan is serialised.
+        let mut p = plan(text);
+        let bytes = p.encode();
+        p.set_encoded(bytes);
+        p.set("revision", json!(9));
+        assert!(p.encoded().is_none());
     }
 }

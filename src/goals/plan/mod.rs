@@ -37,6 +37,9 @@ pub struct Plan {
     /// The body digest as read, before the in-memory migration
     /// (docs/threat-model.md#i7); `None` for a plan built in memory.
     read: Option<ReadDigest>,
+    /// [`Plan::encode`] of the document as it is, when known without
+    /// serialising it (the bytes a commit just wrote); dropped by any change.
+    encoded: Option<std::sync::Arc<Vec<u8>>>,
 }
 
 /// The body digest of a plan as it was read.
@@ -205,6 +208,7 @@ impl Plan {
             index,
             pending: Vec::new(),
             read,
+            encoded: None,
         };
         plan.migrate_legacy_objective(profile, paths, now);
         Ok(plan)
@@ -244,6 +248,7 @@ impl Plan {
             index,
             pending: Vec::new(),
             read: None,
+            encoded: None,
         }
     }
 
@@ -283,8 +288,24 @@ impl Plan {
         self.read_body_sha256()
     }
 
-    /// Fixes the read body digest before the document first changes.
+    /// Records that `bytes` are [`Plan::encode`] of the document as it is
+    /// (the file a commit wrote), so an answer that prints the plan need not
+    /// serialise it again. Any change drops them.
+    pub(crate) fn set_encoded(&mut self, bytes: Vec<u8>) {
+        debug_assert!(bytes == self.encode(), "the file is the plan encoded");
+        self.encoded = Some(std::sync::Arc::new(bytes));
+    }
+
+    /// [`Plan::encode`] of the document as it is, when known without
+    /// serialising it.
+    pub(crate) fn encoded(&self) -> Option<&[u8]> {
+        self.encoded.as_deref().map(Vec::as_slice)
+    }
+
+    /// Fixes the read body digest before the document first changes, and
+    /// forgets the encoded bytes.
     fn pin(&mut self) {
+        self.encoded = None;
         if let Some(r) = &self.read
             && r.exact.get().is_none()
         {

@@ -600,9 +600,10 @@ impl<'e> Locked<'e> {
                     }),
                 );
                 let bytes = body.file_bytes(plan.doc());
-                debug_assert!(bytes == plan.encode(), "the file is the plan encoded");
                 self.write_file(state::GOALS, &bytes)?;
-                (rev, Some(*plan), Some(head), Some(body))
+                let mut plan = *plan;
+                plan.set_encoded(bytes);
+                (rev, Some(plan), Some(head), Some(body))
             }
             Write::AuditOnly { revision } => {
                 all.extend(entries);
@@ -642,8 +643,8 @@ impl<'e> Locked<'e> {
                 plan.set("lastMutation", Value::Object(lm));
             }
             let bytes = body.file_bytes(plan.doc());
-            debug_assert!(bytes == plan.encode(), "the file is the plan encoded");
             self.write_file(state::GOALS, &bytes)?;
+            plan.set_encoded(bytes);
         }
         if self.switching {
             switch::finish(&self.dir, &self.engine.paths)?;
