@@ -228,10 +228,13 @@ fn read_tail(
 /// and including its last `\n`): a torn tail is not a record.
 pub(crate) fn complete_len(file: &mut File, size: u64) -> io::Result<u64> {
     use std::io::{Read, Seek, SeekFrom};
-    const CHUNK: u64 = 64 * 1024;
+    // A ledger almost always ends with its last record's `\n`: the first
+    // read is one page.
+    let mut chunk = 4 * 1024;
     let mut end = size;
     while end > 0 {
-        let start = end.saturating_sub(CHUNK);
+        let start = end.saturating_sub(chunk);
+        chunk = 64 * 1024;
         let mut buf = vec![0u8; (end - start) as usize];
         file.seek(SeekFrom::Start(start))?;
         file.read_exact(&mut buf)?;
@@ -597,6 +600,36 @@ fn judge_digest(
 mod tests {
     use super::*;
     use crate::goals::plan::body_sha256;
+
+    /// The complete records end at the last `\n`, however long the torn
+    /// tail after it (the first read is one page).
+    #[test]
+    fn complete_len_skips_a_torn_tail_of_any_length() {
+        for (records, torn) in [
+            (0, 0),
+            (0, 10),
+            (3, 0),
+            (3, 10),
+            (3, 5000),
+            (3, 70_000),
+            (0, 70_000),
+        ] {
+            let mut bytes = Vec::new();
+            for i in 0..records {
+                bytes.extend_from_slice(format!("{{\"seq\":{i}}}\n").as_bytes());
+            }
+            let complete = bytes.len() as u64;
+            bytes.extend(std::iter::repeat_n(b'x', torn));
+            let tmp = tempfile::tempfile().unwrap();
+            let mut f = File::from_std(tmp);
+            std::io::Write::write_all(&mut f, &bytes).unwrap();
+            assert_eq!(
+                complete_len(&mut f, bytes.len() as u64).unwrap(),
+                complete,
+                "{records} records, {torn} torn bytes"
+            );
+        }
+    }
 
     /// What a record read as a whole JSON value yields (the reference for
     /// [`TailRecord::fields`]).

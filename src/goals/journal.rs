@@ -210,11 +210,13 @@ pub(crate) fn read_back(
     end: u64,
     mut keep_going: impl FnMut(u64, &[u8]) -> bool,
 ) -> io::Result<()> {
-    const CHUNK: u64 = 64 * 1024;
+    // The first read is small: most walks stop at the newest records.
+    let mut size = 8 * 1024;
     let mut pos = end;
     let mut carry: Vec<u8> = Vec::new();
     while pos > 0 {
-        let start = pos.saturating_sub(CHUNK);
+        let start = pos.saturating_sub(size);
+        size = 64 * 1024;
         let mut chunk = vec![0u8; (pos - start) as usize];
         file.seek(SeekFrom::Start(start))?;
         file.read_exact(&mut chunk)?;
@@ -483,6 +485,39 @@ mod tests {
         });
         assert_eq!(keys_of(&v, Some(7))[0].0["k"], "k:u1");
         assert_eq!(keys_of(&v, Some(7))[0].0["o"], 7);
+    }
+
+    /// Records of every size around the first (8 KiB) and later (64 KiB)
+    /// reads come back whole, newest first, with their offsets.
+    #[test]
+    fn read_back_gives_records_longer_than_a_read_whole() {
+        let sizes = [10, 8 * 1024, 8 * 1024 - 60, 70_000, 3, 64 * 1024, 20_000];
+        let entries: Vec<Map<String, Value>> = sizes
+            .iter()
+            .map(|n| {
+                serde_json::from_str(&format!(r#"{{"kind":"a","pad":"{}"}}"#, "x".repeat(*n)))
+                    .unwrap()
+            })
+            .collect();
+        let (bytes, recs) = chain_records(0, None, &entries);
+        let tmp = tempfile::tempfile().unwrap();
+        let mut f = File::from_std(tmp);
+        std::io::Write::write_all(&mut f, &bytes).unwrap();
+        let mut got = Vec::new();
+        read_back(&mut f, bytes.len() as u64, |at, line| {
+            got.push((at, line.to_vec()));
+            true
+        })
+        .unwrap();
+        let mut want = Vec::new();
+        let mut at = 0u64;
+        for line in bytes.split_inclusive(|b| *b == b'\n') {
+            want.push((at, line[..line.len() - 1].to_vec()));
+            at += line.len() as u64;
+        }
+        want.reverse();
+        assert_eq!(got.len(), recs.len());
+        assert!(got == want, "records come back whole with their offsets");
     }
 
     #[test]

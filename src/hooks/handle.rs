@@ -451,6 +451,7 @@ fn decide(
                 rules: &rules,
                 profile_flag: &a.profile,
                 with_ultrawork: a.with_ultrawork,
+                hook_state: std::cell::OnceCell::new(),
             },
             a.event,
             &decoded.body,

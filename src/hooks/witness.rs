@@ -52,7 +52,7 @@ const MAX_LEGACY: usize = 10_000;
 const MAX_LISTED: usize = 50;
 
 /// A fault in the hooks' trust state: the decision blocks on it (docs/threat-model.md#i2).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct StateFault {
     /// The file or directory at fault (ambient path or workspace-relative).
     pub path: String,

@@ -27,12 +27,14 @@ pub(crate) struct Tail {
     pub scanned_to_start: bool,
 }
 
-/// Reads backwards in 64 KiB chunks until the last complete record and the
+/// Reads backwards (8 KiB, then 64 KiB chunks) until the last complete record and the
 /// last chained record are known, or `max_scan` bytes have been read (then
 /// `last_seq` may be unknown even though the file has chained records; the
 /// caller falls back to its index or a full scan).
 pub(crate) fn read_tail<R: Read + Seek>(r: &mut R, max_scan: u64) -> io::Result<Tail> {
     const CHUNK: u64 = 64 * 1024;
+    // The first read is small: the last record is almost always chained.
+    let mut size = 8 * 1024;
     let len = r.seek(SeekFrom::End(0))?;
     let mut tail = Tail {
         len,
@@ -47,7 +49,8 @@ pub(crate) fn read_tail<R: Read + Seek>(r: &mut R, max_scan: u64) -> io::Result<
         if pos == 0 || scanned >= max_scan.max(CHUNK) {
             break;
         }
-        let start = pos.saturating_sub(CHUNK);
+        let start = pos.saturating_sub(size);
+        size = CHUNK;
         let mut chunk = vec![0u8; (pos - start) as usize];
         r.seek(SeekFrom::Start(start))?;
         r.read_exact(&mut chunk)?;
@@ -120,6 +123,33 @@ mod tests {
     use super::*;
     use crate::ledger::chain_records;
     use std::io::Cursor;
+
+    /// Records longer than the first small read are found whole, however
+    /// the reads split them.
+    #[test]
+    fn records_longer_than_the_first_read_are_read_whole() {
+        for big in [100, 8 * 1024 - 40, 8 * 1024 + 7, 20_000, 70_000] {
+            let mut e: serde_json::Map<String, Value> =
+                serde_json::from_str(r#"{"kind":"a","revision":4}"#).unwrap();
+            e.insert("pad".into(), Value::String("x".repeat(big)));
+            let (mut bytes, recs) = chain_records(0, None, &[e.clone(), e]);
+            let foreign = format!("{{\"kind\":\"node\",\"pad\":\"{}\"}}\n", "y".repeat(big));
+            bytes.extend_from_slice(foreign.as_bytes());
+            let t = read_tail(&mut Cursor::new(&bytes), 1 << 22).unwrap();
+            assert_eq!(t.last_seq, Some(2), "{big}");
+            assert_eq!(t.last_revision, Some(4), "{big}");
+            assert_eq!(
+                t.last_record_hash.as_deref(),
+                Some(record_hash(&foreign.as_bytes()[..foreign.len() - 1]).as_str()),
+                "{big}"
+            );
+            assert_eq!(
+                t.last_record_offset,
+                Some((bytes.len() - foreign.len()) as u64)
+            );
+            assert!(recs.len() == 2);
+        }
+    }
 
     #[test]
     fn finds_last_chained_record_behind_a_foreign_one() {

@@ -25,7 +25,7 @@ use super::code::HookCode;
 use super::diagnostics::Diagnostics;
 use super::directive::Template;
 use super::event::{Body, Decision, Envelope, HookEvent};
-use super::witness::HookState;
+use super::witness::{HookState, StateFault};
 use crate::ambient::{self, Ambient};
 use crate::goals::lifecycle;
 use crate::goals::loop_state::{self, Located};
@@ -279,6 +279,9 @@ pub(crate) struct Ctx<'a> {
     pub profile_flag: &'a str,
     /// `--with-ultrawork`.
     pub with_ultrawork: bool,
+    /// The hooks' per-user state of the workspace, opened by the first step
+    /// of the call that needs it and shared by the others ([`Ctx::hook_state`]).
+    pub hook_state: std::cell::OnceCell<Result<HookState, StateFault>>,
 }
 
 /// A session's plan and the profile it belongs to.
@@ -607,6 +610,16 @@ impl<'a> Ctx<'a> {
         self.side_state_at(&found.located.paths, tool)
     }
 
+    /// The hooks' per-user state of the workspace (from its canonical root,
+    /// resolved once per call): opened at the first use, then the same
+    /// handles for every step of the call (a fault is the same fault).
+    pub(crate) fn hook_state(&self) -> Result<&HookState, StateFault> {
+        self.hook_state
+            .get_or_init(|| HookState::open(self.amb, &self.env.cwd, self.workspace))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
     /// [`Ctx::side_state`] of the plan scope `paths` (a plan that could not
     /// be read has its budget there too).
     pub(crate) fn side_state_at(
@@ -614,7 +627,7 @@ impl<'a> Ctx<'a> {
         paths: &crate::goals::StatePaths,
         tool: bool,
     ) -> Result<SideState, Decision> {
-        let hs = HookState::open(self.amb, &self.env.cwd, self.workspace).map_err(|f| {
+        let hs = self.hook_state().map_err(|f| {
             self.fault(
                 HookCode::HookStateIo,
                 &f.what,
@@ -760,7 +773,7 @@ impl<'a> Ctx<'a> {
         let Some(head) = super::witness::ledger_head(&found.located.dir, state_dir) else {
             return;
         };
-        if let Ok(hs) = HookState::open(self.amb, &self.env.cwd, self.workspace) {
+        if let Ok(hs) = self.hook_state() {
             let _ = hs.observe_head(&head);
         }
     }

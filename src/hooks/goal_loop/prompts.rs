@@ -20,7 +20,7 @@ use crate::goals::decisions::{self, UserDecision};
 use crate::hooks::code::HookCode;
 use crate::hooks::event::Decision;
 use crate::hooks::gate_ledger::GateLedgerKind;
-use crate::hooks::witness::{self, HookState};
+use crate::hooks::witness;
 use crate::store::{LockError, LockOptions, MutationLock};
 use crate::userstate::{UserState, UserStateError};
 
@@ -321,7 +321,7 @@ fn carry(c: &super::Ctx<'_>, us: &UserState, d: &UserDecision, prompt: &Prompt) 
     // mirror alone would be dropped as forged by the next reconcile.
     let fault =
         |f: witness::StateFault| io::Error::other(format!("{}: {}: {}", f.path, f.what, f.error));
-    let hs = HookState::open(c.amb, &c.env.cwd, c.workspace).map_err(fault)?;
+    let hs = c.hook_state().map_err(fault)?;
     let opts = LockOptions {
         timeout: std::time::Duration::from_millis(c.hooks.lock_wait_ms),
         command: "hook stop".into(),
