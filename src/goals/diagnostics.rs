@@ -62,6 +62,12 @@ impl Sink {
         Sink::with(amb, user, canonical_root)
     }
 
+    /// A sink writing to `dir`, a workspace's per-user `hooks/` directory
+    /// already open.
+    pub(crate) fn in_dir(dir: Dir) -> Sink {
+        Sink(Some(Arc::new(dir)))
+    }
+
     /// [`Sink::open`] for the workspace `ws`, at the per-user state
     /// [`Workspace::user_state`] opens.
     pub fn of(amb: &dyn Ambient, ws: &Workspace) -> Sink {

@@ -148,6 +148,11 @@ impl HookState {
         &self.dir
     }
 
+    /// The workspace's per-user state it lives in.
+    pub(crate) fn user(&self) -> &UserState {
+        &self.user
+    }
+
     /// Creates (if needed) and opens `hooks/<rel>`, following no symlink.
     pub(crate) fn subdir(&self, rel: &str) -> io::Result<Dir> {
         self.user.subdir(&format!("{HOOKS_DIR}/{rel}"))

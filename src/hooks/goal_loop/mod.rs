@@ -500,7 +500,15 @@ impl<'a> Ctx<'a> {
             } else {
                 SurfaceInputs::default()
             },
-            diagnostics: crate::goals::diagnostics::Sink::open(self.amb, self.canonical_cwd),
+            // The workspace's per-user `hooks/`, already open for this call.
+            diagnostics: match self
+                .hook_state()
+                .ok()
+                .and_then(|hs| hs.dir().try_clone().ok())
+            {
+                Some(dir) => crate::goals::diagnostics::Sink::in_dir(dir),
+                None => crate::goals::diagnostics::Sink::open(self.amb, self.canonical_cwd),
+            },
             worktree_prefix: if profile.profile.compat.state_path_prefix {
                 crate::ambient::worktree_prefix(self.amb, &self.env.cwd)
             } else {

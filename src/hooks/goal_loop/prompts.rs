@@ -11,7 +11,7 @@
 //! agent typed.
 
 use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use cap_std::fs::Dir;
 use serde_json::{Map, Value, json};
@@ -22,7 +22,7 @@ use crate::hooks::event::Decision;
 use crate::hooks::gate_ledger::GateLedgerKind;
 use crate::hooks::witness;
 use crate::store::{LockError, LockOptions, MutationLock};
-use crate::userstate::{UserState, UserStateError};
+use crate::userstate::UserState;
 
 /// The witness subdirectory.
 pub(crate) const DIR: &str = "prompts";
@@ -48,14 +48,6 @@ pub(crate) struct Prompt {
     pub sha256: String,
     /// The prompt text (possibly cut).
     pub text: String,
-}
-
-/// Opens the per-user state directory of the workspace at `root`.
-pub(crate) fn open_state(
-    amb: &dyn crate::ambient::Ambient,
-    root: &Path,
-) -> Result<UserState, UserStateError> {
-    UserState::open(amb, root)
 }
 
 fn dir(us: &UserState) -> io::Result<Dir> {
@@ -168,14 +160,6 @@ pub(crate) fn note_carried(us: &UserState, key: &str) -> io::Result<()> {
     crate::store::append_synced(&d, &mut file, created, &line)
 }
 
-/// The canonical workspace path the witness is filed under, the one the
-/// hooks' own state uses (docs/threat-model.md#tm-3); a path that could not
-/// be resolved is used as given, and opening its state then fails closed.
-fn workspace_root(c: &super::Ctx<'_>) -> PathBuf {
-    c.workspace
-        .map_or_else(|| c.env.cwd.clone(), Path::to_path_buf)
-}
-
 /// Records the prompt of a `user-prompt-submit` event; a failure writes
 /// `HOOK_STATE_IO` (the prompt is not recorded, so a decision it carries
 /// stays unverified: the fault fails closed on its own).
@@ -183,19 +167,21 @@ pub(super) fn witness(c: &super::Ctx<'_>, prompt: &str) {
     let Some(session) = c.env.session_id.as_deref() else {
         return;
     };
-    let root = workspace_root(c);
     let at = crate::time::rfc3339_ms(std::time::SystemTime::now());
-    let result = open_state(c.amb, &root)
-        .map_err(|e| (e.path().map(Path::to_path_buf), e.to_string()))
-        .and_then(|us| {
-            record(&us, session, &at, prompt).map_err(|e| (Some(display(&us)), e.to_string()))
+    let result = c
+        .hook_state()
+        .map_err(|f| (f.path, f.error))
+        .and_then(|hs| {
+            let us = hs.user();
+            record(us, session, &at, prompt)
+                .map_err(|e| (display(us).display().to_string(), e.to_string()))
         });
     if let Err((path, error)) = result {
         c.diag.write(
             HookCode::HookStateIo,
             "context",
             "the user prompt could not be recorded in the per-user witness; a user decision it carries cannot be verified",
-            Some(json!({"path": path.map(|p| p.display().to_string()), "error": error})),
+            Some(json!({"path": path, "error": error})),
         );
     }
 }
@@ -212,27 +198,23 @@ pub(super) fn check(c: &super::Ctx<'_>, found: &super::Found<'_>) -> Option<Deci
         return None;
     }
     let p = &found.profile.profile;
-    let root = workspace_root(c);
-    let us = match open_state(c.amb, &root) {
-        Ok(us) => us,
-        Err(e) => {
-            let path = e
-                .path()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
+    let hs = match c.hook_state() {
+        Ok(hs) => hs,
+        Err(f) => {
             return Some(unverified(
                 c,
                 p,
                 &all,
                 &format!(
-                    "the per-user witness {path} is unusable ({e}); fix: {}",
-                    e.fix()
+                    "the per-user witness {} is unusable ({}: {}); fix: {}",
+                    f.path, f.what, f.error, f.fix
                 ),
             ));
         }
     };
+    let us = hs.user();
     let prompts = match c.env.session_id.as_deref() {
-        Some(s) => match load(&us, s) {
+        Some(s) => match load(us, s) {
             Ok(v) => v,
             Err(e) => {
                 return Some(unverified(
@@ -241,7 +223,7 @@ pub(super) fn check(c: &super::Ctx<'_>, found: &super::Found<'_>) -> Option<Deci
                     &all,
                     &format!(
                         "the user-prompt witness {} could not be read ({e}); fix: run `evidence-gate doctor --fix`",
-                        display(&us).display()
+                        display(us).display()
                     ),
                 ));
             }
@@ -253,7 +235,7 @@ pub(super) fn check(c: &super::Ctx<'_>, found: &super::Found<'_>) -> Option<Deci
         match verifying(&prompts, d) {
             None => open.push(d.clone()),
             Some(prompt) => {
-                if let Err(e) = carry(c, &us, d, prompt) {
+                if let Err(e) = carry(c, us, d, prompt) {
                     c.diag.write(
                         HookCode::HookStateIo,
                         "block",
