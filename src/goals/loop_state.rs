@@ -346,22 +346,7 @@ pub(crate) fn remove_side_file(dir: &Dir, name: &str) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    fn profile() -> Profile {
-        let rules = crate::rules::RuleSet::embedded().unwrap();
-        let p: crate::goals::profile::Profiles = rules.family().unwrap();
-        p.0["ulw-loop"].clone()
-    }
-
-    fn plan(text: &str) -> Plan {
-        let p = profile();
-        Plan::decode(
-            text.as_bytes(),
-            &StatePaths::new(&p.state_dir, None),
-            &p,
-            "now",
-        )
-        .unwrap()
-    }
+    use crate::test_support::ulw_loop_plan as plan;
 
     const TWO: &str = r#"{"version":1,"activeGoalId":"G2","goals":[
         {"id":"G1","title":"a","objective":"a","status":"pending","steeringStatus":"superseded"},

@@ -674,19 +674,7 @@ fn lock_timeout(globals: &args::Args, amb: &dyn Ambient) -> Result<Option<u64>, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::goals::StatePaths;
-
-    fn plan(text: &str) -> Plan {
-        let rules = crate::rules::RuleSet::embedded().unwrap();
-        let p = crate::goals::profile::Profiles::lookup(&rules, "ulw-loop").unwrap();
-        Plan::decode(
-            text.as_bytes(),
-            &StatePaths::new(&p.state_dir, None),
-            &p,
-            "now",
-        )
-        .unwrap()
-    }
+    use crate::test_support::ulw_loop_plan as plan;
 
     /// A plan printed from the bytes a commit wrote is byte for byte the
     /// plan serialised in place, wherever it stands in the answer, whatever
@@ -694,29 +682,14 @@ mod tests {
     #[test]
     fn a_plan_printed_from_its_file_bytes_equals_the_serialised_answer() {
         let text = r#"{"version":1,"z":{"a":[],"b":{},"c":[1,{"d":"x\ny"}]},"goals":[{"id":"G1","title":"t \"q\" é","objective":"o","status":"pending","successCriteria":[{"id":"C1","status":"pending"}]}]}"#;
-        let fast = |first: bool, warnings: &[Value]| {
+        // The plan from the bytes a commit wrote (`from_file`), or serialised.
+        let answer = |from_file: bool, first: bool, warnings: &[Value]| {
             let mut p = plan(text);
-            let bytes = p.encode();
-            p.set_encoded(bytes);
-            let mut b = Body::default();
-            b.insert(
-                "before",
-                json!({"k": ["v", {"\u{1}evidence-gate plan": 1}]}),
-            );
-            if first {
-                b.plan_first(p);
-            } else {
-                b.plan(p);
+            if from_file {
+                let bytes = p.encode();
+                p.set_encoded(bytes);
             }
-            b.insert(
-                "after",
-                json!("\u{1}evidence-gate plan 0000000000000000\u{1}"),
-            );
-            Envelope::to_pretty(true, &b, warnings)
-        };
-        let slow = |first: bool, warnings: &[Value]| {
-            let p = plan(text);
-            assert!(p.encoded().is_none());
+            assert_eq!(p.encoded().is_some(), from_file);
             let mut b = Body::default();
             b.insert(
                 "before",
@@ -736,7 +709,7 @@ mod tests {
         let warnings = [json!({"code": "W", "message": "m"})];
         for first in [true, false] {
             for w in [&[][..], &warnings[..]] {
-                let (a, b) = (fast(first, w), slow(first, w));
+                let (a, b) = (answer(true, first, w), answer(false, first, w));
                 assert_eq!(String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap());
             }
         }
