@@ -52,21 +52,3 @@ pub(crate) fn tally(cases: &[SchemaCase]) -> (usize, usize) {
     let valid = cases.iter().filter(|c| c.valid).count();
     (valid, cases.len() - valid)
 }
-
-/// The embedded `ulw-loop` profile.
-pub(crate) fn ulw_loop_profile() -> crate::goals::Profile {
-    let rules = crate::rules::RuleSet::embedded().expect("embedded rules");
-    crate::goals::profile::Profiles::lookup(&rules, "ulw-loop").expect("the ulw-loop profile")
-}
-
-/// `text` decoded as an unscoped `ulw-loop` plan.
-pub(crate) fn ulw_loop_plan(text: &str) -> crate::goals::plan::Plan {
-    let p = ulw_loop_profile();
-    crate::goals::plan::Plan::decode(
-        text.as_bytes(),
-        &crate::goals::StatePaths::new(&p.state_dir, None),
-        &p,
-        "now",
-    )
-    .expect("a valid plan")
-}

@@ -346,7 +346,7 @@ pub(crate) fn remove_side_file(dir: &Dir, name: &str) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    use crate::test_support::ulw_loop_plan as plan;
+    use crate::goals::plan::ulw_loop_plan as plan;
 
     const TWO: &str = r#"{"version":1,"activeGoalId":"G2","goals":[
         {"id":"G1","title":"a","objective":"a","status":"pending","steeringStatus":"superseded"},

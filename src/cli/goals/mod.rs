@@ -674,7 +674,7 @@ fn lock_timeout(globals: &args::Args, amb: &dyn Ambient) -> Result<Option<u64>, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::ulw_loop_plan as plan;
+    use crate::goals::plan::ulw_loop_plan as plan;
 
     /// A plan printed from the bytes a commit wrote is byte for byte the
     /// plan serialised in place, wherever it stands in the answer, whatever

@@ -583,6 +583,21 @@ pub(crate) fn objective_for(profile: &Profile, paths: &StatePaths) -> String {
         .replace("{ledger}", &paths.prefixed(&paths.ledger()))
 }
 
+/// `text` decoded as an unscoped plan of the embedded `ulw-loop` profile
+/// (unit tests).
+#[cfg(test)]
+pub(crate) fn ulw_loop_plan(text: &str) -> Plan {
+    let rules = crate::rules::RuleSet::embedded().expect("embedded rules");
+    let p = crate::goals::profile::Profiles::lookup(&rules, "ulw-loop").expect("ulw-loop");
+    Plan::decode(
+        text.as_bytes(),
+        &StatePaths::new(&p.state_dir, None),
+        &p,
+        "now",
+    )
+    .expect("a valid plan")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
