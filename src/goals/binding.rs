@@ -755,6 +755,48 @@ mod tests {
         assert_eq!(judge(&p, &forged, false).codes(), vec!["LEDGER_TAMPERED"]);
     }
 
+    /// The plan file's own hash stands for its body digest only when the
+    /// ledger records it: the engine's file and the same plan laid out
+    /// otherwise are both bound; a file whose content was edited is
+    /// tampered with, in the engine's layout or not.
+    #[test]
+    fn a_plan_read_from_its_file_is_judged_by_its_body() {
+        let rules = crate::rules::RuleSet::embedded().unwrap();
+        let p = crate::goals::profile::Profiles::lookup(&rules, "ulw-loop").unwrap();
+        let paths = crate::goals::StatePaths::new(&p.state_dir, None);
+        let read = |bytes: &[u8]| Plan::decode_file(bytes.to_vec(), &paths, &p, "now").unwrap();
+        let text = r#"{"version":1,"goals":[{"id":"G1","title":"t","objective":"o","status":"pending"}],
+            "lastMutation":{"revision":1,"fromSeq":4,"entries":[],"ledgerHead":{"seq":4,"sha256":"h4"}},"revision":1}"#;
+        let engine_file = read(text.as_bytes()).encode();
+        let d = body_sha256(read(&engine_file).doc());
+        let tail = [rec(Some(4), "h4", Some(&d))];
+        let mut compact = serde_json::to_vec(read(&engine_file).doc()).unwrap();
+        compact.push(b'\n');
+        assert_ne!(compact, engine_file);
+        for honest in [&engine_file, &compact] {
+            let b = judge_plan(&read(honest), &tail, false);
+            assert_eq!(b.state, State::Bound, "{}", String::from_utf8_lossy(honest));
+            assert_eq!(b.body_sha256, d);
+        }
+        let edit = |bytes: &[u8]| {
+            String::from_utf8(bytes.to_vec())
+                .unwrap()
+                .replace(r#""title": "t""#, r#""title": "x""#)
+                .replace(r#""title":"t""#, r#""title":"x""#)
+                .into_bytes()
+        };
+        for edited in [edit(&engine_file), edit(&compact)] {
+            assert_ne!(edited, engine_file);
+            let b = judge_plan(&read(&edited), &tail, false);
+            assert_eq!(
+                b.codes(),
+                vec!["PLAN_TAMPERED"],
+                "{}",
+                String::from_utf8_lossy(&edited)
+            );
+        }
+    }
+
     #[test]
     fn a_pending_mutation_must_record_this_body() {
         let mut p = bound_doc(9, "h9");
