@@ -377,3 +377,49 @@ fn honest_i12_a_real_user_decision_unblocks_a_goal() {
         h.ledger()
     );
 }
+
+/// The engine's own diagnostic lines from a steering prompt (here the
+/// rebuild of a deleted ledger index) go to the workspace's per-user
+/// `hooks/diagnostics.jsonl`, where `doctor` reads them, also when the host
+/// runs the hook from another directory; never to the base directory.
+#[test]
+fn honest_steering_from_another_directory_records_engine_lines_in_the_workspace_state() {
+    let h = setup();
+    std::fs::remove_file(h.join(&format!("{ULW}/{SID}/.ledger.idx"))).unwrap();
+    let directive = json!({"kind": "annotate_ledger", "evidence": "the config parser is in review",
+                           "rationale": "note for the reviewers"});
+    let p = h.codex_event(
+        "UserPromptSubmit",
+        SID,
+        json!({"prompt": format!("OMO_ULW_LOOP_STEER: {directive}")}),
+    );
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mut cmd = h.command(
+        &["hook", "user-prompt-submit", "--host", "codex"],
+        &clean_env(),
+        false,
+    );
+    cmd.current_dir(elsewhere.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(p.to_string().as_bytes()).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("accepted annotate_ledger"), "{stdout}");
+    assert!(h.join(&format!("{ULW}/{SID}/.ledger.idx")).exists());
+    assert!(
+        h.diag_codes().contains(&"LEDGER_INDEX_REBUILT".to_owned()),
+        "{:?}",
+        h.diag_codes()
+    );
+    let base = h.state_home.path().join("evidence-gate/diagnostics.jsonl");
+    let base = std::fs::read_to_string(&base).unwrap_or_default();
+    assert!(!base.contains("LEDGER_INDEX_REBUILT"), "{base}");
+}
