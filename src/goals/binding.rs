@@ -28,6 +28,9 @@ use crate::ledger;
 
 /// The entry field holding the plan body's digest.
 pub(crate) const PLAN_SHA256: &str = "planSha256";
+/// The entry field holding the SHA-256 of the Stop view's first line
+/// (docs/state-formats.md#stop-view) the entry's mutation wrote.
+pub(crate) const SUMMARY_SHA256: &str = "summarySha256";
 /// The `lastMutation` field naming the ledger head.
 pub(crate) const LEDGER_HEAD: &str = "ledgerHead";
 /// The entry kind `repair --accept-tampered` appends.
@@ -84,6 +87,8 @@ pub(crate) struct TailRecord {
     pub plan_sha256: Option<String>,
     /// Its `revision`, if any.
     pub revision: Option<u64>,
+    /// Its `summarySha256` (the Stop view its mutation wrote), if any.
+    pub summary_sha256: Option<String>,
 }
 
 impl TailRecord {
@@ -99,7 +104,7 @@ impl TailRecord {
     /// its hash (`sha256` empty). The line is parsed in full, as a JSON value
     /// would be (a later duplicate key wins), but only these fields are
     /// kept: a binding check walks every record after the plan's head.
-    fn fields(line: &[u8]) -> TailRecord {
+    pub(crate) fn fields(line: &[u8]) -> TailRecord {
         let mut de = serde_json::Deserializer::from_slice(line);
         let f = serde::Deserializer::deserialize_any(&mut de, TailFieldsVisitor)
             .and_then(|f| de.end().map(|()| f))
@@ -120,6 +125,11 @@ impl TailRecord {
                 .and_then(Value::as_str)
                 .map(str::to_owned),
             revision: f.revision.as_ref().and_then(Value::as_u64),
+            summary_sha256: f
+                .summary_sha256
+                .as_ref()
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         }
     }
 }
@@ -132,6 +142,7 @@ struct TailFields {
     prev: Option<Value>,
     plan_sha256: Option<Value>,
     revision: Option<Value>,
+    summary_sha256: Option<Value>,
 }
 
 enum TailKey {
@@ -139,6 +150,7 @@ enum TailKey {
     Prev,
     PlanSha256,
     Revision,
+    SummarySha256,
     Other,
 }
 
@@ -156,6 +168,7 @@ impl<'de> serde::Deserialize<'de> for TailKey {
                     "prev" => TailKey::Prev,
                     PLAN_SHA256 => TailKey::PlanSha256,
                     "revision" => TailKey::Revision,
+                    SUMMARY_SHA256 => TailKey::SummarySha256,
                     _ => TailKey::Other,
                 })
             }
@@ -179,6 +192,7 @@ impl<'de> serde::de::Visitor<'de> for TailFieldsVisitor {
                 TailKey::Prev => &mut f.prev,
                 TailKey::PlanSha256 => &mut f.plan_sha256,
                 TailKey::Revision => &mut f.revision,
+                TailKey::SummarySha256 => &mut f.summary_sha256,
                 TailKey::Other => {
                     m.next_value::<serde::de::IgnoredAny>()?;
                     continue;
@@ -650,6 +664,11 @@ mod tests {
                 .as_ref()
                 .and_then(|v| v.get("revision"))
                 .and_then(Value::as_u64),
+            summary_sha256: v
+                .as_ref()
+                .and_then(|v| v.get(SUMMARY_SHA256))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         }
     }
 
@@ -671,6 +690,8 @@ mod tests {
             "17".to_owned(),
             "{}".to_owned(),
             r#"{"revision":1.5,"seq":1e0}"#.to_owned(),
+            format!(r#"{{"seq":3,"prev":"{prev}","summarySha256":"s","summarySha256":"t"}}"#),
+            format!(r#"{{"seq":3,"prev":"{prev}","summarySha256":1}}"#),
         ];
         for line in &lines {
             assert_eq!(
@@ -710,6 +731,7 @@ mod tests {
             sha256: hash.into(),
             plan_sha256: plan.map(str::to_owned),
             revision: None,
+            summary_sha256: None,
         }
     }
 

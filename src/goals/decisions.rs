@@ -12,7 +12,8 @@ use super::plan::{Goal, Overlay, Plan};
 use crate::digest::sha256_hex;
 
 /// One user decision in a plan.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct UserDecision {
     /// The goal it decided.
     pub goal_id: String,

@@ -15,10 +15,11 @@ use serde_json::Value;
 
 use super::error::{ErrorKind, GoalError};
 use super::lifecycle;
-use super::plan::{self, Goal, GoalStatus, Plan};
+use super::plan::{self, Goal, Plan};
 use super::profile::Profile;
 use super::session;
 use super::state::{self, ReadOutcome, StatePaths};
+use super::stop_view::{self, StopView};
 use crate::store::{self, Durability, LockError, LockOptions, MutationLock};
 
 /// How a located plan belongs to the session (docs/hook-contracts.md#h-4).
@@ -30,6 +31,18 @@ pub(crate) enum Ownership {
     OwnedUnscoped,
     /// `<stateDir>/goals.json` with no recorded owner, adopted by opt-in.
     AdoptedUnscoped,
+}
+
+impl Ownership {
+    /// The session id to pass as `--session-id` in rendered commands for a
+    /// plan of `paths`: the scope's sid for a scoped plan, none for an
+    /// unscoped one.
+    pub(crate) fn scope_sid(self, paths: &StatePaths) -> Option<&str> {
+        match self {
+            Ownership::Scoped => paths.sid.as_deref(),
+            Ownership::OwnedUnscoped | Ownership::AdoptedUnscoped => None,
+        }
+    }
 }
 
 /// A session's plan in one profile.
@@ -49,10 +62,7 @@ impl Located {
     /// The session id to pass as `--session-id` in rendered commands: the
     /// scope's sid for a scoped plan, none for an unscoped one.
     pub(crate) fn scope_sid(&self) -> Option<&str> {
-        match self.ownership {
-            Ownership::Scoped => self.paths.sid.as_deref(),
-            Ownership::OwnedUnscoped | Ownership::AdoptedUnscoped => None,
-        }
+        self.ownership.scope_sid(&self.paths)
     }
 
     /// The plan's `updatedAt`, when it parses.
@@ -90,6 +100,11 @@ fn read_in(
         Err(e) => Err(e),
     }
 }
+
+/// [`locate`] or [`locate_view`]: what a hook's plan resolution calls per
+/// profile.
+pub(crate) type Locator<L> =
+    fn(&Dir, &Profile, Option<&str>, bool, &str) -> Result<Option<L>, Box<Unreadable>>;
 
 /// Finds the payload session's plan in one profile (docs/hook-contracts.md#h-4 steps
 /// 1–3): the scoped plan of the normalised `raw_sid`; else the unscoped plan
@@ -134,6 +149,87 @@ pub(crate) fn locate(
     }))
 }
 
+/// A session's plan in one profile as the Stop hook sees it: its bound
+/// [`StopView`] when the ledger vouches for one, else the view of the plan
+/// read in full ([`stop_view`]).
+#[derive(Debug)]
+pub(crate) struct LocatedView {
+    /// The scope's paths.
+    pub paths: StatePaths,
+    /// The state directory (opened without following symlinks).
+    pub dir: Dir,
+    /// How it belongs to the session.
+    pub ownership: Ownership,
+    /// What the Stop decision reads.
+    pub view: StopView,
+    /// The plan, when it was read in full: its binding to the ledger is
+    /// still to be checked. `None`: the view is bound.
+    pub plan: Option<Box<Plan>>,
+}
+
+impl LocatedView {
+    /// See [`Located::scope_sid`].
+    pub(crate) fn scope_sid(&self) -> Option<&str> {
+        self.ownership.scope_sid(&self.paths)
+    }
+}
+
+/// [`locate`] for the Stop hook: the same scope and ownership rules, decided
+/// from the plan's bound view when there is one, so that a large plan is
+/// not read. A plan that must be read and cannot be is [`Unreadable`] as in
+/// [`locate`].
+pub(crate) fn locate_view(
+    root: &Dir,
+    profile: &Profile,
+    raw_sid: Option<&str>,
+    adopt_unowned: bool,
+    now: &str,
+) -> Result<Option<LocatedView>, Box<Unreadable>> {
+    let sid = raw_sid.and_then(session::normalize);
+    let read = |paths: StatePaths| {
+        let unreadable = |paths, error| Box::new(Unreadable { paths, error });
+        let dir = match state::open_chain(root, &paths.dir, false) {
+            Ok(Some(d)) => d,
+            Ok(None) => return Ok(None),
+            Err(error) => return Err(unreadable(paths, error)),
+        };
+        if let Some(view) = stop_view::read_bound(&dir, &paths) {
+            return Ok(Some((dir, view, None, paths)));
+        }
+        match plan::read(Some(&dir), &paths, profile, now) {
+            Ok(p) => Ok(Some((dir, StopView::of(&p), Some(Box::new(p)), paths))),
+            Err(e) if matches!(*e.kind, ErrorKind::PlanMissing { .. }) => Ok(None),
+            Err(error) => Err(unreadable(paths, error)),
+        }
+    };
+    let located = |(dir, view, plan, paths), ownership| LocatedView {
+        paths,
+        dir,
+        ownership,
+        view,
+        plan,
+    };
+    if let Some(s) = &sid
+        && let Some(found) = read(StatePaths::new(&profile.state_dir, Some(s)))?
+    {
+        return Ok(Some(located(found, Ownership::Scoped)));
+    }
+    let Some(found) = read(StatePaths::new(&profile.state_dir, None))? else {
+        return Ok(None);
+    };
+    let view = &found.1;
+    let Some(ownership) = ownership_of(
+        profile,
+        view.session_id.as_deref(),
+        view.engine_written,
+        sid.as_deref(),
+        adopt_unowned,
+    ) else {
+        return Ok(None);
+    };
+    Ok(Some(located(found, ownership)))
+}
+
 /// How an unscoped plan belongs to session `sid`, if it does. A profile
 /// with `compat/adoptUnownedPlan` also adopts an unowned plan this engine
 /// has written (it carries `revision`): a run the foreign tool alone keeps
@@ -144,14 +240,31 @@ fn unscoped_ownership(
     sid: Option<&str>,
     adopt_unowned: bool,
 ) -> Option<Ownership> {
-    let adopt_unowned =
-        adopt_unowned || (profile.compat.adopt_unowned_plan && plan.doc().contains_key("revision"));
     let owner = plan
         .doc()
         .get("sessionId")
         .and_then(Value::as_str)
         .and_then(session::normalize);
-    match (owner.as_deref(), sid) {
+    ownership_of(
+        profile,
+        owner.as_deref(),
+        plan.doc().contains_key("revision"),
+        sid,
+        adopt_unowned,
+    )
+}
+
+/// [`unscoped_ownership`] of a plan whose normalised owner is `owner`
+/// (`engine_written`: it carries `revision`).
+fn ownership_of(
+    profile: &Profile,
+    owner: Option<&str>,
+    engine_written: bool,
+    sid: Option<&str>,
+    adopt_unowned: bool,
+) -> Option<Ownership> {
+    let adopt_unowned = adopt_unowned || (profile.compat.adopt_unowned_plan && engine_written);
+    match (owner, sid) {
         (Some(o), Some(s)) if o == s => Some(Ownership::OwnedUnscoped),
         (None, _) if adopt_unowned => Some(Ownership::AdoptedUnscoped),
         _ => None,
@@ -184,20 +297,6 @@ pub(crate) fn locate_scope(
     Ok(unscoped_ownership(profile, &plan, sid.as_deref(), adopt_unowned).map(|o| (paths, o)))
 }
 
-fn resumable(g: &Goal<'_>) -> bool {
-    matches!(g.status(), GoalStatus::Pending | GoalStatus::InProgress) && g.overlay().is_none()
-}
-
-/// The goal a resume names (docs/hook-contracts.md#h-4 step 7): the `activeGoalId` goal
-/// if it is pending or in progress without a steering overlay, else the first
-/// such goal in plan order. Superseded and steering-blocked goals never are.
-pub(crate) fn resumable_goal(plan: &Plan) -> Option<Goal<'_>> {
-    plan.active_goal_id()
-        .and_then(|id| plan.goal(id))
-        .filter(resumable)
-        .or_else(|| plan.goals().find(resumable))
-}
-
 /// The first goal in plan order that is the final candidate
 /// (docs/engine.md#ge-3), if any.
 pub(crate) fn final_candidate(plan: &Plan) -> Option<Goal<'_>> {
@@ -210,88 +309,16 @@ pub(crate) fn active_attempt(plan: &Plan) -> Option<(&str, u64)> {
     super::ops::status::active_goal(plan).map(|g| (g.id(), g.attempt()))
 }
 
-/// `sha256` hex of the plan's progress state (docs/hook-contracts.md#h-4): the goal
-/// count and, per goal in plan order, `id`, `status`, steering overlay,
-/// `attempt` and each criterion's `id` and `status`, plus the aggregate
-/// completion status. Timestamps, wording, evidence text and the ledger are
-/// left out, so annotation or rewording is not progress.
-///
-/// The canonical JSON of `{"completion", "goalCount", "goals": [[id,
-/// status, overlay, attempt, [[criterion id, status], …]], …]}` is written
-/// directly, each goal's fields read in one pass: no tree is built and no
-/// field is looked up by hash (a 1,000-goal plan is 6,000 objects).
-pub(crate) fn progress_digest(plan: &Plan) -> String {
-    let mut out: Vec<u8> = Vec::with_capacity(64 + 96 * plan.goal_count());
-    let string = |out: &mut Vec<u8>, s: &str| {
-        serde_json::to_writer(&mut *out, s).expect("writing to memory does not fail");
-    };
-    let completion = plan
-        .completion()
-        .and_then(|c| c.get("status"))
-        .map_or_else(|| "null".to_owned(), crate::json::canonical);
-    out.extend_from_slice(b"{\"completion\":");
-    out.extend_from_slice(completion.as_bytes());
-    out.extend_from_slice(format!(",\"goalCount\":{},\"goals\":[", plan.goal_count()).as_bytes());
-    for (i, g) in plan.goals().enumerate() {
-        let g = g.progress();
-        out.extend_from_slice(if i == 0 { b"[" } else { b",[" });
-        string(&mut out, g.id);
-        out.push(b',');
-        string(&mut out, g.status.as_str());
-        out.push(b',');
-        match g.overlay {
-            Some(o) => string(&mut out, o.as_str()),
-            None => out.extend_from_slice(b"null"),
-        }
-        out.extend_from_slice(format!(",{},[", g.attempt).as_bytes());
-        for (j, (id, status)) in g.criteria().enumerate() {
-            out.extend_from_slice(if j == 0 { b"[" } else { b",[" });
-            string(&mut out, id);
-            out.push(b',');
-            string(&mut out, status.as_str());
-            out.push(b']');
-        }
-        out.extend_from_slice(b"]]");
-    }
-    out.extend_from_slice(b"]}");
-    crate::digest::sha256_hex(&out)
-}
-
-/// The former tree-building [`progress_digest`] (the streaming one must
-/// equal it: the digest is kept in the resume side files).
-#[cfg(test)]
-fn progress_digest_tree(plan: &Plan) -> String {
-    let goals: Vec<Value> = plan
-        .goals()
-        .map(|g| {
-            let criteria: Vec<Value> = g
-                .criteria()
-                .map(|c| serde_json::json!([c.id(), c.status().as_str()]))
-                .collect();
-            serde_json::json!([
-                g.id(),
-                g.status().as_str(),
-                g.overlay().map(|o| o.as_str()),
-                g.attempt(),
-                criteria
-            ])
-        })
-        .collect();
-    let completion = plan
-        .completion()
-        .and_then(|c| c.get("status"))
-        .cloned()
-        .unwrap_or(Value::Null);
-    let v = serde_json::json!({"goalCount": plan.goal_count(), "goals": goals, "completion": completion});
-    crate::digest::sha256_hex(crate::json::canonical(&v).as_bytes())
-}
-
-/// The located plan's binding to its ledger (docs/threat-model.md#i7), read
+/// The binding of `plan`, read from `dir`, to its ledger (docs/threat-model.md#i7), read
 /// without writing anything and within a hook's budget (the newest records
 /// only, see [`super::txn::judge_tail`]). A hook must not trust a tampered
 /// plan's state.
-pub(crate) fn binding(located: &Located) -> Result<super::binding::Binding, GoalError> {
-    super::txn::judge_tail(&located.dir, &located.paths, &located.plan)
+pub(crate) fn binding_in(
+    dir: &Dir,
+    paths: &StatePaths,
+    plan: &Plan,
+) -> Result<super::binding::Binding, GoalError> {
+    super::txn::judge_tail(dir, paths, plan)
 }
 
 /// Takes the state directory's mutation lock (the engine's `.mutation.lock`
@@ -339,67 +366,5 @@ pub(crate) fn remove_side_file(dir: &Dir, name: &str) -> io::Result<()> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    use crate::goals::plan::ulw_loop_plan as plan;
-
-    const TWO: &str = r#"{"version":1,"activeGoalId":"G2","goals":[
-        {"id":"G1","title":"a","objective":"a","status":"pending","steeringStatus":"superseded"},
-        {"id":"G2","title":"b","objective":"b","status":"complete","updatedAt":"x",
-         "successCriteria":[{"id":"C1","status":"pass","capturedEvidence":"x"}]},
-        {"id":"G3","title":"c","objective":"c","status":"pending"}]}"#;
-
-    /// The streaming progress digest is the canonical tree's digest, for
-    /// plans with escapes, overlays, attempts, criteria and completion
-    /// records of every shape.
-    #[test]
-    fn the_streamed_progress_digest_equals_the_canonical_tree_digest() {
-        let cases = [
-            TWO.to_owned(),
-            TWO.replace(r#""version":1,"#, r#""version":1,"aggregateCompletion":{"status":"complete","x":[1,{"b":2,"a":1}]},"#),
-            TWO.replace(r#""version":1,"#, r#""version":1,"aggregateCompletion":{"status":{"z":1,"a":"\u00e9\n"}},"#),
-            TWO.replace(r#""id":"G1""#, r#""id":"G\"1\\ \u2028 \u00e9","attempt":7"#)
-                .replace(r#""activeGoalId":"G2""#, r#""activeGoalId":"G3""#),
-            r#"{"version":1,"goals":[]}"#.to_owned(),
-            r#"{"version":1,"goals":[{"id":"A","title":"t","objective":"o","status":"in_progress","steeringStatus":"blocked","attempt":3,
-               "successCriteria":[{"id":"c\ttab","status":"fail"},{"id":"C2","status":"pending"},{"id":"C3"}]}]}"#.to_owned(),
-        ];
-        for text in cases {
-            let p = plan(&text);
-            assert_eq!(progress_digest(&p), progress_digest_tree(&p), "{text}");
-        }
-    }
-
-    #[test]
-    fn the_resumable_goal_skips_overlays_and_finished_goals() {
-        let p = plan(TWO);
-        assert_eq!(resumable_goal(&p).unwrap().id(), "G3");
-        let p = plan(&TWO.replace(
-            r#""status":"complete","updatedAt""#,
-            r#""status":"in_progress","updatedAt""#,
-        ));
-        assert_eq!(resumable_goal(&p).unwrap().id(), "G2");
-    }
-
-    #[test]
-    fn progress_ignores_wording_and_evidence_but_not_state() {
-        let base = progress_digest(&plan(TWO));
-        let reworded = TWO
-            .replace(r#""title":"c""#, r#""title":"renamed""#)
-            .replace(
-                r#""capturedEvidence":"x""#,
-                r#""capturedEvidence":"longer text""#,
-            )
-            .replace(r#""updatedAt":"x""#, r#""updatedAt":"y""#);
-        assert_eq!(progress_digest(&plan(&reworded)), base);
-        let criterion = TWO.replace(r#""status":"pass""#, r#""status":"fail""#);
-        assert_ne!(progress_digest(&plan(&criterion)), base);
-        let overlay = TWO.replace(r#","steeringStatus":"superseded""#, "");
-        assert_ne!(progress_digest(&plan(&overlay)), base);
     }
 }

@@ -40,6 +40,7 @@ pub(crate) mod schema;
 pub(crate) mod session;
 pub(crate) mod state;
 pub mod steer;
+pub(crate) mod stop_view;
 pub(crate) mod stories;
 pub(crate) mod summary;
 pub(crate) mod team;

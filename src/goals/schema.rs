@@ -177,6 +177,11 @@ pub(crate) fn ledger_entry() -> Value {
                 "pattern": "^[0-9a-f]{64}$",
                 "description": "SHA-256 of the plan body (goals.json without lastMutation, serialised as written) this entry was written under (threat-model.md I7); absent on entries written before the binding"
             },
+            "summarySha256": {
+                "type": "string",
+                "pattern": "^[0-9a-f]{64}$",
+                "description": "SHA-256 of the first line of the Stop hook's view (.goals.summary) the mutation that wrote the plan wrote (docs/state-formats.md#stop-view); on the entries of plan-writing mutations only"
+            },
             "rationale": {"type": "string"},
             "tamper": {"type": "object", "description": "tamper_acknowledged: the recorded and actual plan digests and the named and found ledger heads"},
             "seq": {"type": "integer", "minimum": 1},

@@ -65,6 +65,7 @@ mod hooks_receipt_codes;
 mod hooks_runner;
 mod hooks_spawn;
 mod hooks_stop;
+mod hooks_stop_view;
 mod hooks_subagent_stop;
 mod hooks_support;
 mod hooks_tools;

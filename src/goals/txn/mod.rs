@@ -21,6 +21,7 @@ use super::index::{self, Source, View};
 use super::journal::{self, Head, LedgerKind};
 use super::plan::{self, Plan};
 use super::state;
+use super::stop_view;
 use crate::store::{self, Durability, LockError, LockOptions, MutationLock};
 
 /// What to do when plan and ledger disagree beyond recovery, or were
@@ -584,6 +585,12 @@ impl<'e> Locked<'e> {
                 let body = plan::BodyText::of(plan.doc());
                 let d = body.sha256();
                 stamp_plan_sha(&mut all, &d);
+                // The Stop hook's view of this body, vouched for by the same
+                // entries (docs/state-formats.md#stop-view).
+                let view = stop_view::Prepared::of(&plan, &d);
+                for e in &mut all {
+                    e.insert(binding::SUMMARY_SHA256.into(), json!(view.sha256));
+                }
                 journal::check_record_sizes(
                     &self.view.head,
                     &all,
@@ -603,7 +610,7 @@ impl<'e> Locked<'e> {
                 self.write_file(state::GOALS, &bytes)?;
                 let mut plan = *plan;
                 plan.set_encoded(bytes);
-                (rev, Some(plan), Some(head), Some(body))
+                (rev, Some(plan), Some(head), Some((body, view)))
             }
             Write::AuditOnly { revision } => {
                 all.extend(entries);
@@ -627,7 +634,7 @@ impl<'e> Locked<'e> {
             index::append_keys(&self.dir, &self.engine.paths, self.view.keys_bytes, &a.keys)?;
         index::write(&self.dir, &self.engine.paths, &a.head, keys_bytes)?;
         let mut written_plan = written_plan;
-        if let (Some(named), Some(plan), Some(body), Some(h)) =
+        if let (Some(named), Some(plan), Some((body, _)), Some(h)) =
             (&named, written_plan.as_mut(), &body, &a.head.last_hash)
             && *h != named.sha256
         {
@@ -645,6 +652,9 @@ impl<'e> Locked<'e> {
             let bytes = body.file_bytes(plan.doc());
             self.write_file(state::GOALS, &bytes)?;
             plan.set_encoded(bytes);
+        }
+        if let Some((_, view)) = &body {
+            view.write(&self.dir);
         }
         if self.switching {
             switch::finish(&self.dir, &self.engine.paths)?;

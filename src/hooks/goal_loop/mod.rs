@@ -29,7 +29,7 @@ use super::witness::{HookState, StateFault};
 use crate::ambient::{self, Ambient};
 use crate::goals::lifecycle;
 use crate::goals::loop_state::{self, Located};
-use crate::goals::{Engine, EngineOptions, Profile, SidSource, SurfaceInputs, team};
+use crate::goals::{Engine, EngineOptions, Profile, SidSource, StatePaths, SurfaceInputs, team};
 use crate::rules::RuleSet;
 use crate::rules::goal_loop::{
     CreateGoalGuardRules, DenyFor, SpawnRules, StopRules, TeamGuardRules, UserPromptSubmitRules,
@@ -284,12 +284,13 @@ pub(crate) struct Ctx<'a> {
     pub hook_state: std::cell::OnceCell<Result<HookState, StateFault>>,
 }
 
-/// A session's plan and the profile it belongs to.
-pub(crate) struct Found<'a> {
+/// A session's plan and the profile it belongs to (`L`: the plan, or the
+/// Stop hook's view of it).
+pub(crate) struct Found<'a, L = Located> {
     /// The profile.
     pub profile: &'a LoopProfile,
     /// The plan and its state directory.
-    pub located: Located,
+    pub located: L,
 }
 
 /// A session's plan that exists but cannot be read, and its profile.
@@ -323,9 +324,9 @@ impl UnreadablePlan<'_> {
 }
 
 /// The plans of a session over the candidate profiles.
-pub(crate) struct Resolved<'a> {
+pub(crate) struct Resolved<'a, L = Located> {
     /// The plan the hooks act on, if one was read.
-    pub found: Option<Found<'a>>,
+    pub found: Option<Found<'a, L>>,
     /// Plans that exist but could not be read, in profile order.
     pub unreadable: Vec<UnreadablePlan<'a>>,
 }
@@ -337,11 +338,42 @@ impl<'a> Ctx<'a> {
     /// read is returned apart: the Stop hook and the spawn guard refuse on
     /// it (docs/threat-model.md#i2), the prompt hook passes it over.
     pub(crate) fn resolve_plan(&self, candidates: &[&'a LoopProfile]) -> Resolved<'a> {
+        self.resolve(
+            candidates,
+            loop_state::locate,
+            |l| lifecycle::run_complete(&l.plan),
+            Located::updated_at,
+        )
+    }
+
+    /// [`Ctx::resolve_plan`] for the Stop hook: each plan is decided from
+    /// its bound view when its ledger vouches for one ([`loop_state::locate_view`]).
+    pub(crate) fn resolve_view(
+        &self,
+        candidates: &[&'a LoopProfile],
+    ) -> Resolved<'a, loop_state::LocatedView> {
+        self.resolve(
+            candidates,
+            loop_state::locate_view,
+            |l| l.view.run_complete,
+            |l| l.view.updated_at(),
+        )
+    }
+
+    /// The resolution order of [`Ctx::resolve_plan`] over plans found by
+    /// `locate`, `complete` and `updated` reading them.
+    fn resolve<L>(
+        &self,
+        candidates: &[&'a LoopProfile],
+        locate: loop_state::Locator<L>,
+        complete: impl Fn(&L) -> bool,
+        updated: impl Fn(&L) -> Option<std::time::SystemTime>,
+    ) -> Resolved<'a, L> {
         let now = crate::time::rfc3339_ms(std::time::SystemTime::now());
-        let mut found: Vec<(usize, Found<'a>)> = Vec::new();
+        let mut found: Vec<(usize, Found<'a, L>)> = Vec::new();
         let mut unreadable = Vec::new();
         for (i, p) in candidates.iter().enumerate() {
-            match loop_state::locate(
+            match locate(
                 self.root,
                 &p.profile,
                 self.env.session_id.as_deref(),
@@ -360,10 +392,10 @@ impl<'a> Ctx<'a> {
             }
         }
         found.sort_by(|(ia, a), (ib, b)| {
-            let live = |f: &Found<'_>| !lifecycle::run_complete(&f.located.plan);
+            let live = |f: &Found<'_, L>| !complete(&f.located);
             live(b)
                 .cmp(&live(a))
-                .then_with(|| b.located.updated_at().cmp(&a.located.updated_at()))
+                .then_with(|| updated(&b.located).cmp(&updated(&a.located)))
                 .then_with(|| ia.cmp(ib))
         });
         let best = found.into_iter().next().map(|(_, f)| f);
@@ -567,12 +599,23 @@ impl<'a> Ctx<'a> {
         &self,
         found: &Found<'_>,
     ) -> Result<Option<crate::goals::binding::Binding>, Decision> {
-        match loop_state::binding(&found.located) {
+        let l = &found.located;
+        self.tampered_binding_in(&l.dir, &l.paths, &l.plan)
+    }
+
+    /// [`Ctx::tampered_binding`] of `plan` read from `dir`.
+    pub(crate) fn tampered_binding_in(
+        &self,
+        dir: &Dir,
+        paths: &StatePaths,
+        plan: &crate::goals::plan::Plan,
+    ) -> Result<Option<crate::goals::binding::Binding>, Decision> {
+        match loop_state::binding_in(dir, paths, plan) {
             Ok(b) if b.tampered() => Ok(Some(b)),
             Ok(_) => Ok(None),
             Err(e) => Err(self.state_io(
                 "the goal ledger could not be read to check the plan's binding",
-                &found.located.paths.ledger(),
+                &paths.ledger(),
                 &e.message,
             )),
         }
@@ -776,9 +819,14 @@ impl<'a> Ctx<'a> {
     /// ledger that fell behind. Best effort: no gated decision depends on
     /// it, and a fault is left to `doctor`.
     pub(crate) fn observe_head(&self, found: &Found<'_>) {
-        let state_dir = found.located.paths.file("");
+        self.observe_head_in(&found.located.dir, &found.located.paths);
+    }
+
+    /// [`Ctx::observe_head`] of the ledger in `dir`.
+    pub(crate) fn observe_head_in(&self, dir: &Dir, paths: &StatePaths) {
+        let state_dir = paths.file("");
         let state_dir = state_dir.trim_end_matches('/');
-        let Some(head) = super::witness::ledger_head(&found.located.dir, state_dir) else {
+        let Some(head) = super::witness::ledger_head(dir, state_dir) else {
             return;
         };
         if let Ok(hs) = self.hook_state() {

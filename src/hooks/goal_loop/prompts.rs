@@ -192,19 +192,21 @@ pub(super) fn witness(c: &super::Ctx<'_>, prompt: &str) {
 /// yet carried to the in-tree gate ledger gets its `user_decision_verified`
 /// record (decision id, goal, decision and prompt SHA-256) there; an
 /// unverified one resumes the agent with `USER_DECISION_UNVERIFIED`.
-pub(super) fn check(c: &super::Ctx<'_>, found: &super::Found<'_>) -> Option<Decision> {
-    let all = decisions::user_decisions(&found.located.plan);
+pub(super) fn check(
+    c: &super::Ctx<'_>,
+    p: &crate::goals::Profile,
+    all: &[UserDecision],
+) -> Option<Decision> {
     if all.is_empty() {
         return None;
     }
-    let p = &found.profile.profile;
     let hs = match c.hook_state() {
         Ok(hs) => hs,
         Err(f) => {
             return Some(unverified(
                 c,
                 p,
-                &all,
+                all,
                 &format!(
                     "the per-user witness {} is unusable ({}: {}); fix: {}",
                     f.path, f.what, f.error, f.fix
@@ -220,7 +222,7 @@ pub(super) fn check(c: &super::Ctx<'_>, found: &super::Found<'_>) -> Option<Deci
                 return Some(unverified(
                     c,
                     p,
-                    &all,
+                    all,
                     &format!(
                         "the user-prompt witness {} could not be read ({e}); fix: run `evidence-gate doctor --fix`",
                         display(us).display()
@@ -231,7 +233,7 @@ pub(super) fn check(c: &super::Ctx<'_>, found: &super::Found<'_>) -> Option<Deci
         None => Vec::new(),
     };
     let mut open = Vec::new();
-    for d in &all {
+    for d in all {
         match verifying(&prompts, d) {
             None => open.push(d.clone()),
             Some(prompt) => {

@@ -11,9 +11,8 @@ use serde_json::{Value, json};
 use super::SideState;
 use super::{Ctx, Found, LoopProfile, Policy, UnreadablePlan, boulder, prompts};
 use crate::goals::StatePaths;
-use crate::goals::lifecycle;
-use crate::goals::loop_state;
-use crate::goals::plan::Goal;
+use crate::goals::loop_state::{self, LocatedView};
+use crate::goals::stop_view::ResumeGoal;
 use crate::hooks::code::HookCode;
 use crate::hooks::event::{Decision, StopEvent};
 use crate::hooks::transcript::{self, Markers};
@@ -26,7 +25,9 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
         return Decision::Allow;
     }
     let candidates = c.policy.candidates(c.profile_flag);
-    let resolved = c.resolve_plan(&candidates);
+    // Each plan is decided from its bound view (docs/state-formats.md#stop-view)
+    // when its ledger vouches for one, else from the plan read in full.
+    let resolved = c.resolve_view(&candidates);
     // docs/threat-model.md#i2: a plan that exists but cannot be read is not "nothing left" —
     // the agent can corrupt it to escape the resume.
     if let Some(u) = resolved.unreadable.first() {
@@ -35,24 +36,28 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
     let Some(found) = resolved.found else {
         return Decision::Allow;
     };
-    c.observe_head(&found);
-    let plan = &found.located.plan;
+    let l = &found.located;
+    c.observe_head_in(&l.dir, &l.paths);
     // docs/threat-model.md#i7 / docs/threat-model.md#i2: a plan its ledger does not vouch for is never "complete" and
-    // never "nothing left": block with the code, the file and the fix.
-    match c.tampered_binding(&found) {
-        Ok(Some(b)) => return tampered(c, &found, &b),
-        Ok(None) => {}
-        Err(d) => return d,
+    // never "nothing left": block with the code, the file and the fix. A
+    // bound view is vouched for by the ledger already.
+    if let Some(plan) = &l.plan {
+        match c.tampered_binding_in(&l.dir, &l.paths, plan) {
+            Ok(Some(b)) => return tampered(c, &found, &b),
+            Ok(None) => {}
+            Err(d) => return d,
+        }
     }
+    let view = &l.view;
     // docs/threat-model.md#i12: a user decision the user never made keeps its goal unfinished,
     // even when it would make the run complete (or waived).
-    if let Some(d) = prompts::check(c, &found) {
+    if let Some(d) = prompts::check(c, &found.profile.profile, &view.decisions) {
         return d;
     }
-    if lifecycle::run_complete(plan) || main_context_pressure(c) {
+    if view.run_complete || main_context_pressure(c) {
         return Decision::Allow;
     }
-    let Some(goal) = loop_state::resumable_goal(plan) else {
+    let Some(goal) = &view.resume else {
         return Decision::Allow;
     };
     // `.omo/boulder.json` and its plan are workspace files the agent can
@@ -65,7 +70,7 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
             HookCode::StopDeferUnverified,
             "resume",
             "a continuation owner's file claims this session; a file the agent can write does not silence the resume",
-            Some(json!({"file": owner, "goal": goal.id()})),
+            Some(json!({"file": owner, "goal": goal.id})),
         );
     }
     resume(c, &found, goal)
@@ -125,7 +130,7 @@ struct Subject<'s> {
 }
 
 impl<'s> Subject<'s> {
-    fn of(found: &'s Found<'_>) -> Subject<'s> {
+    fn of(found: &'s Found<'_, LocatedView>) -> Subject<'s> {
         Subject {
             profile: found.profile,
             paths: &found.located.paths,
@@ -137,7 +142,11 @@ impl<'s> Subject<'s> {
 
 /// The block of a tampered plan, within the resume budget (the counter is
 /// keyed by the tampered body's digest, so it holds until the plan changes).
-fn tampered(c: &Ctx<'_>, found: &Found<'_>, b: &crate::goals::binding::Binding) -> Decision {
+fn tampered(
+    c: &Ctx<'_>,
+    found: &Found<'_, LocatedView>,
+    b: &crate::goals::binding::Binding,
+) -> Decision {
     let p = found.profile;
     let scope = found
         .located
@@ -200,22 +209,22 @@ fn digest_of(v: &Value) -> Option<&str> {
     v.get("progressDigest").and_then(Value::as_str)
 }
 
-fn resume(c: &Ctx<'_>, found: &Found<'_>, goal: Goal<'_>) -> Decision {
-    let digest = loop_state::progress_digest(&found.located.plan);
-    let key = goal_key(goal.id());
+fn resume(c: &Ctx<'_>, found: &Found<'_, LocatedView>, goal: &ResumeGoal) -> Decision {
+    let digest = &found.located.view.progress_digest;
+    let key = goal_key(&goal.id);
     let p = found.profile;
     let render = |count: u64, max: u64| {
         Policy::render_stop(
             p,
-            goal.id(),
-            goal.title(),
+            &goal.id,
+            &goal.title,
             found.located.scope_sid(),
             count,
             max,
             c.hooks.max_reason_bytes,
         )
     };
-    budgeted(c, &Subject::of(found), &key, &digest, goal.id(), &render)
+    budgeted(c, &Subject::of(found), &key, digest, &goal.id, &render)
 }
 
 /// Blocks with `render(count, max)` at most `stop.max_resumes_without_progress`

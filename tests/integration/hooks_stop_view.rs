@@ -1,0 +1,392 @@
+//! The Stop hook's view of a plan (docs/state-formats.md#stop-view): each
+//! engine mutation writes `.goals.summary` next to the plan and records its
+//! digest (`summarySha256`) on the entries it appends; the Stop hook decides
+//! from a view the ledger vouches for without reading the plan, and from the
+//! plan otherwise. Attacks on the view sit next to the honest runs that
+//! must keep passing. Every process runs with HOME and the XDG directories
+//! in temporary directories.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::goals_support::*;
+use crate::hooks_support::{HookRepo, ULW, block_reason};
+
+const SID: &str = "s1";
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn state(h: &HookRepo, name: &str) -> PathBuf {
+    h.join(&format!("{ULW}/{SID}/{name}"))
+}
+
+fn ulw_ok(h: &HookRepo, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["--session-id", SID, "--json"]);
+    expect_ok(&eg(&h.repo, "ulw-loop", &all))
+}
+
+/// A two-goal run of session `s1` whose goal G001-a is in progress.
+fn in_progress() -> HookRepo {
+    let h = HookRepo::new();
+    ulw_ok(&h, &["create-goals", "--brief", "- a\n- b"]);
+    ulw_ok(&h, &["complete-goals"]);
+    h
+}
+
+fn stop(h: &HookRepo) -> crate::common::Run {
+    h.hook(
+        "stop",
+        &["--host", "codex"],
+        &h.codex_stop(SID),
+        &clean_env(),
+    )
+}
+
+/// The view's two lines: the bound view and the plan file's identity.
+fn view_lines(h: &HookRepo) -> (Vec<u8>, Vec<u8>) {
+    let bytes = std::fs::read(state(h, ".goals.summary")).unwrap();
+    let text = bytes.strip_suffix(b"\n").unwrap();
+    let i = text.iter().position(|&b| b == b'\n').unwrap();
+    (text[..i].to_vec(), text[i + 1..].to_vec())
+}
+
+fn write_view(h: &HookRepo, line: &[u8], hint: &[u8]) {
+    let mut bytes = line.to_vec();
+    bytes.push(b'\n');
+    bytes.extend_from_slice(hint);
+    bytes.push(b'\n');
+    std::fs::write(state(h, ".goals.summary"), bytes).unwrap();
+}
+
+fn ledger_lines(h: &HookRepo) -> Vec<Vec<u8>> {
+    std::fs::read(state(h, "ledger.jsonl"))
+        .unwrap()
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// The plan file's identity as the view's second line names it.
+fn hint_of_plan(h: &HookRepo) -> Vec<u8> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(state(h, "goals.json")).unwrap();
+    let t = m
+        .modified()
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    json!({"dev": m.dev(), "ino": m.ino(), "len": m.len(), "mtime": [t.as_secs(), t.subsec_nanos()]})
+        .to_string()
+        .into_bytes()
+}
+
+/// The goal a resume names (the reason's first goal id) and its count.
+fn resume_of(reason: &str) -> (String, String) {
+    let goal = ["G001-a", "G002-b"]
+        .into_iter()
+        .find(|g| reason.contains(g))
+        .unwrap_or_else(|| panic!("no goal in {reason}"));
+    (goal.to_owned(), reason.replace(goal, "<goal>"))
+}
+
+#[test]
+fn honest_engine_mutations_write_a_view_their_entries_vouch_for() {
+    let h = in_progress();
+    let (line, hint) = view_lines(&h);
+    let bound: Value = serde_json::from_slice(&line).unwrap();
+    assert_eq!(bound["v"], 1);
+    assert_eq!(bound["view"]["runComplete"], false);
+    assert_eq!(bound["view"]["resume"]["id"], "G001-a");
+    assert_eq!(hint, hint_of_plan(&h));
+    // Every entry of the last mutation (complete-goals) records the view.
+    let records = ledger_lines(&h);
+    let last: Value = serde_json::from_slice(records.last().unwrap()).unwrap();
+    assert_eq!(last["summarySha256"], sha256_hex(&line));
+    assert_eq!(last["planSha256"], bound["planSha256"]);
+    // The plan carries the same entries in its lastMutation.
+    let plan: Value =
+        serde_json::from_slice(&std::fs::read(state(&h, "goals.json")).unwrap()).unwrap();
+    for e in plan["lastMutation"]["entries"].as_array().unwrap() {
+        assert_eq!(e["summarySha256"], sha256_hex(&line));
+    }
+    // And the hook resumes the goal in progress.
+    let reason = block_reason(&stop(&h));
+    assert_eq!(resume_of(&reason).0, "G001-a", "{reason}");
+}
+
+/// The decision from the view equals the decision from the plan read in
+/// full, at every step of a run: the reason is the same and the resume
+/// counter goes on (the progress digests are equal), and a finished run
+/// lets the stop through either way.
+#[test]
+fn honest_the_view_and_the_plan_decide_alike_at_every_step() {
+    let h = HookRepo::new();
+    let compare = |h: &HookRepo, step: &str| {
+        let view = std::fs::read(state(h, ".goals.summary")).unwrap();
+        let fast = stop(h);
+        std::fs::remove_file(state(h, ".goals.summary")).unwrap();
+        let slow = stop(h);
+        std::fs::write(state(h, ".goals.summary"), view).unwrap();
+        assert_eq!(fast.code, slow.code, "{step}");
+        if fast.stdout.trim().is_empty() {
+            assert!(slow.stdout.trim().is_empty(), "{step}: {}", slow.stdout);
+            return String::new();
+        }
+        let (a, b) = (block_reason(&fast), block_reason(&slow));
+        // The count moved from 1 to 2: both runs kept the same progress digest.
+        assert!(a.contains('1') && b.contains('2'), "{step}: {a} / {b}");
+        assert_eq!(
+            a.replacen(" 1 ", " 2 ", 1).replacen("1/", "2/", 1),
+            b,
+            "{step}"
+        );
+        a
+    };
+    ulw_ok(&h, &["create-goals", "--brief", "- a\n- b"]);
+    compare(&h, "created");
+    ulw_ok(&h, &["complete-goals"]);
+    compare(&h, "started");
+    let plan = || -> Value {
+        serde_json::from_slice(&std::fs::read(state(&h, "goals.json")).unwrap()).unwrap()
+    };
+    let criteria = |id: &str| -> Vec<String> {
+        plan()["goals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["id"] == id)
+            .unwrap()["successCriteria"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let evidence = payload(&h.repo, "g1", "G001-a", &["C001"], "passed");
+    for (n, c) in criteria("G001-a").iter().enumerate() {
+        let mut a = vec![
+            "record-evidence",
+            "--goal-id",
+            "G001-a",
+            "--criterion-id",
+            c,
+            "--status",
+            "pass",
+            "--evidence",
+            "proof",
+            "--accept-seeded",
+            "fixture",
+        ];
+        if n == 0 {
+            a.extend(["--evidence-file", evidence.as_str()]);
+        }
+        ulw_ok(&h, &a);
+        compare(&h, &format!("criterion {c}"));
+    }
+    let objective = plan()["codexObjective"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let snapshot =
+        |status: &str| json!({"goal": {"objective": objective, "status": status}}).to_string();
+    let active = snapshot("active");
+    ulw_ok(
+        &h,
+        &[
+            "checkpoint",
+            "--goal-id",
+            "G001-a",
+            "--status",
+            "complete",
+            "--evidence",
+            "done",
+            "--codex-goal-json",
+            &active,
+        ],
+    );
+    let reason = compare(&h, "G001-a complete");
+    assert_eq!(resume_of(&reason).0, "G002-b", "{reason}");
+    for c in criteria("G002-b") {
+        ulw_ok(
+            &h,
+            &[
+                "record-evidence",
+                "--goal-id",
+                "G002-b",
+                "--criterion-id",
+                &c,
+                "--status",
+                "pass",
+                "--evidence",
+                "proof",
+                "--accept-seeded",
+                "fixture",
+            ],
+        );
+    }
+    let gate = filled_gate(&h.repo, "ulw-loop", "G002-b", &["--session-id", SID]);
+    let done = snapshot("complete");
+    ulw_ok(
+        &h,
+        &[
+            "checkpoint",
+            "--goal-id",
+            "G002-b",
+            "--status",
+            "complete",
+            "--evidence",
+            "all proven",
+            "--codex-goal-json",
+            &done,
+            "--quality-gate-json",
+            &gate,
+        ],
+    );
+    let (line, _) = view_lines(&h);
+    let bound: Value = serde_json::from_slice(&line).unwrap();
+    assert_eq!(bound["view"]["runComplete"], true, "{bound}");
+    assert_eq!(compare(&h, "run complete"), "");
+}
+
+/// A view rewritten to claim the run complete (its hint kept) is not one
+/// the ledger vouches for: the hook reads the plan and resumes.
+#[test]
+fn attack_a_forged_view_claiming_completion_is_not_trusted() {
+    let h = in_progress();
+    let (line, hint) = view_lines(&h);
+    let mut bound: Value = serde_json::from_slice(&line).unwrap();
+    bound["view"]["runComplete"] = json!(true);
+    bound["view"]["resume"] = Value::Null;
+    write_view(&h, bound.to_string().as_bytes(), &hint);
+    let reason = block_reason(&stop(&h));
+    assert_eq!(resume_of(&reason).0, "G001-a", "{reason}");
+    // Honest: the engine's own view resumes the same goal.
+    write_view(&h, &line, &hint);
+    let reason = block_reason(&stop(&h));
+    assert_eq!(resume_of(&reason).0, "G001-a", "{reason}");
+}
+
+/// A view from an earlier mutation, replayed with the current plan's
+/// identity, is not vouched for by the newest records: the hook decides
+/// from the plan (which resumes G002-b, where the old view names G001-a).
+#[test]
+fn attack_a_view_replayed_from_an_earlier_mutation_is_not_trusted() {
+    let h = HookRepo::new();
+    ulw_ok(&h, &["create-goals", "--brief", "- a\n- b"]);
+    let (old, _) = view_lines(&h);
+    assert_eq!(resume_of(&block_reason(&stop(&h))).0, "G001-a");
+    ulw_ok(
+        &h,
+        &[
+            "steer",
+            "--kind",
+            "reorder_pending",
+            "--order",
+            r#"["G002-b","G001-a"]"#,
+            "--evidence",
+            "b unblocks a",
+            "--rationale",
+            "do b first",
+        ],
+    );
+    let fresh = block_reason(&stop(&h));
+    write_view(&h, &old, &hint_of_plan(&h));
+    let replayed = block_reason(&stop(&h));
+    assert_eq!(resume_of(&fresh).0, "G002-b", "{fresh}");
+    assert_eq!(resume_of(&replayed).0, "G002-b", "{replayed}");
+}
+
+/// An edit of the plan that keeps its size, inode and modification time
+/// leaves the view's hint matching: the hook decides by the bound view (it
+/// never reads the plan, so the garbage cannot make the run look finished)
+/// and the next engine command reports the plan.
+#[test]
+fn attack_a_plan_edited_with_its_identity_restored_decides_by_the_bound_view() {
+    use std::io::Write;
+    let h = in_progress();
+    let before = block_reason(&stop(&h));
+    let path = state(&h, "goals.json");
+    let m = std::fs::metadata(&path).unwrap();
+    let mtime = m.modified().unwrap();
+    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.write_all(&vec![b' '; m.len() as usize]).unwrap();
+    f.set_modified(mtime).unwrap();
+    drop(f);
+    let after = stop(&h);
+    let reason = block_reason(&after);
+    assert_eq!(resume_of(&reason).0, resume_of(&before).0, "{reason}");
+    let status = eg(
+        &h.repo,
+        "ulw-loop",
+        &["status", "--session-id", SID, "--json"],
+    );
+    assert_ne!(status.code, 0, "{}", status.stdout);
+    // An ordinary hand edit changes the identity: the hook reads the plan
+    // and reports it.
+    std::fs::write(&path, b"{}\n").unwrap();
+    let reason = stop(&h).stdout;
+    assert!(
+        reason.contains("HOOK_PLAN_UNREADABLE") || reason.contains("TAMPERED"),
+        "{reason}"
+    );
+}
+
+/// A record appended by hand after the engine's (another body's digest)
+/// breaks the walk back to the view: the hook reads the plan and reports
+/// the ledger it does not vouch for.
+#[test]
+fn attack_a_hand_appended_record_sends_the_hook_to_the_plan() {
+    let h = in_progress();
+    let records = ledger_lines(&h);
+    let last: Value = serde_json::from_slice(records.last().unwrap()).unwrap();
+    let mut forged = last.clone();
+    forged["seq"] = json!(last["seq"].as_u64().unwrap() + 1);
+    forged["prev"] = json!(sha256_hex(records.last().unwrap()));
+    forged["planSha256"] = json!("0".repeat(64));
+    forged.as_object_mut().unwrap().remove("summarySha256");
+    let mut bytes = std::fs::read(state(&h, "ledger.jsonl")).unwrap();
+    bytes.extend_from_slice(forged.to_string().as_bytes());
+    bytes.push(b'\n');
+    std::fs::write(state(&h, "ledger.jsonl"), bytes).unwrap();
+    let reason = block_reason(&stop(&h));
+    assert!(reason.contains("TAMPERED"), "{reason}");
+}
+
+/// A view that is a FIFO or a symlink is passed over without blocking on
+/// it: the hook reads the plan and resumes.
+#[test]
+fn a_view_that_is_a_fifo_or_a_symlink_is_passed_over() {
+    let h = in_progress();
+    let (line, hint) = view_lines(&h);
+    let view = state(&h, ".goals.summary");
+    // A symlink to a forged copy outside the state directory.
+    let mut bound: Value = serde_json::from_slice(&line).unwrap();
+    bound["view"]["runComplete"] = json!(true);
+    let outside = h.join("forged.summary");
+    std::fs::write(
+        &outside,
+        format!("{bound}\n{}\n", String::from_utf8(hint).unwrap()),
+    )
+    .unwrap();
+    std::fs::remove_file(&view).unwrap();
+    std::os::unix::fs::symlink(&outside, &view).unwrap();
+    let reason = block_reason(&stop(&h));
+    assert_eq!(resume_of(&reason).0, "G001-a", "{reason}");
+    std::fs::remove_file(&view).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&view)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let reason = block_reason(&stop(&h));
+    assert_eq!(resume_of(&reason).0, "G001-a", "{reason}");
+}
