@@ -375,6 +375,11 @@ pub struct Binding {
     pub plan_tampered: Option<String>,
     /// Why the ledger is `LEDGER_TAMPERED`.
     pub ledger_tampered: Option<String>,
+    /// The `summarySha256` of the head record the plan names, when that
+    /// record is intact and recorded this body: the Stop view the plan's
+    /// mutation wrote, which entries appended under this plan vouch for
+    /// again (docs/state-formats.md#stop-view).
+    pub view_sha256: Option<String>,
 }
 
 impl Binding {
@@ -462,6 +467,7 @@ fn judge_digest(
         found,
         plan_tampered: None,
         ledger_tampered: None,
+        view_sha256: None,
     };
     let short = |s: &str| s.get(..12).unwrap_or(s).to_owned();
     let Some(h) = named else {
@@ -574,6 +580,9 @@ fn judge_digest(
                 ));
             } else if b.recorded.is_none() {
                 b.recorded = t.plan_sha256.clone().map(|r| (t.seq, r));
+            }
+            if t.sha256 == h.sha256 && t.plan_sha256.as_deref() == Some(d.as_str()) {
+                b.view_sha256.clone_from(&t.summary_sha256);
             }
         }
         None => {

@@ -180,7 +180,7 @@ pub(crate) fn ledger_entry() -> Value {
             "summarySha256": {
                 "type": "string",
                 "pattern": "^[0-9a-f]{64}$",
-                "description": "SHA-256 of the first line of the Stop hook's view (.goals.summary) the mutation that wrote the plan wrote (docs/state-formats.md#stop-view); on the entries of plan-writing mutations only"
+                "description": "SHA-256 of the first line of the Stop hook's view (.goals.summary) written with the plan body this entry was appended under (docs/state-formats.md#stop-view); absent on entries written before the view or under a plan without one"
             },
             "rationale": {"type": "string"},
             "tamper": {"type": "object", "description": "tamper_acknowledged: the recorded and actual plan digests and the named and found ledger heads"},

@@ -123,6 +123,49 @@ fn honest_engine_mutations_write_a_view_their_entries_vouch_for() {
     assert_eq!(resume_of(&reason).0, "G001-a", "{reason}");
 }
 
+/// Entries appended without a plan write (an annotation) carry the digest
+/// of the unchanged view, so the hook's walk ends at the newest record; the
+/// hook still decides from the view (shown by a plan it could not read).
+#[test]
+fn honest_entries_appended_without_a_plan_write_vouch_for_the_same_view() {
+    let h = in_progress();
+    let (line, _) = view_lines(&h);
+    let plan_before = std::fs::read(state(&h, "goals.json")).unwrap();
+    for i in 0..3 {
+        ulw_ok(
+            &h,
+            &[
+                "steer",
+                "--kind",
+                "annotate_ledger",
+                "--evidence",
+                &format!("observation {i}"),
+                "--rationale",
+                "for the reviewers",
+            ],
+        );
+    }
+    assert_eq!(std::fs::read(state(&h, "goals.json")).unwrap(), plan_before);
+    let records = ledger_lines(&h);
+    let last: Value = serde_json::from_slice(records.last().unwrap()).unwrap();
+    assert_eq!(last["summarySha256"], sha256_hex(&line), "{last}");
+    blank_in_place(&h);
+    let reason = block_reason(&stop(&h));
+    assert_eq!(resume_of(&reason).0, "G001-a", "{reason}");
+}
+
+/// Overwrites the plan with spaces in place, keeping its size, inode and
+/// modification time (so the view's hint still matches).
+fn blank_in_place(h: &HookRepo) {
+    use std::io::Write;
+    let path = state(h, "goals.json");
+    let m = std::fs::metadata(&path).unwrap();
+    let mtime = m.modified().unwrap();
+    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.write_all(&vec![b' '; m.len() as usize]).unwrap();
+    f.set_modified(mtime).unwrap();
+}
+
 /// The decision from the view equals the decision from the plan read in
 /// full, at every step of a run: the reason is the same and the resume
 /// counter goes on (the progress digests are equal), and a finished run
@@ -311,16 +354,10 @@ fn attack_a_view_replayed_from_an_earlier_mutation_is_not_trusted() {
 /// and the next engine command reports the plan.
 #[test]
 fn attack_a_plan_edited_with_its_identity_restored_decides_by_the_bound_view() {
-    use std::io::Write;
     let h = in_progress();
     let before = block_reason(&stop(&h));
     let path = state(&h, "goals.json");
-    let m = std::fs::metadata(&path).unwrap();
-    let mtime = m.modified().unwrap();
-    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-    f.write_all(&vec![b' '; m.len() as usize]).unwrap();
-    f.set_modified(mtime).unwrap();
-    drop(f);
+    blank_in_place(&h);
     let after = stop(&h);
     let reason = block_reason(&after);
     assert_eq!(resume_of(&reason).0, resume_of(&before).0, "{reason}");

@@ -588,9 +588,7 @@ impl<'e> Locked<'e> {
                 // The Stop hook's view of this body, vouched for by the same
                 // entries (docs/state-formats.md#stop-view).
                 let view = stop_view::Prepared::of(&plan, &d);
-                for e in &mut all {
-                    e.insert(binding::SUMMARY_SHA256.into(), json!(view.sha256));
-                }
+                stamp_view_sha(&mut all, &view.sha256);
                 journal::check_record_sizes(
                     &self.view.head,
                     &all,
@@ -618,6 +616,12 @@ impl<'e> Locked<'e> {
                 stamp_revision(&mut all, revision);
                 if let Some(b) = self.binding.as_ref().filter(|b| b.bound() && !b.tampered()) {
                     stamp_plan_sha(&mut all, &b.body_sha256);
+                    // The plan is unchanged, so is its Stop view: these
+                    // entries vouch for it too, and the hook's walk back to
+                    // a vouching record ends at the newest one.
+                    if let Some(v) = &b.view_sha256 {
+                        stamp_view_sha(&mut all, v);
+                    }
                 }
                 (revision, None, None, None)
             }
@@ -696,6 +700,13 @@ pub(super) fn next_head(head: &Head, entries: &[Map<String, Value>]) -> NamedHea
 fn stamp_plan_sha(entries: &mut [Map<String, Value>], d: &str) {
     for e in entries {
         e.insert(binding::PLAN_SHA256.into(), json!(d));
+    }
+}
+
+/// `summarySha256` on every entry (docs/state-formats.md#stop-view).
+fn stamp_view_sha(entries: &mut [Map<String, Value>], d: &str) {
+    for e in entries {
+        e.insert(binding::SUMMARY_SHA256.into(), json!(d));
     }
 }
 
