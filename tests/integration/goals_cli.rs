@@ -362,3 +362,24 @@ fn invalid_lock_timeout_is_reported() {
     );
     assert_eq!(e["details"]["flag"], "--lock-timeout-ms");
 }
+
+/// A plan above the size whose answer is freed off the answering thread:
+/// the answer is whole (every goal, the trailing newline) and the exit code
+/// is the command's, in JSON and in text mode.
+#[test]
+fn a_large_plans_answer_is_printed_whole_before_it_is_freed() {
+    let repo = Repo::new();
+    let brief: String = (1..=150).map(|i| format!("- part {i}\n")).collect();
+    let created = ulw(&repo, &["create-goals", "--brief", &brief]);
+    let v = expect_ok(&created);
+    assert_eq!(v["plan"]["goals"].as_array().unwrap().len(), 150);
+    for _ in 0..3 {
+        let status = ulw(&repo, &["status"]);
+        assert!(status.stdout.ends_with("}\n"), "{}", status.stdout);
+        let v = expect_ok(&status);
+        assert_eq!(v["plan"]["goals"].as_array().unwrap().len(), 150);
+    }
+    let text = eg(&repo, "ulw-loop", &["status"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(text.stdout.contains("150"), "{}", text.stdout);
+}

@@ -230,6 +230,13 @@ impl Body {
         self.0.extend(extra);
     }
     /// Puts `plan` first (the anchor's `{ok, plan, …}` order).
+    /// Whether the body carries a plan of more than `goals` goals.
+    fn plan_larger_than(&self, goals: usize) -> bool {
+        self.0
+            .iter()
+            .any(|(_, f)| matches!(f, Field::Plan(p) if p.goal_count() > goals))
+    }
+
     pub(crate) fn plan_first(&mut self, plan: Plan) {
         self.0
             .insert(0, ("plan".to_owned(), Field::Plan(Box::new(plan))));
@@ -395,6 +402,21 @@ pub(crate) enum Outcome {
     Error(GoalError, String),
 }
 
+/// Plans above this many goals are freed off the answering thread.
+const LARGE_PLAN_GOALS: usize = 100;
+
+/// Frees `v` on a helper thread. The answer is printed already; freeing a
+/// large plan's tree is about a tenth of a command on a 1,000-goal plan, and
+/// the process can exit without waiting for it (an in-process caller loses
+/// nothing: the thread still frees it). Below [`LARGE_PLAN_GOALS`] the
+/// thread would cost more than it saves.
+fn drop_later<T: Send + 'static>(v: T) {
+    // A thread that cannot be spawned drops `v` here, as before.
+    let _ = std::thread::Builder::new()
+        .name("free".into())
+        .spawn(move || drop(v));
+}
+
 fn emit(outcome: Outcome, json_mode: bool, io: &mut Io<'_>) -> u8 {
     match outcome {
         Outcome::Plain(text, code) => {
@@ -425,6 +447,9 @@ fn emit(outcome: Outcome, json_mode: bool, io: &mut Io<'_>) -> u8 {
                         w["message"].as_str().unwrap_or("")
                     );
                 }
+            }
+            if r.body.plan_larger_than(LARGE_PLAN_GOALS) {
+                drop_later(r.body);
             }
             code
         }
