@@ -86,6 +86,7 @@ mod doctor;
 mod init;
 mod json;
 mod ledger;
+mod scan;
 mod store;
 mod text;
 mod time;

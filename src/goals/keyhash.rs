@@ -273,7 +273,7 @@ fn line_at(keys: &mut File, off: u64, keys_bytes: u64) -> io::Result<Option<Vec<
     Read::by_ref(keys)
         .take((keys_bytes - off).min(MAX_LINE))
         .read_to_end(&mut buf)?;
-    let Some(end) = memchr::memchr(b'\n', &buf) else {
+    let Some(end) = crate::scan::find_byte(b'\n', &buf) else {
         return Ok(None);
     };
     buf.truncate(end);

@@ -215,7 +215,7 @@ pub(crate) fn read_bound(dir: &Dir, paths: &StatePaths) -> Option<StopView> {
 
 /// `line \n hint \n`, nothing else.
 fn split_lines(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
-    let (body, rest) = bytes.split_at(memchr::memchr(b'\n', bytes)?);
+    let (body, rest) = bytes.split_at(crate::scan::find_byte(b'\n', bytes)?);
     let hint = rest[1..].strip_suffix(b"\n")?;
     (!hint.contains(&b'\n')).then_some((body, hint))
 }

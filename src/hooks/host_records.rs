@@ -80,7 +80,7 @@ fn matches(record: &Value, shape: &RecordShape) -> bool {
 /// Context-pressure markers, matched on raw bytes ignoring ASCII case.
 #[derive(Debug, Clone)]
 pub struct Markers {
-    finders: Vec<memchr::memmem::Finder<'static>>,
+    finders: Vec<crate::scan::Finder>,
 }
 
 impl Markers {
@@ -89,7 +89,7 @@ impl Markers {
         let finders = markers
             .iter()
             .filter(|m| !m.is_empty())
-            .map(|m| memchr::memmem::Finder::new(&m.as_bytes().to_ascii_lowercase()).into_owned())
+            .map(|m| crate::scan::Finder::new(&m.as_bytes().to_ascii_lowercase()))
             .collect();
         Markers { finders }
     }

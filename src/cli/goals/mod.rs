@@ -291,7 +291,7 @@ impl Envelope<'_> {
         };
         let text = serde_json::to_vec_pretty(&env).expect("json");
         let quoted = serde_json::to_vec(&placeholder).expect("json");
-        let Some(at) = memchr::memmem::find(&text, &quoted) else {
+        let Some(at) = crate::scan::find(&text, &quoted) else {
             // Not reached: the plan member is in the envelope.
             let mut text = text;
             text.push(b'\n');
@@ -300,7 +300,7 @@ impl Envelope<'_> {
         let mut out = Vec::with_capacity(text.len() + plan.len() + plan.len() / 16);
         out.extend_from_slice(&text[..at]);
         let mut from = 0;
-        for nl in memchr::memchr_iter(b'\n', plan) {
+        for nl in crate::scan::byte_positions(b'\n', plan) {
             out.extend_from_slice(&plan[from..=nl]);
             out.extend_from_slice(b"  ");
             from = nl + 1;

@@ -78,7 +78,7 @@ pub(crate) fn raw_body_sha256(bytes: &[u8], doc: &Map<String, Value>) -> Option<
             after.extend_from_slice(&member);
             let mut first = b"{\n  ".to_vec();
             first.extend_from_slice(&member);
-            if let Some(at) = memchr::memmem::find(bytes, &after) {
+            if let Some(at) = crate::scan::find(bytes, &after) {
                 h.update(&bytes[..at]);
                 h.update(&bytes[at + after.len()..]);
             } else if bytes.starts_with(&first) && bytes.get(first.len()) == Some(&b',') {

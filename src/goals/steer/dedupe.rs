@@ -153,7 +153,8 @@ impl KeyIndex {
         }
         let bytes = self.bytes.as_deref()?;
         let needle = serde_json::to_string(key).expect("json");
-        for start_of_match in memchr::memmem::find_iter(bytes, needle.as_bytes()) {
+        let finder = crate::scan::Finder::new(needle.as_bytes());
+        for start_of_match in finder.find_iter(bytes) {
             let start = bytes[..start_of_match]
                 .iter()
                 .rposition(|&b| b == b'\n')

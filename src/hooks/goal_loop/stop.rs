@@ -182,7 +182,7 @@ fn tampered(
 /// tool's output) never counts (docs/threat-model.md#i5).
 fn main_context_pressure(c: &Ctx<'_>) -> bool {
     // Without a pinned shape there is no escape: the markers are not even
-    // compiled (their SIMD searchers probe the CPU on first use).
+    // compiled.
     if !crate::hooks::host_records::escape_enabled(c.env.host) {
         return false;
     }

@@ -22,7 +22,7 @@ pub(crate) fn triggered(prompt: &str, triggers: &[String]) -> bool {
     triggers.iter().any(|t| {
         let t = t.as_bytes().to_ascii_lowercase();
         !t.is_empty()
-            && memchr::memmem::find_iter(&hay, &t).any(|i| {
+            && crate::scan::Finder::new(&t).find_iter(&hay).any(|i| {
                 (i == 0 || !word(hay[i - 1])) && hay.get(i + t.len()).is_none_or(|b| !word(*b))
             })
     })
@@ -41,8 +41,8 @@ pub(crate) fn already_injected(tail: &[u8], tag: &str) -> bool {
     let mut from = 0;
     while let Some(off) = find(&tail[from..], tag_b) {
         let at = from + off;
-        let start = memchr::memrchr(b'\n', &tail[..at]).map_or(0, |i| i + 1);
-        let end = memchr::memchr(b'\n', &tail[at..]).map_or(tail.len(), |i| at + i);
+        let start = crate::scan::rfind_byte(b'\n', &tail[..at]).map_or(0, |i| i + 1);
+        let end = crate::scan::find_byte(b'\n', &tail[at..]).map_or(tail.len(), |i| at + i);
         if let Ok(v) = serde_json::from_slice::<Value>(&tail[start..end])
             && recorded_output(&v, tag, 0)
         {
@@ -57,7 +57,7 @@ pub(crate) fn already_injected(tail: &[u8], tag: &str) -> bool {
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    memchr::memmem::find(hay, needle)
+    crate::scan::find(hay, needle)
 }
 
 fn recorded_output(v: &Value, tag: &str, depth: usize) -> bool {
