@@ -10,6 +10,21 @@ use std::path::{Path, PathBuf};
 use cap_std::fs::Dir;
 use evidence_gate::ambient::{Ambient, GitOutput};
 
+// The unwinder, linked statically on linux-gnu (libgcc's `libgcc_eh.a`, under
+// the GCC runtime library exception) instead of loading `libgcc_s.so.1`, whose
+// constructor probes the CPU on every start: a dozen `cpuid` instructions,
+// about 0.15 ms per process in a virtual machine (docs/performance.md#start-up).
+// Panics unwind and are caught as before. Only the binaries do this; the
+// library leaves the choice to whoever links it. The static build
+// (`crt-static`) links it statically already.
+#[cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    not(target_feature = "crt-static")
+))]
+#[link(name = "gcc_eh", kind = "static", modifiers = "-bundle")]
+unsafe extern "C" {}
+
 pub struct System {
     authority: cap_std::AmbientAuthority,
 }
