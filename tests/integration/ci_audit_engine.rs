@@ -15,14 +15,30 @@ use crate::goals_support::*;
 /// the final checkpoint with a filled quality gate.
 pub(crate) fn finished_run(profile: &str, state: &str) -> Repo {
     let repo = Repo::new();
-    let run = |args: &[&str]| {
+    drive_run(&repo, profile, state, &[], &mut |_| {});
+    repo
+}
+
+/// The steps of [`finished_run`] in `repo`, each command given `scope`
+/// (e.g. `--session-id s1`, with `state` the session's directory); `after`
+/// runs after each step with its name.
+pub(crate) fn drive_run(
+    repo: &Repo,
+    profile: &str,
+    state: &str,
+    scope: &[&str],
+    after: &mut dyn FnMut(&str),
+) {
+    let mut run = |args: &[&str], step: &str| {
         let mut all = args.to_vec();
+        all.extend_from_slice(scope);
         all.push("--json");
-        expect_ok(&eg(&repo, profile, &all))
+        expect_ok(&eg(repo, profile, &all));
+        after(step);
     };
-    run(&["create-goals", "--brief", "- a\n- b"]);
-    run(&["complete-goals"]);
-    let evidence = payload(&repo, "g1", "G001-a", &["C001"], "passed");
+    run(&["create-goals", "--brief", "- a\n- b"], "created");
+    run(&["complete-goals"], "started");
+    let evidence = payload(repo, "g1", "G001-a", &["C001"], "passed");
     let plan = || -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(repo.join(&format!("{state}/goals.json"))).unwrap())
             .unwrap()
@@ -57,7 +73,7 @@ pub(crate) fn finished_run(profile: &str, state: &str) -> Repo {
         if n == 0 {
             a.extend(["--evidence-file", evidence.as_str()]);
         }
-        run(&a);
+        run(&a, &format!("G001-a {c}"));
     }
     let objective = plan()["codexObjective"].as_str().map(str::to_owned);
     let snapshot = |status: &str| {
@@ -70,48 +86,56 @@ pub(crate) fn finished_run(profile: &str, state: &str) -> Repo {
         "--codex-goal-json"
     };
     let active = snapshot("active");
-    run(&[
-        "checkpoint",
-        "--goal-id",
-        "G001-a",
-        "--status",
-        "complete",
-        "--evidence",
-        "done",
-        flag,
-        &active,
-    ]);
+    run(
+        &[
+            "checkpoint",
+            "--goal-id",
+            "G001-a",
+            "--status",
+            "complete",
+            "--evidence",
+            "done",
+            flag,
+            &active,
+        ],
+        "G001-a complete",
+    );
     for c in criteria("G002-b") {
-        run(&[
-            "record-evidence",
+        run(
+            &[
+                "record-evidence",
+                "--goal-id",
+                "G002-b",
+                "--criterion-id",
+                &c,
+                "--status",
+                "pass",
+                "--evidence",
+                "proof",
+                "--accept-seeded",
+                "fixture",
+            ],
+            &format!("G002-b {c}"),
+        );
+    }
+    let gate = filled_gate(repo, profile, "G002-b", scope);
+    let done = snapshot("complete");
+    run(
+        &[
+            "checkpoint",
             "--goal-id",
             "G002-b",
-            "--criterion-id",
-            &c,
             "--status",
-            "pass",
+            "complete",
             "--evidence",
-            "proof",
-            "--accept-seeded",
-            "fixture",
-        ]);
-    }
-    let gate = filled_gate(&repo, profile, "G002-b", &[]);
-    let done = snapshot("complete");
-    run(&[
-        "checkpoint",
-        "--goal-id",
-        "G002-b",
-        "--status",
-        "complete",
-        "--evidence",
-        "all proven",
-        flag,
-        &done,
-        "--quality-gate-json",
-        &gate,
-    ]);
-    repo
+            "all proven",
+            flag,
+            &done,
+            "--quality-gate-json",
+            &gate,
+        ],
+        "run complete",
+    );
 }
 
 fn audit(repo: &Repo, extra: &[&str]) -> Run {

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::ci_audit_engine::drive_run;
 use crate::goals_support::*;
 use crate::hooks_support::{HookRepo, ULW, block_reason};
 
@@ -194,110 +195,28 @@ fn honest_the_view_and_the_plan_decide_alike_at_every_step() {
         );
         a
     };
-    ulw_ok(&h, &["create-goals", "--brief", "- a\n- b"]);
-    compare(&h, "created");
-    ulw_ok(&h, &["complete-goals"]);
-    compare(&h, "started");
-    let plan = || -> Value {
-        serde_json::from_slice(&std::fs::read(state(&h, "goals.json")).unwrap()).unwrap()
-    };
-    let criteria = |id: &str| -> Vec<String> {
-        plan()["goals"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|g| g["id"] == id)
-            .unwrap()["successCriteria"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["id"].as_str().unwrap().to_owned())
-            .collect()
-    };
-    let evidence = payload(&h.repo, "g1", "G001-a", &["C001"], "passed");
-    for (n, c) in criteria("G001-a").iter().enumerate() {
-        let mut a = vec![
-            "record-evidence",
-            "--goal-id",
-            "G001-a",
-            "--criterion-id",
-            c,
-            "--status",
-            "pass",
-            "--evidence",
-            "proof",
-            "--accept-seeded",
-            "fixture",
-        ];
-        if n == 0 {
-            a.extend(["--evidence-file", evidence.as_str()]);
-        }
-        ulw_ok(&h, &a);
-        compare(&h, &format!("criterion {c}"));
-    }
-    let objective = plan()["codexObjective"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    let snapshot =
-        |status: &str| json!({"goal": {"objective": objective, "status": status}}).to_string();
-    let active = snapshot("active");
-    ulw_ok(
-        &h,
-        &[
-            "checkpoint",
-            "--goal-id",
-            "G001-a",
-            "--status",
-            "complete",
-            "--evidence",
-            "done",
-            "--codex-goal-json",
-            &active,
-        ],
+    let dir = format!("{ULW}/{SID}");
+    let mut steps = Vec::new();
+    drive_run(
+        &h.repo,
+        "ulw-loop",
+        &dir,
+        &["--session-id", SID],
+        &mut |step| {
+            let reason = compare(&h, step);
+            if step == "G001-a complete" {
+                assert_eq!(resume_of(&reason).0, "G002-b", "{reason}");
+            }
+            if step == "run complete" {
+                assert_eq!(reason, "", "{step}");
+                let (line, _) = view_lines(&h);
+                let bound: Value = serde_json::from_slice(&line).unwrap();
+                assert_eq!(bound["view"]["runComplete"], true, "{bound}");
+            }
+            steps.push(step.to_owned());
+        },
     );
-    let reason = compare(&h, "G001-a complete");
-    assert_eq!(resume_of(&reason).0, "G002-b", "{reason}");
-    for c in criteria("G002-b") {
-        ulw_ok(
-            &h,
-            &[
-                "record-evidence",
-                "--goal-id",
-                "G002-b",
-                "--criterion-id",
-                &c,
-                "--status",
-                "pass",
-                "--evidence",
-                "proof",
-                "--accept-seeded",
-                "fixture",
-            ],
-        );
-    }
-    let gate = filled_gate(&h.repo, "ulw-loop", "G002-b", &["--session-id", SID]);
-    let done = snapshot("complete");
-    ulw_ok(
-        &h,
-        &[
-            "checkpoint",
-            "--goal-id",
-            "G002-b",
-            "--status",
-            "complete",
-            "--evidence",
-            "all proven",
-            "--codex-goal-json",
-            &done,
-            "--quality-gate-json",
-            &gate,
-        ],
-    );
-    let (line, _) = view_lines(&h);
-    let bound: Value = serde_json::from_slice(&line).unwrap();
-    assert_eq!(bound["view"]["runComplete"], true, "{bound}");
-    assert_eq!(compare(&h, "run complete"), "");
+    assert_eq!(steps.last().map(String::as_str), Some("run complete"));
 }
 
 /// A view rewritten to claim the run complete (its hint kept) is not one
