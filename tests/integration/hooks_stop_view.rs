@@ -346,3 +346,39 @@ fn a_view_that_is_a_fifo_or_a_symlink_is_passed_over() {
     let reason = block_reason(&stop(&h));
     assert_eq!(resume_of(&reason).0, "G001-a", "{reason}");
 }
+
+/// A directory planted where the view goes does not fail the engine's
+/// mutations (the view is best effort) and leaves no temporary file; the
+/// hook, finding no view it can read, decides from the plan.
+#[test]
+fn a_directory_planted_at_the_view_fails_nothing() {
+    let h = in_progress();
+    let view = state(&h, ".goals.summary");
+    std::fs::remove_file(&view).unwrap();
+    std::fs::create_dir(&view).unwrap();
+    let before = std::fs::read(state(&h, "goals.json")).unwrap();
+    ulw_ok(
+        &h,
+        &[
+            "record-evidence",
+            "--goal-id",
+            "G001-a",
+            "--criterion-id",
+            "C001",
+            "--status",
+            "fail",
+            "--evidence",
+            "2 of 14 failed",
+        ],
+    );
+    assert_ne!(std::fs::read(state(&h, "goals.json")).unwrap(), before);
+    assert!(view.is_dir());
+    let leftovers: Vec<String> = std::fs::read_dir(state(&h, ""))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let reason = block_reason(&stop(&h));
+    assert_eq!(resume_of(&reason).0, "G001-a", "{reason}");
+}
