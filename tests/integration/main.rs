@@ -38,6 +38,7 @@ mod goals_durability;
 mod goals_errors;
 mod goals_hostile;
 mod goals_keyhash;
+mod goals_large_plan;
 mod goals_legacy;
 mod goals_omx;
 mod goals_probe;

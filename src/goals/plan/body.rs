@@ -1,7 +1,6 @@
 //! The plan body's digest (docs/threat-model.md#i7): the plan object without
 //! its `lastMutation`, serialised as [`super::Plan::encode`] writes plans.
 
-use std::cell::Cell;
 use std::io;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -105,66 +104,34 @@ pub(crate) struct BodyText {
     starts: Vec<usize>,
 }
 
-/// A growing buffer whose length a serialising member can read.
-struct Tracked<'c> {
-    buf: Vec<u8>,
-    len: &'c Cell<usize>,
-}
-
-impl io::Write for Tracked<'_> {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        self.buf.extend_from_slice(b);
-        self.len.set(self.buf.len());
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// [`Body`], noting where each member starts.
-struct Noted<'a, 'c> {
-    doc: &'a Map<String, Value>,
-    len: &'c Cell<usize>,
-    starts: &'c std::cell::RefCell<Vec<usize>>,
-}
-
-impl Serialize for Noted<'_, '_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let n = self.doc.len() - usize::from(self.doc.contains_key("lastMutation"));
-        let mut m = s.serialize_map(Some(n))?;
-        for (k, v) in self.doc {
-            if k != "lastMutation" {
-                self.starts.borrow_mut().push(self.len.get());
-                m.serialize_entry(k, v)?;
-            }
-        }
-        m.end()
-    }
-}
-
 impl BodyText {
-    /// Serialises the body of `doc`.
+    /// Serialises the body of `doc` in the layout of [`body_sha256`], a
+    /// long member array (a plan's goals) on two threads.
     pub(crate) fn of(doc: &Map<String, Value>) -> BodyText {
-        let len = Cell::new(0);
-        let starts = std::cell::RefCell::new(Vec::with_capacity(doc.len()));
-        let mut w = Tracked {
-            buf: Vec::new(),
-            len: &len,
-        };
-        serde_json::to_writer_pretty(
-            &mut w,
-            &Noted {
-                doc,
-                len: &len,
-                starts: &starts,
-            },
-        )
-        .expect("JSON values serialise");
-        BodyText {
-            bytes: w.buf,
-            starts: starts.into_inner(),
+        BodyText::with_capacity(doc, 0)
+    }
+
+    /// [`BodyText::of`] into a buffer of `capacity` bytes (the size of the
+    /// plan file read, when known).
+    pub(crate) fn with_capacity(doc: &Map<String, Value>, capacity: usize) -> BodyText {
+        let mut bytes = Vec::with_capacity(capacity);
+        let mut starts = Vec::with_capacity(doc.len());
+        bytes.push(b'{');
+        for (k, v) in doc {
+            if k == "lastMutation" {
+                continue;
+            }
+            starts.push(bytes.len());
+            if starts.len() > 1 {
+                bytes.push(b',');
+            }
+            bytes.extend_from_slice(b"\n  ");
+            serde_json::to_writer(&mut bytes, k).expect("a key serialises");
+            bytes.extend_from_slice(b": ");
+            crate::json::write_pretty_at(&mut bytes, v, 1);
         }
+        bytes.extend_from_slice(if starts.is_empty() { b"}" } else { b"\n}" });
+        BodyText { bytes, starts }
     }
 
     /// [`body_sha256`] of the document serialised.
@@ -292,6 +259,23 @@ mod tests {
         empty_lm.insert("lastMutation".into(), json!({}));
         empty_lm.insert("b".into(), json!([]));
         check(&empty_lm);
+    }
+
+    #[test]
+    fn a_long_goal_list_is_written_as_the_encoder_writes_it() {
+        let goals: Vec<Value> = (0..300)
+            .map(|i| json!({"id": format!("G{i}"), "criteria": [{"id": "C1", "ok": i % 2 == 0}], "e": []}))
+            .collect();
+        let mut doc = Map::new();
+        doc.insert("version".into(), json!(1));
+        doc.insert("goals".into(), Value::Array(goals));
+        doc.insert("lastMutation".into(), json!({"revision": 3}));
+        doc.insert("updatedAt".into(), json!("t"));
+        check(&doc);
+        assert_eq!(
+            BodyText::with_capacity(&doc, 1 << 16).bytes,
+            BodyText::of(&doc).bytes
+        );
     }
 
     use proptest::prelude::*;

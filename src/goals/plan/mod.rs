@@ -52,6 +52,9 @@ struct ReadDigest {
     /// [`body_sha256`] of the document as read: serialised on first use,
     /// and always before the document first changes ([`Plan::pin`]).
     exact: std::sync::OnceLock<String>,
+    /// Set when `exact` was taken from `file` ([`Plan::read_body_sha256_recorded`]):
+    /// the file is then [`Plan::encode`] of the document as read.
+    file_is_encoding: std::sync::OnceLock<()>,
 }
 
 /// `ULW_LOOP_PLAN_MISSING` for a scope.
@@ -144,7 +147,7 @@ impl Plan {
         now: &str,
     ) -> Result<Plan, GoalError> {
         let goals_path = paths.goals();
-        let value = crate::json::parse_strict(bytes)
+        let value = crate::json::parse_strict_wide(bytes, "goals")
             .map_err(|e| corrupt(&goals_path, "", format!("not valid JSON: {e}")))?;
         let Value::Object(doc) = value else {
             return Err(invalid(&goals_path, profile, None));
@@ -202,6 +205,7 @@ impl Plan {
         let read = Some(ReadDigest {
             file: None,
             exact: std::sync::OnceLock::new(),
+            file_is_encoding: std::sync::OnceLock::new(),
         });
         let mut plan = Plan {
             doc,
@@ -278,12 +282,19 @@ impl Plan {
         if let Some(ReadDigest {
             file: Some(file),
             exact,
+            ..
         }) = &self.read
             && exact.get().is_none()
             && let Some(raw) = body::raw_body_sha256(file, &self.doc)
             && recorded(&raw)
         {
             let _ = exact.set(raw);
+            // The bytes with `lastMutation` cut out are a body the engine
+            // serialised, and the member cut out is the one serialising the
+            // document puts there: the file is the document encoded.
+            if let Some(r) = &self.read {
+                let _ = r.file_is_encoding.set(());
+            }
         }
         self.read_body_sha256()
     }
@@ -299,17 +310,26 @@ impl Plan {
     /// [`Plan::encode`] of the document as it is, when known without
     /// serialising it.
     pub(crate) fn encoded(&self) -> Option<&[u8]> {
-        self.encoded.as_deref().map(Vec::as_slice)
+        if let Some(e) = &self.encoded {
+            return Some(e);
+        }
+        let r = self.read.as_ref()?;
+        r.file_is_encoding.get()?;
+        let file = r.file.as_deref()?;
+        debug_assert!(*file == self.encode(), "the file read is the plan encoded");
+        Some(file)
     }
 
     /// Fixes the read body digest before the document first changes, and
     /// forgets the encoded bytes.
     fn pin(&mut self) {
         self.encoded = None;
-        if let Some(r) = &self.read
-            && r.exact.get().is_none()
-        {
-            let _ = r.exact.set(body_sha256(&self.doc));
+        if let Some(r) = &mut self.read {
+            if r.exact.get().is_none() {
+                let _ = r.exact.set(body_sha256(&self.doc));
+            }
+            // The file no longer encodes the document.
+            r.file = None;
         }
     }
 

@@ -71,94 +71,26 @@ pub(crate) fn check(doc: &Map<String, Value>) -> Result<HashMap<String, usize>, 
         .and_then(Value::as_array)
         .expect("caller checked goals is an array");
     let mut index = HashMap::with_capacity(goals.len());
+    // A long plan's goals are checked on two threads first; when every
+    // goal passes, only the ids remain to index. Otherwise (or for a short
+    // plan) the goals are checked in order, which reports the first
+    // violation as a plan read always has.
+    let each_passes = goals.len() >= PARALLEL_GOALS && all_pass(goals);
     for (i, g) in goals.iter().enumerate() {
-        let at = || format!("/goals/{i}");
-        let Some(g) = g.as_object() else {
-            return Err(v(at(), "a goal must be an object"));
+        let g = if each_passes {
+            g.as_object().expect("checked")
+        } else {
+            goal_head(i, g)?
         };
-        for key in ["id", "title", "objective"] {
-            if !g.get(key).is_some_and(Value::is_string) {
-                return Err(v(format!("{}/{key}", at()), "must be a string"));
-            }
-        }
         let id = g["id"].as_str().expect("checked");
         if index.insert(id.to_owned(), i).is_some() {
             return Err(v(
-                format!("{}/id", at()),
+                format!("/goals/{i}/id"),
                 format!("duplicate goal id `{id}`"),
             ));
         }
-        enum_field(
-            g,
-            "status",
-            &at,
-            |s| GoalStatus::parse(s).is_some(),
-            GoalStatus::names,
-            true,
-        )?;
-        enum_field(
-            g,
-            "steeringStatus",
-            &at,
-            |s| Overlay::parse(s).is_some(),
-            Overlay::names,
-            false,
-        )?;
-        if let Some(a) = g.get("attempt")
-            && !non_negative_int(a)
-        {
-            return Err(v(
-                format!("{}/attempt", at()),
-                "must be a non-negative integer",
-            ));
-        }
-        if let Some(c) = g.get("successCriteria") {
-            let Some(list) = c.as_array() else {
-                return Err(v(
-                    format!("{}/successCriteria", at()),
-                    "must be an array of objects",
-                ));
-            };
-            // A goal has a handful of criteria: comparing with the earlier
-            // ones beats hashing them; a long list (a hostile plan) is hashed.
-            let mut ids = (list.len() > 16).then(HashSet::new);
-            for (j, c) in list.iter().enumerate() {
-                let cat = || format!("{}/successCriteria/{j}", at());
-                let Some(c) = c.as_object() else {
-                    return Err(v(cat(), "a criterion must be an object"));
-                };
-                let Some(cid) = c.get("id").and_then(Value::as_str) else {
-                    return Err(v(format!("{}/id", cat()), "must be a string"));
-                };
-                let earlier = match &mut ids {
-                    Some(ids) => !ids.insert(cid),
-                    None => list[..j]
-                        .iter()
-                        .any(|e| e.get("id").and_then(Value::as_str) == Some(cid)),
-                };
-                if earlier {
-                    return Err(v(
-                        format!("{}/id", cat()),
-                        format!("duplicate criterion id `{cid}` in goal `{id}`"),
-                    ));
-                }
-                enum_field(
-                    c,
-                    "status",
-                    &cat,
-                    |s| CriterionStatus::parse(s).is_some(),
-                    CriterionStatus::names,
-                    false,
-                )?;
-                enum_field(
-                    c,
-                    "userModel",
-                    &cat,
-                    |s| UserModel::parse(s).is_some(),
-                    UserModel::names,
-                    false,
-                )?;
-            }
+        if !each_passes {
+            goal_rest(i, g)?;
         }
     }
     if let Some(b) = doc.get("validationBatches") {
@@ -196,6 +128,127 @@ pub(crate) fn check(doc: &Map<String, Value>) -> Result<HashMap<String, usize>, 
         }
     }
     Ok(index)
+}
+
+/// Plans with at least this many goals are checked on two threads.
+const PARALLEL_GOALS: usize = 128;
+
+/// Every goal passes [`goal_head`] and [`goal_rest`] (the first half here,
+/// the second on a helper thread).
+fn all_pass(goals: &[Value]) -> bool {
+    let pass = |from: usize, part: &[Value]| {
+        part.iter().enumerate().all(|(k, g)| {
+            goal_head(from + k, g)
+                .and_then(|m| goal_rest(from + k, m))
+                .is_ok()
+        })
+    };
+    let mid = goals.len() / 2;
+    let (first, second) = goals.split_at(mid);
+    std::thread::scope(|s| {
+        let helper = std::thread::Builder::new()
+            .name("validate".into())
+            .spawn_scoped(s, || pass(mid, second));
+        let ok = pass(0, first);
+        let rest = match helper {
+            Ok(h) => h.join().unwrap_or(false),
+            Err(_) => pass(mid, second),
+        };
+        ok && rest
+    })
+}
+
+/// Goal `i` is an object with string `id`, `title` and `objective`.
+fn goal_head(i: usize, g: &Value) -> Result<&Map<String, Value>, Violation> {
+    let at = || format!("/goals/{i}");
+    let Some(g) = g.as_object() else {
+        return Err(v(at(), "a goal must be an object"));
+    };
+    for key in ["id", "title", "objective"] {
+        if !g.get(key).is_some_and(Value::is_string) {
+            return Err(v(format!("{}/{key}", at()), "must be a string"));
+        }
+    }
+    Ok(g)
+}
+
+/// The rest of goal `i`'s field rules (after its id is indexed).
+fn goal_rest(i: usize, g: &Map<String, Value>) -> Result<(), Violation> {
+    let at = || format!("/goals/{i}");
+    let id = g["id"].as_str().expect("checked");
+    enum_field(
+        g,
+        "status",
+        &at,
+        |s| GoalStatus::parse(s).is_some(),
+        GoalStatus::names,
+        true,
+    )?;
+    enum_field(
+        g,
+        "steeringStatus",
+        &at,
+        |s| Overlay::parse(s).is_some(),
+        Overlay::names,
+        false,
+    )?;
+    if let Some(a) = g.get("attempt")
+        && !non_negative_int(a)
+    {
+        return Err(v(
+            format!("{}/attempt", at()),
+            "must be a non-negative integer",
+        ));
+    }
+    if let Some(c) = g.get("successCriteria") {
+        let Some(list) = c.as_array() else {
+            return Err(v(
+                format!("{}/successCriteria", at()),
+                "must be an array of objects",
+            ));
+        };
+        // A goal has a handful of criteria: comparing with the earlier
+        // ones beats hashing them; a long list (a hostile plan) is hashed.
+        let mut ids = (list.len() > 16).then(HashSet::new);
+        for (j, c) in list.iter().enumerate() {
+            let cat = || format!("{}/successCriteria/{j}", at());
+            let Some(c) = c.as_object() else {
+                return Err(v(cat(), "a criterion must be an object"));
+            };
+            let Some(cid) = c.get("id").and_then(Value::as_str) else {
+                return Err(v(format!("{}/id", cat()), "must be a string"));
+            };
+            let earlier = match &mut ids {
+                Some(ids) => !ids.insert(cid),
+                None => list[..j]
+                    .iter()
+                    .any(|e| e.get("id").and_then(Value::as_str) == Some(cid)),
+            };
+            if earlier {
+                return Err(v(
+                    format!("{}/id", cat()),
+                    format!("duplicate criterion id `{cid}` in goal `{id}`"),
+                ));
+            }
+            enum_field(
+                c,
+                "status",
+                &cat,
+                |s| CriterionStatus::parse(s).is_some(),
+                CriterionStatus::names,
+                false,
+            )?;
+            enum_field(
+                c,
+                "userModel",
+                &cat,
+                |s| UserModel::parse(s).is_some(),
+                UserModel::names,
+                false,
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn check_last_mutation(lm: &Value) -> Result<(), Violation> {
@@ -248,6 +301,50 @@ mod tests {
             assert_eq!(e.pointer, format!("/goals/1/successCriteria/{}/id", n - 1));
             assert_eq!(e.problem, "duplicate criterion id `C0` in goal `G2`");
         }
+    }
+
+    /// A long plan is checked on two threads, and still reports the first
+    /// violation in document order: a bad goal in either half, a duplicate
+    /// id before a later bad field, a bad field before a later duplicate.
+    #[test]
+    fn a_long_plan_reports_its_first_violation() {
+        let goals: Vec<Value> = (0..300)
+            .map(|i| {
+                json!({"id": format!("G{i}"), "title": "t", "objective": "o", "status": "pending",
+                            "successCriteria": [{"id": "C1", "status": "pass"}]})
+            })
+            .collect();
+        let doc = json!({"goals": goals}).as_object().unwrap().clone();
+        let index = check(&doc).unwrap();
+        assert_eq!(index.len(), 300);
+        assert_eq!(index["G299"], 299);
+        type Edits<'a> = &'a [(usize, &'a str, Value)];
+        let cases: [(Edits, &str); 5] = [
+            (&[(20, "status", json!("nope"))], "/goals/20/status"),
+            (&[(280, "title", json!(1))], "/goals/280/title"),
+            (
+                &[(200, "id", json!("G3")), (250, "status", json!("x"))],
+                "/goals/200/id",
+            ),
+            (
+                &[(150, "attempt", json!(-1)), (250, "id", json!("G1"))],
+                "/goals/150/attempt",
+            ),
+            (&[(299, "id", json!("G0"))], "/goals/299/id"),
+        ];
+        for (edits, pointer) in cases {
+            let mut d = doc.clone();
+            for (i, key, value) in edits {
+                d["goals"][*i][*key] = value.clone();
+            }
+            assert_eq!(check(&d).unwrap_err().pointer, pointer);
+        }
+        let mut d = doc.clone();
+        d["goals"][160]["successCriteria"][0]["userModel"] = json!("nobody");
+        assert_eq!(
+            check(&d).unwrap_err().pointer,
+            "/goals/160/successCriteria/0/userModel"
+        );
     }
 
     #[test]
