@@ -154,13 +154,41 @@ pub(crate) struct Prepared {
     pub sha256: String,
 }
 
+/// Plans with at least this many goals have their body hashed on a helper
+/// thread while their view is computed.
+const PARALLEL_GOALS: usize = 128;
+
 impl Prepared {
-    /// The view of `plan`, whose body hashes to `plan_sha256`.
-    pub(crate) fn of(plan: &Plan, plan_sha256: &str) -> Prepared {
+    /// The body digest `digest()` computes and the view of `plan` (whose
+    /// body that is), computed side by side on two threads for a long plan.
+    pub(crate) fn with_digest(
+        plan: &Plan,
+        digest: &(dyn Fn() -> String + Sync),
+    ) -> (String, Prepared) {
+        let (d, view) = if plan.goal_count() >= PARALLEL_GOALS {
+            std::thread::scope(|s| {
+                let helper = std::thread::Builder::new()
+                    .name("digest".into())
+                    .spawn_scoped(s, digest);
+                let view = StopView::of(plan);
+                let d = match helper {
+                    Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                    Err(_) => digest(),
+                };
+                (d, view)
+            })
+        } else {
+            (digest(), StopView::of(plan))
+        };
+        let prepared = Prepared::bound(view, &d);
+        (d, prepared)
+    }
+
+    fn bound(view: StopView, plan_sha256: &str) -> Prepared {
         let line = serde_json::to_vec(&Bound {
             v: VERSION,
             plan_sha256: plan_sha256.to_owned(),
-            view: StopView::of(plan),
+            view,
         })
         .expect("a view serialises");
         Prepared {

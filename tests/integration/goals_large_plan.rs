@@ -23,6 +23,14 @@ fn large_repo() -> Repo {
     repo
 }
 
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// The plan file is exactly the engine's layout of what it holds.
 fn assert_engine_layout(repo: &Repo) {
     let bytes = plan_bytes(repo);
@@ -77,9 +85,20 @@ fn a_large_plan_reads_writes_and_answers_as_a_small_one() {
     assert_eq!(goal(&repo, late)["status"], "complete");
     let s = expect_ok(&ulw(&repo, &["status"]));
     assert_eq!(s["plan"], plan(&repo));
-    // The ledger's newest entry records the body digest of the file written.
+    // The ledger's newest entry records the body digest of the file written
+    // and the digest of the Stop view written with it (the body hashed on a
+    // helper thread while the view was computed).
     let last = ledger(&repo).pop().unwrap();
-    assert!(last["planSha256"].is_string(), "{last}");
+    let mut body = plan(&repo);
+    body.as_object_mut().unwrap().remove("lastMutation");
+    let mut text = serde_json::to_vec_pretty(&body).unwrap();
+    text.push(b'\n');
+    assert_eq!(last["planSha256"], sha256_hex(&text));
+    let view = std::fs::read(state(&repo, ".goals.summary")).unwrap();
+    let line = &view[..view.iter().position(|b| *b == b'\n').unwrap()];
+    assert_eq!(last["summarySha256"], sha256_hex(line));
+    let bound: Value = serde_json::from_slice(line).unwrap();
+    assert_eq!(bound["planSha256"], last["planSha256"]);
 }
 
 #[test]

@@ -583,11 +583,11 @@ impl<'e> Locked<'e> {
                 // the head its entries will make (plan first, then append).
                 // The body is serialised once, for its digest and the file.
                 let body = plan::BodyText::of(plan.doc());
-                let d = body.sha256();
-                stamp_plan_sha(&mut all, &d);
                 // The Stop hook's view of this body, vouched for by the same
-                // entries (docs/state-formats.md#stop-view).
-                let view = stop_view::Prepared::of(&plan, &d);
+                // entries (docs/state-formats.md#stop-view); a long body is
+                // hashed while the view is computed.
+                let (d, view) = stop_view::Prepared::with_digest(&plan, &|| body.sha256());
+                stamp_plan_sha(&mut all, &d);
                 stamp_view_sha(&mut all, &view.sha256);
                 journal::check_record_sizes(
                     &self.view.head,
