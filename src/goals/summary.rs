@@ -89,12 +89,15 @@ pub(crate) fn summary(plan: &Plan) -> Summary {
     let mut crit = [0u64; 4];
     let mut crit_total = 0u64;
     for g in plan.goals() {
+        // One pass over the goal's fields and each criterion's (a status
+        // looked up once, not once per status compared with).
+        let p = g.progress();
         let i = GoalStatus::ALL
             .iter()
-            .position(|s| *s == g.status())
+            .position(|s| *s == p.status)
             .expect("every status is listed");
         by_status[i] += 1;
-        if g.overlay() == Some(Overlay::Superseded) {
+        if p.overlay == Some(Overlay::Superseded) {
             superseded += 1;
             if g.waived() {
                 waived += 1;
@@ -103,11 +106,11 @@ pub(crate) fn summary(plan: &Plan) -> Summary {
         if lifecycle::completion_blocking(plan, g) {
             blocking += 1;
         }
-        for c in g.criteria() {
+        for (_, status) in p.criteria() {
             crit_total += 1;
             let j = CriterionStatus::ALL
                 .iter()
-                .position(|s| *s == c.status())
+                .position(|s| *s == status)
                 .expect("every status is listed");
             crit[j] += 1;
         }
