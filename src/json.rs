@@ -63,20 +63,33 @@ pub(crate) fn parse_strict_str(text: &str) -> Result<Value, JsonError> {
 /// Documents from this size up are split by [`parse_strict_wide`].
 const WIDE_MIN_BYTES: usize = 256 * 1024;
 
-/// [`parse_strict`] of a document that is an object whose member `key` may
-/// hold a long array (a plan's `goals`): from [`WIDE_MIN_BYTES`] up, the
-/// array's elements are found in one pass and parsed on two threads. The
-/// result, and any error, is exactly [`parse_strict`]'s: a document the
-/// split reading does not accept in full is read again by [`parse_strict`],
-/// which reports the error where it is.
+/// [`parse_strict_wide_spans`] without the ranges.
+#[cfg(test)]
 pub(crate) fn parse_strict_wide(bytes: &[u8], key: &str) -> Result<Value, JsonError> {
+    parse_strict_wide_spans(bytes, key).map(|(v, _)| v)
+}
+
+/// Byte ranges, one per element of an array.
+pub(crate) type Spans = Vec<std::ops::Range<usize>>;
+
+/// [`parse_strict`] of a document that is an object whose member `key` may
+/// hold a long array (a plan's `goals`) and, when the split reading read
+/// it, the byte range in `bytes` of each element of that array. From
+/// [`WIDE_MIN_BYTES`] up the array's elements are found in one pass and
+/// parsed on two threads. The value, and any error, is exactly
+/// [`parse_strict`]'s: a document the split reading does not accept in full
+/// is read again by [`parse_strict`], which reports the error where it is.
+pub(crate) fn parse_strict_wide_spans(
+    bytes: &[u8],
+    key: &str,
+) -> Result<(Value, Option<Spans>), JsonError> {
     if bytes.len() >= WIDE_MIN_BYTES
         && let Ok(text) = std::str::from_utf8(bytes)
-        && let Some(value) = wide::parse(text, key)
+        && let Some((value, spans)) = wide::parse(text, key)
     {
-        return Ok(value);
+        return Ok((value, spans));
     }
-    parse_strict(bytes)
+    parse_strict(bytes).map(|v| (v, None))
 }
 
 mod wide {
@@ -128,20 +141,34 @@ mod wide {
     }
 
     /// The document, or `None` when it is not read this way (not an object,
-    /// not valid, too many members, or a thread could not be started).
-    pub(super) fn parse(text: &str, key: &str) -> Option<Value> {
+    /// not valid, too many members, or a thread could not be started), with
+    /// the byte range of each element of `key`'s array in `text`.
+    pub(super) fn parse(text: &str, key: &str) -> Option<(Value, Option<super::Spans>)> {
         let mut de = serde_json::Deserializer::from_str(text);
         let members = de.deserialize_map(Top { key }).ok()?;
         de.end().ok()?;
         let mut doc = Map::with_capacity(members.len());
+        let mut spans = None;
         for (k, member) in members {
             let v = match member {
                 Member::Parsed(v) => v,
-                Member::Raw(items) => Value::Array(elements(&items)?),
+                Member::Raw(items) => {
+                    let base = text.as_ptr() as usize;
+                    spans = Some(
+                        items
+                            .iter()
+                            .map(|r| {
+                                let at = r.get().as_ptr() as usize - base;
+                                at..at + r.get().len()
+                            })
+                            .collect(),
+                    );
+                    Value::Array(elements(&items)?)
+                }
             };
             doc.insert(k, v);
         }
-        Some(Value::Object(doc))
+        Some((Value::Object(doc), spans))
     }
 
     /// Each element parsed strictly, the second half (by bytes) on a helper
@@ -345,6 +372,34 @@ fn pretty_serial(out: &mut Vec<u8>, value: &Value, depth: usize) {
         },
     );
     serde::Serialize::serialize(value, &mut ser).expect("JSON values serialise");
+}
+
+/// Appends `items` as [`write_pretty_at`] writes an array at `depth`, taking
+/// element `i`'s text from `kept(i)` when it gives one: text the caller
+/// vouches is that element laid out at `depth + 1` (a plan file's own goal,
+/// unchanged since it was read).
+pub(crate) fn write_pretty_array_kept<'k>(
+    out: &mut Vec<u8>,
+    items: &[Value],
+    depth: usize,
+    kept: &dyn Fn(usize) -> Option<&'k [u8]>,
+) {
+    if items.is_empty() {
+        out.extend_from_slice(b"[]");
+        return;
+    }
+    out.push(b'[');
+    for (i, v) in items.iter().enumerate() {
+        out.extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
+        indent(out, depth + 1);
+        match kept(i) {
+            Some(text) => out.extend_from_slice(text),
+            None => pretty_serial(out, v, depth + 1),
+        }
+    }
+    out.push(b'\n');
+    indent(out, depth);
+    out.push(b']');
 }
 
 /// Array elements at `depth`, each after its separator.
@@ -570,7 +625,14 @@ mod tests {
         let text = wide_doc(1_500);
         assert!(text.len() >= WIDE_MIN_BYTES);
         // Read by the split path itself, not by the fallback.
-        assert!(wide::parse(&text, "goals").is_some());
+        let (split, spans) = wide::parse(&text, "goals").unwrap();
+        // Each element's range holds its text.
+        let spans = spans.unwrap();
+        assert_eq!(spans.len(), 1_500);
+        for (i, r) in spans.iter().enumerate() {
+            let one: Value = serde_json::from_str(&text[r.clone()]).unwrap();
+            assert_eq!(one, split["goals"][i]);
+        }
         assert!(
             wide::parse(
                 &text.replacen(r#""id":"G1200","#, r#""id":"G1200","id":"x","#, 1),

@@ -111,9 +111,39 @@ impl BodyText {
         BodyText::with_capacity(doc, 0)
     }
 
+    /// [`BodyText::of`] the plan's document, with each goal unchanged since
+    /// a file that is the plan encoded was read copied from that file
+    /// ([`super::Plan::kept_goal_text`]) instead of serialised again.
+    pub(crate) fn of_plan(plan: &super::Plan) -> BodyText {
+        if !plan.keeps_goal_texts() {
+            return BodyText::of(plan.doc());
+        }
+        let text = BodyText::build(plan.doc(), 0, &|out, v| {
+            crate::json::write_pretty_array_kept(out, v.as_array().expect("validated"), 1, &|i| {
+                plan.kept_goal_text(i)
+            });
+        });
+        debug_assert!(
+            text.bytes == BodyText::of(plan.doc()).bytes,
+            "kept goal texts give the serialised body"
+        );
+        text
+    }
+
     /// [`BodyText::of`] into a buffer of `capacity` bytes (the size of the
     /// plan file read, when known).
     pub(crate) fn with_capacity(doc: &Map<String, Value>, capacity: usize) -> BodyText {
+        BodyText::build(doc, capacity, &|out, v| {
+            crate::json::write_pretty_at(out, v, 1)
+        })
+    }
+
+    /// The body of `doc`, its `goals` member written by `goals`.
+    fn build(
+        doc: &Map<String, Value>,
+        capacity: usize,
+        goals: &dyn Fn(&mut Vec<u8>, &Value),
+    ) -> BodyText {
         let mut bytes = Vec::with_capacity(capacity);
         let mut starts = Vec::with_capacity(doc.len());
         bytes.push(b'{');
@@ -128,7 +158,11 @@ impl BodyText {
             bytes.extend_from_slice(b"\n  ");
             serde_json::to_writer(&mut bytes, k).expect("a key serialises");
             bytes.extend_from_slice(b": ");
-            crate::json::write_pretty_at(&mut bytes, v, 1);
+            if k == "goals" && v.is_array() {
+                goals(&mut bytes, v);
+            } else {
+                crate::json::write_pretty_at(&mut bytes, v, 1);
+            }
         }
         bytes.extend_from_slice(if starts.is_empty() { b"}" } else { b"\n}" });
         BodyText { bytes, starts }

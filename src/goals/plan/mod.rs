@@ -40,6 +40,21 @@ pub struct Plan {
     /// [`Plan::encode`] of the document as it is, when known without
     /// serialising it (the bytes a commit just wrote); dropped by any change.
     encoded: Option<std::sync::Arc<Vec<u8>>>,
+    /// Whether the document changed since it was read or built.
+    changed: bool,
+    /// Goals that may have changed since the plan was read.
+    touched: Touched,
+}
+
+/// Which goals a plan's changes may have reached.
+#[derive(Debug, Clone, Default)]
+enum Touched {
+    /// These positions (goals appended after the read are past the file's).
+    #[default]
+    None,
+    Some(Vec<usize>),
+    /// The goals array itself (insertion, removal, reordering).
+    All,
 }
 
 /// The body digest of a plan as it was read.
@@ -55,6 +70,9 @@ struct ReadDigest {
     /// Set when `exact` was taken from `file` ([`Plan::read_body_sha256_recorded`]):
     /// the file is then [`Plan::encode`] of the document as read.
     file_is_encoding: std::sync::OnceLock<()>,
+    /// Where each goal's text is in `file` (a large plan read on two
+    /// threads; [`crate::json::parse_strict_wide_spans`]).
+    goal_spans: Option<crate::json::Spans>,
 }
 
 /// `ULW_LOOP_PLAN_MISSING` for a scope.
@@ -147,7 +165,7 @@ impl Plan {
         now: &str,
     ) -> Result<Plan, GoalError> {
         let goals_path = paths.goals();
-        let value = crate::json::parse_strict_wide(bytes, "goals")
+        let (value, goal_spans) = crate::json::parse_strict_wide_spans(bytes, "goals")
             .map_err(|e| corrupt(&goals_path, "", format!("not valid JSON: {e}")))?;
         let Value::Object(doc) = value else {
             return Err(invalid(&goals_path, profile, None));
@@ -206,6 +224,7 @@ impl Plan {
             file: None,
             exact: std::sync::OnceLock::new(),
             file_is_encoding: std::sync::OnceLock::new(),
+            goal_spans,
         });
         let mut plan = Plan {
             doc,
@@ -213,6 +232,8 @@ impl Plan {
             pending: Vec::new(),
             read,
             encoded: None,
+            changed: false,
+            touched: Touched::None,
         };
         plan.migrate_legacy_objective(profile, paths, now);
         Ok(plan)
@@ -253,6 +274,8 @@ impl Plan {
             pending: Vec::new(),
             read: None,
             encoded: None,
+            changed: false,
+            touched: Touched::None,
         }
     }
 
@@ -313,23 +336,65 @@ impl Plan {
         if let Some(e) = &self.encoded {
             return Some(e);
         }
-        let r = self.read.as_ref()?;
-        r.file_is_encoding.get()?;
-        let file = r.file.as_deref()?;
+        if self.changed {
+            return None;
+        }
+        let file = self.encoding_read()?;
         debug_assert!(*file == self.encode(), "the file read is the plan encoded");
         Some(file)
+    }
+
+    /// The file read, when it is [`Plan::encode`] of the document as read
+    /// (its body hashes to a digest the ledger records).
+    fn encoding_read(&self) -> Option<&[u8]> {
+        let r = self.read.as_ref()?;
+        r.file_is_encoding.get()?;
+        r.file.as_deref().map(Vec::as_slice)
+    }
+
+    /// Goal `i`'s text in the file read, when that file is the plan encoded
+    /// as read and the goal has not been reached by a change since: its
+    /// layout in a plan file, which serialising the goal gives back
+    /// ([`super::plan::body::BodyText::of_plan`]).
+    pub(crate) fn kept_goal_text(&self, i: usize) -> Option<&[u8]> {
+        let spans = self.read.as_ref()?.goal_spans.as_ref()?;
+        let text = self.encoding_read()?.get(spans.get(i)?.clone())?;
+        match &self.touched {
+            Touched::None => Some(text),
+            Touched::Some(at) if !at.contains(&i) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// Whether [`Plan::kept_goal_text`] may give any goal's text.
+    pub(crate) fn keeps_goal_texts(&self) -> bool {
+        !matches!(self.touched, Touched::All)
+            && self.encoding_read().is_some()
+            && self.read.as_ref().is_some_and(|r| r.goal_spans.is_some())
+    }
+
+    fn touch(&mut self, i: Option<usize>) {
+        match (&mut self.touched, i) {
+            (Touched::All, _) => {}
+            (_, None) => self.touched = Touched::All,
+            (Touched::None, Some(i)) => self.touched = Touched::Some(vec![i]),
+            (Touched::Some(at), Some(i)) => {
+                if !at.contains(&i) {
+                    at.push(i);
+                }
+            }
+        }
     }
 
     /// Fixes the read body digest before the document first changes, and
     /// forgets the encoded bytes.
     fn pin(&mut self) {
         self.encoded = None;
-        if let Some(r) = &mut self.read {
-            if r.exact.get().is_none() {
-                let _ = r.exact.set(body_sha256(&self.doc));
-            }
-            // The file no longer encodes the document.
-            r.file = None;
+        self.changed = true;
+        if let Some(r) = &self.read
+            && r.exact.get().is_none()
+        {
+            let _ = r.exact.set(body_sha256(&self.doc));
         }
     }
 
@@ -349,6 +414,9 @@ impl Plan {
     pub fn set(&mut self, key: &str, value: Value) {
         debug_assert_ne!(key, "goals");
         self.pin();
+        if key == "goals" {
+            self.touch(None);
+        }
         self.doc.insert(key.to_owned(), value);
     }
 
@@ -356,6 +424,9 @@ impl Plan {
     pub fn remove(&mut self, key: &str) -> Option<Value> {
         debug_assert_ne!(key, "goals");
         self.pin();
+        if key == "goals" {
+            self.touch(None);
+        }
         self.doc.shift_remove(key)
     }
 
@@ -408,6 +479,7 @@ impl Plan {
     pub fn goal_mut(&mut self, id: &str) -> Option<GoalMut<'_>> {
         let i = *self.index.get(id)?;
         self.pin();
+        self.touch(Some(i));
         self.doc
             .get_mut("goals")
             .and_then(Value::as_array_mut)
@@ -437,6 +509,7 @@ impl Plan {
     /// index is rebuilt afterwards, so ids must stay unique.
     pub fn edit_goals<R>(&mut self, f: impl FnOnce(&mut Vec<Value>) -> R) -> R {
         self.pin();
+        self.touch(None);
         let goals = self
             .doc
             .get_mut("goals")
@@ -683,6 +756,85 @@ mod tests {
             body::raw_body_sha256(&engine_file, engine.doc()).as_deref(),
             Some(as_read.as_str())
         );
+    }
+
+    /// A large plan read from a file that is the plan encoded (its body
+    /// digest recorded) writes its untouched goals from that file: the body
+    /// is byte-equal to serialising the document, after any change through
+    /// any write accessor; goal texts are kept only for such a file.
+    #[test]
+    fn a_large_plan_keeps_the_text_of_its_untouched_goals() {
+        let p = profile();
+        let paths = StatePaths::new(&p.state_dir, None);
+        let goals: Vec<Value> = (0..400)
+            .map(|i| {
+                json!({"id": format!("G{i}"), "title": format!("part {i} \u{e9}\n\"q\""), "objective": "o".repeat(200 + i % 500),
+                       "status": "pending", "successCriteria": [{"id": "C1", "status": "pending", "n": [1.5, null, {}]}]})
+            })
+            .collect();
+        let doc = json!({"version": 1, "revision": 2, "goals": goals,
+                         "lastMutation": {"revision": 2, "fromSeq": 1, "entries": []}, "z": {"a": []}});
+        let built = Plan::from_doc(doc.as_object().unwrap().clone());
+        let file = built.encode();
+        assert!(file.len() >= 256 * 1024, "{} bytes", file.len());
+        let changes: [fn(&mut Plan); 7] = [
+            |_| {},
+            |p| p.set("revision", json!(3)),
+            |p| {
+                p.goal_mut("G7").unwrap().set_status(GoalStatus::InProgress);
+                p.goal_mut("G399").unwrap().set_status(GoalStatus::Complete);
+            },
+            |p| {
+                let mut g = Map::new();
+                g.insert("id".into(), json!("G400"));
+                p.push_goal(g);
+            },
+            |p| p.edit_goals(|g| g.swap(0, 1)),
+            |p| {
+                p.remove("z");
+            },
+            |p| {
+                p.goal_mut("G0").unwrap().set_status(GoalStatus::Blocked);
+                p.edit_goals(|g| g.truncate(10));
+            },
+        ];
+        for (k, change) in changes.iter().enumerate() {
+            for recorded in [true, false] {
+                let mut plan = Plan::decode_file(file.clone(), &paths, &p, "now").unwrap();
+                plan.read_body_sha256_recorded(&|_| recorded);
+                assert_eq!(plan.keeps_goal_texts(), recorded, "change {k}");
+                change(&mut plan);
+                let body = body::BodyText::of_plan(&plan);
+                assert!(
+                    body.sha256() == body_sha256(plan.doc()),
+                    "change {k}, recorded {recorded}"
+                );
+                match k {
+                    2 if recorded => {
+                        assert!(plan.kept_goal_text(6).is_some());
+                        assert!(plan.kept_goal_text(7).is_none());
+                        assert!(plan.kept_goal_text(399).is_none());
+                    }
+                    4 | 6 => assert!(!plan.keeps_goal_texts()),
+                    _ => {}
+                }
+            }
+        }
+        // A small plan, and one laid out otherwise, keep nothing.
+        let small = Plan::from_doc(
+            json!({"version": 1, "goals": []})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        let plan = Plan::decode_file(small.encode(), &paths, &p, "now").unwrap();
+        plan.read_body_sha256_recorded(&|_| true);
+        assert!(!plan.keeps_goal_texts());
+        let mut compact = serde_json::to_vec(&doc).unwrap();
+        compact.push(b'\n');
+        let plan = Plan::decode_file(compact, &paths, &p, "now").unwrap();
+        plan.read_body_sha256_recorded(&|_| true);
+        assert!(!plan.keeps_goal_texts());
     }
 
     #[test]

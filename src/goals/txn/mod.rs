@@ -582,7 +582,7 @@ impl<'e> Locked<'e> {
                 // docs/threat-model.md#i7: every entry records the body it wrote; the plan names
                 // the head its entries will make (plan first, then append).
                 // The body is serialised once, for its digest and the file.
-                let body = plan::BodyText::of(plan.doc());
+                let body = plan::BodyText::of_plan(&plan);
                 // The Stop hook's view of this body, vouched for by the same
                 // entries (docs/state-formats.md#stop-view); a long body is
                 // hashed while the view is computed.
