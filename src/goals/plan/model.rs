@@ -96,22 +96,22 @@ impl<'a> Goal<'a> {
     }
     /// `status` (validated on read).
     pub fn status(&self) -> GoalStatus {
-        self.0
-            .get("status")
+        member(self.0, "status")
             .and_then(Value::as_str)
             .and_then(GoalStatus::parse)
             .unwrap_or(GoalStatus::Pending)
     }
     /// `steeringStatus`, if any.
     pub fn overlay(&self) -> Option<Overlay> {
-        self.0
-            .get("steeringStatus")
+        member(self.0, "steeringStatus")
             .and_then(Value::as_str)
             .and_then(Overlay::parse)
     }
     /// `attempt` (absent ⇒ 0).
     pub fn attempt(&self) -> u64 {
-        self.0.get("attempt").and_then(Value::as_u64).unwrap_or(0)
+        member(self.0, "attempt")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
     }
     /// The state a progress digest covers, read in one pass over the
     /// goal's fields: the same values [`Goal::id`], [`Goal::status`],
@@ -144,8 +144,7 @@ impl<'a> Goal<'a> {
     }
     /// `successCriteria` (absent ⇒ empty).
     pub fn criteria(&self) -> impl Iterator<Item = Criterion<'a>> + 'a {
-        self.0
-            .get("successCriteria")
+        member(self.0, "successCriteria")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
@@ -154,8 +153,7 @@ impl<'a> Goal<'a> {
     }
     /// Number of criteria.
     pub fn criteria_len(&self) -> usize {
-        self.0
-            .get("successCriteria")
+        member(self.0, "successCriteria")
             .and_then(Value::as_array)
             .map_or(0, Vec::len)
     }
@@ -165,32 +163,30 @@ impl<'a> Goal<'a> {
     }
     /// A string field, when present and a string.
     pub fn str(&self, key: &str) -> Option<&'a str> {
-        self.0.get(key).and_then(Value::as_str)
+        member(self.0, key).and_then(Value::as_str)
     }
     /// A string-array field (non-strings skipped).
     pub fn strings(&self, key: &str) -> Vec<&'a str> {
-        self.0
-            .get(key)
+        member(self.0, key)
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default()
     }
     /// `nonRetriable == true`.
     pub fn non_retriable(&self) -> bool {
-        self.0.get("nonRetriable").and_then(Value::as_bool) == Some(true)
+        member(self.0, "nonRetriable").and_then(Value::as_bool) == Some(true)
     }
     /// `blockerSignature`, or the legacy `blocker.signature`.
     pub fn blocker_signature(&self) -> Option<&'a str> {
         self.str("blockerSignature").or_else(|| {
-            self.0
-                .get("blocker")
+            member(self.0, "blocker")
                 .and_then(|b| b.get("signature"))
                 .and_then(Value::as_str)
         })
     }
     /// Whether a `waiver` is recorded.
     pub fn waived(&self) -> bool {
-        self.0.get("waiver").is_some_and(Value::is_object)
+        member(self.0, "waiver").is_some_and(Value::is_object)
     }
 }
 
@@ -344,15 +340,14 @@ impl<'a> Criterion<'a> {
     }
     /// `status` (absent ⇒ pending).
     pub fn status(&self) -> CriterionStatus {
-        self.0
-            .get("status")
+        member(self.0, "status")
             .and_then(Value::as_str)
             .and_then(CriterionStatus::parse)
             .unwrap_or(CriterionStatus::Pending)
     }
     /// `essential` (absent ⇒ true).
     pub fn essential(&self) -> bool {
-        self.0.get("essential").and_then(Value::as_bool) != Some(false)
+        member(self.0, "essential").and_then(Value::as_bool) != Some(false)
     }
     /// `userModel` as written.
     pub fn user_model(&self) -> &'a str {
@@ -360,11 +355,11 @@ impl<'a> Criterion<'a> {
     }
     /// A string field.
     pub fn str(&self, key: &str) -> Option<&'a str> {
-        self.0.get(key).and_then(Value::as_str)
+        member(self.0, key).and_then(Value::as_str)
     }
     /// Seeded: `seeded: true`, or (legacy) `expectedEvidence` starting with a marker.
     pub fn seeded(&self, markers: &[String]) -> bool {
-        match self.0.get("seeded") {
+        match member(self.0, "seeded") {
             Some(v) => v.as_bool() == Some(true),
             None => self
                 .str("expectedEvidence")
@@ -374,7 +369,18 @@ impl<'a> Criterion<'a> {
 }
 
 fn str_of<'a>(m: &'a Map<String, Value>, key: &str) -> &'a str {
-    m.get(key).and_then(Value::as_str).unwrap_or("")
+    member(m, key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// `m[key]`: compared with each member's key in a small object (a goal or
+/// criterion has about ten; hashing the key looked up cost more), hashed in
+/// a large one.
+fn member<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if m.len() <= 16 {
+        m.iter().find_map(|(k, v)| (k == key).then_some(v))
+    } else {
+        m.get(key)
+    }
 }
 
 /// Removes `key` keeping the order of the remaining keys.
