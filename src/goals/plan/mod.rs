@@ -801,7 +801,11 @@ mod tests {
         for (k, change) in changes.iter().enumerate() {
             for recorded in [true, false] {
                 let mut plan = Plan::decode_file(file.clone(), &paths, &p, "now").unwrap();
-                plan.read_body_sha256_recorded(&|_| recorded);
+                // The file's own hash is the body digest of the document as read.
+                assert_eq!(
+                    plan.read_body_sha256_recorded(&|_| recorded),
+                    body_sha256(plan.doc())
+                );
                 assert_eq!(plan.keeps_goal_texts(), recorded, "change {k}");
                 change(&mut plan);
                 let body = body::BodyText::of_plan(&plan);
