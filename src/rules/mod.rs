@@ -17,8 +17,9 @@ pub mod profiles;
 pub(crate) mod schema;
 pub mod workflow;
 
+use std::any::{Any, TypeId};
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -317,6 +318,45 @@ pub struct RuleSet {
     digest: OnceLock<String>,
     sources: Vec<String>,
     relaxations: Vec<direction::Relaxation>,
+    decoded: PartCache,
+}
+
+/// Parts decoded by [`RuleSet::part_shared`], by pointer and type: a rule set
+/// never changes once loaded, so one command decodes a part once however many
+/// steps look it up (a goal-engine command looks its profile up four times).
+#[derive(Default)]
+struct PartCache(Mutex<Vec<CachedPart>>);
+
+/// One decoded part: its pointer, its type and the value.
+type CachedPart = (String, TypeId, Arc<dyn Any + Send + Sync>);
+
+impl PartCache {
+    fn get<T: Any + Send + Sync>(&self, pointer: &str) -> Option<Arc<T>> {
+        let parts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        parts
+            .iter()
+            .find(|(p, t, _)| p == pointer && *t == TypeId::of::<T>())
+            .and_then(|(_, _, v)| Arc::clone(v).downcast::<T>().ok())
+    }
+
+    fn put<T: Any + Send + Sync>(&self, pointer: &str, value: Arc<T>) {
+        let mut parts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        parts.push((pointer.to_owned(), TypeId::of::<T>(), value));
+    }
+}
+
+impl fmt::Debug for PartCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0.lock().map(|p| p.len()).unwrap_or_default();
+        write!(f, "PartCache({n} parts)")
+    }
+}
+
+impl Clone for PartCache {
+    /// A clone starts empty (it decodes again on first use).
+    fn clone(&self) -> PartCache {
+        PartCache::default()
+    }
 }
 
 /// Where the families of a [`RuleSet`] come from.
@@ -449,6 +489,7 @@ impl RuleSet {
                 digest: OnceLock::new(),
                 sources,
                 relaxations: Vec::new(),
+                decoded: PartCache::default(),
             });
         }
         // Every override layer is validated together with what it merges into.
@@ -471,6 +512,7 @@ impl RuleSet {
             digest: OnceLock::new(),
             sources,
             relaxations,
+            decoded: PartCache::default(),
         })
     }
 
@@ -585,6 +627,24 @@ impl RuleSet {
             Some(value) => parse_family(value).map(Some).map_err(located),
             None => Ok(None),
         }
+    }
+
+    /// [`RuleSet::part`], decoded once per rule set: later calls with the
+    /// same pointer and type share the first decoding. Errors are not kept
+    /// (each call reports its own).
+    pub fn part_shared<T: DeserializeOwned + Any + Send + Sync>(
+        &self,
+        pointer: &str,
+    ) -> Result<Option<Arc<T>>, RulesError> {
+        if let Some(hit) = self.decoded.get::<T>(pointer) {
+            return Ok(Some(hit));
+        }
+        let Some(value) = self.part::<T>(pointer)? else {
+            return Ok(None);
+        };
+        let value = Arc::new(value);
+        self.decoded.put(pointer, Arc::clone(&value));
+        Ok(Some(value))
     }
 
     /// A raw value by JSON pointer (for text templates and data lookups).
@@ -773,6 +833,45 @@ fn describe_problem(p: &crate::sandbox::FileProblem) -> String {
 mod tests {
     use super::*;
     use crate::rules::evidence::EvidenceRules;
+
+    /// A shared part decodes once per rule set: the second lookup is the
+    /// first decoding; another type at the same pointer decodes its own; a
+    /// clone starts empty; an absent part is `None` every time.
+    #[test]
+    fn a_shared_part_decodes_once() {
+        for rules in [
+            RuleSet::embedded().unwrap(),
+            RuleSet::load(&[Layer {
+                name: "user",
+                bytes: br#"{"profiles": {"omx": {"commandPrefix": "omx-x ultragoal"}}}"#,
+            }])
+            .unwrap(),
+        ] {
+            let at = "/profiles/omx";
+            let first = rules.part_shared::<Value>(at).unwrap().unwrap();
+            let again = rules.part_shared::<Value>(at).unwrap().unwrap();
+            assert!(Arc::ptr_eq(&first, &again));
+            assert_eq!(*first, rules.part::<Value>(at).unwrap().unwrap());
+            let name = rules.part_shared::<Named>(at).unwrap().unwrap();
+            assert_eq!(name.name, "omx");
+            let other = rules.clone().part_shared::<Value>(at).unwrap().unwrap();
+            assert!(!Arc::ptr_eq(&first, &other));
+            assert_eq!(first, other);
+            for _ in 0..2 {
+                assert!(
+                    rules
+                        .part_shared::<Value>("/profiles/nope")
+                        .unwrap()
+                        .is_none()
+                );
+            }
+        }
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Named {
+        name: String,
+    }
 
     #[test]
     fn embedded_rules_validate() {

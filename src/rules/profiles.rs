@@ -44,12 +44,14 @@ impl ProfileError {
 
 impl Profiles {
     /// The profile `name` of `rules`.
-    /// Only that profile is decoded (one file of the embedded defaults).
+    /// Only that profile is decoded (one file of the embedded defaults),
+    /// once per rule set however often it is looked up.
     pub fn lookup(rules: &crate::rules::RuleSet, name: &str) -> Result<Profile, ProfileError> {
         let pointer = format!("/{}/{}", Self::KEY, crate::json::pointer_token(name));
         rules
-            .part::<Profile>(&pointer)
+            .part_shared::<Profile>(&pointer)
             .map_err(ProfileError::Rules)?
+            .map(|p| Profile::clone(&p))
             .ok_or_else(|| ProfileError::Unknown {
                 name: name.to_owned(),
             })

@@ -69,15 +69,20 @@ impl RouteInfo {
     }
 }
 
-fn embedded_profiles() -> Vec<RouteInfo> {
-    crate::rules::EMBEDDED
-        .iter()
-        .filter(|e| e.mount.starts_with("/profiles/"))
-        .filter_map(|e| match e.content {
-            crate::rules::Content::Json(text) => serde_json::from_str(text).ok(),
-            crate::rules::Content::Text(_) => None,
-        })
-        .collect()
+/// The routing view of every embedded profile, decoded once per process
+/// (routing consults it up to three times per command line).
+fn embedded_profiles() -> &'static [RouteInfo] {
+    static PROFILES: std::sync::OnceLock<Vec<RouteInfo>> = std::sync::OnceLock::new();
+    PROFILES.get_or_init(|| {
+        crate::rules::EMBEDDED
+            .iter()
+            .filter(|e| e.mount.starts_with("/profiles/"))
+            .filter_map(|e| match e.content {
+                crate::rules::Content::Json(text) => serde_json::from_str(text).ok(),
+                crate::rules::Content::Text(_) => None,
+            })
+            .collect()
+    })
 }
 
 /// Whether `stem` (argv[0]'s file stem) is a profile's parent command
@@ -126,12 +131,12 @@ fn route_profile(argv: &[OsString]) -> Option<(String, Vec<String>)> {
             .map(|a| a.to_string_lossy().into_owned())
             .collect()
     };
-    for p in &profiles {
+    for p in profiles {
         if p.invocation_names.iter().any(|n| n == stem) {
             return Some((p.name.clone(), rest()));
         }
     }
-    for p in &profiles {
+    for p in profiles {
         if p.parent_commands.iter().any(|n| n == stem) {
             if first.as_deref().is_some_and(|w| p.is_word(w)) {
                 return Some((p.name.clone(), rest()[1..].to_vec()));
@@ -385,9 +390,9 @@ pub(crate) fn run(profile: &str, tokens: Vec<String>, amb: &dyn Ambient, io: &mu
 
 fn display_name(profile: &str) -> String {
     embedded_profiles()
-        .into_iter()
+        .iter()
         .find(|p| p.name == profile)
-        .map_or_else(|| profile.to_owned(), |p| p.display_name)
+        .map_or_else(|| profile.to_owned(), |p| p.display_name.clone())
 }
 
 pub(crate) enum Outcome {
