@@ -351,3 +351,31 @@ fn no_debug_formatting_of_errors_in_user_facing_modules() {
     }
     assert!(bad.is_empty(), "{bad:#?}");
 }
+
+/// On Linux with glibc the binaries are linked position-dependent (build.rs):
+/// the loader has no pointers to relocate at start. `EVIDENCE_GATE_PIE` at
+/// build time keeps the toolchain's position-independent default.
+#[test]
+#[cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    not(target_feature = "crt-static")
+))]
+fn the_binaries_start_without_relocating_themselves() {
+    use std::io::Read;
+    for name in ["evidence-gate", "verify-evidence"] {
+        let mut header = [0u8; 18];
+        std::fs::File::open(bin(name))
+            .and_then(|mut f| f.read_exact(&mut header))
+            .unwrap();
+        assert_eq!(&header[..4], b"\x7fELF", "{name}");
+        // e_type: 2 = ET_EXEC (position-dependent), 3 = ET_DYN (PIE).
+        let e_type = u16::from_le_bytes([header[16], header[17]]);
+        let want = if option_env!("EVIDENCE_GATE_PIE").is_some() {
+            3
+        } else {
+            2
+        };
+        assert_eq!(e_type, want, "{name}: ELF type");
+    }
+}
