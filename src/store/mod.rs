@@ -47,9 +47,20 @@ pub(crate) fn atomic_replace(
     bytes: &[u8],
     durability: Durability,
 ) -> io::Result<()> {
+    atomic_replace_pieces(dir, name, &[bytes], durability)
+}
+
+/// [`atomic_replace`] with the content given as `pieces`, written in order
+/// (a large file need not be copied into one buffer first).
+pub(crate) fn atomic_replace_pieces(
+    dir: &Dir,
+    name: &str,
+    pieces: &[&[u8]],
+    durability: Durability,
+) -> io::Result<()> {
     let tmp = temp_name(name);
     let result = (|| {
-        write_new(dir, &tmp, bytes, durability)?;
+        write_new(dir, &tmp, pieces, durability)?;
         dir.rename(&tmp, dir, name)?;
         if durability == Durability::Synced {
             sync_dir(dir)?;
@@ -69,13 +80,13 @@ pub(crate) fn atomic_replace(
 pub(crate) fn create_exclusive(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<bool> {
     let tmp = temp_name(name);
     let result = (|| {
-        write_new(dir, &tmp, bytes, Durability::Synced)?;
+        write_new(dir, &tmp, &[bytes], Durability::Synced)?;
         match dir.hard_link(&tmp, dir, name) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
             // A filesystem without hard links: create-new and write in place
             // (a crash may then leave it torn, which readers treat as absent).
-            Err(_) => match write_new(dir, name, bytes, Durability::Synced) {
+            Err(_) => match write_new(dir, name, &[bytes], Durability::Synced) {
                 Ok(()) => Ok(true),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
                 Err(e) => Err(e),
@@ -124,11 +135,13 @@ pub(crate) fn copy_file(src: &Dir, name: &str, dst: &Dir, dst_name: &str) -> io:
 
 /// Creates `name` (which must not exist; never through a symlink) holding
 /// `bytes`, synced when `durability` asks for it.
-fn write_new(dir: &Dir, name: &str, bytes: &[u8], durability: Durability) -> io::Result<()> {
+fn write_new(dir: &Dir, name: &str, pieces: &[&[u8]], durability: Durability) -> io::Result<()> {
     let mut opts = OpenOptions::new();
     opts.write(true).create_new(true).follow(FollowSymlinks::No);
     let mut f = dir.open_with(name, &opts)?;
-    f.write_all(bytes)?;
+    for piece in pieces {
+        f.write_all(piece)?;
+    }
     if durability == Durability::Synced {
         f.sync_all()?;
     }

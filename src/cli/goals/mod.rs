@@ -258,12 +258,19 @@ struct Envelope<'a> {
 }
 
 impl Envelope<'_> {
-    /// The envelope's pretty JSON plus `\n`. A plan whose file bytes are at
-    /// hand ([`Plan::encoded`]) is not serialised again: a placeholder
-    /// string, unguessable in this process, stands for it and is replaced
-    /// by those bytes indented one level, which is what serialising it in
-    /// place writes (pretty JSON has raw newlines only between tokens).
-    fn to_pretty(ok: bool, body: &Body, warnings: &[Value]) -> Vec<u8> {
+    /// The envelope's pretty JSON plus `\n`, written to `out`. A plan whose
+    /// file bytes are at hand ([`Plan::encoded`]) is not serialised again: a
+    /// placeholder string, unguessable in this process, stands for it and is
+    /// replaced by those bytes indented one level, which is what serialising
+    /// it in place writes (pretty JSON has raw newlines only between
+    /// tokens). The bytes go to `out` as they are indented, never gathered
+    /// into another buffer the size of the plan.
+    fn write_pretty(
+        ok: bool,
+        body: &Body,
+        warnings: &[Value],
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
         let mut plans = body.0.iter().filter_map(|(_, f)| match f {
             Field::Plan(p) => Some(p),
             Field::Value(_) => None,
@@ -272,7 +279,7 @@ impl Envelope<'_> {
             (Some(p), None) => p.encoded(),
             _ => None,
         };
-        let Some(plan) = encoded.and_then(|b| b.strip_suffix(b"\n")) else {
+        let Some(plan) = encoded.and_then(without_final_newline) else {
             let env = Envelope {
                 ok,
                 body,
@@ -281,7 +288,7 @@ impl Envelope<'_> {
             };
             let mut text = serde_json::to_vec_pretty(&env).expect("json");
             text.push(b'\n');
-            return text;
+            return out.write_all(&text);
         };
         use std::hash::{BuildHasher, Hasher};
         let nonce = std::collections::hash_map::RandomState::new()
@@ -298,23 +305,39 @@ impl Envelope<'_> {
         let quoted = serde_json::to_vec(&placeholder).expect("json");
         let Some(at) = crate::scan::find(&text, &quoted) else {
             // Not reached: the plan member is in the envelope.
-            let mut text = text;
-            text.push(b'\n');
-            return text;
+            out.write_all(&text)?;
+            return out.write_all(b"\n");
         };
-        let mut out = Vec::with_capacity(text.len() + plan.len() + plan.len() / 16);
-        out.extend_from_slice(&text[..at]);
-        let mut from = 0;
-        for nl in crate::scan::byte_positions(b'\n', plan) {
-            out.extend_from_slice(&plan[from..=nl]);
-            out.extend_from_slice(b"  ");
-            from = nl + 1;
+        out.write_all(&text[..at])?;
+        for piece in plan {
+            let mut from = 0;
+            for nl in crate::scan::byte_positions(b'\n', piece) {
+                out.write_all(&piece[from..=nl])?;
+                out.write_all(b"  ")?;
+                from = nl + 1;
+            }
+            out.write_all(&piece[from..])?;
         }
-        out.extend_from_slice(&plan[from..]);
-        out.extend_from_slice(&text[at + quoted.len()..]);
-        out.push(b'\n');
+        out.write_all(&text[at + quoted.len()..])?;
+        out.write_all(b"\n")
+    }
+
+    /// [`Envelope::write_pretty`] into a buffer.
+    #[cfg(test)]
+    fn to_pretty(ok: bool, body: &Body, warnings: &[Value]) -> Vec<u8> {
+        let mut out = Vec::new();
+        Envelope::write_pretty(ok, body, warnings, &mut out).expect("a buffer takes every write");
         out
     }
+}
+
+/// A plan file's pieces without the file's final `\n` (`None` when it does
+/// not end with one).
+fn without_final_newline(pieces: [&[u8]; 4]) -> Option<Vec<&[u8]>> {
+    let mut pieces: Vec<&[u8]> = pieces.into_iter().filter(|p| !p.is_empty()).collect();
+    let last = pieces.pop()?.strip_suffix(b"\n")?;
+    pieces.push(last);
+    Some(pieces)
 }
 
 impl serde::Serialize for Envelope<'_> {
@@ -436,8 +459,9 @@ fn emit(outcome: Outcome, json_mode: bool, io: &mut Io<'_>) -> u8 {
         Outcome::Reply(r) => {
             let code = if r.ok { 0 } else { 1 };
             if json_mode {
-                let text = Envelope::to_pretty(r.ok, &r.body, &r.warnings);
-                let _ = io.stdout.write_all(&text);
+                let mut out = std::io::BufWriter::with_capacity(64 * 1024, &mut *io.stdout);
+                let _ = Envelope::write_pretty(r.ok, &r.body, &r.warnings, &mut out);
+                let _ = std::io::Write::flush(&mut out);
             } else {
                 let mut text = r.text;
                 if !text.ends_with('\n') {
@@ -711,13 +735,16 @@ mod tests {
     /// the other members hold (the placeholder's text included).
     #[test]
     fn a_plan_printed_from_its_file_bytes_equals_the_serialised_answer() {
-        let text = r#"{"version":1,"z":{"a":[],"b":{},"c":[1,{"d":"x\ny"}]},"goals":[{"id":"G1","title":"t \"q\" é","objective":"o","status":"pending","successCriteria":[{"id":"C1","status":"pending"}]}]}"#;
+        let text = r#"{"version":1,"lastMutation":{"revision":2,"fromSeq":1,"entries":[{"m":"a\nb"}]},"z":{"a":[],"b":{},"c":[1,{"d":"x\ny"}]},"goals":[{"id":"G1","title":"t \"q\" é","objective":"o","status":"pending","successCriteria":[{"id":"C1","status":"pending"}]}]}"#;
         // The plan from the bytes a commit wrote (`from_file`), or serialised.
         let answer = |from_file: bool, first: bool, warnings: &[Value]| {
             let mut p = plan(text);
             if from_file {
-                let bytes = p.encode();
-                p.set_encoded(bytes);
+                // In pieces, as a commit keeps it: the body's text and the
+                // `lastMutation` member between its members.
+                let file = crate::goals::plan::BodyText::of(p.doc()).file(p.doc());
+                assert_eq!(file.to_vec(), p.encode());
+                p.set_encoded(file);
             }
             assert_eq!(p.encoded().is_some(), from_file);
             let mut b = Body::default();
@@ -745,8 +772,8 @@ mod tests {
         }
         // A change after the write drops the bytes: the plan is serialised.
         let mut p = plan(text);
-        let bytes = p.encode();
-        p.set_encoded(bytes);
+        let file = crate::goals::plan::BodyText::of(p.doc()).file(p.doc());
+        p.set_encoded(file);
         p.set("revision", json!(9));
         assert!(p.encoded().is_none());
     }

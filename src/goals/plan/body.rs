@@ -2,6 +2,7 @@
 //! its `lastMutation`, serialised as [`super::Plan::encode`] writes plans.
 
 use std::io;
+use std::sync::Arc;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
@@ -98,8 +99,9 @@ pub(crate) fn raw_body_sha256(bytes: &[u8], doc: &Map<String, Value>) -> Option<
 /// with `lastMutation` put back at its place ([`BodyText::file_bytes`]), so
 /// a write serialises the plan once for its digest and its file.
 pub(crate) struct BodyText {
-    /// The body's pretty JSON (without the final `\n`).
-    bytes: Vec<u8>,
+    /// The body's pretty JSON (without the final `\n`), shared with the
+    /// plan files made of it ([`BodyText::file`]).
+    bytes: Arc<Vec<u8>>,
     /// For each body member, the offset before its separator and key.
     starts: Vec<usize>,
 }
@@ -165,59 +167,81 @@ impl BodyText {
             }
         }
         bytes.extend_from_slice(if starts.is_empty() { b"}" } else { b"\n}" });
-        BodyText { bytes, starts }
+        BodyText {
+            bytes: Arc::new(bytes),
+            starts,
+        }
     }
 
     /// [`body_sha256`] of the document serialised.
     pub(crate) fn sha256(&self) -> String {
         let mut h = Sha256::new();
-        h.update(&self.bytes);
+        h.update(self.bytes.as_slice());
         h.update(b"\n");
         crate::digest::hex(&h.finalize())
     }
 
     /// The plan file (`Plan::encode`) of `doc`, whose body is the one
     /// serialised here: the body's text with `doc`'s `lastMutation`, if any,
-    /// at its position.
-    pub(crate) fn file_bytes(&self, doc: &Map<String, Value>) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.bytes.len() + 4096);
+    /// at its position. The body's bytes are shared, not copied.
+    pub(crate) fn file(&self, doc: &Map<String, Value>) -> PlanFile {
+        let len = self.bytes.len();
         let at = doc.keys().position(|k| k == "lastMutation");
-        match at.zip(doc.get("lastMutation")) {
-            None => out.extend_from_slice(&self.bytes),
+        let (cut, insert, resume) = match at.zip(doc.get("lastMutation")) {
+            None => (len, Vec::new(), len),
             Some((k, value)) => {
                 let member = &last_mutation_member(value)[..];
                 match self.starts.get(k) {
                     // Before the member that follows it.
-                    Some(&at) if k > 0 => {
-                        out.extend_from_slice(&self.bytes[..at]);
-                        out.extend_from_slice(b",\n  ");
-                        out.extend_from_slice(member);
-                        out.extend_from_slice(&self.bytes[at..]);
-                    }
-                    Some(&at) => {
-                        out.extend_from_slice(&self.bytes[..at]);
-                        out.extend_from_slice(b"\n  ");
-                        out.extend_from_slice(member);
-                        out.push(b',');
-                        out.extend_from_slice(&self.bytes[at..]);
-                    }
+                    Some(&at) if k > 0 => (at, [b",\n  ", member].concat(), at),
+                    Some(&at) => (at, [b"\n  ", member, b","].concat(), at),
                     // The last member.
-                    None if self.starts.is_empty() => {
-                        out.extend_from_slice(b"{\n  ");
-                        out.extend_from_slice(member);
-                        out.extend_from_slice(b"\n}");
-                    }
-                    None => {
-                        out.extend_from_slice(&self.bytes[..self.bytes.len() - 2]);
-                        out.extend_from_slice(b",\n  ");
-                        out.extend_from_slice(member);
-                        out.extend_from_slice(b"\n}");
-                    }
+                    None if self.starts.is_empty() => (0, [b"{\n  ", member, b"\n}"].concat(), len),
+                    None => (len - 2, [b",\n  ", member, b"\n}"].concat(), len),
                 }
             }
+        };
+        PlanFile {
+            body: Arc::clone(&self.bytes),
+            cut,
+            insert,
+            resume,
         }
-        out.push(b'\n');
-        out
+    }
+
+    /// [`BodyText::file`] in one buffer.
+    #[cfg(test)]
+    pub(crate) fn file_bytes(&self, doc: &Map<String, Value>) -> Vec<u8> {
+        self.file(doc).to_vec()
+    }
+}
+
+/// A plan file as [`BodyText::file`] makes it: the body's text up to `cut`,
+/// then `insert` (the `lastMutation` member with its separators), then the
+/// body from `resume`, then `\n`. Kept in these pieces, a large plan is
+/// written and printed without another copy of it.
+#[derive(Debug, Clone)]
+pub(crate) struct PlanFile {
+    body: Arc<Vec<u8>>,
+    cut: usize,
+    insert: Vec<u8>,
+    resume: usize,
+}
+
+impl PlanFile {
+    /// The file's bytes, in order.
+    pub(crate) fn pieces(&self) -> [&[u8]; 4] {
+        [
+            &self.body[..self.cut],
+            &self.insert,
+            &self.body[self.resume..],
+            b"\n",
+        ]
+    }
+
+    /// The file in one buffer.
+    pub(crate) fn to_vec(&self) -> Vec<u8> {
+        self.pieces().concat()
     }
 }
 

@@ -39,7 +39,7 @@ pub struct Plan {
     read: Option<ReadDigest>,
     /// [`Plan::encode`] of the document as it is, when known without
     /// serialising it (the bytes a commit just wrote); dropped by any change.
-    encoded: Option<std::sync::Arc<Vec<u8>>>,
+    encoded: Option<body::PlanFile>,
     /// Whether the document changed since it was read or built.
     changed: bool,
     /// Goals that may have changed since the plan was read.
@@ -325,23 +325,26 @@ impl Plan {
     /// Records that `bytes` are [`Plan::encode`] of the document as it is
     /// (the file a commit wrote), so an answer that prints the plan need not
     /// serialise it again. Any change drops them.
-    pub(crate) fn set_encoded(&mut self, bytes: Vec<u8>) {
-        debug_assert!(bytes == self.encode(), "the file is the plan encoded");
-        self.encoded = Some(std::sync::Arc::new(bytes));
+    pub(crate) fn set_encoded(&mut self, file: body::PlanFile) {
+        debug_assert!(
+            file.to_vec() == self.encode(),
+            "the file is the plan encoded"
+        );
+        self.encoded = Some(file);
     }
 
     /// [`Plan::encode`] of the document as it is, when known without
-    /// serialising it.
-    pub(crate) fn encoded(&self) -> Option<&[u8]> {
+    /// serialising it: its bytes in pieces, in order.
+    pub(crate) fn encoded(&self) -> Option<[&[u8]; 4]> {
         if let Some(e) = &self.encoded {
-            return Some(e);
+            return Some(e.pieces());
         }
         if self.changed {
             return None;
         }
         let file = self.encoding_read()?;
         debug_assert!(*file == self.encode(), "the file read is the plan encoded");
-        Some(file)
+        Some([file, &[], &[], &[]])
     }
 
     /// The file read, when it is [`Plan::encode`] of the document as read

@@ -555,7 +555,12 @@ impl<'e> Locked<'e> {
 
     /// Writes a file of the state directory atomically with fsync.
     pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<(), GoalError> {
-        store::atomic_replace(&self.dir, name, bytes, Durability::Synced)
+        self.write_pieces(name, &[bytes])
+    }
+
+    /// [`Locked::write_file`] with the content in pieces.
+    fn write_pieces(&self, name: &str, pieces: &[&[u8]]) -> Result<(), GoalError> {
+        store::atomic_replace_pieces(&self.dir, name, pieces, Durability::Synced)
             .map_err(|e| GoalError::io(&self.engine.paths.file(name), "write", &e))
     }
 
@@ -604,10 +609,10 @@ impl<'e> Locked<'e> {
                         binding::LEDGER_HEAD: head.to_json(),
                     }),
                 );
-                let bytes = body.file_bytes(plan.doc());
-                self.write_file(state::GOALS, &bytes)?;
+                let file = body.file(plan.doc());
+                self.write_pieces(state::GOALS, &file.pieces())?;
                 let mut plan = *plan;
-                plan.set_encoded(bytes);
+                plan.set_encoded(file);
                 (rev, Some(plan), Some(head), Some((body, view)))
             }
             Write::AuditOnly { revision } => {
@@ -653,9 +658,9 @@ impl<'e> Locked<'e> {
                 lm.insert(binding::LEDGER_HEAD.into(), actual.to_json());
                 plan.set("lastMutation", Value::Object(lm));
             }
-            let bytes = body.file_bytes(plan.doc());
-            self.write_file(state::GOALS, &bytes)?;
-            plan.set_encoded(bytes);
+            let file = body.file(plan.doc());
+            self.write_pieces(state::GOALS, &file.pieces())?;
+            plan.set_encoded(file);
         }
         if let Some((_, view)) = &body {
             view.write(&self.dir);
