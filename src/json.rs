@@ -374,32 +374,46 @@ fn pretty_serial(out: &mut Vec<u8>, value: &Value, depth: usize) {
     serde::Serialize::serialize(value, &mut ser).expect("JSON values serialise");
 }
 
-/// Appends `items` as [`write_pretty_at`] writes an array at `depth`, taking
-/// element `i`'s text from `kept(i)` when it gives one: text the caller
-/// vouches is that element laid out at `depth + 1` (a plan file's own goal,
-/// unchanged since it was read).
-pub(crate) fn write_pretty_array_kept<'k>(
-    out: &mut Vec<u8>,
+/// Appends `items` as [`write_pretty_at`] writes an array at `depth` to the
+/// buffer `out` gives, letting `kept(out, i)` write element `i` instead when
+/// it returns `true`: the caller vouches that what it wrote is that element
+/// laid out at `depth + 1` (a plan file's own goal, unchanged since it was
+/// read).
+pub(crate) fn write_pretty_array_kept<O: AsBuffer>(
+    out: &mut O,
     items: &[Value],
     depth: usize,
-    kept: &dyn Fn(usize) -> Option<&'k [u8]>,
+    kept: &mut dyn FnMut(&mut O, usize) -> bool,
 ) {
     if items.is_empty() {
-        out.extend_from_slice(b"[]");
+        out.buffer().extend_from_slice(b"[]");
         return;
     }
-    out.push(b'[');
+    out.buffer().push(b'[');
     for (i, v) in items.iter().enumerate() {
-        out.extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
-        indent(out, depth + 1);
-        match kept(i) {
-            Some(text) => out.extend_from_slice(text),
-            None => pretty_serial(out, v, depth + 1),
+        let buf = out.buffer();
+        buf.extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
+        indent(buf, depth + 1);
+        if !kept(out, i) {
+            pretty_serial(out.buffer(), v, depth + 1);
         }
     }
-    out.push(b'\n');
-    indent(out, depth);
-    out.push(b']');
+    let buf = out.buffer();
+    buf.push(b'\n');
+    indent(buf, depth);
+    buf.push(b']');
+}
+
+/// Something with a byte buffer to append to.
+pub(crate) trait AsBuffer {
+    /// The buffer.
+    fn buffer(&mut self) -> &mut Vec<u8>;
+}
+
+impl AsBuffer for Vec<u8> {
+    fn buffer(&mut self) -> &mut Vec<u8> {
+        self
+    }
 }
 
 /// Array elements at `depth`, each after its separator.

@@ -333,8 +333,8 @@ impl Envelope<'_> {
 
 /// A plan file's pieces without the file's final `\n` (`None` when it does
 /// not end with one).
-fn without_final_newline(pieces: [&[u8]; 4]) -> Option<Vec<&[u8]>> {
-    let mut pieces: Vec<&[u8]> = pieces.into_iter().filter(|p| !p.is_empty()).collect();
+fn without_final_newline(mut pieces: Vec<&[u8]>) -> Option<Vec<&[u8]>> {
+    pieces.retain(|p| !p.is_empty());
     let last = pieces.pop()?.strip_suffix(b"\n")?;
     pieces.push(last);
     Some(pieces)

@@ -2,6 +2,7 @@
 //! its `lastMutation`, serialised as [`super::Plan::encode`] writes plans.
 
 use std::io;
+use std::ops::Range;
 use std::sync::Arc;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -96,14 +97,111 @@ pub(crate) fn raw_body_sha256(bytes: &[u8], doc: &Map<String, Value>) -> Option<
 
 /// The plan body serialised once, as [`body_sha256`] hashes it, with the
 /// offset at which each of its members starts: the plan file is this text
-/// with `lastMutation` put back at its place ([`BodyText::file_bytes`]), so
-/// a write serialises the plan once for its digest and its file.
+/// with `lastMutation` put back at its place ([`BodyText::file`]), so a
+/// write serialises the plan once for its digest and its file.
 pub(crate) struct BodyText {
-    /// The body's pretty JSON (without the final `\n`), shared with the
-    /// plan files made of it ([`BodyText::file`]).
-    bytes: Arc<Vec<u8>>,
+    /// The text, shared with the plan files made of it.
+    text: Arc<Text>,
     /// For each body member, the offset before its separator and key.
     starts: Vec<usize>,
+}
+
+/// A text made of bytes of its own with spans of a file read spliced in:
+/// goals a write did not change stay in the plan file they were read from
+/// instead of being copied ([`BodyText::of_plan`]).
+#[derive(Debug)]
+struct Text {
+    own: Vec<u8>,
+    /// The file the spliced spans are in.
+    file: Option<Arc<Vec<u8>>>,
+    /// `(at, span)`: `file[span]` comes before `own[at..]`, in order of `at`.
+    splices: Vec<(usize, Range<usize>)>,
+}
+
+impl Text {
+    /// Its length in bytes.
+    fn len(&self) -> usize {
+        self.own.len() + self.splices.iter().map(|(_, r)| r.len()).sum::<usize>()
+    }
+
+    /// Its bytes from `lo` to `hi`, in pieces (none empty).
+    fn pieces(&self, lo: usize, hi: usize) -> Vec<&[u8]> {
+        let file = self.file.as_deref().map_or(&[][..], Vec::as_slice);
+        let mut out = Vec::with_capacity(2 * self.splices.len() + 1);
+        let mut at = 0;
+        let mut pos = 0;
+        let take = |piece: &'_ [u8], pos: &mut usize| {
+            let (start, end) = (*pos, *pos + piece.len());
+            *pos = end;
+            let (a, b) = (start.max(lo), end.min(hi));
+            (a < b).then(|| (a - start, b - start))
+        };
+        for (own_at, span) in &self.splices {
+            let piece = &self.own[at..*own_at];
+            if let Some((a, b)) = take(piece, &mut pos) {
+                out.push(&piece[a..b]);
+            }
+            let piece = &file[span.clone()];
+            if let Some((a, b)) = take(piece, &mut pos) {
+                out.push(&piece[a..b]);
+            }
+            at = *own_at;
+        }
+        let piece = &self.own[at..];
+        if let Some((a, b)) = take(piece, &mut pos) {
+            out.push(&piece[a..b]);
+        }
+        out
+    }
+}
+
+/// Writes a body: [`Text`] under construction.
+pub(crate) struct Builder {
+    text: Text,
+    /// The bytes spliced in so far.
+    spliced: usize,
+}
+
+impl Builder {
+    /// The bytes written so far, own and spliced.
+    fn len(&self) -> usize {
+        self.text.own.len() + self.spliced
+    }
+
+    /// The text's own buffer, to append to.
+    pub(crate) fn own(&mut self) -> &mut Vec<u8> {
+        &mut self.text.own
+    }
+
+    /// Appends `file[span]` (the builder's file). When the previous splice
+    /// ends where the file continues with exactly the bytes written since,
+    /// it is extended over them instead (consecutive unchanged goals are one
+    /// span, so a write of one goal has a handful of pieces).
+    fn splice(&mut self, span: Range<usize>) {
+        let file = self
+            .text
+            .file
+            .as_deref()
+            .expect("a builder that splices has a file");
+        let own = &mut self.text.own;
+        if let Some((at, last)) = self.text.splices.last_mut()
+            && last.end <= span.start
+            && file[last.end..span.start] == own[*at..]
+        {
+            self.spliced += span.end - last.end;
+            own.truncate(*at);
+            last.end = span.end;
+            return;
+        }
+        self.spliced += span.len();
+        self.text.splices.push((own.len(), span));
+    }
+}
+
+impl crate::json::AsBuffer for Builder {
+    fn buffer(&mut self) -> &mut Vec<u8> {
+        self.own()
+    }
 }
 
 impl BodyText {
@@ -114,19 +212,21 @@ impl BodyText {
     }
 
     /// [`BodyText::of`] the plan's document, with each goal unchanged since
-    /// a file that is the plan encoded was read copied from that file
-    /// ([`super::Plan::kept_goal_text`]) instead of serialised again.
+    /// a file that is the plan encoded was read taken from that file
+    /// ([`super::Plan::kept_goal_span`]) instead of serialised again: the
+    /// body then refers to the file's bytes, it does not copy them.
     pub(crate) fn of_plan(plan: &super::Plan) -> BodyText {
-        if !plan.keeps_goal_texts() {
+        let Some(file) = plan.kept_goals_file() else {
             return BodyText::of(plan.doc());
-        }
-        let text = BodyText::build(plan.doc(), 0, &|out, v| {
-            crate::json::write_pretty_array_kept(out, v.as_array().expect("validated"), 1, &|i| {
-                plan.kept_goal_text(i)
+        };
+        let text = BodyText::build(plan.doc(), 0, Some(file), &|b, v| {
+            let items = v.as_array().expect("validated");
+            crate::json::write_pretty_array_kept(b, items, 1, &mut |b: &mut Builder, i| {
+                plan.kept_goal_span(i).map(|span| b.splice(span)).is_some()
             });
         });
         debug_assert!(
-            text.bytes == BodyText::of(plan.doc()).bytes,
+            text.to_vec() == BodyText::of(plan.doc()).to_vec(),
             "kept goal texts give the serialised body"
         );
         text
@@ -135,8 +235,8 @@ impl BodyText {
     /// [`BodyText::of`] into a buffer of `capacity` bytes (the size of the
     /// plan file read, when known).
     pub(crate) fn with_capacity(doc: &Map<String, Value>, capacity: usize) -> BodyText {
-        BodyText::build(doc, capacity, &|out, v| {
-            crate::json::write_pretty_at(out, v, 1)
+        BodyText::build(doc, capacity, None, &|b, v| {
+            crate::json::write_pretty_at(b.own(), v, 1)
         })
     }
 
@@ -144,39 +244,55 @@ impl BodyText {
     fn build(
         doc: &Map<String, Value>,
         capacity: usize,
-        goals: &dyn Fn(&mut Vec<u8>, &Value),
+        file: Option<Arc<Vec<u8>>>,
+        goals: &dyn Fn(&mut Builder, &Value),
     ) -> BodyText {
-        let mut bytes = Vec::with_capacity(capacity);
+        let mut b = Builder {
+            text: Text {
+                own: Vec::with_capacity(capacity),
+                file,
+                splices: Vec::new(),
+            },
+            spliced: 0,
+        };
         let mut starts = Vec::with_capacity(doc.len());
-        bytes.push(b'{');
+        b.own().push(b'{');
         for (k, v) in doc {
             if k == "lastMutation" {
                 continue;
             }
-            starts.push(bytes.len());
+            starts.push(b.len());
             if starts.len() > 1 {
-                bytes.push(b',');
+                b.own().push(b',');
             }
-            bytes.extend_from_slice(b"\n  ");
-            serde_json::to_writer(&mut bytes, k).expect("a key serialises");
-            bytes.extend_from_slice(b": ");
+            b.own().extend_from_slice(b"\n  ");
+            serde_json::to_writer(b.own(), k).expect("a key serialises");
+            b.own().extend_from_slice(b": ");
             if k == "goals" && v.is_array() {
-                goals(&mut bytes, v);
+                goals(&mut b, v);
             } else {
-                crate::json::write_pretty_at(&mut bytes, v, 1);
+                crate::json::write_pretty_at(b.own(), v, 1);
             }
         }
-        bytes.extend_from_slice(if starts.is_empty() { b"}" } else { b"\n}" });
+        let end: &[u8] = if starts.is_empty() { b"}" } else { b"\n}" };
+        b.own().extend_from_slice(end);
         BodyText {
-            bytes: Arc::new(bytes),
+            text: Arc::new(b.text),
             starts,
         }
+    }
+
+    /// The body's bytes (without the final `\n`) in one buffer.
+    fn to_vec(&self) -> Vec<u8> {
+        self.text.pieces(0, usize::MAX).concat()
     }
 
     /// [`body_sha256`] of the document serialised.
     pub(crate) fn sha256(&self) -> String {
         let mut h = Sha256::new();
-        h.update(self.bytes.as_slice());
+        for piece in self.text.pieces(0, usize::MAX) {
+            h.update(piece);
+        }
         h.update(b"\n");
         crate::digest::hex(&h.finalize())
     }
@@ -185,7 +301,7 @@ impl BodyText {
     /// serialised here: the body's text with `doc`'s `lastMutation`, if any,
     /// at its position. The body's bytes are shared, not copied.
     pub(crate) fn file(&self, doc: &Map<String, Value>) -> PlanFile {
-        let len = self.bytes.len();
+        let len = self.text.len();
         let at = doc.keys().position(|k| k == "lastMutation");
         let (cut, insert, resume) = match at.zip(doc.get("lastMutation")) {
             None => (len, Vec::new(), len),
@@ -202,7 +318,7 @@ impl BodyText {
             }
         };
         PlanFile {
-            body: Arc::clone(&self.bytes),
+            body: Arc::clone(&self.text),
             cut,
             insert,
             resume,
@@ -222,21 +338,22 @@ impl BodyText {
 /// written and printed without another copy of it.
 #[derive(Debug, Clone)]
 pub(crate) struct PlanFile {
-    body: Arc<Vec<u8>>,
+    body: Arc<Text>,
     cut: usize,
     insert: Vec<u8>,
     resume: usize,
 }
 
 impl PlanFile {
-    /// The file's bytes, in order.
-    pub(crate) fn pieces(&self) -> [&[u8]; 4] {
-        [
-            &self.body[..self.cut],
-            &self.insert,
-            &self.body[self.resume..],
-            b"\n",
-        ]
+    /// The file's bytes, in order (no piece empty).
+    pub(crate) fn pieces(&self) -> Vec<&[u8]> {
+        let mut out = self.body.pieces(0, self.cut);
+        if !self.insert.is_empty() {
+            out.push(&self.insert);
+        }
+        out.extend(self.body.pieces(self.resume, usize::MAX));
+        out.push(b"\n");
+        out
     }
 
     /// The file in one buffer.
@@ -331,9 +448,34 @@ mod tests {
         doc.insert("updatedAt".into(), json!("t"));
         check(&doc);
         assert_eq!(
-            BodyText::with_capacity(&doc, 1 << 16).bytes,
-            BodyText::of(&doc).bytes
+            BodyText::with_capacity(&doc, 1 << 16).to_vec(),
+            BodyText::of(&doc).to_vec()
         );
+    }
+
+    /// A text with spans of a file spliced in gives, for any range, the
+    /// bytes of that range of the whole.
+    #[test]
+    fn a_spliced_text_gives_any_range_of_its_bytes() {
+        let file = Arc::new(b"0123456789abcdef".to_vec());
+        let text = Text {
+            own: b"ABCDEFG".to_vec(),
+            file: Some(Arc::clone(&file)),
+            splices: vec![(0, 0..3), (2, 3..3), (2, 5..9), (7, 10..16)],
+        };
+        let whole: Vec<u8> = [&b""[..], b"012", b"AB", b"5678", b"CDEFG", b"abcdef"].concat();
+        assert_eq!(text.len(), whole.len());
+        for lo in 0..=whole.len() {
+            for hi in lo..=whole.len() + 1 {
+                let pieces = text.pieces(lo, hi);
+                assert!(pieces.iter().all(|p| !p.is_empty()));
+                assert_eq!(
+                    pieces.concat(),
+                    whole[lo..hi.min(whole.len())],
+                    "{lo}..{hi}"
+                );
+            }
+        }
     }
 
     use proptest::prelude::*;

@@ -335,7 +335,7 @@ impl Plan {
 
     /// [`Plan::encode`] of the document as it is, when known without
     /// serialising it: its bytes in pieces, in order.
-    pub(crate) fn encoded(&self) -> Option<[&[u8]; 4]> {
+    pub(crate) fn encoded(&self) -> Option<Vec<&[u8]>> {
         if let Some(e) = &self.encoded {
             return Some(e.pieces());
         }
@@ -344,7 +344,7 @@ impl Plan {
         }
         let file = self.encoding_read()?;
         debug_assert!(*file == self.encode(), "the file read is the plan encoded");
-        Some([file, &[], &[], &[]])
+        Some(vec![file])
     }
 
     /// The file read, when it is [`Plan::encode`] of the document as read
@@ -355,25 +355,37 @@ impl Plan {
         r.file.as_deref().map(Vec::as_slice)
     }
 
-    /// Goal `i`'s text in the file read, when that file is the plan encoded
-    /// as read and the goal has not been reached by a change since: its
-    /// layout in a plan file, which serialising the goal gives back
+    /// Where goal `i`'s text is in the file read, when that file is the plan
+    /// encoded as read and the goal has not been reached by a change since:
+    /// its layout in a plan file, which serialising the goal gives back
     /// ([`super::plan::body::BodyText::of_plan`]).
-    pub(crate) fn kept_goal_text(&self, i: usize) -> Option<&[u8]> {
+    pub(crate) fn kept_goal_span(&self, i: usize) -> Option<std::ops::Range<usize>> {
         let spans = self.read.as_ref()?.goal_spans.as_ref()?;
-        let text = self.encoding_read()?.get(spans.get(i)?.clone())?;
+        let span = spans.get(i)?.clone();
+        self.encoding_read()?.get(span.clone())?;
         match &self.touched {
-            Touched::None => Some(text),
-            Touched::Some(at) if !at.contains(&i) => Some(text),
+            Touched::None => Some(span),
+            Touched::Some(at) if !at.contains(&i) => Some(span),
             _ => None,
         }
     }
 
-    /// Whether [`Plan::kept_goal_text`] may give any goal's text.
-    pub(crate) fn keeps_goal_texts(&self) -> bool {
-        !matches!(self.touched, Touched::All)
-            && self.encoding_read().is_some()
-            && self.read.as_ref().is_some_and(|r| r.goal_spans.is_some())
+    /// Goal `i`'s text in the file read ([`Plan::kept_goal_span`]).
+    #[cfg(test)]
+    pub(crate) fn kept_goal_text(&self, i: usize) -> Option<&[u8]> {
+        self.encoding_read()?.get(self.kept_goal_span(i)?)
+    }
+
+    /// The file read, when [`Plan::kept_goal_span`] may give any goal's
+    /// text in it.
+    pub(crate) fn kept_goals_file(&self) -> Option<std::sync::Arc<Vec<u8>>> {
+        let r = self.read.as_ref()?;
+        r.goal_spans.as_ref()?;
+        self.encoding_read()?;
+        if matches!(self.touched, Touched::All) {
+            return None;
+        }
+        r.file.clone()
     }
 
     fn touch(&mut self, i: Option<usize>) {
@@ -809,11 +821,16 @@ mod tests {
                     plan.read_body_sha256_recorded(&|_| recorded),
                     body_sha256(plan.doc())
                 );
-                assert_eq!(plan.keeps_goal_texts(), recorded, "change {k}");
+                assert_eq!(plan.kept_goals_file().is_some(), recorded, "change {k}");
                 change(&mut plan);
                 let body = body::BodyText::of_plan(&plan);
                 assert!(
                     body.sha256() == body_sha256(plan.doc()),
+                    "change {k}, recorded {recorded}"
+                );
+                let written = body.file(plan.doc());
+                assert!(
+                    written.to_vec() == plan.encode(),
                     "change {k}, recorded {recorded}"
                 );
                 match k {
@@ -821,8 +838,14 @@ mod tests {
                         assert!(plan.kept_goal_text(6).is_some());
                         assert!(plan.kept_goal_text(7).is_none());
                         assert!(plan.kept_goal_text(399).is_none());
+                        // Goals 0–6 and 8–398 are two spans of the file read,
+                        // not 398 pieces.
+                        assert!(written.pieces().len() <= 8, "{}", written.pieces().len());
                     }
-                    4 | 6 => assert!(!plan.keeps_goal_texts()),
+                    0 | 1 if recorded => {
+                        assert!(written.pieces().len() <= 6, "{}", written.pieces().len());
+                    }
+                    4 | 6 => assert!(plan.kept_goals_file().is_none()),
                     _ => {}
                 }
             }
@@ -836,12 +859,12 @@ mod tests {
         );
         let plan = Plan::decode_file(small.encode(), &paths, &p, "now").unwrap();
         plan.read_body_sha256_recorded(&|_| true);
-        assert!(!plan.keeps_goal_texts());
+        assert!(plan.kept_goals_file().is_none());
         let mut compact = serde_json::to_vec(&doc).unwrap();
         compact.push(b'\n');
         let plan = Plan::decode_file(compact, &paths, &p, "now").unwrap();
         plan.read_body_sha256_recorded(&|_| true);
-        assert!(!plan.keeps_goal_texts());
+        assert!(plan.kept_goals_file().is_none());
     }
 
     #[test]
