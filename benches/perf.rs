@@ -65,6 +65,27 @@ fn bins() -> (Bins, Option<Bins>) {
     (new, dir("PERF_BASELINE_DIR"))
 }
 
+/// Copies `b` into `to/<label>/`, as installing them would, and gives the
+/// copies. The same bytes run measurably slower from the file the linker
+/// wrote than from a copy (on this machine's ext4, a 5-goal `status` took
+/// 1.80 ms of CPU from `target/release` and 1.18 ms from a copy: the page
+/// cache holds the copy in larger folios, so the binary's code is mapped in
+/// fewer, larger pieces). Binaries are run installed, so both the build
+/// under test and the baseline are measured from copies made the same way.
+fn installed(b: &Bins, to: &Path, label: &str) -> Bins {
+    let dir = to.join(label);
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = |from: &Path, name: &str| {
+        let dest = dir.join(name);
+        std::fs::copy(from, &dest).unwrap();
+        dest
+    };
+    Bins {
+        gate: copy(&b.gate, "evidence-gate"),
+        verify: copy(&b.verify, "verify-evidence"),
+    }
+}
+
 fn base_dir() -> PathBuf {
     let shm = Path::new("/dev/shm");
     if shm.is_dir() {
@@ -444,6 +465,20 @@ fn ops(goals: usize) -> Vec<Labelled> {
     v
 }
 
+/// Runs `a` and `b` for pair `i` of a paired measurement, `a` first in even
+/// pairs and `b` first in odd ones: on this kind of machine the second of two
+/// back-to-back process spawns is measurably faster than the first, so a
+/// fixed order would favour whichever binary always runs second.
+fn in_turn<T>(i: usize, a: impl FnOnce() -> T, b: impl FnOnce() -> T) -> (T, T) {
+    if i % 2 == 0 {
+        let x = a();
+        (x, b())
+    } else {
+        let y = b();
+        (a(), y)
+    }
+}
+
 fn ratio(new: f64, old: Option<f64>) -> String {
     old.map_or(String::new(), |o| {
         format!("  baseline {o:>8.2} ms  speed-up {:>5.2}x", o / new)
@@ -579,7 +614,11 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(if quick { 7 } else { 30 });
-    let (b, base) = bins();
+    let (built, built_base) = bins();
+    // On disk (not tmpfs), where binaries are installed.
+    let install = tempfile::tempdir().unwrap();
+    let b = installed(&built, install.path(), "new");
+    let base = built_base.map(|bb| installed(&bb, install.path(), "baseline"));
     let home = tempfile::tempdir().unwrap();
     for d in ["state", "config"] {
         std::fs::create_dir_all(home.path().join(d)).unwrap();
@@ -591,7 +630,11 @@ fn main() {
         runs,
         if quick { ", quick" } else { "" }
     );
-    println!("binaries: {}", b.gate.display());
+    println!(
+        "binaries: {} (run from a copy in {})",
+        built.gate.display(),
+        install.path().display()
+    );
     println!("floor: `true` p50 {fl:.2} ms");
 
     // Start-up: `--version` and a command that loads the rules.
@@ -605,10 +648,16 @@ fn main() {
     ] {
         let mut new = Vec::new();
         let mut old = Vec::new();
-        for _ in 0..runs.max(30) {
-            new.push(run(&b.gate, &args, empty.path(), b"", &[], home.path()).0);
-            if let Some(bb) = &base {
-                old.push(run(&bb.gate, &args, empty.path(), b"", &[], home.path()).0);
+        for i in 0..runs.max(30) {
+            let this = || run(&b.gate, &args, empty.path(), b"", &[], home.path()).0;
+            match &base {
+                Some(bb) => {
+                    let that = || run(&bb.gate, &args, empty.path(), b"", &[], home.path()).0;
+                    let (n, o) = in_turn(i, this, that);
+                    new.push(n);
+                    old.push(o);
+                }
+                None => new.push(this()),
             }
         }
         let n = median_ms(new);
@@ -663,10 +712,14 @@ fn main() {
                 let mut new = Vec::new();
                 let mut old = Vec::new();
                 for i in 0..n {
-                    let o = op(i, root);
-                    new.push(run(&b.gate, &o.args, root, &o.stdin, &[], home.path()).0);
-                    let o = op(i, br);
-                    old.push(run(&bb.gate, &o.args, br, &o.stdin, &[], home.path()).0);
+                    let (on, ob) = (op(i, root), op(i, br));
+                    let (n, o) = in_turn(
+                        i,
+                        || run(&b.gate, &on.args, root, &on.stdin, &[], home.path()).0,
+                        || run(&bb.gate, &ob.args, br, &ob.stdin, &[], home.path()).0,
+                    );
+                    new.push(n);
+                    old.push(o);
                 }
                 let (_, _, read) = time_op(&b, root, home.path(), &op_new, 0);
                 (median_ms(new), Some(median_ms(old)), read)
