@@ -470,7 +470,7 @@ fn ops(goals: usize) -> Vec<Labelled> {
 /// back-to-back process spawns is measurably faster than the first, so a
 /// fixed order would favour whichever binary always runs second.
 fn in_turn<T>(i: usize, a: impl FnOnce() -> T, b: impl FnOnce() -> T) -> (T, T) {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         let x = a();
         (x, b())
     } else {
