@@ -230,8 +230,25 @@ fn help_documents_the_exit_codes() {
 #[cfg(unix)]
 #[test]
 fn ctrl_c_ends_the_process_with_sigint() {
-    use std::os::unix::process::ExitStatusExt;
-    let mut child = Command::new(bin("verify-evidence"))
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    unsafe extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    // A process started with SIGINT ignored keeps ignoring it (a background
+    // job of a non-interactive shell, `nohup`): give the children the default
+    // action, as a terminal's foreground job has it.
+    let sigint_default = |c: &mut Command| {
+        // SAFETY: signal() is async-signal-safe; SIGINT (2) to SIG_DFL (0).
+        unsafe {
+            c.pre_exec(|| {
+                signal(2, 0);
+                Ok(())
+            })
+        };
+    };
+    let mut verify = Command::new(bin("verify-evidence"));
+    sigint_default(&mut verify);
+    let mut child = verify
         .arg("-")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -246,10 +263,9 @@ fn ctrl_c_ends_the_process_with_sigint() {
     assert!(killed.success());
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(2), "{status:?}");
-    let sh = Command::new("sh")
-        .args(["-c", "kill -INT $$"])
-        .status()
-        .unwrap();
+    let mut sh = Command::new("sh");
+    sigint_default(&mut sh);
+    let sh = sh.args(["-c", "kill -INT $$"]).status().unwrap();
     assert_eq!(sh.signal(), Some(2), "the shell reports it as 130");
 }
 
