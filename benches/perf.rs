@@ -462,6 +462,18 @@ fn ops(goals: usize) -> Vec<Labelled> {
             hook: false,
         }),
     ));
+    // The first `status` above reads the generated plan, which no engine
+    // write has bound to its ledger yet (as a Node tool leaves it): its body
+    // digest must be serialised. By now the engine has written the plan.
+    v.push((
+        "status --json (plan the engine wrote)",
+        Box::new(|_, _| Op {
+            name: "status-bound",
+            args: s(&["ulw-loop", "status", "--json"]),
+            stdin: Vec::new(),
+            hook: false,
+        }),
+    ));
     v
 }
 
