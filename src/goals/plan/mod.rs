@@ -67,6 +67,10 @@ struct ReadDigest {
     /// [`body_sha256`] of the document as read: serialised on first use,
     /// and always before the document first changes ([`Plan::pin`]).
     exact: std::sync::OnceLock<String>,
+    /// The plan file serialising the document as read gave, when `exact`
+    /// was computed that way before any change ([`Plan::serialise_body`]):
+    /// an answer prints it instead of serialising the plan again.
+    serialised: std::sync::OnceLock<body::PlanFile>,
     /// Set when `exact` was taken from `file` ([`Plan::read_body_sha256_recorded`]):
     /// the file is then [`Plan::encode`] of the document as read.
     file_is_encoding: std::sync::OnceLock<()>,
@@ -223,6 +227,7 @@ impl Plan {
         let read = Some(ReadDigest {
             file: None,
             exact: std::sync::OnceLock::new(),
+            serialised: std::sync::OnceLock::new(),
             file_is_encoding: std::sync::OnceLock::new(),
             goal_spans,
         });
@@ -285,9 +290,25 @@ impl Plan {
         match &self.read {
             // The document has not changed since it was read, or `pin` set
             // the digest before it did.
-            Some(r) => r.exact.get_or_init(|| body_sha256(&self.doc)).clone(),
+            Some(r) => r.exact.get_or_init(|| self.serialise_body()).clone(),
             None => body_sha256(&self.doc),
         }
+    }
+
+    /// [`body_sha256`] of the document, serialised as a write serialises it
+    /// (a long goals array on two threads). While the document is as read,
+    /// the plan file this gives is kept for [`Plan::encoded`], so a plan
+    /// whose file is not the engine's (a Node tool's, a hand-made one) is
+    /// serialised once for its digest and its answer, not twice.
+    fn serialise_body(&self) -> String {
+        let body = BodyText::of(&self.doc);
+        let d = body.sha256();
+        if let Some(r) = &self.read
+            && !self.changed
+        {
+            let _ = r.serialised.set(body.file(&self.doc));
+        }
+        d
     }
 
     /// [`Plan::read_body_sha256`] when the digests a ledger records are at
@@ -342,9 +363,16 @@ impl Plan {
         if self.changed {
             return None;
         }
-        let file = self.encoding_read()?;
-        debug_assert!(*file == self.encode(), "the file read is the plan encoded");
-        Some(vec![file])
+        if let Some(file) = self.encoding_read() {
+            debug_assert!(*file == self.encode(), "the file read is the plan encoded");
+            return Some(vec![file]);
+        }
+        let file = self.read.as_ref()?.serialised.get()?;
+        debug_assert!(
+            file.to_vec() == self.encode(),
+            "the file serialised is the plan encoded"
+        );
+        Some(file.pieces())
     }
 
     /// The file read, when it is [`Plan::encode`] of the document as read
@@ -409,7 +437,7 @@ impl Plan {
         if let Some(r) = &self.read
             && r.exact.get().is_none()
         {
-            let _ = r.exact.set(body_sha256(&self.doc));
+            let _ = r.exact.set(self.serialise_body());
         }
     }
 
@@ -865,6 +893,34 @@ mod tests {
         let plan = Plan::decode_file(compact, &paths, &p, "now").unwrap();
         plan.read_body_sha256_recorded(&|_| true);
         assert!(plan.kept_goals_file().is_none());
+    }
+
+    /// A plan whose file is not the engine's layout is serialised once: the
+    /// body digest's serialisation is what an answer prints, until the
+    /// document changes.
+    #[test]
+    fn a_plan_serialised_for_its_digest_is_printed_from_that_serialisation() {
+        let p = profile();
+        let paths = StatePaths::new(&p.state_dir, None);
+        for goals in [3usize, 300] {
+            let list: Vec<Value> = (0..goals)
+                .map(|i| json!({"id": format!("G{i}"), "title": "t", "objective": "o", "status": "pending"}))
+                .collect();
+            let doc = json!({"version": 1, "lastMutation": {"revision": 1, "fromSeq": 1, "entries": []},
+                             "goals": list, "z": [1, {"a": "b\nc"}]});
+            let mut compact = serde_json::to_vec(&doc).unwrap();
+            compact.push(b'\n');
+            let mut plan = Plan::decode_file(compact, &paths, &p, "now").unwrap();
+            assert!(plan.encoded().is_none(), "nothing serialised yet");
+            // Not recorded: the body is serialised for the digest.
+            let d = plan.read_body_sha256_recorded(&|_| false);
+            assert_eq!(d, body_sha256(plan.doc()));
+            let printed = plan.encoded().expect("kept").concat();
+            assert_eq!(printed, plan.encode(), "{goals} goals");
+            plan.set("revision", json!(2));
+            assert!(plan.encoded().is_none(), "a change drops it");
+            assert_eq!(plan.read_body_sha256(), d, "the digest as read stays");
+        }
     }
 
     #[test]
