@@ -336,16 +336,21 @@ fn time_op(
 /// A labelled operation: run index and repository root → the call.
 type Labelled = (&'static str, Box<dyn Fn(usize, &Path) -> Op>);
 
-fn ops(goals: usize) -> Vec<Labelled> {
-    let mut v: Vec<Labelled> = vec![(
-        "status --json",
-        Box::new(|_, _| Op {
-            name: "status",
+/// `ulw-loop status --json`, reported as `name`.
+fn status_op(label: &'static str, name: &'static str) -> Labelled {
+    (
+        label,
+        Box::new(move |_, _| Op {
+            name,
             args: s(&["ulw-loop", "status", "--json"]),
             stdin: Vec::new(),
             hook: false,
         }),
-    )];
+    )
+}
+
+fn ops(goals: usize) -> Vec<Labelled> {
+    let mut v: Vec<Labelled> = vec![status_op("status --json", "status")];
     v.push((
         "record-evidence",
         Box::new(|i, _| Op {
@@ -465,14 +470,9 @@ fn ops(goals: usize) -> Vec<Labelled> {
     // The first `status` above reads the generated plan, which no engine
     // write has bound to its ledger yet (as a Node tool leaves it): its body
     // digest must be serialised. By now the engine has written the plan.
-    v.push((
+    v.push(status_op(
         "status --json (plan the engine wrote)",
-        Box::new(|_, _| Op {
-            name: "status-bound",
-            args: s(&["ulw-loop", "status", "--json"]),
-            stdin: Vec::new(),
-            hook: false,
-        }),
+        "status-bound",
     ));
     v
 }
