@@ -311,7 +311,13 @@ fn crash_drill(runs: usize, seed: u64, must_kill: bool) {
     let mut x = seed;
     let mut killed = 0;
     let mut recoveries = 0;
-    for run in 0..runs {
+    // Kill times are random below `window`; where a kill must land, a run
+    // that ended first shortens the window until one does, and the drill goes
+    // on (up to six times as many runs) so a fast machine still proves it.
+    let mut window = 30_000u64;
+    let mut run = 0;
+    while run < runs || (must_kill && killed == 0 && run < runs * 6) {
+        run += 1;
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
@@ -342,9 +348,11 @@ fn crash_drill(runs: usize, seed: u64, must_kill: bool) {
             cmd.env(k, v);
         }
         let mut child = cmd.spawn().unwrap();
-        std::thread::sleep(Duration::from_micros(x % 30_000));
+        std::thread::sleep(Duration::from_micros(x % window));
         if child.try_wait().unwrap().is_none() {
             killed += 1;
+        } else if killed == 0 {
+            window = (window * 3 / 4).max(1);
         }
         let _ = child.kill();
         let _ = child.wait();
@@ -373,7 +381,7 @@ fn crash_drill(runs: usize, seed: u64, must_kill: bool) {
         "no run was killed mid-command; the drill proved nothing"
     );
     eprintln!(
-        "crash drill: {killed} of {runs} runs killed mid-command, {recoveries} left a recovery to report"
+        "crash drill: {killed} of {run} runs killed mid-command, {recoveries} left a recovery to report"
     );
 }
 

@@ -218,11 +218,18 @@ fn crash_drill(runs: usize, seed: u64) {
     let mut x = seed;
     let mut killed = 0;
     let mut edits = 0;
-    for run in 0..runs {
+    // Kill times are random below `window`. Until a kill lands mid-command,
+    // a run that ended first shortens the window, and the drill goes on (up
+    // to six times as many runs): a faster build or machine must not leave
+    // the drill with nothing killed.
+    let mut window = 40_000u64;
+    let mut run = 0;
+    while run < runs || (killed == 0 && run < runs * 6) {
+        run += 1;
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        let delay = Duration::from_micros(x % 40_000);
+        let delay = Duration::from_micros(x % window);
         let t = format!("crash {run}");
         let args: Vec<&str> = if run % 2 == 0 {
             vec!["add-goal", "--title", &t, "--objective", &t]
@@ -239,6 +246,8 @@ fn crash_drill(runs: usize, seed: u64) {
         };
         if kill_after(&repo, &args, delay) {
             killed += 1;
+        } else if killed == 0 {
+            window = (window * 3 / 4).max(1);
         }
         let status = ulw(&repo, &["status"]);
         assert_eq!(
