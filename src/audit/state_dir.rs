@@ -344,8 +344,13 @@ fn bound(
     let tail = match open_state_file(dir, LEDGER, &ledger_display) {
         Opened::File(mut file, size) => {
             let named = binding::named_head(plan.doc());
-            let read =
-                binding::read_tail_file(&mut file, size, named.as_ref().map(|h| h.seq), usize::MAX);
+            let read = binding::read_tail_file(
+                &mut file,
+                size,
+                named.as_ref().map(|h| h.seq),
+                usize::MAX,
+                u64::MAX,
+            );
             match read {
                 Ok(t) => t,
                 Err(e) => {
@@ -358,7 +363,7 @@ fn bound(
                 }
             }
         }
-        _ => Vec::new(),
+        _ => binding::Tail::default(),
     };
     let b = binding::judge_plan(plan, &tail, pending);
     let detail = b.to_json();

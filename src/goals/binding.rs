@@ -26,6 +26,13 @@ use super::journal;
 use super::plan::Plan;
 use crate::ledger;
 
+/// The most ledger bytes a hook's binding check reads back from the end
+/// (docs/threat-model.md#i7): the hooks' read budget holds whatever the
+/// ledger and whatever the agent appended. An engine that appends without
+/// writing the plan names a newer head after `txn::REBIND_AFTER` bytes, so
+/// an honest walk stays well inside this.
+pub(crate) const HOOK_WALK_BYTES: u64 = 512 * 1024;
+
 /// The entry field holding the plan body's digest.
 pub(crate) const PLAN_SHA256: &str = "planSha256";
 /// The entry field holding the SHA-256 of the Stop view's first line
@@ -204,97 +211,164 @@ impl<'de> serde::de::Visitor<'de> for TailFieldsVisitor {
     }
 }
 
+/// The newest records of a ledger as a binding check read them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tail {
+    /// Newest first.
+    pub records: Vec<TailRecord>,
+    /// The walk ran out of its byte budget before it reached where it was
+    /// going (the named head, or the last chained record).
+    pub cut: bool,
+    /// Bytes from the start of the oldest record read to the ledger's end.
+    pub bytes: u64,
+    /// Where the complete records end (after the last `\n`); `None` when
+    /// the budget held no `\n`.
+    pub end: Option<u64>,
+}
+
+impl Tail {
+    /// A walk that reached its stop.
+    #[cfg(test)]
+    pub(crate) fn whole(records: Vec<TailRecord>) -> Tail {
+        Tail {
+            records,
+            ..Tail::default()
+        }
+    }
+}
+
+/// Whether a walk that read record `seq` has reached the head `stop_seq`
+/// (or, without one, the last chained record).
+fn reaches(seq: Option<u64>, stop_seq: Option<u64>) -> bool {
+    match (seq, stop_seq) {
+        (Some(s), Some(h)) => s <= h,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
 /// The newest records of the ledger `file` (complete records before `end`),
 /// newest first, back to the record with `seq` ≤ `stop_seq` (included) —
-/// or, without a named head, back to the last chained record. `found` tells
-/// whether a newer chained record was read already. Only the records the
-/// judgement compares are hashed: the newest chained record and the one at
-/// `stop_seq`.
+/// or, without a named head, back to the last chained record — reading at
+/// most the `budget` bytes before `end`. `found` tells whether a newer
+/// chained record was read already. Only the records the judgement compares
+/// are hashed: the newest chained record and the one at `stop_seq`.
 fn read_tail(
     file: &mut File,
     end: u64,
     stop_seq: Option<u64>,
     limit: usize,
+    budget: u64,
     mut found: bool,
-) -> io::Result<Vec<TailRecord>> {
-    let mut out = Vec::new();
+) -> io::Result<Tail> {
+    let mut t = Tail::default();
     if limit == 0 {
-        return Ok(out);
+        return Ok(t);
     }
-    journal::read_back(file, end, |_, line| {
+    let mut oldest = end;
+    let mut stopped = false;
+    let whole = journal::read_back_within(file, end, budget, |at, line| {
         let mut r = TailRecord::fields(line);
         if r.seq.is_some() && (!found || r.seq == stop_seq) {
             r.sha256 = ledger::record_hash(line);
         }
         found |= r.seq.is_some();
-        let stop = match (r.seq, stop_seq) {
-            (Some(s), Some(h)) => s <= h,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        out.push(r);
-        !stop && out.len() < limit
+        stopped = reaches(r.seq, stop_seq);
+        oldest = at;
+        t.records.push(r);
+        !stopped && t.records.len() < limit
     })?;
-    Ok(out)
+    t.cut = !whole && !stopped;
+    t.bytes = end - oldest;
+    Ok(t)
 }
 
 /// The length of the complete records of a ledger of `size` bytes (up to
 /// and including its last `\n`): a torn tail is not a record.
+#[cfg(test)]
 pub(crate) fn complete_len(file: &mut File, size: u64) -> io::Result<u64> {
+    Ok(complete_len_within(file, size, u64::MAX)?.unwrap_or(0))
+}
+
+/// [`complete_len`] reading at most the `budget` bytes before `size`:
+/// `None` when they hold no `\n` (and more bytes lie before them).
+pub(crate) fn complete_len_within(
+    file: &mut File,
+    size: u64,
+    budget: u64,
+) -> io::Result<Option<u64>> {
     use std::io::{Read, Seek, SeekFrom};
     // A ledger almost always ends with its last record's `\n`: the first
     // read is one page.
+    let floor = size.saturating_sub(budget);
     let mut chunk = 4 * 1024;
     let mut end = size;
-    while end > 0 {
-        let start = end.saturating_sub(chunk);
+    while end > floor {
+        let start = end.saturating_sub(chunk).max(floor);
         chunk = 64 * 1024;
         let mut buf = vec![0u8; (end - start) as usize];
         file.seek(SeekFrom::Start(start))?;
         file.read_exact(&mut buf)?;
         if let Some(i) = buf.iter().rposition(|&b| b == b'\n') {
-            return Ok(start + i as u64 + 1);
+            return Ok(Some(start + i as u64 + 1));
         }
         end = start;
     }
-    Ok(0)
+    Ok((floor == 0).then_some(0))
 }
 
 /// [`read_tail`] over a whole ledger file of `size` bytes: bytes after the
 /// last `\n` count as the last record when they are a JSON object (an
 /// unterminated record, which the recovery check completes); a torn tail
 /// does not.
-/// At most `limit` records are read.
+/// At most `limit` records are read, from at most the `budget` bytes before
+/// the complete records' end (`u64::MAX`: no budget).
 pub(crate) fn read_tail_file(
     file: &mut File,
     size: u64,
     stop_seq: Option<u64>,
     limit: usize,
-) -> io::Result<Vec<TailRecord>> {
+    budget: u64,
+) -> io::Result<Tail> {
     use std::io::{Read, Seek, SeekFrom};
-    let complete = complete_len(file, size)?;
-    let mut out = Vec::new();
-    if complete < size && size - complete <= 64 * 1024 * 1024 {
+    let Some(complete) = complete_len_within(file, size, budget)? else {
+        return Ok(Tail {
+            records: Vec::new(),
+            cut: true,
+            bytes: budget,
+            end: None,
+        });
+    };
+    let mut first = None;
+    if complete < size && size - complete <= budget.min(64 * 1024 * 1024) {
         let mut rest = vec![0u8; (size - complete) as usize];
         file.seek(SeekFrom::Start(complete))?;
         file.read_exact(&mut rest)?;
         if serde_json::from_slice::<Value>(&rest).is_ok_and(|v| v.is_object()) {
             let r = TailRecord::of(&rest);
-            let stop = match (r.seq, stop_seq) {
-                (Some(s), Some(h)) => s <= h,
-                (Some(_), None) => true,
-                (None, _) => false,
-            };
-            out.push(r);
-            if stop || out.len() >= limit {
-                return Ok(out);
+            let stop = reaches(r.seq, stop_seq);
+            if stop || limit <= 1 {
+                return Ok(Tail {
+                    records: vec![r],
+                    cut: false,
+                    bytes: size - complete,
+                    end: Some(complete),
+                });
             }
+            first = Some(r);
         }
     }
-    let rest = limit - out.len();
-    let found = out.iter().any(|r| r.seq.is_some());
-    out.extend(read_tail(file, complete, stop_seq, rest, found)?);
-    Ok(out)
+    let unterminated = size - complete;
+    let found = first.as_ref().is_some_and(|r| r.seq.is_some());
+    let rest = limit - usize::from(first.is_some());
+    let budget = budget.saturating_sub(unterminated);
+    let mut t = read_tail(file, complete, stop_seq, rest, budget, found)?;
+    t.end = Some(complete);
+    if let Some(r) = first {
+        t.records.insert(0, r);
+        t.bytes += unterminated;
+    }
+    Ok(t)
 }
 
 /// Over a whole ledger in file order: a ledger that once bound its plans
@@ -380,9 +454,31 @@ pub struct Binding {
     /// mutation wrote, which entries appended under this plan vouch for
     /// again (docs/state-formats.md#stop-view).
     pub view_sha256: Option<String>,
+    /// The walk ran out of its byte budget (a hook's, docs/threat-model.md#i7)
+    /// before it reached where it was going. For a plan that names a head:
+    /// the newer records read all recorded this body and the head itself was
+    /// not compared. For a plan that names none (legacy): no chained record
+    /// was found, so a dropped binding cannot be told from a legacy plan by
+    /// the ledger alone ([`Binding::seen_bound`]).
+    pub cut: bool,
+    /// Bytes of ledger the walk read back from the end.
+    pub walked: u64,
 }
 
 impl Binding {
+    /// A plan that names no head, judged over a walk cut before any
+    /// chained record, of a ledger the engine is known to have written
+    /// (`evidence` says how it is known, from what the agent cannot forge
+    /// unseen): the binding was dropped and hidden behind lines the walk
+    /// could not read, so the plan is not trusted.
+    pub(crate) fn hidden_binding(mut self, evidence: &str) -> Binding {
+        self.ledger_tampered = Some(format!(
+            "the plan names no ledger head and the newest bytes of its ledger a hook may read hold no record the engine wrote, but {evidence}: an oversized or foreign tail hides the binding"
+        ));
+        self.state = State::Tampered;
+        self
+    }
+
     /// Whether either side was tampered with.
     pub fn tampered(&self) -> bool {
         self.state == State::Tampered
@@ -435,7 +531,13 @@ impl Binding {
 /// ([`Plan::read_body_sha256`]); the digests these records and the pending
 /// entries record let it be taken from the file's hash without serialising
 /// the plan ([`Plan::read_body_sha256_recorded`]).
-pub(crate) fn judge_plan(plan: &Plan, tail: &[TailRecord], pending: bool) -> Binding {
+pub(crate) fn judge_plan(plan: &Plan, tail: &Tail, pending: bool) -> Binding {
+    let mut b = judge_records(plan, &tail.records, pending, tail.cut);
+    b.walked = tail.bytes;
+    b
+}
+
+fn judge_records(plan: &Plan, tail: &[TailRecord], pending: bool, cut: bool) -> Binding {
     let pending_digest = pending_sha256(plan.doc());
     let recorded = |d: &str| {
         pending_digest.as_deref() == Some(d)
@@ -446,7 +548,7 @@ pub(crate) fn judge_plan(plan: &Plan, tail: &[TailRecord], pending: bool) -> Bin
     } else {
         plan.read_body_sha256()
     };
-    judge_digest(d, plan.doc(), tail, pending)
+    judge_digest(d, plan.doc(), tail, pending, cut)
 }
 
 fn judge_digest(
@@ -454,6 +556,7 @@ fn judge_digest(
     doc: &Map<String, Value>,
     tail: &[TailRecord],
     pending: bool,
+    cut: bool,
 ) -> Binding {
     let named = named_head(doc);
     let found = tail
@@ -468,6 +571,8 @@ fn judge_digest(
         plan_tampered: None,
         ledger_tampered: None,
         view_sha256: None,
+        cut: false,
+        walked: 0,
     };
     let short = |s: &str| s.get(..12).unwrap_or(s).to_owned();
     let Some(h) = named else {
@@ -483,6 +588,10 @@ fn judge_digest(
                 ));
                 b.recorded = Some((t.seq, rec));
                 b.state = State::Tampered;
+            }
+            None => {
+                b.state = State::Legacy;
+                b.cut = cut;
             }
             _ => b.state = State::Legacy,
         }
@@ -585,9 +694,19 @@ fn judge_digest(
                 b.view_sha256.clone_from(&t.summary_sha256);
             }
         }
+        None if cut && before.is_none() && b.found.is_some() => {
+            // The budget ran out among records newer than the head, each
+            // checked above: the head itself is left to the walks without a
+            // budget (every mutation's, `status`, the CI audit).
+            b.cut = true;
+        }
         None => {
             if b.ledger_tampered.is_none() {
                 b.ledger_tampered = Some(match &b.found {
+                    None if cut => format!(
+                        "the plan names ledger record seq {} but the newest bytes of the ledger a hook may read hold no complete chained record (an oversized or foreign line)",
+                        h.seq
+                    ),
                     Some((s, _)) => format!(
                         "the plan names ledger record seq {} but the ledger's last chained record is seq {s} (records were cut or replaced)",
                         h.seq
@@ -713,7 +832,12 @@ mod tests {
 
     /// [`judge_plan`] for a plan document built in the test.
     fn judge(doc: &Map<String, Value>, tail: &[TailRecord], pending: bool) -> Binding {
-        judge_digest(body_sha256(doc), doc, tail, pending)
+        judge_digest(body_sha256(doc), doc, tail, pending, false)
+    }
+
+    /// [`judge`] of a walk its budget cut.
+    fn judge_cut(doc: &Map<String, Value>, tail: &[TailRecord]) -> Binding {
+        judge_digest(body_sha256(doc), doc, tail, false, true)
     }
 
     fn doc(text: &str) -> Map<String, Value> {
@@ -786,6 +910,103 @@ mod tests {
         assert_eq!(judge(&p, &forged, false).codes(), vec!["LEDGER_TAMPERED"]);
     }
 
+    /// A walk its budget cut among records newer than the head judges what
+    /// it read: bound when each recorded this body (the head unread), and
+    /// tampered when one recorded another body or nothing chained was read.
+    /// A legacy plan over a cut walk stays legacy until something out of the
+    /// agent's reach says the engine wrote the ledger.
+    #[test]
+    fn cut_walks() {
+        let p = bound_doc(4, "h4");
+        let d = body_sha256(&p);
+        let newer = [rec(Some(6), "h6", Some(&d)), rec(Some(5), "h5", Some(&d))];
+        let b = judge_cut(&p, &newer);
+        assert_eq!((b.state, b.cut), (State::Bound, true));
+        assert_eq!(judge(&p, &newer, false).codes(), vec!["LEDGER_TAMPERED"]);
+        let other = [rec(Some(6), "h6", Some(&d)), rec(Some(5), "h5", Some("x"))];
+        assert_eq!(judge_cut(&p, &other).codes(), vec!["PLAN_TAMPERED"]);
+        let stripped = [rec(Some(5), "h5", None)];
+        assert_eq!(judge_cut(&p, &stripped).codes(), vec!["LEDGER_TAMPERED"]);
+        for nothing in [&[][..], &[rec(None, "n", None)][..]] {
+            let b = judge_cut(&p, nothing);
+            assert_eq!(b.codes(), vec!["LEDGER_TAMPERED"]);
+            assert!(
+                b.ledger_tampered
+                    .unwrap()
+                    .contains("no complete chained record")
+            );
+        }
+        // Reaching an older record is not a cut: the head is missing.
+        let older = [rec(Some(3), "h3", Some(&d))];
+        let b = judge_cut(&p, &older);
+        assert_eq!((b.codes(), b.cut), (vec!["LEDGER_TAMPERED"], false));
+
+        let legacy = doc(r#"{"version":1,"goals":[]}"#);
+        let b = judge_cut(&legacy, &[rec(None, "n", None)]);
+        assert_eq!((b.state, b.cut), (State::Legacy, true));
+        let b = b.hidden_binding("the test says so");
+        assert_eq!(b.codes(), vec!["LEDGER_TAMPERED"]);
+        assert!(b.ledger_tampered.unwrap().contains("the test says so"));
+        let b = judge(&legacy, &[rec(None, "n", None)], false);
+        assert_eq!((b.state, b.cut), (State::Legacy, false));
+    }
+
+    /// [`read_tail_file`] within a budget: the records that begin inside it,
+    /// whether the walk was cut, and how far back it read; a line longer
+    /// than the budget is not read at all.
+    #[test]
+    #[allow(clippy::disallowed_methods)]
+    fn read_tail_file_keeps_to_its_budget() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir =
+            cap_std::fs::Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let mut text = String::new();
+        for seq in 1..=40u64 {
+            let prev = "0".repeat(64);
+            text.push_str(&format!(
+                "{{\"seq\":{seq},\"prev\":\"{prev}\",\"planSha256\":\"d\",\"note\":\"{}\"}}\n",
+                "n".repeat(200)
+            ));
+        }
+        let line = text.lines().last().unwrap().len() as u64 + 1;
+        std::fs::write(tmp.path().join("l"), &text).unwrap();
+        let size = text.len() as u64;
+        let mut f = dir.open("l").unwrap();
+        let t = read_tail_file(&mut f, size, Some(1), usize::MAX, u64::MAX).unwrap();
+        assert_eq!((t.records.len(), t.cut, t.bytes), (40, false, size));
+        assert_eq!(t.end, Some(size));
+        let t = read_tail_file(&mut f, size, Some(1), usize::MAX, 5 * line + 3).unwrap();
+        assert_eq!((t.records.len(), t.cut, t.bytes), (5, true, 5 * line));
+        assert_eq!(t.records[0].seq, Some(40));
+        let t = read_tail_file(&mut f, size, Some(36), usize::MAX, 5 * line + 3).unwrap();
+        assert_eq!((t.records.len(), t.cut), (5, false));
+        let t = read_tail_file(&mut f, size, Some(1), usize::MAX, 5 * line).unwrap();
+        assert_eq!(
+            t.records.len(),
+            4,
+            "a record starting at the floor is not read"
+        );
+
+        text.push_str(&format!("{{\"kind\":\"{}\"}}\n", "x".repeat(4096)));
+        std::fs::write(tmp.path().join("l"), &text).unwrap();
+        let size = text.len() as u64;
+        let mut f = dir.open("l").unwrap();
+        let t = read_tail_file(&mut f, size, Some(1), usize::MAX, 1024).unwrap();
+        assert!(t.records.is_empty() && t.cut, "{t:?}");
+        assert_eq!(t.end, Some(size));
+        // Unterminated and longer than the budget: no complete record end.
+        text.pop();
+        std::fs::write(tmp.path().join("l"), &text).unwrap();
+        let mut f = dir.open("l").unwrap();
+        let t = read_tail_file(&mut f, size - 1, Some(1), usize::MAX, 1024).unwrap();
+        assert!(t.records.is_empty() && t.cut && t.end.is_none(), "{t:?}");
+        assert_eq!(complete_len_within(&mut f, size - 1, 1024).unwrap(), None);
+        assert_eq!(
+            complete_len_within(&mut f, size - 1, u64::MAX).unwrap(),
+            Some(size - 1 - 4096 - 11)
+        );
+    }
+
     /// The plan file's own hash stands for its body digest only when the
     /// ledger records it: the engine's file and the same plan laid out
     /// otherwise are both bound; a file whose content was edited is
@@ -800,7 +1021,7 @@ mod tests {
             "lastMutation":{"revision":1,"fromSeq":4,"entries":[],"ledgerHead":{"seq":4,"sha256":"h4"}},"revision":1}"#;
         let engine_file = read(text.as_bytes()).encode();
         let d = body_sha256(read(&engine_file).doc());
-        let tail = [rec(Some(4), "h4", Some(&d))];
+        let tail = Tail::whole(vec![rec(Some(4), "h4", Some(&d))]);
         let mut compact = serde_json::to_vec(read(&engine_file).doc()).unwrap();
         compact.push(b'\n');
         assert_ne!(compact, engine_file);

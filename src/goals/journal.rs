@@ -205,17 +205,35 @@ pub(crate) fn record_at(file: &mut File, offset: u64, max: u64) -> io::Result<Op
 }
 
 /// Records before `end`, newest first, until `keep_going` returns false.
+#[cfg(test)]
 pub(crate) fn read_back(
     file: &mut File,
     end: u64,
-    mut keep_going: impl FnMut(u64, &[u8]) -> bool,
+    keep_going: impl FnMut(u64, &[u8]) -> bool,
 ) -> io::Result<()> {
+    read_back_within(file, end, u64::MAX, keep_going).map(|_| ())
+}
+
+/// [`read_back`] reading at most the `max_bytes` before `end`: records that
+/// begin further back are not read, even in part (a line longer than the
+/// budget is never read whole). `Ok(false)` when the walk was cut there
+/// (the budget ran out before `keep_going` said stop or the file's start).
+pub(crate) fn read_back_within(
+    file: &mut File,
+    end: u64,
+    max_bytes: u64,
+    mut keep_going: impl FnMut(u64, &[u8]) -> bool,
+) -> io::Result<bool> {
     // The first read is small: most walks stop at the newest records.
     let mut size = 8 * 1024;
+    let floor = end.saturating_sub(max_bytes);
     let mut pos = end;
     let mut carry: Vec<u8> = Vec::new();
     while pos > 0 {
-        let start = pos.saturating_sub(size);
+        if pos == floor {
+            return Ok(false);
+        }
+        let start = pos.saturating_sub(size).max(floor);
         size = 64 * 1024;
         let mut chunk = vec![0u8; (pos - start) as usize];
         file.seek(SeekFrom::Start(start))?;
@@ -234,14 +252,14 @@ pub(crate) fn read_back(
                 Some(i) => {
                     let line = &chunk[i + 1..body_end];
                     if ledger::is_record(line) && !keep_going(start + i as u64 + 1, line) {
-                        return Ok(());
+                        return Ok(true);
                     }
                     line_end = i + 1;
                 }
                 None if pos == 0 => {
                     let line = &chunk[..body_end];
                     if ledger::is_record(line) && !keep_going(0, line) {
-                        return Ok(());
+                        return Ok(true);
                     }
                     carry.clear();
                     break;
@@ -253,7 +271,7 @@ pub(crate) fn read_back(
             }
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// What [`append`] wrote.

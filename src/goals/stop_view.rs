@@ -216,6 +216,47 @@ impl Prepared {
     }
 }
 
+/// Runs `write`, a rewrite of `goals.json` that keeps its body (only
+/// `lastMutation.ledgerHead` changes), and carries the view's freshness hint
+/// over to the new file when the hint named the file before. The view
+/// stays bound by the ledger as before; without this the next Stop hook
+/// would read the whole plan. Best effort, as [`Prepared::write`].
+pub(crate) fn keeping_view<E>(dir: &Dir, write: impl FnOnce() -> Result<(), E>) -> Result<(), E> {
+    let before = dir
+        .symlink_metadata(state::GOALS)
+        .ok()
+        .filter(Metadata::is_file)
+        .and_then(|m| FileId::of(&m));
+    let view = match state::read_file(dir, FILE, FILE, MAX_BYTES) {
+        Ok(Some(ReadOutcome::Bytes(b))) => Some(b),
+        _ => None,
+    };
+    write()?;
+    let Some((line, hint)) = view.as_deref().and_then(split_lines) else {
+        return Ok(());
+    };
+    let fresh = serde_json::from_slice::<FileId>(hint)
+        .ok()
+        .is_some_and(|id| before == Some(id));
+    if !fresh {
+        return Ok(());
+    }
+    let Some(id) = dir
+        .symlink_metadata(state::GOALS)
+        .ok()
+        .filter(Metadata::is_file)
+        .and_then(|m| FileId::of(&m))
+    else {
+        return Ok(());
+    };
+    let mut bytes = line.to_vec();
+    bytes.push(b'\n');
+    serde_json::to_writer(&mut bytes, &id).expect("an id serialises");
+    bytes.push(b'\n');
+    let _ = store::atomic_replace(dir, FILE, &bytes, Durability::Cache);
+    Ok(())
+}
+
 /// The bound view of the plan in `dir`, or `None` when the plan must be
 /// read (see the module docs). Reads the plan's `lstat`, the view and the
 /// ledger's newest records; never the plan.
@@ -256,7 +297,8 @@ fn vouched(dir: &Dir, paths: &StatePaths, plan_sha: &str, sha: &str) -> bool {
     let Ok(Some((mut f, meta))) = state::open_file(dir, state::LEDGER, &paths.ledger()) else {
         return false;
     };
-    let Ok(end) = super::binding::complete_len(&mut f, meta.len()) else {
+    let budget = super::binding::HOOK_WALK_BYTES;
+    let Ok(Some(end)) = super::binding::complete_len_within(&mut f, meta.len(), budget) else {
         return false;
     };
     if end != meta.len() {
@@ -265,7 +307,7 @@ fn vouched(dir: &Dir, paths: &StatePaths, plan_sha: &str, sha: &str) -> bool {
     }
     let mut verdict = false;
     let mut walked = 0;
-    let read = super::journal::read_back(&mut f, end, |_, line| {
+    let read = super::journal::read_back_within(&mut f, end, budget, |_, line| {
         walked += 1;
         let r = TailRecord::fields(line);
         if r.seq.is_none() || r.plan_sha256.as_deref() != Some(plan_sha) {

@@ -468,6 +468,17 @@ impl HookState {
         }
         store::atomic_replace(&dir, &name, new.as_bytes(), Durability::Synced)
     }
+
+    /// `seq` of the head last observed for the goal ledger of `state_dir`.
+    pub(crate) fn observed_seq(&self, state_dir: &str) -> Option<u64> {
+        let dir = self.subdir(HEADS_DIR).ok()?;
+        let bytes = read_regular(&dir, &head_file(state_dir), 64 * 1024).ok()?;
+        let v: Value = serde_json::from_slice(&bytes).ok()?;
+        if v.get("stateDir")?.as_str()? != state_dir {
+            return None;
+        }
+        v.get("seq")?.as_u64()
+    }
 }
 
 /// The heads observed for the workspace whose per-user state directory is

@@ -54,6 +54,7 @@ mod goals_steer_regression;
 mod goals_support;
 mod goals_team;
 mod goals_transitions;
+mod goals_walk;
 mod goals_workflow;
 mod hooks_adapters;
 mod hooks_decisions;

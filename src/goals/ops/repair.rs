@@ -213,7 +213,7 @@ fn check(engine: &Engine) -> Result<RepairOutcome, GoalError> {
             ledger_file,
             engine.profile.limits.max_ledger_record_bytes,
         );
-        view.map(|v| txn::count_landed_in(&dir, ledger_file, &v.head, rev, from, want))
+        view.map(|v| txn::count_landed_in(&dir, ledger_file, &v.head, rev, from, want, u64::MAX))
             .unwrap_or(0)
     };
     let a = txn::assess(Some(&plan), &head, torn, &mut |r, f, w| lm_landed(r, f, w));

@@ -198,7 +198,9 @@ pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome,
         Some(&plan),
         &head,
         !view.trailing.is_empty(),
-        &mut |rev, from, want| txn::count_landed_in(&dir, ledger_file, &head, rev, from, want),
+        &mut |rev, from, want| {
+            txn::count_landed_in(&dir, ledger_file, &head, rev, from, want, u64::MAX)
+        },
     );
     let pending = a.consistency == Consistency::Recoverable && !a.missing.is_empty();
     let binding = txn::judge_in(&dir, ledger_file, &engine.paths, &head, &plan, pending)?;

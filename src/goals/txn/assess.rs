@@ -112,10 +112,12 @@ pub(crate) fn assess(
 /// `repair.recoveredCount`) share the revision but are not entries of
 /// `lastMutation`; the entry `repair --accept-plan` commits is, so it counts.
 pub(crate) fn count_landed(dir: &Dir, head: &Head, rev: u64, from_seq: u64, want: usize) -> usize {
-    count_landed_in(dir, state::LEDGER, head, rev, from_seq, want)
+    count_landed_in(dir, state::LEDGER, head, rev, from_seq, want, u64::MAX)
 }
 
-/// [`count_landed`] in the ledger file `name`.
+/// [`count_landed`] in the ledger file `name`, reading at most the
+/// `budget` bytes before the head's end (records further back count as not
+/// landed).
 pub(crate) fn count_landed_in(
     dir: &Dir,
     name: &str,
@@ -123,12 +125,13 @@ pub(crate) fn count_landed_in(
     rev: u64,
     from_seq: u64,
     want: usize,
+    budget: u64,
 ) -> usize {
     let Ok(Some((mut file, _))) = state::open_file(dir, name, name) else {
         return 0;
     };
     let mut n = 0;
-    let _ = journal::read_back(&mut file, head.len, |_, line| {
+    let _ = journal::read_back_within(&mut file, head.len, budget, |_, line| {
         let Ok(v) = serde_json::from_slice::<Value>(line) else {
             return true;
         };

@@ -370,7 +370,7 @@ impl<'e> Locked<'e> {
         lm.insert(binding::LEDGER_HEAD.into(), head.to_json());
         let mut out = serde_json::to_vec_pretty(&doc).expect("JSON values serialise");
         out.push(b'\n');
-        self.write_file(state::GOALS, &out)
+        stop_view::keeping_view(&self.dir, || self.write_file(state::GOALS, &out))
     }
 
     /// After an append whose head was named before writing: records a Node
@@ -642,6 +642,25 @@ impl<'e> Locked<'e> {
         let keys_bytes =
             index::append_keys(&self.dir, &self.engine.paths, self.view.keys_bytes, &a.keys)?;
         index::write(&self.dir, &self.engine.paths, &a.head, keys_bytes)?;
+        if named.is_none()
+            && let Some(b) = &self.binding
+            && b.state == binding::State::Bound
+            && !b.cut
+            && let Some(h) = &a.head.last_hash
+            && b.walked + a.head.len.saturating_sub(self.view.head.len) > REBIND_AFTER
+        {
+            // Appends that leave the plan unchanged (annotations, replays,
+            // rejected steering) pile up after the head the plan names, and
+            // every binding check walks back over them: name the newest
+            // record instead. Its entries carry this body's digest, so the
+            // plan stays bound; a crash before this write leaves the older
+            // head named, which is bound too. The append has landed, so a
+            // failed rewrite only leaves the walk longer.
+            let _ = self.rebind_raw(&NamedHead {
+                seq: a.head.last_seq,
+                sha256: h.clone(),
+            });
+        }
         let mut written_plan = written_plan;
         if let (Some(named), Some(plan), Some((body, _)), Some(h)) =
             (&named, written_plan.as_mut(), &body, &a.head.last_hash)
@@ -729,7 +748,7 @@ pub(crate) fn judge_in(
     let named = binding::named_head(plan.doc());
     let display = paths.file(ledger_file);
     let tail = if named.is_none() && head.last_seq == 0 {
-        Vec::new()
+        binding::Tail::default()
     } else {
         match state::open_file(dir, ledger_file, &display)? {
             Some((mut f, meta)) => binding::read_tail_file(
@@ -737,19 +756,25 @@ pub(crate) fn judge_in(
                 meta.len(),
                 named.as_ref().map(|h| h.seq),
                 usize::MAX,
+                u64::MAX,
             )
             .map_err(|e| GoalError::io(&display, "read", &e))?,
-            None => Vec::new(),
+            None => binding::Tail::default(),
         }
     };
     Ok(binding::judge_plan(plan, &tail, pending))
 }
 
+/// Past this many bytes between the head a plan names and the ledger's end,
+/// an append that leaves the plan unchanged also names the new head in the
+/// plan ([`Locked::commit`]), so the walks back to it stay short.
+pub(crate) const REBIND_AFTER: u64 = 192 * 1024;
+
 /// The binding of a plan read outside the lock, for a caller with a tight
 /// budget (the hooks): no index and no scan. Only the newest records are
 /// read — back to the head the plan names, or, for a plan that names none,
-/// the last record alone — and the recovery check's comparison runs on the
-/// head they show.
+/// to the last chained record, within [`binding::HOOK_WALK_BYTES`] — and the
+/// recovery check's comparison runs on the head they show.
 pub(crate) fn judge_tail(
     dir: &Dir,
     paths: &state::StatePaths,
@@ -760,27 +785,71 @@ pub(crate) fn judge_tail(
     let Some((mut f, meta)) = state::open_file(dir, state::LEDGER, &display)? else {
         let a = assess(Some(plan), &Head::default(), false, &mut |_, _, _| 0);
         let pending = a.consistency == Consistency::Recoverable && !a.missing.is_empty();
-        return Ok(binding::judge_plan(plan, &[], pending));
+        return Ok(binding::judge_plan(
+            plan,
+            &binding::Tail::default(),
+            pending,
+        ));
     };
     let io = |e: std::io::Error| GoalError::io(&display, "read", &e);
-    let limit = if named.is_some() { usize::MAX } else { 1 };
-    let tail = binding::read_tail_file(&mut f, meta.len(), named.as_ref().map(|h| h.seq), limit)
-        .map_err(io)?;
+    let tail = binding::read_tail_file(
+        &mut f,
+        meta.len(),
+        named.as_ref().map(|h| h.seq),
+        usize::MAX,
+        binding::HOOK_WALK_BYTES,
+    )
+    .map_err(io)?;
+    let Some(len) = tail.end else {
+        // No complete record within the budget: nothing to assess.
+        let b = binding::judge_plan(plan, &tail, false);
+        return Ok(if b.state == binding::State::Legacy {
+            b.hidden_binding("its newest line is longer than the budget")
+        } else {
+            b
+        });
+    };
     let mut head = Head {
-        len: binding::complete_len(&mut f, meta.len()).map_err(io)?,
-        records: tail.len() as u64,
+        len,
+        records: tail.records.len() as u64,
         ..Head::default()
     };
-    if let Some(t) = tail.iter().find(|t| t.seq.is_some()) {
+    if let Some(t) = tail.records.iter().find(|t| t.seq.is_some()) {
         head.last_seq = t.seq.unwrap_or(0);
         head.last_revision = t.revision.unwrap_or(0);
     }
     let a = assess(Some(plan), &head, false, &mut |rev, from, want| {
-        count_landed(dir, &head, rev, from, want)
+        count_landed_in(
+            dir,
+            state::LEDGER,
+            &head,
+            rev,
+            from,
+            want,
+            binding::HOOK_WALK_BYTES,
+        )
     });
     let pending = a.consistency == Consistency::Recoverable && !a.missing.is_empty();
-    Ok(binding::judge_plan(plan, &tail, pending))
+    let b = binding::judge_plan(plan, &tail, pending);
+    if b.state == binding::State::Legacy && b.cut {
+        // No chained record within the budget. A ledger the engine created
+        // starts with its chained `plan_created`: then the binding is
+        // hidden, not absent. A first line too long to read is not the
+        // engine's either.
+        let first = journal::record_at(&mut f, 0, FIRST_RECORD_BYTES).map_err(io)?;
+        let engine = match first {
+            Some(line) => binding::TailRecord::fields(&line).seq.is_some(),
+            None => true,
+        };
+        if engine {
+            return Ok(b.hidden_binding("the ledger's first record is the engine's"));
+        }
+    }
+    Ok(b)
 }
+
+/// The most a hook reads of a ledger's first record.
+const FIRST_RECORD_BYTES: u64 = 64 * 1024;
 
 /// `ULW_LOOP_PLAN_TAMPERED` (or `…_LEDGER_TAMPERED` when only the ledger
 /// side failed) with the file and the fix.
