@@ -72,6 +72,32 @@ pub(crate) fn named_head(doc: &Map<String, Value>) -> Option<NamedHead> {
     Some(NamedHead { seq, sha256 })
 }
 
+/// The end of a plan file as the engine writes it after `head`: the
+/// `lastMutation.ledgerHead` member (the last of `lastMutation`, itself the
+/// last member of the plan) and the closing braces, in the two-space
+/// layout of the writer.
+pub(crate) fn ledger_head_end(head: &NamedHead) -> String {
+    format!(
+        "    \"{LEDGER_HEAD}\": {{\n      \"seq\": {},\n      \"sha256\": \"{}\"\n    }}\n  }}\n}}\n",
+        head.seq, head.sha256
+    )
+}
+
+/// The bytes of a plan file before its [`ledger_head_end`] for `head`, when
+/// the file ends that way and that end belongs to `lastMutation`: the last
+/// line that opens a top-level member (two spaces and a quote, which no
+/// string or deeper line of the layout starts with) opens `lastMutation`.
+pub(crate) fn ledger_head_prefix<'a>(file: &'a [u8], head: &NamedHead) -> Option<&'a [u8]> {
+    let prefix = file.strip_suffix(ledger_head_end(head).as_bytes())?;
+    let member = prefix
+        .windows(4)
+        .rposition(|w| w == b"\n  \"")
+        .map(|i| &prefix[i + 1..])?;
+    member
+        .starts_with(b"  \"lastMutation\": {\n")
+        .then_some(prefix)
+}
+
 /// The `planSha256` carried by the entries of a plan's `lastMutation` (the
 /// body that mutation wrote).
 pub(crate) fn pending_sha256(doc: &Map<String, Value>) -> Option<String> {
@@ -908,6 +934,41 @@ mod tests {
         assert_eq!(judge(&p, &foreign, false).state, State::Bound);
         let forged = [rec(Some(5), "h5", None), ok[0].clone()];
         assert_eq!(judge(&p, &forged, false).codes(), vec!["LEDGER_TAMPERED"]);
+    }
+
+    /// The end of an engine-written plan is found and replaced only where it
+    /// is `lastMutation`'s `ledgerHead`, naming the head expected; the file
+    /// with the new end parses to the same body with the new head.
+    #[test]
+    fn the_ledger_head_end_is_spliced_only_where_it_is_last_mutations() {
+        let old = NamedHead {
+            seq: 7,
+            sha256: "a".repeat(64),
+        };
+        let new = NamedHead {
+            seq: 9,
+            sha256: "b".repeat(64),
+        };
+        let plan = json!({"version": 1, "goals": [{"id": "G1", "note": "  \"lastMutation\": {"}],
+            "lastMutation": {"revision": 2, "entries": [{"kind": "x"}], LEDGER_HEAD: old.to_json()}});
+        let mut file = serde_json::to_vec_pretty(&plan).unwrap();
+        file.push(b'\n');
+        let prefix = ledger_head_prefix(&file, &old).expect("the engine's layout");
+        let mut spliced = prefix.to_vec();
+        spliced.extend_from_slice(ledger_head_end(&new).as_bytes());
+        let doc: Map<String, Value> = serde_json::from_slice(&spliced).unwrap();
+        assert_eq!(named_head(&doc), Some(new.clone()));
+        assert_eq!(body_sha256(&doc), body_sha256(plan.as_object().unwrap()));
+        // Another head named, or another layout: no splice.
+        assert!(ledger_head_prefix(&file, &new).is_none());
+        let compact = serde_json::to_vec(&plan).unwrap();
+        assert!(ledger_head_prefix(&compact, &old).is_none());
+        // The same end under another last member is not lastMutation's.
+        let other = json!({"version": 1, "lastMutation": {"revision": 2, LEDGER_HEAD: old.to_json()},
+            "x": {"revision": 2, LEDGER_HEAD: old.to_json()}});
+        let mut file = serde_json::to_vec_pretty(&other).unwrap();
+        file.push(b'\n');
+        assert!(ledger_head_prefix(&file, &old).is_none());
     }
 
     /// A walk its budget cut among records newer than the head judges what

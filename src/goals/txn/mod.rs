@@ -373,6 +373,43 @@ impl<'e> Locked<'e> {
         stop_view::keeping_view(&self.dir, || self.write_file(state::GOALS, &out))
     }
 
+    /// How far the ledger's end may run ahead of the head the plan names
+    /// before an append that leaves the plan unchanged names a newer one:
+    /// [`REBIND_AFTER`], or half the plan's size for a larger plan, so the
+    /// rewrite (a write of the whole plan) is paid once per about as many
+    /// bytes of walk as it writes.
+    fn rebind_distance(&self) -> u64 {
+        let plan = self
+            .dir
+            .symlink_metadata(state::GOALS)
+            .map_or(0, |m| m.len());
+        REBIND_AFTER.max(plan / 2)
+    }
+
+    /// Rewrites `lastMutation.ledgerHead` of `goals.json` from `old` to
+    /// `new`. A plan file the engine laid out (`lastMutation` its last
+    /// member, `ledgerHead` the last of that, naming `old`) keeps every byte
+    /// before that member and gets only a new end; any other layout is
+    /// rewritten through [`Locked::rebind_raw`].
+    fn rebind_from(&self, old: &NamedHead, new: &NamedHead) -> Result<(), GoalError> {
+        let paths = &self.engine.paths;
+        let max = self.engine.profile.limits.max_plan_bytes;
+        let Some(state::ReadOutcome::Bytes(bytes)) =
+            state::read_file(&self.dir, state::GOALS, &paths.goals(), max)?
+        else {
+            return Ok(());
+        };
+        match binding::ledger_head_prefix(&bytes, old) {
+            Some(prefix) => {
+                let end = binding::ledger_head_end(new);
+                stop_view::keeping_view(&self.dir, || {
+                    self.write_pieces(state::GOALS, &[prefix, end.as_bytes()])
+                })
+            }
+            None => self.rebind_raw(new),
+        }
+    }
+
     /// After an append whose head was named before writing: records a Node
     /// tool appended meanwhile (absorbed by the append) change the chain, so
     /// the plan names the head actually written.
@@ -646,8 +683,8 @@ impl<'e> Locked<'e> {
             && let Some(b) = &self.binding
             && b.state == binding::State::Bound
             && !b.cut
-            && let Some(h) = &a.head.last_hash
-            && b.walked + a.head.len.saturating_sub(self.view.head.len) > REBIND_AFTER
+            && let (Some(old), Some(h)) = (&b.named, &a.head.last_hash)
+            && b.walked + a.head.len.saturating_sub(self.view.head.len) > self.rebind_distance()
         {
             // Appends that leave the plan unchanged (annotations, replays,
             // rejected steering) pile up after the head the plan names, and
@@ -656,10 +693,11 @@ impl<'e> Locked<'e> {
             // plan stays bound; a crash before this write leaves the older
             // head named, which is bound too. The append has landed, so a
             // failed rewrite only leaves the walk longer.
-            let _ = self.rebind_raw(&NamedHead {
+            let new = NamedHead {
                 seq: a.head.last_seq,
                 sha256: h.clone(),
-            });
+            };
+            let _ = self.rebind_from(old, &new);
         }
         let mut written_plan = written_plan;
         if let (Some(named), Some(plan), Some((body, _)), Some(h)) =
