@@ -147,9 +147,43 @@ pub struct Engine {
     surface: SurfaceInputs,
     workflows: workflow::WorkflowRules,
     diagnostics: diagnostics::Sink,
+    barrier: AppendBarrier,
+}
+
+/// Work that must finish before the engine writes anything an entry could
+/// cite ([`Engine::before_next_write`]).
+#[derive(Default)]
+struct AppendBarrier(std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>);
+
+impl std::fmt::Debug for AppendBarrier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AppendBarrier")
+    }
 }
 
 impl Engine {
+    /// Runs `f` once, before this engine's next write to its plan or ledger
+    /// (or never, when it writes neither). A caller whose own earlier write
+    /// must reach the disk before any entry can cite it (the prompt hook's
+    /// witness of the user's prompt, docs/threat-model.md#i12) syncs it
+    /// while the engine locks, reads and judges, and waits for it here.
+    pub fn before_next_write(&mut self, f: impl FnOnce() + Send + 'static) {
+        *self.barrier.0.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(f));
+    }
+
+    /// Runs the [`Engine::before_next_write`] work, if any is left.
+    pub(crate) fn barrier(&self) {
+        let f = self
+            .barrier
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(f) = f {
+            f();
+        }
+    }
+
     /// Builds the engine from validated rules. A profile or texts entry that
     /// is missing is `ULW_LOOP_RULES_INVALID`.
     pub fn new(root: Dir, rules: &RuleSet, opts: EngineOptions) -> Result<Engine, GoalError> {
@@ -198,6 +232,7 @@ impl Engine {
             surface: opts.surface,
             workflows,
             diagnostics: opts.diagnostics,
+            barrier: AppendBarrier::default(),
         })
     }
 

@@ -213,6 +213,65 @@ pub(crate) fn append_synced(
     Ok(())
 }
 
+/// A data sync running on its own thread ([`append_sync_behind`]); the
+/// bytes are durable once [`SyncPending::wait`] returns `Ok`.
+#[derive(Debug)]
+pub(crate) struct SyncPending(Option<std::thread::JoinHandle<io::Result<()>>>);
+
+impl SyncPending {
+    /// Waits for the sync; its error, or the thread's panic as an error.
+    pub(crate) fn wait(self) -> io::Result<()> {
+        match self.0 {
+            Some(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the sync thread panicked"))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// [`append_synced`] whose sync runs on a thread while the caller goes on:
+/// the write lands at once, the data sync (and the directory's, for a new
+/// file) by [`SyncPending::wait`]. Where no thread can be started, the sync
+/// runs here.
+pub(crate) fn append_sync_behind(
+    dir: &Dir,
+    file: &mut File,
+    created: bool,
+    bytes: &[u8],
+) -> io::Result<SyncPending> {
+    file.write_all(bytes)?;
+    let handles = file.try_clone().and_then(|f| {
+        Ok((
+            f,
+            if created {
+                Some(dir.try_clone()?)
+            } else {
+                None
+            },
+        ))
+    });
+    if let Ok((f, d)) = handles {
+        let spawned = std::thread::Builder::new()
+            .name("sync".into())
+            .spawn(move || {
+                f.sync_data()?;
+                match d {
+                    Some(d) => sync_dir(&d),
+                    None => Ok(()),
+                }
+            });
+        if let Ok(h) = spawned {
+            return Ok(SyncPending(Some(h)));
+        }
+    }
+    file.sync_data()?;
+    if created {
+        sync_dir(dir)?;
+    }
+    Ok(SyncPending(None))
+}
+
 /// Creates (if needed) and opens a chain of directories below `dir`, never
 /// following a symlink; a symlinked component is an error of kind
 /// `InvalidInput` naming it.

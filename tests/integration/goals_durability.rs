@@ -554,3 +554,80 @@ fn user_diagnostics(repo: &Repo) -> std::path::PathBuf {
         .join(evidence_gate::internals::workspace_id(&canonical))
         .join("hooks/diagnostics.jsonl")
 }
+
+/// `Engine::before_next_write` (the prompt hook's witness sync) runs once,
+/// before the command writes the plan or appends to the ledger, and not
+/// again for the next command.
+#[test]
+fn work_before_the_next_write_runs_before_plan_and_ledger_change() {
+    use evidence_gate::goals::ops::checkpoint::{self, CheckpointRequest, CheckpointStatus};
+    use evidence_gate::goals::{DiagnosticsSink, Engine, EngineOptions, SidSource, SurfaceInputs};
+    use std::sync::{Arc, Mutex};
+
+    let repo = repo_with_plan("- a\n- b");
+    let rules = evidence_gate::rules::RuleSet::embedded().unwrap();
+    let root =
+        cap_std::fs::Dir::open_ambient_dir(repo.path(), cap_std::ambient_authority()).unwrap();
+    let mut engine = Engine::new(
+        root,
+        &rules,
+        EngineOptions {
+            profile: "ulw-loop".into(),
+            session: SidSource::None,
+            env_sid: None,
+            lock_timeout_ms: None,
+            root_abs: None,
+            surface: SurfaceInputs::default(),
+            diagnostics: DiagnosticsSink::none(),
+            worktree_prefix: String::new(),
+        },
+    )
+    .unwrap();
+    // (plan bytes, ledger bytes) each time the work ran.
+    type Seen = Vec<(Vec<u8>, Vec<u8>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let (s, goals, ledger) = (
+        seen.clone(),
+        state(&repo, "goals.json"),
+        state(&repo, "ledger.jsonl"),
+    );
+    engine.before_next_write(move || {
+        s.lock().unwrap().push((
+            std::fs::read(&goals).unwrap(),
+            std::fs::read(&ledger).unwrap(),
+        ));
+    });
+    let before = (
+        std::fs::read(state(&repo, "goals.json")).unwrap(),
+        ledger_bytes(&repo),
+    );
+    let request = |goal: &str, evidence: &str| CheckpointRequest {
+        goal_id: goal.into(),
+        status: CheckpointStatus::Blocked,
+        evidence: Some(evidence.into()),
+        evidence_files: Vec::new(),
+        host_goal: None,
+        quality_gate: None,
+        accept_task_scoped: None,
+        start_pending: false,
+        no_advance: false,
+        strict: false,
+    };
+    checkpoint::run(
+        &engine,
+        request("G001-a", "waiting for the product decision"),
+    )
+    .unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![before],
+        "ran once, before any write"
+    );
+    assert_ne!(
+        ledger_bytes(&repo),
+        seen.lock().unwrap()[0].1,
+        "then the command wrote"
+    );
+    checkpoint::run(&engine, request("G002-b", "waiting as well")).unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 1, "not again");
+}

@@ -137,8 +137,8 @@ fn honest_annotations_past_the_distance_name_a_newer_head() {
         }
     }
     assert!(moved > 0, "the named head never moved past seq {head0}");
-    // 192 KiB of distance plus one annotation's records.
-    assert!(widest < 256 * 1024, "walk of {widest} bytes");
+    // 32 KiB of distance plus one annotation's records.
+    assert!(widest < 64 * 1024, "walk of {widest} bytes");
     let s = ok(status(&h));
     assert_eq!(s["ledger"]["binding"]["state"], "bound", "{s}");
     let c = ok(eg(

@@ -375,15 +375,18 @@ impl<'e> Locked<'e> {
 
     /// How far the ledger's end may run ahead of the head the plan names
     /// before an append that leaves the plan unchanged names a newer one:
-    /// [`REBIND_AFTER`], or half the plan's size for a larger plan, so the
-    /// rewrite (a write of the whole plan) is paid once per about as many
-    /// bytes of walk as it writes.
+    /// [`REBIND_AFTER`], or a quarter of the plan's size for a larger plan.
+    /// Each call walks half the distance on average and a rebind (a synced
+    /// write of the whole plan) comes once per distance; the distance that
+    /// minimises their sum grows with the square root of the plan's size and
+    /// of the bytes a call appends (an annotation's snapshots list every
+    /// goal), which these two bounds follow from 5 to 2,000 goals.
     fn rebind_distance(&self) -> u64 {
         let plan = self
             .dir
             .symlink_metadata(state::GOALS)
             .map_or(0, |m| m.len());
-        REBIND_AFTER.max(plan / 2)
+        REBIND_AFTER.max(plan / 4)
     }
 
     /// Rewrites `lastMutation.ledgerHead` of `goals.json` from `old` to
@@ -469,6 +472,7 @@ impl<'e> Locked<'e> {
     }
 
     fn append_now(&mut self, entries: &[Map<String, Value>]) -> Result<(), GoalError> {
+        self.engine.barrier();
         let mut entries = entries.to_vec();
         alias_keys(&self.engine.profile, &mut entries);
         let entries = entries.as_slice();
@@ -597,6 +601,7 @@ impl<'e> Locked<'e> {
 
     /// [`Locked::write_file`] with the content in pieces.
     fn write_pieces(&self, name: &str, pieces: &[&[u8]]) -> Result<(), GoalError> {
+        self.engine.barrier();
         store::atomic_replace_pieces(&self.dir, name, pieces, Durability::Synced)
             .map_err(|e| GoalError::io(&self.engine.paths.file(name), "write", &e))
     }
@@ -607,6 +612,7 @@ impl<'e> Locked<'e> {
         write: Write,
         entries: Vec<Map<String, Value>>,
     ) -> Result<Committed, GoalError> {
+        self.engine.barrier();
         let mut all = Vec::new();
         let (revision, written_plan, named, body) = match write {
             Write::Plan(mut plan) => {
@@ -806,7 +812,7 @@ pub(crate) fn judge_in(
 /// Past this many bytes between the head a plan names and the ledger's end,
 /// an append that leaves the plan unchanged also names the new head in the
 /// plan ([`Locked::commit`]), so the walks back to it stay short.
-pub(crate) const REBIND_AFTER: u64 = 192 * 1024;
+pub(crate) const REBIND_AFTER: u64 = 32 * 1024;
 
 /// The binding of a plan read outside the lock, for a caller with a tight
 /// budget (the hooks): no index and no scan. Only the newest records are

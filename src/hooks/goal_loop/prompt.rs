@@ -68,15 +68,17 @@ fn note(text: String) -> Decision {
 
 /// Decides a prompt.
 pub(super) fn decide(c: &Ctx<'_>, e: &PromptEvent) -> Decision {
-    prompts::witness(c, &e.prompt);
+    let witness = prompts::witness(c, &e.prompt);
     let candidates = c.policy.candidates(c.profile_flag);
-    match find_marker(&e.prompt, &candidates) {
-        Some(m) => steer(c, m),
+    let d = match find_marker(&e.prompt, &candidates) {
+        Some(m) => steer(c, m, &witness),
         None => ultrawork::decide(c, &e.prompt),
-    }
+    };
+    witness.settle(c);
+    d
 }
 
-fn steer(c: &Ctx<'_>, m: Marker<'_>) -> Decision {
+fn steer(c: &Ctx<'_>, m: Marker<'_>, witness: &prompts::Pending) -> Decision {
     let p = &m.profile.profile;
     c.diag.set_profile(Some(&p.name));
     let max = c.policy.prompt.max_directive_bytes;
@@ -120,7 +122,7 @@ fn steer(c: &Ctx<'_>, m: Marker<'_>) -> Decision {
             p.display_name
         ));
     };
-    apply(c, m.profile, &paths, m.rest, directive)
+    apply(c, m.profile, &paths, m.rest, directive, witness)
 }
 
 /// Applies the directive through the engine's single-proposal steering on
@@ -134,10 +136,11 @@ fn apply(
     paths: &StatePaths,
     raw: &str,
     directive: serde_json::Map<String, Value>,
+    witness: &prompts::Pending,
 ) -> Decision {
     let p = &profile.profile;
     let wait = Duration::from_millis(c.hooks.steering_lock_wait_ms);
-    let engine = match c.engine_for(profile, paths.sid.clone(), false) {
+    let mut engine = match c.engine_for(profile, paths.sid.clone(), false) {
         Ok(e) => e,
         Err(problem) => {
             return note(format!(
@@ -146,6 +149,11 @@ fn apply(
             ));
         }
     };
+    // The witness reaches the disk before any entry that may cite the
+    // prompt (docs/threat-model.md#i12); its sync overlaps the engine's
+    // lock, reads and judgement.
+    let w = witness.clone();
+    engine.before_next_write(move || w.wait());
     let defaults = Defaults {
         directive_text: Some(raw.to_owned()),
         lock_timeout: Some(wait),

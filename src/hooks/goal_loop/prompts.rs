@@ -59,8 +59,14 @@ pub(crate) fn display(us: &UserState) -> PathBuf {
     us.path().join(DIR).join(FILE)
 }
 
-/// Records one prompt of `session` seen at `at`.
-pub(crate) fn record(us: &UserState, session: &str, at: &str, prompt: &str) -> io::Result<()> {
+/// Records one prompt of `session` seen at `at`: written at once, durable
+/// once the returned sync is waited for.
+fn record(
+    us: &UserState,
+    session: &str,
+    at: &str,
+    prompt: &str,
+) -> io::Result<crate::store::SyncPending> {
     let d = dir(us)?;
     if let Ok(m) = d.symlink_metadata(FILE)
         && m.is_file()
@@ -79,7 +85,7 @@ pub(crate) fn record(us: &UserState, session: &str, at: &str, prompt: &str) -> i
     let mut bytes = serde_json::to_vec(&line).expect("a JSON object serializes");
     bytes.push(b'\n');
     let (mut file, created) = crate::store::open_append(&d, FILE)?;
-    crate::store::append_synced(&d, &mut file, created, &bytes)
+    crate::store::append_sync_behind(&d, &mut file, created, &bytes)
 }
 
 fn read_generation(d: &Dir, name: &str) -> io::Result<Vec<u8>> {
@@ -160,12 +166,51 @@ pub(crate) fn note_carried(us: &UserState, key: &str) -> io::Result<()> {
     crate::store::append_synced(&d, &mut file, created, &line)
 }
 
+/// The witness of one prompt on its way to the disk ([`witness`]). Clones
+/// share it: the engine waits for it before it writes anything that could
+/// cite the prompt ([`crate::goals::Engine::before_next_write`]), and the
+/// hook before it answers ([`Pending::settle`]).
+#[derive(Clone, Default)]
+pub(super) struct Pending(std::sync::Arc<std::sync::Mutex<Progress>>);
+
+#[derive(Default)]
+enum Progress {
+    #[default]
+    Settled,
+    Running(crate::store::SyncPending, String),
+    Failed(String, String),
+}
+
+impl Pending {
+    /// Waits for the sync (once; later calls return at once).
+    pub(super) fn wait(&self) {
+        let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Progress::Running(p, path) = std::mem::take(&mut *s) {
+            *s = match p.wait() {
+                Ok(()) => Progress::Settled,
+                Err(e) => Progress::Failed(path, e.to_string()),
+            };
+        }
+    }
+
+    /// Waits for the sync and reports a failure as [`witness`] does.
+    pub(super) fn settle(&self, c: &super::Ctx<'_>) {
+        self.wait();
+        let s = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        if let Progress::Failed(path, error) = s {
+            unrecorded(c, path, error);
+        }
+    }
+}
+
 /// Records the prompt of a `user-prompt-submit` event; a failure writes
 /// `HOOK_STATE_IO` (the prompt is not recorded, so a decision it carries
-/// stays unverified: the fault fails closed on its own).
-pub(super) fn witness(c: &super::Ctx<'_>, prompt: &str) {
+/// stays unverified: the fault fails closed on its own). The record is
+/// written here and synced on a thread: the caller settles it before it
+/// answers, and an engine that may cite the prompt waits for it first.
+pub(super) fn witness(c: &super::Ctx<'_>, prompt: &str) -> Pending {
     let Some(session) = c.env.session_id.as_deref() else {
-        return;
+        return Pending::default();
     };
     let at = crate::time::rfc3339_ms(std::time::SystemTime::now());
     let result = c
@@ -173,17 +218,29 @@ pub(super) fn witness(c: &super::Ctx<'_>, prompt: &str) {
         .map_err(|f| (f.path, f.error))
         .and_then(|hs| {
             let us = hs.user();
+            let path = display(us).display().to_string();
             record(us, session, &at, prompt)
-                .map_err(|e| (display(us).display().to_string(), e.to_string()))
+                .map(|p| (p, path.clone()))
+                .map_err(|e| (path, e.to_string()))
         });
-    if let Err((path, error)) = result {
-        c.diag.write(
-            HookCode::HookStateIo,
-            "context",
-            "the user prompt could not be recorded in the per-user witness; a user decision it carries cannot be verified",
-            Some(json!({"path": path, "error": error})),
-        );
+    match result {
+        Ok((p, path)) => Pending(std::sync::Arc::new(std::sync::Mutex::new(
+            Progress::Running(p, path),
+        ))),
+        Err((path, error)) => {
+            unrecorded(c, path, error);
+            Pending::default()
+        }
     }
+}
+
+fn unrecorded(c: &super::Ctx<'_>, path: String, error: String) {
+    c.diag.write(
+        HookCode::HookStateIo,
+        "context",
+        "the user prompt could not be recorded in the per-user witness; a user decision it carries cannot be verified",
+        Some(json!({"path": path, "error": error})),
+    );
 }
 
 /// The Stop hook's user-decision check (docs/threat-model.md#i12): every user
