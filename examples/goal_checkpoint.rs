@@ -9,9 +9,7 @@
 use cap_std::fs::Dir;
 use evidence_gate::goals::ops::checkpoint::{self, CheckpointRequest, CheckpointStatus};
 use evidence_gate::goals::ops::create::{self, CreateRequest};
-use evidence_gate::goals::{
-    Candidate, DiagnosticsSink, Engine, EngineOptions, Mode, SidSource, SurfaceInputs,
-};
+use evidence_gate::goals::{Candidate, Engine, EngineOptions, Mode};
 use evidence_gate::rules::RuleSet;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -20,22 +18,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = Dir::open_ambient_dir(workspace.path(), cap_std::ambient_authority())?;
 
     let rules = RuleSet::embedded()?;
-    let engine = Engine::new(
-        root,
-        &rules,
-        EngineOptions {
-            profile: "ulw-loop".into(),
-            session: SidSource::None,
-            env_sid: None,
-            lock_timeout_ms: None,
-            root_abs: None,
-            surface: SurfaceInputs::default(),
-            // Diagnostics go to per-user state in the binaries; none here.
-            diagnostics: DiagnosticsSink::none(),
-            // A temporary directory is no git worktree: no path prefix.
-            worktree_prefix: String::new(),
-        },
-    )?;
+    // Nothing but the profile: no session scope, and diagnostics (which go
+    // to per-user state in the binaries) go nowhere. A temporary directory
+    // is no git worktree, so there is no state path prefix either.
+    let engine = Engine::new(root, &rules, EngineOptions::new("ulw-loop"))?;
 
     let created = create::run(
         &engine,
@@ -67,18 +53,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let out = checkpoint::run(
         &engine,
-        CheckpointRequest {
-            goal_id: goal_id.clone(),
-            status: CheckpointStatus::Blocked,
-            evidence: Some("Waiting for the product decision on the limit.".into()),
-            evidence_files: Vec::new(),
-            host_goal: None,
-            quality_gate: None,
-            accept_task_scoped: None,
-            start_pending: false,
-            no_advance: false,
-            strict: false,
-        },
+        CheckpointRequest::new(
+            goal_id.clone(),
+            CheckpointStatus::Blocked,
+            "Waiting for the product decision on the limit.",
+        ),
     )?;
     // The outcome is typed: no JSON indexing to read what happened.
     println!(

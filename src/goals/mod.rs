@@ -97,6 +97,25 @@ pub struct EngineOptions {
     pub worktree_prefix: String,
 }
 
+impl EngineOptions {
+    /// Options for `profile` and nothing else: no session scope, no lock
+    /// wait override, no root path, no gate surface inputs, no diagnostics
+    /// and no worktree prefix, as a library caller that owns its workspace
+    /// (a temporary one, a test) needs. Set the fields that apply after.
+    pub fn new(profile: impl Into<String>) -> EngineOptions {
+        EngineOptions {
+            profile: profile.into(),
+            session: SidSource::None,
+            env_sid: None,
+            lock_timeout_ms: None,
+            root_abs: None,
+            surface: SurfaceInputs::default(),
+            diagnostics: diagnostics::Sink::none(),
+            worktree_prefix: String::new(),
+        }
+    }
+}
+
 /// The surface-resolution inputs only the binary can read: the variable named
 /// by `surfaceResolution.env` and the marker file next to the executable.
 #[derive(Debug, Clone, Default)]

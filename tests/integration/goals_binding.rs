@@ -574,19 +574,7 @@ fn the_stop_hook_fails_closed_on_a_plan_flipped_to_complete() {
     let reason = block_reason(&stop(&h));
     assert!(!reason.contains("TAMPERED"), "{reason}");
     // Attack: everything flipped to complete, with a completion record.
-    let path = format!("{ULW}/{sid}/goals.json");
-    let mut p: Value = h.read_json(&path).unwrap();
-    for g in p["goals"].as_array_mut().unwrap() {
-        g["status"] = json!("complete");
-        for c in g["successCriteria"].as_array_mut().unwrap() {
-            c["status"] = json!("pass");
-        }
-    }
-    p["aggregateCompletion"] =
-        json!({"status": "complete", "completedAt": "2026-11-30T11:00:00.000Z"});
-    let mut text = serde_json::to_string_pretty(&p).unwrap();
-    text.push('\n');
-    h.write(&path, text);
+    h.flip_plan_to_complete(&format!("{ULW}/{sid}/goals.json"), |_| {});
     let reason = block_reason(&stop(&h));
     assert!(reason.contains("PLAN_TAMPERED"), "{reason}");
     assert!(

@@ -561,28 +561,14 @@ fn user_diagnostics(repo: &Repo) -> std::path::PathBuf {
 #[test]
 fn work_before_the_next_write_runs_before_plan_and_ledger_change() {
     use evidence_gate::goals::ops::checkpoint::{self, CheckpointRequest, CheckpointStatus};
-    use evidence_gate::goals::{DiagnosticsSink, Engine, EngineOptions, SidSource, SurfaceInputs};
+    use evidence_gate::goals::{Engine, EngineOptions};
     use std::sync::{Arc, Mutex};
 
     let repo = repo_with_plan("- a\n- b");
     let rules = evidence_gate::rules::RuleSet::embedded().unwrap();
     let root =
         cap_std::fs::Dir::open_ambient_dir(repo.path(), cap_std::ambient_authority()).unwrap();
-    let mut engine = Engine::new(
-        root,
-        &rules,
-        EngineOptions {
-            profile: "ulw-loop".into(),
-            session: SidSource::None,
-            env_sid: None,
-            lock_timeout_ms: None,
-            root_abs: None,
-            surface: SurfaceInputs::default(),
-            diagnostics: DiagnosticsSink::none(),
-            worktree_prefix: String::new(),
-        },
-    )
-    .unwrap();
+    let mut engine = Engine::new(root, &rules, EngineOptions::new("ulw-loop")).unwrap();
     // (plan bytes, ledger bytes) each time the work ran.
     type Seen = Vec<(Vec<u8>, Vec<u8>)>;
     let seen: Arc<Mutex<Seen>> = Arc::default();
@@ -601,17 +587,8 @@ fn work_before_the_next_write_runs_before_plan_and_ledger_change() {
         std::fs::read(state(&repo, "goals.json")).unwrap(),
         ledger_bytes(&repo),
     );
-    let request = |goal: &str, evidence: &str| CheckpointRequest {
-        goal_id: goal.into(),
-        status: CheckpointStatus::Blocked,
-        evidence: Some(evidence.into()),
-        evidence_files: Vec::new(),
-        host_goal: None,
-        quality_gate: None,
-        accept_task_scoped: None,
-        start_pending: false,
-        no_advance: false,
-        strict: false,
+    let request = |goal: &str, evidence: &str| {
+        CheckpointRequest::new(goal, CheckpointStatus::Blocked, evidence)
     };
     checkpoint::run(
         &engine,

@@ -25,6 +25,15 @@ pub fn ulw(repo: &Repo, args: &[&str]) -> Run {
     eg(repo, "ulw-loop", &all)
 }
 
+/// `evidence-gate ulw-loop steer --session-id <sid> --kind <kind> <args…>
+/// --json`.
+pub fn steer_in(repo: &Repo, sid: &str, kind: &str, args: &[&str]) -> Run {
+    let mut all = vec!["steer", "--session-id", sid, "--kind", kind];
+    all.extend_from_slice(args);
+    all.push("--json");
+    eg(repo, "ulw-loop", &all)
+}
+
 /// Session variables are cleared so the host environment cannot scope tests.
 pub fn clean_env() -> Vec<(&'static str, &'static str)> {
     vec![

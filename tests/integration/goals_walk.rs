@@ -23,6 +23,15 @@ fn ledger_file(h: &HookRepo) -> std::path::PathBuf {
     h.join(&format!("{ULW}/{SID}/ledger.jsonl"))
 }
 
+/// Appends `bytes` to the ledger, as the agent can.
+fn append_ledger(h: &HookRepo, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(ledger_file(h))
+        .unwrap();
+    std::io::Write::write_all(&mut f, bytes).unwrap();
+}
+
 fn ok(r: Run) -> Value {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     r.json()
@@ -42,20 +51,15 @@ fn started() -> HookRepo {
 }
 
 fn annotate(h: &HookRepo, evidence: &str) -> Value {
-    ok(eg(
+    ok(steer_in(
         &h.repo,
-        "ulw-loop",
+        SID,
+        "annotate_ledger",
         &[
-            "steer",
-            "--session-id",
-            SID,
-            "--kind",
-            "annotate_ledger",
             "--evidence",
             evidence,
             "--rationale",
             "context for the reviewers",
-            "--json",
         ],
     ))
 }
@@ -157,23 +161,14 @@ fn honest_annotations_past_the_distance_name_a_newer_head() {
     assert!(read < 64 * 1024, "the Stop hook read {read} bytes");
 }
 
-/// The plan flipped to complete by hand, as in the Stop hook's own test.
+/// The plan flipped to complete by hand, optionally stripped of the head
+/// it names.
 fn flip_to_complete(h: &HookRepo, strip_head: bool) {
-    let mut p: Value = h.read_json(&goals()).unwrap();
-    for g in p["goals"].as_array_mut().unwrap() {
-        g["status"] = json!("complete");
-        for c in g["successCriteria"].as_array_mut().unwrap() {
-            c["status"] = json!("pass");
+    h.flip_plan_to_complete(&goals(), |p| {
+        if strip_head {
+            p.as_object_mut().unwrap().remove("lastMutation");
         }
-    }
-    p["aggregateCompletion"] =
-        json!({"status": "complete", "completedAt": "2026-11-30T11:00:00.000Z"});
-    if strip_head {
-        p.as_object_mut().unwrap().remove("lastMutation");
-    }
-    let mut text = serde_json::to_string_pretty(&p).unwrap();
-    text.push('\n');
-    h.write(&goals(), text);
+    });
 }
 
 /// A JSON object of about `len` bytes the engine never wrote.
@@ -194,12 +189,7 @@ fn attack_a_line_past_the_hook_budget_does_not_hide_an_edited_plan() {
         if terminated {
             tail.push('\n');
         }
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(ledger_file(&h))
-            .unwrap();
-        std::io::Write::write_all(&mut f, tail.as_bytes()).unwrap();
-        drop(f);
+        append_ledger(&h, tail.as_bytes());
         let (run, read) = stop(&h);
         let reason = block_reason(&run);
         assert!(
@@ -221,12 +211,7 @@ fn attack_a_line_past_the_hook_budget_does_not_hide_an_edited_plan() {
 fn attack_a_foreign_line_after_a_stripped_head_does_not_make_the_plan_legacy() {
     let h = started();
     flip_to_complete(&h, true);
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(ledger_file(&h))
-        .unwrap();
-    std::io::Write::write_all(&mut f, (junk_line(16) + "\n").as_bytes()).unwrap();
-    drop(f);
+    append_ledger(&h, (junk_line(16) + "\n").as_bytes());
     let (run, _) = stop(&h);
     let reason = block_reason(&run);
     assert!(reason.contains("_TAMPERED"), "{reason}");
@@ -252,26 +237,8 @@ fn node_state_past_the_budget() -> HookRepo {
         ));
         i += 1;
     }
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(ledger_file(&h))
-        .unwrap();
-    std::io::Write::write_all(&mut f, more.as_bytes()).unwrap();
+    append_ledger(&h, more.as_bytes());
     h
-}
-
-fn stop_node(h: &HookRepo) -> (Run, u64) {
-    let report = h.join("io-report.jsonl");
-    let _ = std::fs::remove_file(&report);
-    let run = h.hook(
-        "stop",
-        &["--host", "codex"],
-        &h.codex_stop(SID),
-        &[("EVIDENCE_GATE_IO_REPORT", report.to_str().unwrap())],
-    );
-    let text = std::fs::read_to_string(&report).unwrap();
-    let r: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
-    (run, r["file_bytes"].as_u64().unwrap())
 }
 
 /// Honest: a Node tool's ledger longer than the hook's budget holds no
@@ -280,7 +247,7 @@ fn stop_node(h: &HookRepo) -> (Run, u64) {
 #[test]
 fn honest_a_node_ledger_past_the_budget_stays_legacy() {
     let h = node_state_past_the_budget();
-    let (run, read) = stop_node(&h);
+    let (run, read) = stop(&h);
     let reason = block_reason(&run);
     assert!(reason.contains("G002"), "the plan resumes: {reason}");
     assert!(!reason.contains("_TAMPERED"), "{reason}");
@@ -300,30 +267,14 @@ fn attack_a_bound_node_ledger_hidden_behind_node_lines_is_caught_by_the_observed
         &["complete-goals", "--session-id", SID, "--json"],
     ));
     // An honest stop observes the engine's head.
-    let (run, _) = stop_node(&h);
+    let (run, _) = stop(&h);
     let reason = block_reason(&run);
     assert!(reason.contains("G002"), "the plan resumes: {reason}");
-    let path = goals();
-    let mut p: Value = h.read_json(&path).unwrap();
-    for g in p["goals"].as_array_mut().unwrap() {
-        g["status"] = json!("complete");
-        for c in g["successCriteria"].as_array_mut().unwrap() {
-            c["status"] = json!("pass");
-        }
-    }
-    p.as_object_mut().unwrap().remove("lastMutation");
-    let mut text = serde_json::to_string_pretty(&p).unwrap();
-    text.push('\n');
-    h.write(&path, text);
+    flip_to_complete(&h, true);
     let node_line = "{\"at\":\"2026-03-02T11:00:00.000Z\",\"kind\":\"note\",\"message\":\"padding the tail past the budget\"}\n";
     let pad = node_line.repeat(700 * 1024 / node_line.len() + 1);
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(ledger_file(&h))
-        .unwrap();
-    std::io::Write::write_all(&mut f, pad.as_bytes()).unwrap();
-    drop(f);
-    let (run, read) = stop_node(&h);
+    append_ledger(&h, pad.as_bytes());
+    let (run, read) = stop(&h);
     let reason = block_reason(&run);
     assert!(reason.contains("LEDGER_TAMPERED"), "{reason}");
     assert!(read < 1024 * 1024, "the Stop hook read {read} bytes");

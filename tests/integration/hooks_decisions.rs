@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::ci_support::{audit, findings};
-use crate::goals_support::{clean_env, eg};
+use crate::goals_support::{clean_env, eg, steer_in};
 use crate::hooks_support::*;
 
 const SID: &str = "s1";
@@ -46,15 +46,11 @@ fn user_prompt(h: &HookRepo, text: &str) {
 
 fn waive_all(h: &HookRepo, decision: &str) {
     for id in ids(h) {
-        let run = eg(
+        let run = steer_in(
             &h.repo,
-            "ulw-loop",
+            SID,
+            "mark_blocked_superseded",
             &[
-                "steer",
-                "--session-id",
-                SID,
-                "--kind",
-                "mark_blocked_superseded",
                 "--goal-id",
                 &id,
                 "--user-decision",
@@ -63,7 +59,6 @@ fn waive_all(h: &HookRepo, decision: &str) {
                 "the goal is no longer needed",
                 "--rationale",
                 "waive it",
-                "--json",
             ],
         );
         assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);

@@ -464,6 +464,25 @@ impl HookRepo {
         );
     }
 
+    /// The agent's hand edit of the plan at `rel`: every goal and
+    /// criterion flipped to done, a completion record added, then `also`
+    /// applied, written back in the engine's layout.
+    pub fn flip_plan_to_complete(&self, rel: &str, also: impl FnOnce(&mut Value)) {
+        let mut p: Value = self.read_json(rel).unwrap();
+        for g in p["goals"].as_array_mut().unwrap() {
+            g["status"] = json!("complete");
+            for c in g["successCriteria"].as_array_mut().unwrap() {
+                c["status"] = json!("pass");
+            }
+        }
+        p["aggregateCompletion"] =
+            json!({"status": "complete", "completedAt": "2026-11-30T11:00:00.000Z"});
+        also(&mut p);
+        let mut text = serde_json::to_string_pretty(&p).unwrap();
+        text.push('\n');
+        self.write(rel, text);
+    }
+
     /// Reads a JSON state file, if present.
     pub fn read_json(&self, rel: &str) -> Option<Value> {
         let text = std::fs::read_to_string(self.join(rel)).ok()?;

@@ -312,7 +312,7 @@ impl<'e> Locked<'e> {
                     stamp_plan_sha(&mut entries, d);
                     // Plan first: name the head these records will make.
                     let h = next_head(&self.view.head, &entries);
-                    self.rebind_raw(&h)?;
+                    self.rebind(None, &h)?;
                     named = Some(h);
                 }
                 self.append_now(&entries)?;
@@ -352,8 +352,12 @@ impl<'e> Locked<'e> {
     }
 
     /// Rewrites only `lastMutation.ledgerHead` of `goals.json` as it is on
-    /// disk (its body, and so its digest, unchanged).
-    fn rebind_raw(&self, head: &NamedHead) -> Result<(), GoalError> {
+    /// disk, to `new` (its body, and so its digest, unchanged). Given the
+    /// head the file names now (`old`), a file the engine laid out
+    /// (`lastMutation` its last member, `ledgerHead` the last of that, naming
+    /// `old`) keeps every byte before that member and gets only a new end;
+    /// any other file is parsed and written again.
+    fn rebind(&self, old: Option<&NamedHead>, new: &NamedHead) -> Result<(), GoalError> {
         let paths = &self.engine.paths;
         let max = self.engine.profile.limits.max_plan_bytes;
         let Some(state::ReadOutcome::Bytes(bytes)) =
@@ -361,13 +365,19 @@ impl<'e> Locked<'e> {
         else {
             return Ok(());
         };
+        if let Some(prefix) = old.and_then(|o| binding::ledger_head_prefix(&bytes, o)) {
+            let end = binding::ledger_head_end(new);
+            return stop_view::keeping_view(&self.dir, || {
+                self.write_pieces(state::GOALS, &[prefix, end.as_bytes()])
+            });
+        }
         let Ok(Value::Object(mut doc)) = crate::json::parse_strict(&bytes) else {
             return Ok(());
         };
         let Some(lm) = doc.get_mut("lastMutation").and_then(Value::as_object_mut) else {
             return Ok(());
         };
-        lm.insert(binding::LEDGER_HEAD.into(), head.to_json());
+        lm.insert(binding::LEDGER_HEAD.into(), new.to_json());
         let mut out = serde_json::to_vec_pretty(&doc).expect("JSON values serialise");
         out.push(b'\n');
         stop_view::keeping_view(&self.dir, || self.write_file(state::GOALS, &out))
@@ -389,40 +399,19 @@ impl<'e> Locked<'e> {
         REBIND_AFTER.max(plan / 4)
     }
 
-    /// Rewrites `lastMutation.ledgerHead` of `goals.json` from `old` to
-    /// `new`. A plan file the engine laid out (`lastMutation` its last
-    /// member, `ledgerHead` the last of that, naming `old`) keeps every byte
-    /// before that member and gets only a new end; any other layout is
-    /// rewritten through [`Locked::rebind_raw`].
-    fn rebind_from(&self, old: &NamedHead, new: &NamedHead) -> Result<(), GoalError> {
-        let paths = &self.engine.paths;
-        let max = self.engine.profile.limits.max_plan_bytes;
-        let Some(state::ReadOutcome::Bytes(bytes)) =
-            state::read_file(&self.dir, state::GOALS, &paths.goals(), max)?
-        else {
-            return Ok(());
-        };
-        match binding::ledger_head_prefix(&bytes, old) {
-            Some(prefix) => {
-                let end = binding::ledger_head_end(new);
-                stop_view::keeping_view(&self.dir, || {
-                    self.write_pieces(state::GOALS, &[prefix, end.as_bytes()])
-                })
-            }
-            None => self.rebind_raw(new),
-        }
-    }
-
     /// After an append whose head was named before writing: records a Node
     /// tool appended meanwhile (absorbed by the append) change the chain, so
     /// the plan names the head actually written.
     fn rebind_if_moved(&self, named: &NamedHead) -> Result<(), GoalError> {
         let now = &self.view.head;
         match &now.last_hash {
-            Some(h) if *h != named.sha256 => self.rebind_raw(&NamedHead {
-                seq: now.last_seq,
-                sha256: h.clone(),
-            }),
+            Some(h) if *h != named.sha256 => self.rebind(
+                None,
+                &NamedHead {
+                    seq: now.last_seq,
+                    sha256: h.clone(),
+                },
+            ),
             _ => Ok(()),
         }
     }
@@ -703,7 +692,7 @@ impl<'e> Locked<'e> {
                 seq: a.head.last_seq,
                 sha256: h.clone(),
             };
-            let _ = self.rebind_from(old, &new);
+            let _ = self.rebind(Some(old), &new);
         }
         let mut written_plan = written_plan;
         if let (Some(named), Some(plan), Some((body, _)), Some(h)) =

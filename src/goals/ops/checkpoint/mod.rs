@@ -64,6 +64,29 @@ pub struct CheckpointRequest {
     pub strict: bool,
 }
 
+impl CheckpointRequest {
+    /// `checkpoint --goal-id <goal_id> --status <status> --evidence
+    /// <evidence>` and no other flag. Set the fields that apply after.
+    pub fn new(
+        goal_id: impl Into<String>,
+        status: CheckpointStatus,
+        evidence: impl Into<String>,
+    ) -> CheckpointRequest {
+        CheckpointRequest {
+            goal_id: goal_id.into(),
+            status,
+            evidence: Some(evidence.into()),
+            evidence_files: Vec::new(),
+            host_goal: None,
+            quality_gate: None,
+            accept_task_scoped: None,
+            start_pending: false,
+            no_advance: false,
+            strict: false,
+        }
+    }
+}
+
 /// The result of `checkpoint`.
 #[derive(Debug)]
 pub struct CheckpointOutcome {
