@@ -278,7 +278,8 @@ fn reaches(seq: Option<u64>, stop_seq: Option<u64>) -> bool {
 /// or, without a named head, back to the last chained record — reading at
 /// most the `budget` bytes before `end`. `found` tells whether a newer
 /// chained record was read already. Only the records the judgement compares
-/// are hashed: the newest chained record and the one at `stop_seq`.
+/// are hashed: the newest record, the newest chained record and the one at
+/// `stop_seq`.
 fn read_tail(
     file: &mut File,
     end: u64,
@@ -295,7 +296,7 @@ fn read_tail(
     let mut stopped = false;
     let whole = journal::read_back_within(file, end, budget, |at, line| {
         let mut r = TailRecord::fields(line);
-        if r.seq.is_some() && (!found || r.seq == stop_seq) {
+        if t.records.is_empty() || (r.seq.is_some() && (!found || r.seq == stop_seq)) {
             r.sha256 = ledger::record_hash(line);
         }
         found |= r.seq.is_some();
@@ -577,6 +578,77 @@ fn judge_records(plan: &Plan, tail: &[TailRecord], pending: bool, cut: bool) -> 
     judge_digest(d, plan.doc(), tail, pending, cut)
 }
 
+/// The `lastMutation` member in which the recovery check, naming the head
+/// its records will make before it appends them (plan first), keeps the
+/// `ledger_repaired` marker it puts before the recovered entries.
+pub(crate) const RECOVERY: &str = "recovery";
+
+/// Why a pending mutation is not what a crash between the plan write and
+/// the append leaves, if it is not. The engine names the head from the very
+/// records it is about to append, chained onto the ledger's last record, so
+/// after such a crash the entries of `lastMutation` not yet in the ledger (a
+/// suffix of them: an append may land in part), chained onto the ledger's
+/// last record (`tail`'s newest; `found`: the last chained one), make
+/// exactly the head the plan names. A crash during the recovery of such a
+/// crash leaves the recovery's records named instead: its marker (kept in
+/// `lastMutation.recovery`) and the entries marked `recovered`. Entries
+/// written into the plan by hand, for the next recovery to append as if the
+/// engine had meant them, make neither, unless whoever wrote them also
+/// chained them as the engine does.
+fn pending_off_chain(
+    doc: &Map<String, Value>,
+    tail: &[TailRecord],
+    found: Option<&(u64, String)>,
+    head: &NamedHead,
+) -> Option<String> {
+    let lm = doc.get("lastMutation");
+    let entries: Vec<Map<String, Value>> = lm
+        .and_then(|m| m.get("entries"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_object).cloned().collect())
+        .unwrap_or_default();
+    let marker = lm.and_then(|m| m.get(RECOVERY)).and_then(Value::as_object);
+    let last_seq = found.map_or(0, |(s, _)| *s);
+    let last_hash = tail
+        .first()
+        .map(|t| t.sha256.as_str())
+        .filter(|s| !s.is_empty());
+    let makes_head = |records: &[Map<String, Value>]| {
+        let (_, recs) = ledger::chain_records(last_seq, last_hash, records);
+        recs.last()
+            .is_some_and(|r| r.seq == head.seq && r.hash == head.sha256)
+    };
+    let recovered = |rest: &[Map<String, Value>]| -> Vec<Map<String, Value>> {
+        rest.iter()
+            .cloned()
+            .map(|mut e| {
+                e.insert("recovered".into(), Value::Bool(true));
+                e
+            })
+            .collect()
+    };
+    // The recovery's records land in part too: its marker alone, or with
+    // some of the recovered entries.
+    let chained = (0..entries.len()).any(|k| {
+        let rest = &entries[k..];
+        makes_head(rest)
+            || marker.is_some_and(|m| {
+                let again = recovered(rest);
+                let mut records = vec![m.clone()];
+                records.extend(again.iter().cloned());
+                makes_head(&records) || makes_head(&again)
+            })
+    });
+    (!chained).then(|| {
+        format!(
+            "the plan's lastMutation holds {} entr{} that the ledger lacks, but chained onto its last record (seq {last_seq}) they do not make the head the plan names (seq {}); the engine names that head from those very records before it writes the plan, so they were written into the plan by hand",
+            entries.len(),
+            if entries.len() == 1 { "y" } else { "ies" },
+            head.seq
+        )
+    })
+}
+
 fn judge_digest(
     d: String,
     doc: &Map<String, Value>,
@@ -642,7 +714,12 @@ fn judge_digest(
                 );
             }
         }
-        if b.plan_tampered.is_some() {
+        if b.plan_tampered.is_none()
+            && let Some(why) = pending_off_chain(doc, tail, b.found.as_ref(), &h)
+        {
+            b.ledger_tampered = Some(why);
+        }
+        if b.plan_tampered.is_some() || b.ledger_tampered.is_some() {
             b.state = State::Tampered;
         }
         return b;
@@ -1115,9 +1192,98 @@ mod tests {
         let mut p = bound_doc(9, "h9");
         assert_eq!(judge(&p, &[], true).codes(), vec!["PLAN_TAMPERED"]);
         let d = body_sha256(&p);
-        p["lastMutation"]["entries"] = json!([{"kind": "k", "planSha256": d}]);
+        let entries = vec![
+            json!({"kind": "k", "planSha256": d})
+                .as_object()
+                .unwrap()
+                .clone(),
+        ];
+        p["lastMutation"]["entries"] = json!(entries);
+        // The head the engine names for these entries on an empty ledger.
+        let (_, recs) = ledger::chain_records(0, None, &entries);
+        let head = NamedHead {
+            seq: recs[0].seq,
+            sha256: recs[0].hash.clone(),
+        };
+        p["lastMutation"][LEDGER_HEAD] = head.to_json();
         assert_eq!(judge(&p, &[], true).state, State::Pending);
         p.insert("edited".into(), json!(true));
         assert_eq!(judge(&p, &[], true).codes(), vec!["PLAN_TAMPERED"]);
+    }
+
+    /// A pending mutation is what a crash between the plan write and the
+    /// append leaves only when its entries not in the ledger, chained onto
+    /// the ledger's last record, make the head the plan names: after a whole
+    /// or partial append, and after a recovery cut short (its marker kept in
+    /// `lastMutation.recovery`). Entries written into the plan by hand are
+    /// `LEDGER_TAMPERED`.
+    #[test]
+    fn a_pending_mutation_must_chain_to_the_head_the_plan_names() {
+        let obj = |v: Value| v.as_object().unwrap().clone();
+        let ledger_before = vec![obj(json!({"kind": "plan_created", "revision": 1}))];
+        let (_, before) = ledger::chain_records(0, None, &ledger_before);
+        let last = &before[0];
+        let tail = [rec(Some(last.seq), &last.hash, Some("old"))];
+        let mut p = doc(r#"{"version":1,"goals":[],"revision":2}"#);
+        let d = body_sha256(&p);
+        let entries: Vec<Map<String, Value>> = ["goal_started", "criterion_recorded"]
+            .iter()
+            .map(|k| obj(json!({"kind": k, "revision": 2, "planSha256": d})))
+            .collect();
+        let (_, recs) = ledger::chain_records(last.seq, Some(&last.hash), &entries);
+        let named = |r: &ledger::ChainedRecord| NamedHead {
+            seq: r.seq,
+            sha256: r.hash.clone(),
+        };
+        let set = |p: &mut Map<String, Value>, head: &NamedHead, extra: Option<Value>| {
+            let mut lm = json!({"revision": 2, "fromSeq": 2, "entries": entries.clone(),
+                                LEDGER_HEAD: head.to_json()});
+            if let Some(m) = extra {
+                lm[RECOVERY] = m;
+            }
+            p.insert("lastMutation".into(), lm);
+        };
+        // The crash before the append.
+        set(&mut p, &named(&recs[1]), None);
+        assert_eq!(judge(&p, &tail, true).state, State::Pending);
+        // The first entry landed, the second did not.
+        let first = rec(Some(recs[0].seq), &recs[0].hash, Some(&d));
+        assert_eq!(judge(&p, &[first], true).state, State::Pending);
+        // A head made up by hand.
+        set(
+            &mut p,
+            &NamedHead {
+                seq: 3,
+                sha256: "0".repeat(64),
+            },
+            None,
+        );
+        let b = judge(&p, &tail, true);
+        assert_eq!(b.codes(), vec!["LEDGER_TAMPERED"]);
+        assert!(b.ledger_tampered.unwrap().contains("by hand"));
+        // The recovery named marker + both entries, and only its marker landed.
+        let marker = obj(json!({"kind": "ledger_repaired", "revision": 2,
+                                 "repair": {"reason": "ledger_behind_plan", "recoveredCount": 2}}));
+        let mut again = vec![marker.clone()];
+        again.extend(entries.iter().cloned().map(|mut e| {
+            e.insert("recovered".into(), json!(true));
+            e
+        }));
+        let (_, rrecs) = ledger::chain_records(last.seq, Some(&last.hash), &again);
+        set(&mut p, &named(&rrecs[2]), Some(Value::Object(marker)));
+        assert_eq!(
+            judge(&p, &tail, true).state,
+            State::Pending,
+            "nothing of it landed"
+        );
+        let landed = rec(Some(rrecs[0].seq), &rrecs[0].hash, Some(&d));
+        assert_eq!(
+            judge(&p, &[landed], true).state,
+            State::Pending,
+            "its marker landed"
+        );
+        // Without the marker kept, that head is not the entries'.
+        set(&mut p, &named(&rrecs[2]), None);
+        assert_eq!(judge(&p, &tail, true).codes(), vec!["LEDGER_TAMPERED"]);
     }
 }

@@ -136,7 +136,12 @@ impl Run4 {
             {
                 e["planSha256"] = json!(d);
             }
-            if let Some(r) = chain(&entries).1.last() {
+            // The head the engine names: the ledger with the entries of
+            // `lastMutation` it does not end with yet appended.
+            let pending = pending_entries(&entries, lm);
+            let mut all = entries.clone();
+            all.extend(pending);
+            if let Some(r) = chain(&all).1.last() {
                 lm.insert("ledgerHead".into(), json!({"seq": r.seq, "sha256": r.hash}));
             }
         }
@@ -151,6 +156,34 @@ impl Run4 {
     pub fn ledger(&self) -> String {
         format!("{}/ledger.jsonl", self.dir)
     }
+}
+
+/// The entries of `lm` the ledger `entries` lacks, counted as the engine's
+/// recovery check counts them: ledger records from `fromSeq` on with the
+/// mutation's revision, not counting its own `ledger_repaired` markers.
+fn pending_entries(
+    entries: &[Map<String, Value>],
+    lm: &Map<String, Value>,
+) -> Vec<Map<String, Value>> {
+    let lm_entries: Vec<Map<String, Value>> = lm
+        .get("entries")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_object).cloned().collect())
+        .unwrap_or_default();
+    let rev = lm.get("revision").and_then(Value::as_u64);
+    let from = lm.get("fromSeq").and_then(Value::as_u64).unwrap_or(0);
+    let landed = entries
+        .iter()
+        .enumerate()
+        .filter(|(i, e)| {
+            *i as u64 + 1 >= from
+                && e.get("revision").and_then(Value::as_u64) == rev
+                && e.get("repair")
+                    .and_then(|r| r.get("recoveredCount"))
+                    .is_none()
+        })
+        .count();
+    lm_entries[landed.min(lm_entries.len())..].to_vec()
 }
 
 fn write_plan_value(repo: &Repo, dir: &str, plan: &Value) {

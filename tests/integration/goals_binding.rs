@@ -647,3 +647,88 @@ fn force_archives_a_tampered_run_and_records_its_binding() {
     let s = expect_ok(&home.ulw(&repo, &["status"]));
     assert_eq!(s["ledger"]["binding"]["state"], "bound");
 }
+
+/// Attack: the agent writes a "crash" into the plan: everything complete,
+/// the revision bumped, and a `lastMutation` whose entries (carrying the new
+/// body's digest) the ledger lacks, as if the engine had been killed between
+/// its plan write and its append. Such entries, chained onto the ledger's
+/// last record, must make the head the plan names; these do not, so the
+/// plan is `LEDGER_TAMPERED` for `status`, `repair` (which does not append
+/// them) and the Stop hook, never a recovery to complete. The honest crash
+/// next to it is `honest_annotations_and_a_recovered_crash_stay_bound`.
+#[test]
+fn attack_a_crash_written_into_the_plan_is_not_recovered() {
+    let home = Home::new();
+    let repo = run_in_progress(&home);
+    let mut p = plan(&repo);
+    let mut lm = p.as_object_mut().unwrap().remove("lastMutation").unwrap();
+    for g in p["goals"].as_array_mut().unwrap() {
+        g["status"] = json!("complete");
+        for c in g["successCriteria"].as_array_mut().unwrap() {
+            c["status"] = json!("pass");
+        }
+    }
+    p["aggregateCompletion"] =
+        json!({"status": "complete", "completedAt": "2026-11-30T11:00:00.000Z"});
+    let rev = p["revision"].as_u64().unwrap() + 1;
+    p["revision"] = json!(rev);
+    let mut body = serde_json::to_string_pretty(&p).unwrap();
+    body.push('\n');
+    let digest = evidence_gate::internals::sha256_hex(body.as_bytes());
+    let seq = lm["ledgerHead"]["seq"].as_u64().unwrap();
+    lm["revision"] = json!(rev);
+    lm["fromSeq"] = json!(seq + 1);
+    lm["entries"] = json!([{"at": "2026-11-30T11:00:00.000Z", "kind": "aggregate_completed",
+                            "message": "all goals complete", "revision": rev, "planSha256": digest}]);
+    lm["ledgerHead"] = json!({"seq": seq + 1, "sha256": "0".repeat(64)});
+    p["lastMutation"] = lm;
+    write_plan_value(&repo, &p);
+    let before = ledger_len(&repo);
+    all_report(&home, &repo, "LEDGER_TAMPERED");
+    expect_error(&home.ulw(&repo, &["repair"]), "ULW_LOOP_LEDGER_TAMPERED");
+    assert_eq!(ledger_len(&repo), before, "nothing was appended");
+}
+
+/// The Stop hook does not end a run on a crash written into the plan: the
+/// plan flipped to complete with a `lastMutation` the ledger lacks, whose
+/// entries carry the new body's digest, blocks as `LEDGER_TAMPERED`.
+#[test]
+fn the_stop_hook_does_not_trust_a_crash_written_into_the_plan() {
+    let h = HookRepo::new();
+    let sid = "s1";
+    for args in [
+        &[
+            "create-goals",
+            "--session-id",
+            sid,
+            "--brief",
+            "- a\n- b",
+            "--json",
+        ][..],
+        &["complete-goals", "--session-id", sid, "--json"][..],
+    ] {
+        let r = eg(&h.repo, "ulw-loop", args);
+        assert_eq!(r.code, 0, "{}", r.stdout);
+    }
+    h.flip_plan_to_complete(&format!("{ULW}/{sid}/goals.json"), |p| {
+        let mut lm = p.as_object_mut().unwrap().remove("lastMutation").unwrap();
+        let rev = p["revision"].as_u64().unwrap() + 1;
+        p["revision"] = json!(rev);
+        let digest = evidence_gate::internals::plan_body_sha256(p.as_object().unwrap());
+        let seq = lm["ledgerHead"]["seq"].as_u64().unwrap();
+        lm["revision"] = json!(rev);
+        lm["fromSeq"] = json!(seq + 1);
+        lm["entries"] =
+            json!([{"kind": "aggregate_completed", "revision": rev, "planSha256": digest}]);
+        lm["ledgerHead"] = json!({"seq": seq + 1, "sha256": "0".repeat(64)});
+        p["lastMutation"] = lm;
+    });
+    let run = h.hook(
+        "stop",
+        &["--host", "codex"],
+        &h.codex_stop(sid),
+        &clean_env(),
+    );
+    let reason = block_reason(&run);
+    assert!(reason.contains("LEDGER_TAMPERED"), "{reason}");
+}

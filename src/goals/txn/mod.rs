@@ -312,7 +312,7 @@ impl<'e> Locked<'e> {
                     stamp_plan_sha(&mut entries, d);
                     // Plan first: name the head these records will make.
                     let h = next_head(&self.view.head, &entries);
-                    self.rebind(None, &h)?;
+                    self.rebind_recovering(&h, &entries[0])?;
                     named = Some(h);
                 }
                 self.append_now(&entries)?;
@@ -358,6 +358,27 @@ impl<'e> Locked<'e> {
     /// `old`) keeps every byte before that member and gets only a new end;
     /// any other file is parsed and written again.
     fn rebind(&self, old: Option<&NamedHead>, new: &NamedHead) -> Result<(), GoalError> {
+        self.rebind_with(old, new, None)
+    }
+
+    /// [`Locked::rebind`] by the recovery check, which also keeps in
+    /// `lastMutation.recovery` the marker it puts before the recovered
+    /// entries, so the head it names can be told from a hand-written one
+    /// until they land (docs/threat-model.md#i7).
+    fn rebind_recovering(
+        &self,
+        new: &NamedHead,
+        marker: &Map<String, Value>,
+    ) -> Result<(), GoalError> {
+        self.rebind_with(None, new, Some(marker))
+    }
+
+    fn rebind_with(
+        &self,
+        old: Option<&NamedHead>,
+        new: &NamedHead,
+        marker: Option<&Map<String, Value>>,
+    ) -> Result<(), GoalError> {
         let paths = &self.engine.paths;
         let max = self.engine.profile.limits.max_plan_bytes;
         let Some(state::ReadOutcome::Bytes(bytes)) =
@@ -378,6 +399,9 @@ impl<'e> Locked<'e> {
             return Ok(());
         };
         lm.insert(binding::LEDGER_HEAD.into(), new.to_json());
+        if let Some(m) = marker {
+            lm.insert(binding::RECOVERY.into(), Value::Object(m.clone()));
+        }
         let mut out = serde_json::to_vec_pretty(&doc).expect("JSON values serialise");
         out.push(b'\n');
         stop_view::keeping_view(&self.dir, || self.write_file(state::GOALS, &out))
