@@ -13,7 +13,9 @@
 //!   records (200 goals), plus the spec workload (1,000 goals, 100k records),
 //!   for `status`, `steer` (new key and dedupe replay), `checkpoint`,
 //!   `record-evidence`, the Stop hook and the steering prompt hook, with the
-//!   bytes each hook read from files (`EVIDENCE_GATE_IO_REPORT`).
+//!   bytes each hook read from files (`EVIDENCE_GATE_IO_REPORT`);
+//! * the binding walk: the steering prompt hook's time and bytes read after
+//!   0 / 300 / 1,000 annotations since the plan's last write (40 goals).
 //!
 //! `PERF_BIN_DIR=<dir with evidence-gate and verify-evidence>` measures
 //! those binaries instead of the ones this bench was built with (another
@@ -296,6 +298,49 @@ fn hook_payload(root: &Path, event: &str, extra: Value) -> Vec<u8> {
     v.to_string().into_bytes()
 }
 
+/// `steer --kind annotate_ledger` on `target` with idempotency key `key`:
+/// an append that leaves the plan unchanged.
+fn note(key: String, target: &str) -> Vec<String> {
+    s(&[
+        "ulw-loop",
+        "steer",
+        "--kind",
+        "annotate_ledger",
+        "--goal-id",
+        target,
+        "--idempotency-key",
+        &key,
+        "--evidence",
+        "observed a slow query in staging",
+        "--rationale",
+        "record it for the reviewers",
+        "--json",
+    ])
+}
+
+/// The steering prompt hook's `i`-th call in `root`: an annotation.
+fn prompt_steer(i: usize, root: &Path) -> Op {
+    let d = json!({"kind": "annotate_ledger", "evidence": format!("perf note {i}"),
+                   "rationale": "latency curve"});
+    Op {
+        name: "prompt-steer",
+        args: s(&[
+            "hook",
+            "user-prompt-submit",
+            "--host",
+            "codex",
+            "--profile",
+            "auto",
+        ]),
+        stdin: hook_payload(
+            root,
+            "UserPromptSubmit",
+            json!({"prompt": format!("OMO_ULW_LOOP_STEER: {d}")}),
+        ),
+        hook: true,
+    }
+}
+
 /// One timed operation of the curves.
 struct Op {
     name: &'static str,
@@ -320,17 +365,79 @@ fn time_op(
     }
     // The bytes read from files by one more call (hooks only).
     let o = op(runs);
-    let read = o.hook.then(|| {
-        let report = home.join("io-report.jsonl");
-        let _ = std::fs::remove_file(&report);
-        let env = [("EVIDENCE_GATE_IO_REPORT", report.display().to_string())];
-        run(&b.gate, &o.args, root, &o.stdin, &env, home);
-        let text = std::fs::read_to_string(&report).unwrap_or_default();
-        let v: Value =
-            serde_json::from_str(text.lines().last().unwrap_or("{}")).unwrap_or(Value::Null);
-        v["file_bytes"].as_u64().unwrap_or(u64::MAX)
-    });
+    let read = o.hook.then(|| bytes_read(&b.gate, &o, root, home));
     (median_ms(new), None, read)
+}
+
+/// The bytes one call of `o` reads from files (`rchar` minus stdin, from
+/// `EVIDENCE_GATE_IO_REPORT`).
+fn bytes_read(gate: &Path, o: &Op, root: &Path, home: &Path) -> u64 {
+    let report = home.join("io-report.jsonl");
+    let _ = std::fs::remove_file(&report);
+    let env = [("EVIDENCE_GATE_IO_REPORT", report.display().to_string())];
+    run(gate, &o.args, root, &o.stdin, &env, home);
+    let text = std::fs::read_to_string(&report).unwrap_or_default();
+    let v: Value = serde_json::from_str(text.lines().last().unwrap_or("{}")).unwrap_or(Value::Null);
+    v["file_bytes"].as_u64().unwrap_or(u64::MAX)
+}
+
+/// The steering prompt hook as annotations pile up after the plan's last
+/// write (40 goals): the binding check walks back from the ledger's end to
+/// the head the plan names, so what a call reads and how long it takes show
+/// whether that walk is bounded. Each build runs on its own copy of the
+/// workload, bound by one engine write first.
+fn walk_curve(b: &Bins, base: Option<&Bins>, home: &Path, quick: bool) {
+    let marks: &[usize] = if quick {
+        &[0, 100, 300]
+    } else {
+        &[0, 300, 1000]
+    };
+    println!(
+        "\n## binding walk: the steering prompt hook after n annotations (40 goals; median of 7 calls)"
+    );
+    for (label, bins) in [("build", Some(b)), ("baseline", base)] {
+        let Some(bins) = bins else { continue };
+        let (repo, _, _) = workload(40, 100);
+        let root = repo.path();
+        let bind = s(&[
+            "ulw-loop",
+            "record-evidence",
+            "--goal-id",
+            &gid(0),
+            "--criterion-id",
+            "C001",
+            "--status",
+            "pass",
+            "--evidence",
+            "bound by an engine write",
+            "--json",
+        ]);
+        run(&bins.gate, &bind, root, &[], &[], home);
+        let mut done = 0;
+        let mut out = Vec::new();
+        for &m in marks {
+            while done < m {
+                run(
+                    &bins.gate,
+                    &note(format!("walk-{done}"), &gid(0)),
+                    root,
+                    &[],
+                    &[],
+                    home,
+                );
+                done += 1;
+            }
+            let times = (0..7)
+                .map(|i| {
+                    let o = prompt_steer(m + i, root);
+                    run(&bins.gate, &o.args, root, &o.stdin, &[], home).0
+                })
+                .collect();
+            let read = bytes_read(&bins.gate, &prompt_steer(m + 7, root), root, home);
+            out.push(format!("after {m}: {:.2} ms, {read} B", median_ms(times)));
+        }
+        println!("{label:<9} {}", out.join("; "));
+    }
 }
 
 /// A labelled operation: run index and repository root → the call.
@@ -374,23 +481,6 @@ fn ops(goals: usize) -> Vec<Labelled> {
     ));
     let target = gid(goals - 1);
     let t2 = target.clone();
-    let note = move |key: String, target: &str| {
-        s(&[
-            "ulw-loop",
-            "steer",
-            "--kind",
-            "annotate_ledger",
-            "--goal-id",
-            target,
-            "--idempotency-key",
-            &key,
-            "--evidence",
-            "observed a slow query in staging",
-            "--rationale",
-            "record it for the reviewers",
-            "--json",
-        ])
-    };
     v.push((
         "steer (new key)",
         Box::new(move |i, _| Op {
@@ -422,30 +512,7 @@ fn ops(goals: usize) -> Vec<Labelled> {
             hook: true,
         }),
     ));
-    v.push((
-        "hook user-prompt-submit (steering)",
-        Box::new(|i, root| Op {
-            name: "prompt-steer",
-            args: s(&[
-                "hook",
-                "user-prompt-submit",
-                "--host",
-                "codex",
-                "--profile",
-                "auto",
-            ]),
-            stdin: {
-                let d = json!({"kind": "annotate_ledger", "evidence": format!("perf note {i}"),
-                               "rationale": "latency curve"});
-                hook_payload(
-                    root,
-                    "UserPromptSubmit",
-                    json!({"prompt": format!("OMO_ULW_LOOP_STEER: {d}")}),
-                )
-            },
-            hook: true,
-        }),
-    ));
+    v.push(("hook user-prompt-submit (steering)", Box::new(prompt_steer)));
     v.push((
         "checkpoint --status complete",
         Box::new(|i, _| Op {
@@ -757,6 +824,7 @@ fn main() {
             audit(&b, base.as_ref(), repo.path(), records, home.path(), quick);
         }
     }
+    walk_curve(&b, base.as_ref(), home.path(), quick);
     println!(
         "\ntotal bench time {:.0} s",
         started.elapsed().as_secs_f64()
