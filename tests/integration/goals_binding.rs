@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::ci_audit_engine::finished_run;
 use crate::common::Run;
 use crate::goals_support::*;
-use crate::hooks_support::{HookRepo, ULW, block_reason};
+use crate::hooks_support::{HookRepo, ULW, block_reason, tampered_reason};
 
 /// A temporary HOME / XDG_STATE_HOME / XDG_CONFIG_HOME.
 struct Home(tempfile::TempDir);
@@ -541,27 +541,8 @@ fn a_revision_edited_by_hand_is_plan_tampered_with_file_and_fix() {
 /// the code and the fix. An honest engine plan resumes as before.
 #[test]
 fn the_stop_hook_fails_closed_on_a_plan_flipped_to_complete() {
-    let h = HookRepo::new();
     let sid = "s1";
-    let create = eg(
-        &h.repo,
-        "ulw-loop",
-        &[
-            "create-goals",
-            "--session-id",
-            sid,
-            "--brief",
-            "- a\n- b",
-            "--json",
-        ],
-    );
-    assert_eq!(create.code, 0, "{}", create.stdout);
-    let start = eg(
-        &h.repo,
-        "ulw-loop",
-        &["complete-goals", "--session-id", sid, "--json"],
-    );
-    assert_eq!(start.code, 0, "{}", start.stdout);
+    let h = started_hooks(sid);
     let stop = |h: &HookRepo| {
         h.hook(
             "stop",
@@ -575,7 +556,7 @@ fn the_stop_hook_fails_closed_on_a_plan_flipped_to_complete() {
     assert!(!reason.contains("TAMPERED"), "{reason}");
     // Attack: everything flipped to complete, with a completion record.
     h.flip_plan_to_complete(&format!("{ULW}/{sid}/goals.json"), |_| {});
-    let reason = block_reason(&stop(&h));
+    let reason = tampered_reason(&stop(&h));
     assert!(reason.contains("PLAN_TAMPERED"), "{reason}");
     assert!(
         reason.contains(&format!("{ULW}/{sid}/goals.json")),
@@ -585,6 +566,26 @@ fn the_stop_hook_fails_closed_on_a_plan_flipped_to_complete() {
         reason.contains("repair --session-id s1 --accept-tampered"),
         "{reason}"
     );
+    // Held while the plan stays as it is, up to the resume budget; then let
+    // through so the session is not wedged, with the fault named to the
+    // user, never as a goal whose progress stalled.
+    let mut held = 1;
+    let last = loop {
+        let run = stop(&h);
+        let v: Value = serde_json::from_str(&run.stdout).unwrap();
+        if v["decision"] != "block" {
+            break v;
+        }
+        tampered_reason(&run);
+        held += 1;
+        assert!(held <= 10, "never let through");
+    };
+    let message = last["systemMessage"].as_str().unwrap();
+    assert!(
+        message.contains("PLAN_TAMPERED") && message.contains("the fault remains"),
+        "{message}"
+    );
+    assert!(!message.contains("paused for goal"), "{message}");
 }
 
 /// The spawn guard decides nothing on a tampered plan: a spawn is denied
@@ -661,27 +662,8 @@ fn attack_a_crash_written_into_the_plan_is_not_recovered() {
     let home = Home::new();
     let repo = run_in_progress(&home);
     let mut p = plan(&repo);
-    let mut lm = p.as_object_mut().unwrap().remove("lastMutation").unwrap();
-    for g in p["goals"].as_array_mut().unwrap() {
-        g["status"] = json!("complete");
-        for c in g["successCriteria"].as_array_mut().unwrap() {
-            c["status"] = json!("pass");
-        }
-    }
-    p["aggregateCompletion"] =
-        json!({"status": "complete", "completedAt": "2026-11-30T11:00:00.000Z"});
-    let rev = p["revision"].as_u64().unwrap() + 1;
-    p["revision"] = json!(rev);
-    let mut body = serde_json::to_string_pretty(&p).unwrap();
-    body.push('\n');
-    let digest = evidence_gate::internals::sha256_hex(body.as_bytes());
-    let seq = lm["ledgerHead"]["seq"].as_u64().unwrap();
-    lm["revision"] = json!(rev);
-    lm["fromSeq"] = json!(seq + 1);
-    lm["entries"] = json!([{"at": "2026-11-30T11:00:00.000Z", "kind": "aggregate_completed",
-                            "message": "all goals complete", "revision": rev, "planSha256": digest}]);
-    lm["ledgerHead"] = json!({"seq": seq + 1, "sha256": "0".repeat(64)});
-    p["lastMutation"] = lm;
+    flip_to_complete(&mut p);
+    forge_pending_completion(&mut p);
     write_plan_value(&repo, &p);
     let before = ledger_len(&repo);
     all_report(&home, &repo, "LEDGER_TAMPERED");
@@ -694,8 +676,21 @@ fn attack_a_crash_written_into_the_plan_is_not_recovered() {
 /// entries carry the new body's digest, blocks as `LEDGER_TAMPERED`.
 #[test]
 fn the_stop_hook_does_not_trust_a_crash_written_into_the_plan() {
+    let h = started_hooks("s1");
+    h.flip_plan_to_complete(&format!("{ULW}/s1/goals.json"), forge_pending_completion);
+    let run = h.hook(
+        "stop",
+        &["--host", "codex"],
+        &h.codex_stop("s1"),
+        &clean_env(),
+    );
+    let reason = tampered_reason(&run);
+    assert!(reason.contains("LEDGER_TAMPERED"), "{reason}");
+}
+
+/// A hook repository with a two-goal run of session `sid` started.
+fn started_hooks(sid: &str) -> HookRepo {
     let h = HookRepo::new();
-    let sid = "s1";
     for args in [
         &[
             "create-goals",
@@ -710,25 +705,5 @@ fn the_stop_hook_does_not_trust_a_crash_written_into_the_plan() {
         let r = eg(&h.repo, "ulw-loop", args);
         assert_eq!(r.code, 0, "{}", r.stdout);
     }
-    h.flip_plan_to_complete(&format!("{ULW}/{sid}/goals.json"), |p| {
-        let mut lm = p.as_object_mut().unwrap().remove("lastMutation").unwrap();
-        let rev = p["revision"].as_u64().unwrap() + 1;
-        p["revision"] = json!(rev);
-        let digest = evidence_gate::internals::plan_body_sha256(p.as_object().unwrap());
-        let seq = lm["ledgerHead"]["seq"].as_u64().unwrap();
-        lm["revision"] = json!(rev);
-        lm["fromSeq"] = json!(seq + 1);
-        lm["entries"] =
-            json!([{"kind": "aggregate_completed", "revision": rev, "planSha256": digest}]);
-        lm["ledgerHead"] = json!({"seq": seq + 1, "sha256": "0".repeat(64)});
-        p["lastMutation"] = lm;
-    });
-    let run = h.hook(
-        "stop",
-        &["--host", "codex"],
-        &h.codex_stop(sid),
-        &clean_env(),
-    );
-    let reason = block_reason(&run);
-    assert!(reason.contains("LEDGER_TAMPERED"), "{reason}");
+    h
 }

@@ -34,6 +34,36 @@ pub fn steer_in(repo: &Repo, sid: &str, kind: &str, args: &[&str]) -> Run {
     eg(repo, "ulw-loop", &all)
 }
 
+/// The agent's hand edit of a plan: every goal and criterion flipped to
+/// done and a completion record added.
+pub fn flip_to_complete(p: &mut Value) {
+    for g in p["goals"].as_array_mut().unwrap() {
+        g["status"] = json!("complete");
+        for c in g["successCriteria"].as_array_mut().unwrap() {
+            c["status"] = json!("pass");
+        }
+    }
+    p["aggregateCompletion"] =
+        json!({"status": "complete", "completedAt": "2026-11-30T11:00:00.000Z"});
+}
+
+/// The agent's crash written into a plan: the revision bumped and a
+/// `lastMutation` holding one `aggregate_completed` entry, carrying the
+/// (edited) body's digest, that the ledger lacks, under a made-up head.
+pub fn forge_pending_completion(p: &mut Value) {
+    let mut lm = p.as_object_mut().unwrap().remove("lastMutation").unwrap();
+    let rev = p["revision"].as_u64().unwrap() + 1;
+    p["revision"] = json!(rev);
+    let digest = evidence_gate::internals::plan_body_sha256(p.as_object().unwrap());
+    let seq = lm["ledgerHead"]["seq"].as_u64().unwrap();
+    lm["revision"] = json!(rev);
+    lm["fromSeq"] = json!(seq + 1);
+    lm["entries"] = json!([{"at": "2026-11-30T11:00:00.000Z", "kind": "aggregate_completed",
+                            "message": "all goals complete", "revision": rev, "planSha256": digest}]);
+    lm["ledgerHead"] = json!({"seq": seq + 1, "sha256": "0".repeat(64)});
+    p["lastMutation"] = lm;
+}
+
 /// Session variables are cleared so the host environment cannot scope tests.
 pub fn clean_env() -> Vec<(&'static str, &'static str)> {
     vec![

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::common::Run;
 use crate::goals_support::*;
-use crate::hooks_support::{HookRepo, ULW, block_reason};
+use crate::hooks_support::{HookRepo, ULW, block_reason, tampered_reason};
 
 const SID: &str = "walk";
 
@@ -191,7 +191,7 @@ fn attack_a_line_past_the_hook_budget_does_not_hide_an_edited_plan() {
         }
         append_ledger(&h, tail.as_bytes());
         let (run, read) = stop(&h);
-        let reason = block_reason(&run);
+        let reason = tampered_reason(&run);
         assert!(
             reason.contains("_TAMPERED"),
             "strip {strip_head}, terminated {terminated}: {reason}"
@@ -213,7 +213,7 @@ fn attack_a_foreign_line_after_a_stripped_head_does_not_make_the_plan_legacy() {
     flip_to_complete(&h, true);
     append_ledger(&h, (junk_line(16) + "\n").as_bytes());
     let (run, _) = stop(&h);
-    let reason = block_reason(&run);
+    let reason = tampered_reason(&run);
     assert!(reason.contains("_TAMPERED"), "{reason}");
 }
 
@@ -275,7 +275,7 @@ fn attack_a_bound_node_ledger_hidden_behind_node_lines_is_caught_by_the_observed
     let pad = node_line.repeat(700 * 1024 / node_line.len() + 1);
     append_ledger(&h, pad.as_bytes());
     let (run, read) = stop(&h);
-    let reason = block_reason(&run);
+    let reason = tampered_reason(&run);
     assert!(reason.contains("LEDGER_TAMPERED"), "{reason}");
     assert!(read < 1024 * 1024, "the Stop hook read {read} bytes");
 }

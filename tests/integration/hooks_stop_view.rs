@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::ci_audit_engine::drive_run;
 use crate::goals_support::*;
-use crate::hooks_support::{HookRepo, ULW, block_reason};
+use crate::hooks_support::{HookRepo, ULW, block_reason, tampered_reason};
 
 const SID: &str = "s1";
 
@@ -313,7 +313,7 @@ fn attack_a_hand_appended_record_sends_the_hook_to_the_plan() {
     bytes.extend_from_slice(forged.to_string().as_bytes());
     bytes.push(b'\n');
     std::fs::write(state(&h, "ledger.jsonl"), bytes).unwrap();
-    let reason = block_reason(&stop(&h));
+    let reason = tampered_reason(&stop(&h));
     assert!(reason.contains("TAMPERED"), "{reason}");
 }
 

@@ -362,6 +362,18 @@ pub fn halt_reason(run: &Run) -> (String, String) {
     )
 }
 
+/// The reason of the Stop hook's hold on a plan its ledger does not vouch
+/// for (threat-model.md I7): a halt whose `systemMessage` tells the user to
+/// act.
+pub fn tampered_reason(run: &Run) -> String {
+    let (reason, message) = halt_reason(run);
+    assert!(
+        message.contains("_TAMPERED at ") && message.contains("the user must act"),
+        "{message}"
+    );
+    reason
+}
+
 /// Asserts an allow: exit 0, nothing on stdout.
 pub fn assert_allow(run: &Run) {
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
@@ -469,14 +481,7 @@ impl HookRepo {
     /// applied, written back in the engine's layout.
     pub fn flip_plan_to_complete(&self, rel: &str, also: impl FnOnce(&mut Value)) {
         let mut p: Value = self.read_json(rel).unwrap();
-        for g in p["goals"].as_array_mut().unwrap() {
-            g["status"] = json!("complete");
-            for c in g["successCriteria"].as_array_mut().unwrap() {
-                c["status"] = json!("pass");
-            }
-        }
-        p["aggregateCompletion"] =
-            json!({"status": "complete", "completedAt": "2026-11-30T11:00:00.000Z"});
+        crate::goals_support::flip_to_complete(&mut p);
         also(&mut p);
         let mut text = serde_json::to_string_pretty(&p).unwrap();
         text.push('\n');

@@ -166,14 +166,18 @@ fn tampered(
     );
     let reason = crate::hooks::host::encode::cap_bytes(&reason, c.hooks.max_reason_bytes);
     let render = |_: u64, _: u64| reason.clone();
-    budgeted(
-        c,
-        &Subject::of(found),
-        "plan-tampered",
-        &b.body_sha256,
-        code,
-        &render,
-    )
+    // A fault the user must act on: held as a halt that tells the user, and
+    // past the budget let through with the fault named, never as a goal
+    // whose progress stalled.
+    let max = c.policy.stop.max_resumes_without_progress;
+    let subject = Subject {
+        halt: Some(format!(
+            "evidence-gate: {code} at {file} — the user must act: restore the plan and ledger from version control, or adopt this plan with `{} repair{scope} --accept-tampered --rationale \"<why>\"`. The stop is held at most {max} times while the plan stays as it is.",
+            p.profile.command_prefix
+        )),
+        ..Subject::of(found)
+    };
+    budgeted(c, &subject, "plan-tampered", &b.body_sha256, code, &render)
 }
 
 /// A context-pressure marker inside a compaction record the host wrote in
