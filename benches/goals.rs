@@ -9,6 +9,9 @@
 
 #![allow(clippy::disallowed_methods)]
 
+#[path = "shared/cli.rs"]
+mod cli;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -304,23 +307,7 @@ fn main() {
     report("record-evidence", series(dir, runs, &record), floor, 50.0);
     // Steering (goal-engine.md §11): a new idempotency key, its replay
     // (a dedupe hit in `.ledger.keys`), and a batch of 10 proposals.
-    let note = |key: String| {
-        s(&[
-            "ulw-loop",
-            "steer",
-            "--kind",
-            "annotate_ledger",
-            "--goal-id",
-            "G700-implement-part-699-of-the-service",
-            "--idempotency-key",
-            &key,
-            "--evidence",
-            "observed a slow query in staging",
-            "--rationale",
-            "record it for the reviewers",
-            "--json",
-        ])
-    };
+    let note = |key: String| cli::annotate("G700-implement-part-699-of-the-service", &key);
     series(dir, warm, &|i| note(format!("bench-warm-{i}")));
     report(
         "steer annotate_ledger (new key)",

@@ -77,8 +77,19 @@ fn stats(mut us: Vec<u64>) -> Stats {
     }
 }
 
+#[path = "shared/cli.rs"]
+mod cli;
 #[path = "hook_latency/goal_loop.rs"]
 mod goal_loop;
+
+/// The hooks' per-user state (threat-model.md §3) never reaches the real
+/// home: one temporary state home for the whole run.
+fn state_home() -> &'static Path {
+    static STATE_HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    STATE_HOME
+        .get_or_init(|| tempfile::tempdir().unwrap())
+        .path()
+}
 
 fn time_once(
     program: &str,
@@ -93,12 +104,8 @@ fn time_once(
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    // The hooks' per-user state (threat-model.md §3) never reaches the real
-    // home: one temporary state home for the whole run.
-    static STATE_HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
-    let home = STATE_HOME.get_or_init(|| tempfile::tempdir().unwrap());
-    cmd.env("XDG_STATE_HOME", home.path())
-        .env("HOME", home.path());
+    let home = state_home();
+    cmd.env("XDG_STATE_HOME", home).env("HOME", home);
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -29,6 +29,9 @@
 
 #![allow(clippy::disallowed_methods)]
 
+#[path = "shared/cli.rs"]
+mod cli;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -301,21 +304,7 @@ fn hook_payload(root: &Path, event: &str, extra: Value) -> Vec<u8> {
 /// `steer --kind annotate_ledger` on `target` with idempotency key `key`:
 /// an append that leaves the plan unchanged.
 fn note(key: String, target: &str) -> Vec<String> {
-    s(&[
-        "ulw-loop",
-        "steer",
-        "--kind",
-        "annotate_ledger",
-        "--goal-id",
-        target,
-        "--idempotency-key",
-        &key,
-        "--evidence",
-        "observed a slow query in staging",
-        "--rationale",
-        "record it for the reviewers",
-        "--json",
-    ])
+    cli::annotate(target, &key)
 }
 
 /// The steering prompt hook's `i`-th call in `root`: an annotation.
@@ -324,14 +313,7 @@ fn prompt_steer(i: usize, root: &Path) -> Op {
                    "rationale": "latency curve"});
     Op {
         name: "prompt-steer",
-        args: s(&[
-            "hook",
-            "user-prompt-submit",
-            "--host",
-            "codex",
-            "--profile",
-            "auto",
-        ]),
+        args: s(&cli::codex_hook("user-prompt-submit", &[])),
         stdin: hook_payload(
             root,
             "UserPromptSubmit",
@@ -503,7 +485,7 @@ fn ops(goals: usize) -> Vec<Labelled> {
         "hook stop (live plan)",
         Box::new(|_, root| Op {
             name: "stop",
-            args: s(&["hook", "stop", "--host", "codex", "--profile", "auto"]),
+            args: s(&cli::codex_hook("stop", &[])),
             stdin: hook_payload(
                 root,
                 "Stop",

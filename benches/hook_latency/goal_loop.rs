@@ -16,6 +16,22 @@ const STUCK_SID: &str = "bench-stuck";
 const SPAWN_SID: &str = "bench-spawn";
 const LEDGER_LINES: usize = 100_000;
 
+/// Whether a file named `name` is anywhere below `dir`.
+fn found(dir: &Path, name: &str) -> bool {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                found(&p, name)
+            } else {
+                e.file_name() == name
+            }
+        })
+}
+
 fn state(root: &Path, sid: &str) -> PathBuf {
     root.join(".omo/ulw-loop").join(sid)
 }
@@ -108,10 +124,10 @@ pub fn setup(root: &Path) {
         let p = codex(root, "Stop", STUCK_SID, json!({"stop_hook_active": false}));
         time_once(BIN, &stop, root, &p, &[]);
     }
+    // The marker lives in the per-user state, out of the agent's reach.
     assert!(
-        state(root, STUCK_SID)
-            .join("auto-resume-G001.stuck")
-            .is_file()
+        found(super::state_home(), "auto-resume-G001.stuck"),
+        "the stuck marker was not written"
     );
 }
 
@@ -130,24 +146,9 @@ pub fn scenarios(root: &Path) -> Vec<Scenario> {
         r(()),
         r(()),
     );
-    let stop_args = vec!["hook", "stop", "--host", "codex", "--profile", "auto"];
-    let prompt_args = vec![
-        "hook",
-        "user-prompt-submit",
-        "--host",
-        "codex",
-        "--profile",
-        "auto",
-        "--with-ultrawork",
-    ];
-    let tool_args = vec![
-        "hook",
-        "pre-tool-use",
-        "--host",
-        "codex",
-        "--profile",
-        "auto",
-    ];
+    let stop_args = super::cli::codex_hook("stop", &[]);
+    let prompt_args = super::cli::codex_hook("user-prompt-submit", &["--with-ultrawork"]);
+    let tool_args = super::cli::codex_hook("pre-tool-use", &[]);
     let stop_extra = json!({"stop_hook_active": false, "last_assistant_message": "Done for now."});
     let (e1, e2, e3) = (stop_extra.clone(), stop_extra.clone(), stop_extra);
     vec![
