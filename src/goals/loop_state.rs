@@ -317,8 +317,9 @@ pub(crate) fn binding_in(
     dir: &Dir,
     paths: &StatePaths,
     plan: &Plan,
+    seen_engine: &dyn Fn() -> bool,
 ) -> Result<super::binding::Binding, GoalError> {
-    super::txn::judge_tail(dir, paths, plan)
+    super::txn::judge_tail(dir, paths, plan, seen_engine)
 }
 
 /// Takes the state directory's mutation lock (the engine's `.mutation.lock`

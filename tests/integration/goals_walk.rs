@@ -242,8 +242,8 @@ fn node_state_past_the_budget() -> HookRepo {
 }
 
 /// Honest: a Node tool's ledger longer than the hook's budget holds no
-/// chained record within it, and none at its start: the plan is legacy, as
-/// before, and the hook reads within its budget.
+/// chained record, and none at its start: the plan is legacy, as before,
+/// judged from the newest and the first record without a walk.
 #[test]
 fn honest_a_node_ledger_past_the_budget_stays_legacy() {
     let h = node_state_past_the_budget();
@@ -251,7 +251,9 @@ fn honest_a_node_ledger_past_the_budget_stays_legacy() {
     let reason = block_reason(&run);
     assert!(reason.contains("G002"), "the plan resumes: {reason}");
     assert!(!reason.contains("_TAMPERED"), "{reason}");
-    assert!(read < 1024 * 1024, "the Stop hook read {read} bytes");
+    // The binding check reads its newest and its first record, not the
+    // walk's 512 KiB (the head observation reads its 256 KiB tail).
+    assert!(read < 400 * 1024, "the Stop hook read {read} bytes");
 }
 
 /// Attack: a Node ledger the engine has since bound (its first record is

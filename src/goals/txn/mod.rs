@@ -836,6 +836,7 @@ pub(crate) fn judge_tail(
     dir: &Dir,
     paths: &state::StatePaths,
     plan: &Plan,
+    seen_engine: &dyn Fn() -> bool,
 ) -> Result<Binding, GoalError> {
     let named = binding::named_head(plan.doc());
     let display = paths.ledger();
@@ -849,14 +850,40 @@ pub(crate) fn judge_tail(
         ));
     };
     let io = |e: std::io::Error| GoalError::io(&display, "read", &e);
-    let tail = binding::read_tail_file(
-        &mut f,
-        meta.len(),
-        named.as_ref().map(|h| h.seq),
-        usize::MAX,
-        binding::HOOK_WALK_BYTES,
-    )
-    .map_err(io)?;
+    let read = |f: &mut cap_std::fs::File, limit: usize| {
+        binding::read_tail_file(
+            f,
+            meta.len(),
+            named.as_ref().map(|h| h.seq),
+            limit,
+            binding::HOOK_WALK_BYTES,
+        )
+        .map_err(io)
+    };
+    // A plan that names no head is judged by the ledger's newest record
+    // when that is the engine's. When it is not, the ledger is a Node
+    // tool's (legacy, one record read), or the engine's with lines appended
+    // after its records, which may hide a binding stripped from the plan:
+    // then the walk goes back to the last chained record.
+    let mut hidden = None;
+    let mut tail = read(&mut f, if named.is_some() { usize::MAX } else { 1 })?;
+    if named.is_none() && tail.end.is_some() && tail.records.iter().all(|t| t.seq.is_none()) {
+        // A ledger the engine created starts with its chained
+        // `plan_created`; a first line too long to read is not a Node
+        // tool's either.
+        let first = journal::record_at(&mut f, 0, FIRST_RECORD_BYTES).map_err(io)?;
+        hidden = match first {
+            Some(line) if binding::TailRecord::fields(&line).seq.is_none() => None,
+            _ => Some("the ledger's first record is the engine's"),
+        };
+        if hidden.is_none() && seen_engine() {
+            hidden = Some("this machine saw the engine's records in this ledger");
+        }
+        // The first read already covered the budget when it was cut.
+        if hidden.is_some() && !tail.cut {
+            tail = read(&mut f, usize::MAX)?;
+        }
+    }
     let Some(len) = tail.end else {
         // No complete record within the budget: nothing to assess.
         let b = binding::judge_plan(plan, &tail, false);
@@ -888,21 +915,12 @@ pub(crate) fn judge_tail(
     });
     let pending = a.consistency == Consistency::Recoverable && !a.missing.is_empty();
     let b = binding::judge_plan(plan, &tail, pending);
-    if b.state == binding::State::Legacy && b.cut {
-        // No chained record within the budget. A ledger the engine created
-        // starts with its chained `plan_created`: then the binding is
-        // hidden, not absent. A first line too long to read is not the
-        // engine's either.
-        let first = journal::record_at(&mut f, 0, FIRST_RECORD_BYTES).map_err(io)?;
-        let engine = match first {
-            Some(line) => binding::TailRecord::fields(&line).seq.is_some(),
-            None => true,
-        };
-        if engine {
-            return Ok(b.hidden_binding("the ledger's first record is the engine's"));
-        }
-    }
-    Ok(b)
+    Ok(match hidden {
+        // No chained record within the budget of a ledger the engine wrote:
+        // the binding is hidden, not absent.
+        Some(why) if b.state == binding::State::Legacy && b.cut => b.hidden_binding(why),
+        _ => b,
+    })
 }
 
 /// The most a hook reads of a ledger's first record.

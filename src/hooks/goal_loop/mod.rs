@@ -610,23 +610,19 @@ impl<'a> Ctx<'a> {
         paths: &StatePaths,
         plan: &crate::goals::plan::Plan,
     ) -> Result<Option<crate::goals::binding::Binding>, Decision> {
-        match loop_state::binding_in(dir, paths, plan) {
+        // Whether this machine's hooks observed the engine's head in this
+        // ledger (per-user state, out of the agent's reach): then a plan
+        // that names no head over foreign lines is not taken for legacy
+        // (docs/threat-model.md#i7).
+        let seen = || {
+            let state_dir = paths.file("");
+            self.hook_state()
+                .ok()
+                .and_then(|hs| hs.observed_seq(state_dir.trim_end_matches('/')))
+                .is_some()
+        };
+        match loop_state::binding_in(dir, paths, plan, &seen) {
             Ok(b) if b.tampered() => Ok(Some(b)),
-            Ok(b) if b.state == crate::goals::binding::State::Legacy && b.cut => {
-                // No chained record within the walk's budget: legacy for a
-                // ledger no engine wrote, a hidden binding for one this
-                // machine saw the engine write (docs/threat-model.md#i7).
-                let state_dir = paths.file("");
-                let seen = self
-                    .hook_state()
-                    .ok()
-                    .and_then(|hs| hs.observed_seq(state_dir.trim_end_matches('/')));
-                Ok(seen.map(|seq| {
-                    b.hidden_binding(&format!(
-                        "this machine saw the engine's records reach seq {seq} in this ledger"
-                    ))
-                }))
-            }
             Ok(_) => Ok(None),
             Err(e) => Err(self.state_io(
                 "the goal ledger could not be read to check the plan's binding",
