@@ -30,7 +30,8 @@ pub(crate) struct Tail {
 /// Reads backwards (8 KiB, then 64 KiB chunks) until the last complete record and the
 /// last chained record are known, or `max_scan` bytes have been read (then
 /// `last_seq` may be unknown even though the file has chained records; the
-/// caller falls back to its index or a full scan).
+/// caller falls back to its index or a full scan). Each byte is scanned
+/// once: a read keeps only the partial line it begins with for the next.
 pub(crate) fn read_tail<R: Read + Seek>(r: &mut R, max_scan: u64) -> io::Result<Tail> {
     const CHUNK: u64 = 64 * 1024;
     // The first read is small: the last record is almost always chained.
@@ -40,67 +41,86 @@ pub(crate) fn read_tail<R: Read + Seek>(r: &mut R, max_scan: u64) -> io::Result<
         len,
         ..Tail::default()
     };
-    let mut buf: Vec<u8> = Vec::new(); // bytes [pos, end_of_complete)
+    // The bytes from `pos` up to the first complete line already scanned
+    // (or to the end of the complete records, before that is known).
+    let mut carry: Vec<u8> = Vec::new();
     let mut pos = len;
     let mut scanned = 0u64;
-    // Bytes after the last newline.
-    let mut end_complete: Option<u64> = None;
+    let mut end_complete = false;
     loop {
         if pos == 0 || scanned >= max_scan.max(CHUNK) {
             break;
         }
         let start = pos.saturating_sub(size);
         size = CHUNK;
-        let mut chunk = vec![0u8; (pos - start) as usize];
+        let mut buf = vec![0u8; (pos - start) as usize];
         r.seek(SeekFrom::Start(start))?;
-        r.read_exact(&mut chunk)?;
-        scanned += chunk.len() as u64;
-        chunk.extend_from_slice(&buf);
-        buf = chunk;
+        r.read_exact(&mut buf)?;
+        scanned += buf.len() as u64;
+        buf.extend_from_slice(&carry);
         pos = start;
-        if end_complete.is_none() {
-            if let Some(i) = buf.iter().rposition(|&b| b == b'\n') {
+        if !end_complete {
+            if let Some(i) = crate::scan::rfind_byte(b'\n', &buf) {
                 let trailing = &buf[i + 1..];
                 if is_record(trailing) {
                     tail.trailing = trailing.to_vec();
                 }
-                end_complete = Some(pos + i as u64 + 1);
                 buf.truncate(i + 1);
             } else if pos == 0 {
                 if is_record(&buf) {
-                    tail.trailing = buf.clone();
+                    tail.trailing = buf;
                 }
-                end_complete = Some(0);
-                buf.clear();
+                break;
             } else {
+                carry = buf;
                 continue;
             }
+            end_complete = true;
         }
         // Walk complete records backwards within buf (excluding a possibly
         // partial first line unless we are at the file start).
-        if scan_records(&buf, pos, pos == 0, &mut tail) {
-            break;
+        match scan_records(&buf, pos, pos == 0, &mut tail) {
+            None => break,
+            Some(partial) => {
+                buf.truncate(partial);
+                carry = buf;
+            }
         }
     }
     tail.scanned_to_start = pos == 0;
     Ok(tail)
 }
 
-/// Returns true when the chained record has been found.
-fn scan_records(buf: &[u8], base: u64, at_start: bool, tail: &mut Tail) -> bool {
-    // buf ends with '\n' (or is empty). Split into lines.
+/// Whether `line` may be a chained record: one has a `prev` member, and a
+/// line holding neither that key nor an escape (a key may be spelled with
+/// escapes) has none.
+fn may_be_chained(line: &[u8]) -> bool {
+    crate::scan::find(line, b"\"prev\"").is_some() || line.contains(&b'\\')
+}
+
+/// Scans the complete records of `buf` (which ends with `\n` or is empty)
+/// newest first: `None` once the chained record has been found, else the
+/// length of the partial line `buf` begins with (0 at the file's start).
+fn scan_records(buf: &[u8], base: u64, at_start: bool, tail: &mut Tail) -> Option<usize> {
     let mut end = buf.len();
     while end > 0 {
         let line_end = end - 1; // index of '\n'
-        let start = match buf[..line_end].iter().rposition(|&b| b == b'\n') {
+        let start = match crate::scan::rfind_byte(b'\n', &buf[..line_end]) {
             Some(i) => i + 1,
             None if at_start => 0,
-            None => return false, // partial line: need more bytes
+            None => return Some(end), // partial line: need more bytes
         };
         let line = &buf[start..line_end];
         if is_record(line) {
-            let value: Option<Value> = serde_json::from_slice(line).ok();
-            if tail.last_record_offset.is_none() {
+            let newest = tail.last_record_offset.is_none();
+            // Older records are parsed only when they may be chained: a
+            // Node tool's ledger is walked without building its records.
+            let value: Option<Value> = if newest || may_be_chained(line) {
+                serde_json::from_slice(line).ok()
+            } else {
+                None
+            };
+            if newest {
                 tail.last_record_offset = Some(base + start as u64);
                 tail.last_record_hash = Some(record_hash(line));
                 tail.last_record = value.clone();
@@ -110,12 +130,12 @@ fn scan_records(buf: &[u8], base: u64, at_start: bool, tail: &mut Tail) -> bool 
             {
                 tail.last_seq = Some(seq);
                 tail.last_revision = v.get("revision").and_then(Value::as_u64);
-                return true;
+                return None;
             }
         }
         end = start;
     }
-    false
+    Some(0)
 }
 
 #[cfg(test)]
@@ -166,6 +186,53 @@ mod tests {
             Some(record_hash(b"{\"kind\":\"node\"}").as_str())
         );
         assert_ne!(t.last_record_hash.as_deref(), Some(recs[1].hash.as_str()));
+    }
+
+    /// A key spelled with escapes is the same key: the pre-filter that
+    /// skips parsing foreign lines must not hide such a chained record.
+    #[test]
+    fn a_chained_record_whose_key_is_escaped_is_found_behind_foreign_lines() {
+        let e: serde_json::Map<String, Value> =
+            serde_json::from_str(r#"{"kind":"a","revision":7}"#).unwrap();
+        let (bytes, _) = chain_records(0, None, &[e]);
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(text.contains("\"prev\""));
+        let mut bytes = text.replace("\"prev\"", "\"pr\\u0065v\"").into_bytes();
+        for i in 0..3000 {
+            bytes.extend_from_slice(format!("{{\"kind\":\"node\",\"n\":{i}}}\n").as_bytes());
+        }
+        let t = read_tail(&mut Cursor::new(&bytes), 1 << 20).unwrap();
+        assert_eq!(t.last_seq, Some(1));
+        assert_eq!(t.last_revision, Some(7));
+        assert!(t.last_record.is_some());
+        // Without the escape the same record is found as well.
+        let plain = String::from_utf8(bytes)
+            .unwrap()
+            .replace("\"pr\\u0065v\"", "\"prev\"");
+        let t = read_tail(&mut Cursor::new(plain.as_bytes()), 1 << 20).unwrap();
+        assert_eq!(t.last_seq, Some(1));
+    }
+
+    /// Records cut by every read boundary are each seen once and whole: the
+    /// newest chained record is found at every distance behind foreign lines.
+    #[test]
+    fn the_chained_record_is_found_at_any_distance_within_the_scan() {
+        let e: serde_json::Map<String, Value> =
+            serde_json::from_str(r#"{"kind":"a","revision":2}"#).unwrap();
+        for foreign in [0usize, 1, 40, 400, 1500, 5000] {
+            let (mut bytes, _) = chain_records(0, None, &[e.clone(), e.clone()]);
+            for i in 0..foreign {
+                bytes.extend_from_slice(
+                    format!("{{\"kind\":\"node\",\"message\":\"line {i} of the Node tool\"}}\n")
+                        .as_bytes(),
+                );
+            }
+            let t = read_tail(&mut Cursor::new(&bytes), 1 << 22).unwrap();
+            assert_eq!(t.last_seq, Some(2), "{foreign}");
+            let t = read_tail(&mut Cursor::new(&bytes), 64 * 1024).unwrap();
+            let within = bytes.len() < 64 * 1024 + 8 * 1024;
+            assert_eq!(t.last_seq.is_some(), within || foreign < 1000, "{foreign}");
+        }
     }
 
     #[test]
