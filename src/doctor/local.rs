@@ -65,7 +65,7 @@ pub(super) fn rules_valid(
             return None;
         }
     };
-    if let Err(e) = crate::hooks::goal_loop::Policy::compile(&set) {
+    if let Err(e) = crate::hooks::goal_loop::Policy::compile_eager(&set) {
         checks.push(Check::new(id, Status::Fail, e));
         return None;
     }

@@ -480,7 +480,7 @@ enum Policies<'b> {
 /// defaults alone, whose policies the test suite and `doctor` compile,
 /// compile only the one the event uses.
 fn compile_policies<'b>(
-    rules: &RuleSet,
+    rules: &Arc<RuleSet>,
     event: HookEvent,
     body: &'b Body,
 ) -> Result<Policies<'b>, String> {

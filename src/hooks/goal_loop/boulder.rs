@@ -18,7 +18,7 @@ use crate::sandbox::{PathLimits, RelPath, open};
 pub(super) fn claimant(c: &Ctx<'_>) -> Option<String> {
     let sid = c.env.session_id.as_deref()?;
     c.policy
-        .stop
+        .stop()
         .defer_owners
         .iter()
         .find(|o| match o.kind {

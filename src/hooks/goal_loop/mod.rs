@@ -17,6 +17,8 @@ mod stop;
 mod tools;
 mod ultrawork;
 
+use std::sync::OnceLock;
+
 use cap_std::fs::Dir;
 use regex::Regex;
 use serde_json::json;
@@ -30,12 +32,12 @@ use crate::ambient::{self, Ambient};
 use crate::goals::lifecycle;
 use crate::goals::loop_state::{self, Located};
 use crate::goals::{Engine, EngineOptions, Profile, SidSource, StatePaths, SurfaceInputs, team};
-use crate::rules::RuleSet;
 use crate::rules::goal_loop::{
     CreateGoalGuardRules, DenyFor, SpawnRules, StopRules, TeamGuardRules, UserPromptSubmitRules,
 };
 use crate::rules::hooks::{Directives, HooksRules};
 use crate::rules::profiles::Profiles;
+use crate::rules::{RuleFamily, RuleSet};
 use crate::store::{LockError, MutationLock};
 
 /// Placeholders of the stop-resume templates (docs/hook-contracts.md#h-4).
@@ -69,26 +71,49 @@ pub(crate) struct LoopProfile {
 }
 
 /// The compiled goal-loop policy: every family plus the templates and
-/// patterns derived from them.
+/// patterns derived from them. With the embedded rules alone (validated by
+/// the test suite) each part is decoded on first use, so a call decodes
+/// only the families its event reads; with an override every part is
+/// compiled up front, so that any fault is reported before the decision.
 #[derive(Debug, Clone)]
 pub(crate) struct Policy {
-    /// `stop.*`.
-    pub stop: StopRules,
-    /// `user_prompt_submit.*`.
-    pub prompt: UserPromptSubmitRules,
-    /// `create_goal_guard.*`.
-    pub create_goal: CreateGoalGuardRules,
-    /// `spawn.*`.
-    pub spawn: SpawnRules,
-    /// `team_guard.*`.
-    pub team: TeamGuardRules,
-    /// Every profile, in the rules' order (ties between plans go to the first).
-    pub profiles: Vec<LoopProfile>,
-    create_goal_deny: Template,
+    rules: std::sync::Arc<RuleSet>,
+    stop: OnceLock<StopRules>,
+    prompt: OnceLock<PromptPart>,
+    create_goal: OnceLock<CreateGoalPart>,
+    spawn: OnceLock<SpawnPart>,
+    team: OnceLock<TeamPart>,
+    directives: OnceLock<Directives>,
+    profiles: OnceLock<Vec<LoopProfile>>,
+}
+
+/// `user_prompt_submit.*` and its two ultrawork templates.
+#[derive(Debug, Clone)]
+pub(crate) struct PromptPart {
+    pub rules: UserPromptSubmitRules,
     ultrawork: Template,
     ultrawork_pointer: Template,
+}
+
+/// `create_goal_guard.*` and its deny template.
+#[derive(Debug, Clone)]
+pub(crate) struct CreateGoalPart {
+    pub rules: CreateGoalGuardRules,
+    deny: Template,
+}
+
+/// `spawn.*` and its lower-cased gate message patterns.
+#[derive(Debug, Clone)]
+pub(crate) struct SpawnPart {
+    pub rules: SpawnRules,
     gate_messages: Vec<String>,
-    team_agent_type: Option<Regex>,
+}
+
+/// `team_guard.*` and its agent-type pattern.
+#[derive(Debug, Clone)]
+pub(crate) struct TeamPart {
+    pub rules: TeamGuardRules,
+    agent_type: Option<Regex>,
 }
 
 fn template(
@@ -119,99 +144,198 @@ fn template(
     Ok(t)
 }
 
+fn rules_error(x: crate::rules::RulesError) -> String {
+    x.to_string()
+}
+
 impl Policy {
-    /// Compiles the policy; an error names the rules key at fault.
-    pub(crate) fn compile(set: &RuleSet) -> Result<Policy, String> {
-        let e = |x: crate::rules::RulesError| x.to_string();
-        let stop: StopRules = set.family().map_err(e)?;
-        let prompt: UserPromptSubmitRules = set.family().map_err(e)?;
-        let create_goal: CreateGoalGuardRules = set.family().map_err(e)?;
-        let spawn: SpawnRules = set.family().map_err(e)?;
-        let team: TeamGuardRules = set.family().map_err(e)?;
-        let directives: Directives = set.family().map_err(e)?;
-        let profiles: Profiles = set.family().map_err(e)?;
-        let profiles = profiles
-            .0
-            .into_values()
-            .map(|p| {
-                let key = format!("/profiles/{}/hooks/stopDirective", p.name);
-                let t = template(
-                    &directives,
-                    &p.hooks.stop_directive,
-                    &key,
-                    STOP_PLACEHOLDERS,
-                    &["GOAL_ID"],
-                    MAX_STATIC_REASON,
-                )?;
-                Ok(LoopProfile {
-                    profile: p,
-                    stop_directive: t,
-                })
-            })
-            .collect::<Result<Vec<_>, String>>()?;
-        let create_goal_deny = template(
-            &directives,
-            &create_goal.directive,
-            "/create_goal_guard/directive",
-            CREATE_GOAL_PLACEHOLDERS,
-            &["PROBLEMS"],
-            MAX_STATIC_REASON,
-        )?;
+    /// Compiles the policy; an error names the rules key at fault. The
+    /// embedded rules alone are compiled part by part on first use.
+    pub(crate) fn compile(set: &std::sync::Arc<RuleSet>) -> Result<Policy, String> {
+        let p = Policy {
+            rules: std::sync::Arc::clone(set),
+            stop: OnceLock::new(),
+            prompt: OnceLock::new(),
+            create_goal: OnceLock::new(),
+            spawn: OnceLock::new(),
+            team: OnceLock::new(),
+            directives: OnceLock::new(),
+            profiles: OnceLock::new(),
+        };
+        if !set.is_embedded_only() {
+            p.compile_all()?;
+        }
+        Ok(p)
+    }
+
+    /// [`Policy::compile`] with every part compiled now, whatever the rules
+    /// (`doctor` and the tests check the embedded rules this way).
+    pub(crate) fn compile_eager(set: &RuleSet) -> Result<Policy, String> {
+        let p = Policy::compile(&std::sync::Arc::new(set.clone()))?;
+        p.compile_all()?;
+        Ok(p)
+    }
+
+    /// Compiles every part now (each error is returned, none is kept).
+    pub(crate) fn compile_all(&self) -> Result<(), String> {
+        fill(&self.stop, || self.build_stop())?;
+        fill(&self.directives, || self.build_directives())?;
+        fill(&self.prompt, || self.build_prompt())?;
+        fill(&self.create_goal, || self.build_create_goal())?;
+        fill(&self.spawn, || self.build_spawn())?;
+        fill(&self.team, || self.build_team())?;
+        fill(&self.profiles, || self.build_profiles())?;
+        Ok(())
+    }
+
+    fn build_stop(&self) -> Result<StopRules, String> {
+        self.rules.family().map_err(rules_error)
+    }
+
+    fn build_directives(&self) -> Result<Directives, String> {
+        self.rules.family().map_err(rules_error)
+    }
+
+    fn build_prompt(&self) -> Result<PromptPart, String> {
+        let rules: UserPromptSubmitRules = self.rules.family().map_err(rules_error)?;
+        let directives = self.directives();
         let ultrawork = template(
-            &directives,
-            &prompt.ultrawork_directive,
+            directives,
+            &rules.ultrawork_directive,
             "/user_prompt_submit/ultrawork_directive",
             ULTRAWORK_PLACEHOLDERS,
             &[],
             MAX_STATIC_CONTEXT,
         )?;
         let ultrawork_pointer = template(
-            &directives,
-            &prompt.ultrawork_pointer_directive,
+            directives,
+            &rules.ultrawork_pointer_directive,
             "/user_prompt_submit/ultrawork_pointer_directive",
             POINTER_PLACEHOLDERS,
             &["SKILL_PATH"],
             MAX_STATIC_CONTEXT,
         )?;
         for (name, t) in [
-            (&prompt.ultrawork_directive, &ultrawork),
-            (&prompt.ultrawork_pointer_directive, &ultrawork_pointer),
+            (&rules.ultrawork_directive, &ultrawork),
+            (&rules.ultrawork_pointer_directive, &ultrawork_pointer),
         ] {
-            if !t.render(&|_| String::new()).contains(&prompt.ultrawork_tag) {
+            if !t.render(&|_| String::new()).contains(&rules.ultrawork_tag) {
                 return Err(format!(
                     "/directives/{name}: the text must contain user_prompt_submit.ultrawork_tag"
                 ));
             }
         }
-        let gate_messages = spawn
+        Ok(PromptPart {
+            rules,
+            ultrawork,
+            ultrawork_pointer,
+        })
+    }
+
+    fn build_create_goal(&self) -> Result<CreateGoalPart, String> {
+        let rules: CreateGoalGuardRules = self.rules.family().map_err(rules_error)?;
+        let deny = template(
+            self.directives(),
+            &rules.directive,
+            "/create_goal_guard/directive",
+            CREATE_GOAL_PLACEHOLDERS,
+            &["PROBLEMS"],
+            MAX_STATIC_REASON,
+        )?;
+        Ok(CreateGoalPart { rules, deny })
+    }
+
+    fn build_spawn(&self) -> Result<SpawnPart, String> {
+        let rules: SpawnRules = self.rules.family().map_err(rules_error)?;
+        let gate_messages = rules
             .gate_message_patterns
             .iter()
             .map(|p| p.to_lowercase())
             .collect();
-        let team_agent_type = match &team.deny_for {
+        Ok(SpawnPart {
+            rules,
+            gate_messages,
+        })
+    }
+
+    fn build_team(&self) -> Result<TeamPart, String> {
+        let rules: TeamGuardRules = self.rules.family().map_err(rules_error)?;
+        let agent_type = match &rules.deny_for {
             DenyFor::AnySubagent => None,
             DenyFor::AgentType(re) => {
                 Some(Regex::new(re).map_err(|x| format!("/team_guard/deny_for: {x}"))?)
             }
         };
-        Ok(Policy {
-            stop,
-            prompt,
-            create_goal,
-            spawn,
-            team,
-            profiles,
-            create_goal_deny,
-            ultrawork,
-            ultrawork_pointer,
-            gate_messages,
-            team_agent_type,
-        })
+        Ok(TeamPart { rules, agent_type })
+    }
+
+    fn build_profiles(&self) -> Result<Vec<LoopProfile>, String> {
+        let profiles: Profiles = self.rules.family().map_err(rules_error)?;
+        let directives = self.directives();
+        profiles
+            .0
+            .into_values()
+            .map(|p| {
+                let key = format!("/profiles/{}/hooks/stopDirective", p.name);
+                let t = template(
+                    directives,
+                    &p.hooks.stop_directive,
+                    &key,
+                    STOP_PLACEHOLDERS,
+                    &["GOAL_ID"],
+                    MAX_STATIC_REASON,
+                )?;
+                // The engine this call may build looks the profile up in
+                // the same rule set: it shares this decoding.
+                self.rules.share(
+                    &format!("/{}/{}", Profiles::KEY, crate::json::pointer_token(&p.name)),
+                    std::sync::Arc::new(p.clone()),
+                );
+                Ok(LoopProfile {
+                    profile: p,
+                    stop_directive: t,
+                })
+            })
+            .collect()
+    }
+
+    /// `stop.*`.
+    pub(crate) fn stop(&self) -> &StopRules {
+        lazy(&self.stop, || self.build_stop())
+    }
+
+    fn directives(&self) -> &Directives {
+        lazy(&self.directives, || self.build_directives())
+    }
+
+    /// `user_prompt_submit.*` and its templates.
+    pub(crate) fn prompt(&self) -> &PromptPart {
+        lazy(&self.prompt, || self.build_prompt())
+    }
+
+    /// `create_goal_guard.*` and its template.
+    pub(crate) fn create_goal(&self) -> &CreateGoalPart {
+        lazy(&self.create_goal, || self.build_create_goal())
+    }
+
+    /// `spawn.*`.
+    pub(crate) fn spawn(&self) -> &SpawnPart {
+        lazy(&self.spawn, || self.build_spawn())
+    }
+
+    /// `team_guard.*`.
+    pub(crate) fn team(&self) -> &TeamPart {
+        lazy(&self.team, || self.build_team())
+    }
+
+    /// Every profile, in the rules' order (ties between plans go to the first).
+    pub(crate) fn profiles(&self) -> &[LoopProfile] {
+        lazy(&self.profiles, || self.build_profiles()).as_slice()
     }
 
     /// The profiles `--profile` selects (`auto`: all).
     pub(crate) fn candidates(&self, flag: &str) -> Vec<&LoopProfile> {
-        self.profiles
+        self.profiles()
             .iter()
             .filter(|p| flag == "auto" || p.profile.name == flag)
             .collect()
@@ -242,6 +366,21 @@ impl Policy {
         });
         super::host::encode::cap_bytes(text.trim_end(), max)
     }
+}
+
+/// Sets `cell` from `build` unless set; the error is returned, not kept.
+fn fill<T>(cell: &OnceLock<T>, build: impl FnOnce() -> Result<T, String>) -> Result<(), String> {
+    if cell.get().is_none() {
+        let _ = cell.set(build()?);
+    }
+    Ok(())
+}
+
+/// The part in `cell`, built on first use. Only the embedded rules reach a
+/// build here (an override is compiled whole by [`Policy::compile`]), and
+/// the test suite compiles every embedded part.
+fn lazy<T>(cell: &OnceLock<T>, build: impl FnOnce() -> Result<T, String>) -> &T {
+    cell.get_or_init(|| build().unwrap_or_else(|e| panic!("embedded goal-loop rules: {e}")))
 }
 
 /// `s` cut to `max` characters, `…`-suffixed when cut.
@@ -377,7 +516,7 @@ impl<'a> Ctx<'a> {
                 self.root,
                 &p.profile,
                 self.env.session_id.as_deref(),
-                self.policy.stop.adopt_unowned_unscoped_plan,
+                self.policy.stop().adopt_unowned_unscoped_plan,
                 &now,
             ) {
                 Ok(Some(located)) => found.push((
@@ -456,7 +595,7 @@ impl<'a> Ctx<'a> {
     fn env_worker(&self) -> Option<String> {
         let var = |k: &str| ambient::var(self.amb, k);
         self.policy
-            .profiles
+            .profiles()
             .iter()
             .find_map(|p| team::env_marker(&p.profile, &var))
     }
@@ -480,7 +619,7 @@ impl<'a> Ctx<'a> {
             return Some(m);
         }
         let agent = self.env.agent.as_ref()?;
-        match &self.policy.team_agent_type {
+        match &self.policy.team().agent_type {
             None => Some(match &agent.kind {
                 Some(k) => format!("agent_type:{k}"),
                 None => "subagent".to_owned(),
@@ -563,7 +702,7 @@ impl<'a> Ctx<'a> {
             self.root,
             &p.profile,
             self.env.session_id.as_deref(),
-            self.policy.stop.adopt_unowned_unscoped_plan,
+            self.policy.stop().adopt_unowned_unscoped_plan,
             &now,
         ) {
             Ok(found) => found,
@@ -788,7 +927,7 @@ impl<'a> Ctx<'a> {
         // A tree without the state directory (or an unsafe one) has nothing
         // to migrate: nothing there is trusted anyway.
         if let Ok(Some(legacy)) = crate::goals::state::open_chain(self.root, &paths.dir, false) {
-            let max = self.policy.stop.max_resumes_without_progress;
+            let max = self.policy.stop().max_resumes_without_progress;
             for name in legacy_counters(&legacy) {
                 let display = format!("{}{name}", paths.file(""));
                 let Ok(Some(bytes)) =
@@ -935,5 +1074,71 @@ pub(crate) fn decide(c: &Ctx<'_>, event: HookEvent, body: &Body) -> Decision {
         (HookEvent::PreToolUse, Body::Tool(t)) => tools::decide(c, t),
         (HookEvent::PreToolUseSpawn, Body::Tool(t)) => spawn::decide(c, t),
         _ => Decision::Allow,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::rules::Layer;
+
+    /// With the embedded rules alone a part is decoded on first use, and
+    /// only the parts used: a prompt decodes no stop, tool or spawn rules.
+    #[test]
+    fn embedded_parts_are_compiled_on_first_use() {
+        let set = Arc::new(RuleSet::embedded().unwrap());
+        let p = Policy::compile(&set).unwrap();
+        assert!(p.stop.get().is_none() && p.prompt.get().is_none());
+        assert!(!p.prompt().rules.ultrawork_tag.is_empty());
+        assert!(p.prompt.get().is_some() && p.directives.get().is_some());
+        for unused in [
+            p.stop.get().is_some(),
+            p.create_goal.get().is_some(),
+            p.spawn.get().is_some(),
+            p.team.get().is_some(),
+            p.profiles.get().is_some(),
+        ] {
+            assert!(!unused);
+        }
+        // The profiles decoded here are the ones the engine then looks up.
+        let names: Vec<&str> = p
+            .candidates("auto")
+            .iter()
+            .map(|l| l.profile.name.as_str())
+            .collect();
+        assert_eq!(names.len(), 3, "{names:?}");
+        let shared = set
+            .part_shared::<crate::rules::profiles::Profile>("/profiles/ulw-loop")
+            .unwrap()
+            .unwrap();
+        let ulw = p.candidates("ulw-loop")[0];
+        assert_eq!(format!("{:?}", ulw.profile), format!("{shared:?}"));
+        // Every embedded part compiles (a lazy part would panic otherwise).
+        Policy::compile_eager(&set).unwrap();
+    }
+
+    /// An override is compiled whole up front: a fault in a part the event
+    /// does not use is still reported.
+    #[test]
+    fn an_override_is_compiled_whole() {
+        let layer = br#"{"create_goal_guard": {"directive": "no-such-directive"}}"#;
+        let set = RuleSet::load(&[Layer {
+            name: "--rules",
+            bytes: layer,
+        }])
+        .unwrap();
+        let e = Policy::compile(&Arc::new(set)).unwrap_err();
+        assert!(e.contains("create_goal_guard"), "{e}");
+        let honest = br#"{"stop": {"max_resumes_without_progress": 3}}"#;
+        let set = RuleSet::load(&[Layer {
+            name: "--rules",
+            bytes: honest,
+        }])
+        .unwrap();
+        let p = Policy::compile(&Arc::new(set)).unwrap();
+        assert!(p.stop.get().is_some() && p.team.get().is_some());
+        assert_eq!(p.stop().max_resumes_without_progress, 3);
     }
 }

@@ -81,7 +81,7 @@ pub(super) fn decide(c: &Ctx<'_>, e: &PromptEvent) -> Decision {
 fn steer(c: &Ctx<'_>, m: Marker<'_>, witness: &prompts::Pending) -> Decision {
     let p = &m.profile.profile;
     c.diag.set_profile(Some(&p.name));
-    let max = c.policy.prompt.max_directive_bytes;
+    let max = c.policy.prompt().rules.max_directive_bytes;
     if m.rest.len() as u64 > max {
         return note(format!(
             "evidence-gate steering: rejected: the directive after {}: is {} bytes, over the {max}-byte limit; plan unchanged",
@@ -199,7 +199,7 @@ mod tests {
 
     #[test]
     fn markers_at_word_starts_with_a_colon() {
-        let policy = Policy::compile(&RuleSet::embedded().unwrap()).unwrap();
+        let policy = Policy::compile_eager(&RuleSet::embedded().unwrap()).unwrap();
         let all = policy.candidates("auto");
         let m = find_marker("OMO_ULW_LOOP_STEER: {\"a\":1}", &all).unwrap();
         assert_eq!((m.marker, m.rest), ("OMO_ULW_LOOP_STEER", "{\"a\":1}"));

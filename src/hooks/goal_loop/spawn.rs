@@ -23,7 +23,7 @@ pub(crate) const COUNTER: &str = "spawn-count.json";
 
 /// Evaluates a spawn in the order of docs/hook-contracts.md#h-6.
 pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
-    if !c.policy.spawn.tool_names.contains(&t.tool_name) {
+    if !c.policy.spawn().rules.tool_names.contains(&t.tool_name) {
         return Decision::Allow;
     }
     let candidates = c.policy.candidates(c.profile_flag);
@@ -122,7 +122,7 @@ pub(super) fn is_gate_review(c: &Ctx<'_>, input: &Value) -> bool {
             .collect(),
         Err(_) => Vec::new(),
     };
-    let rules = &c.policy.spawn;
+    let rules = &c.policy.spawn().rules;
     let agent_type = rules
         .agent_type_keys
         .iter()
@@ -135,6 +135,7 @@ pub(super) fn is_gate_review(c: &Ctx<'_>, input: &Value) -> bool {
     }
     let needles: Vec<String> = c
         .policy
+        .spawn()
         .gate_messages
         .iter()
         .cloned()
@@ -251,7 +252,7 @@ fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Result<Vec<String>, Deci
 /// The limit: `spawn.fanout_env` when it is a positive integer, else
 /// `spawn.fanout_limit` (an invalid value writes `HOOK_ENV_INVALID`).
 fn limit(c: &Ctx<'_>) -> u64 {
-    let rules = &c.policy.spawn;
+    let rules = &c.policy.spawn().rules;
     match ambient::var(c.amb, &rules.fanout_env) {
         None => rules.fanout_limit,
         Some(v) => match v.trim().parse::<u64>() {
@@ -273,7 +274,7 @@ fn limit(c: &Ctx<'_>) -> u64 {
 }
 
 fn reset_key(c: &Ctx<'_>, found: &Found<'_>) -> String {
-    match c.policy.spawn.reset {
+    match c.policy.spawn().rules.reset {
         SpawnReset::GoalAttempt => loop_state::active_attempt(&found.located.plan)
             .map_or_else(|| "-".to_owned(), |(id, a)| format!("{id}#a{a}")),
         SpawnReset::Turn => c.env.turn_id.clone().unwrap_or_else(|| "-".to_owned()),
@@ -312,7 +313,7 @@ fn fanout(c: &Ctx<'_>, found: &Found<'_>, side: &SideState) -> Decision {
         return Decision::Deny {
             reason: format!(
                 "evidence-gate: the spawn fan-out cap is reached ({attempt}/{limit}). Consolidate the work into the agents already running, or raise {} if this many agents is intentional.",
-                c.policy.spawn.fanout_env
+                c.policy.spawn().rules.fanout_env
             ),
         };
     }

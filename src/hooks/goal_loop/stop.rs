@@ -88,7 +88,7 @@ fn unreadable(c: &Ctx<'_>, u: &UnreadablePlan<'_>) -> Decision {
         u.what.error.message
     );
     let reason = crate::hooks::host::encode::cap_bytes(&reason, c.hooks.max_reason_bytes);
-    let max = c.policy.stop.max_resumes_without_progress;
+    let max = c.policy.stop().max_resumes_without_progress;
     let subject = Subject {
         profile: u.profile,
         paths: &u.what.paths,
@@ -169,7 +169,7 @@ fn tampered(
     // A fault the user must act on: held as a halt that tells the user, and
     // past the budget let through with the fault named, never as a goal
     // whose progress stalled.
-    let max = c.policy.stop.max_resumes_without_progress;
+    let max = c.policy.stop().max_resumes_without_progress;
     let subject = Subject {
         halt: Some(format!(
             "evidence-gate: {code} at {file} — the user must act: restore the plan and ledger from version control, or adopt this plan with `{} repair{scope} --accept-tampered --rationale \"<why>\"`. The stop is held at most {max} times while the plan stays as it is.",
@@ -291,7 +291,7 @@ fn resume_locked(
         }
         _ => 0,
     };
-    let max = c.policy.stop.max_resumes_without_progress;
+    let max = c.policy.stop().max_resumes_without_progress;
     let now = crate::time::rfc3339_ms(SystemTime::now());
     let p = found.profile;
     if count < max {
@@ -326,7 +326,7 @@ fn resume_locked(
         );
     }
     // A fault the user must act on is always told, paused or not.
-    let notify = c.policy.stop.notify_when_stuck || found.halt.is_some();
+    let notify = c.policy.stop().notify_when_stuck || found.halt.is_some();
     c.diag.write(
         HookCode::StopStuck,
         if notify { "notify" } else { "allow" },

@@ -9,10 +9,15 @@ use crate::hooks::event::{Decision, ToolEvent};
 
 /// Dispatches by tool name.
 pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
-    if c.policy.create_goal.tool_names.contains(&t.tool_name) {
+    if c.policy
+        .create_goal()
+        .rules
+        .tool_names
+        .contains(&t.tool_name)
+    {
         return create_goal(c, &t.tool_input);
     }
-    if c.policy.team.shell_tools.contains(&t.tool_name) {
+    if c.policy.team().rules.shell_tools.contains(&t.tool_name) {
         return team_guard(c, &t.tool_input);
     }
     Decision::Allow
@@ -72,7 +77,7 @@ pub(crate) fn create_goal_problems(input: &Value, allowed: &[String]) -> Vec<Str
 }
 
 fn create_goal(c: &Ctx<'_>, input: &Value) -> Decision {
-    let rules = &c.policy.create_goal;
+    let rules = &c.policy.create_goal().rules;
     let problems = create_goal_problems(input, &rules.allowed_keys);
     if problems.is_empty() {
         return Decision::Allow;
@@ -84,7 +89,7 @@ fn create_goal(c: &Ctx<'_>, input: &Value) -> Decision {
         .collect::<Vec<_>>()
         .join(", ");
     let problems = problems.join("; ");
-    let text = c.policy.create_goal_deny.render(&|slot| match slot {
+    let text = c.policy.create_goal().deny.render(&|slot| match slot {
         "PROBLEMS" => problems.clone(),
         "ALLOWED_KEYS" => allowed.clone(),
         _ => String::new(),
@@ -98,7 +103,7 @@ fn team_guard(c: &Ctx<'_>, input: &Value) -> Decision {
     let Some(marker) = c.worker_marker() else {
         return Decision::Allow;
     };
-    let Some(cmd) = shell::command_text(input, c.policy.team.max_command_bytes) else {
+    let Some(cmd) = shell::command_text(input, c.policy.team().rules.max_command_bytes) else {
         return Decision::Allow;
     };
     let candidates = c.policy.candidates(c.profile_flag);
@@ -112,8 +117,8 @@ fn team_guard(c: &Ctx<'_>, input: &Value) -> Decision {
                 mutating: &p.profile.hooks.mutating_subcommands,
             })
             .collect(),
-        launchers: &c.policy.team.launchers,
-        exempt: &c.policy.team.exempt_flags,
+        launchers: &c.policy.team().rules.launchers,
+        exempt: &c.policy.team().rules.exempt_flags,
     };
     let Some((word, sub)) = shell::mutation(&cmd, &grammar) else {
         return Decision::Allow;

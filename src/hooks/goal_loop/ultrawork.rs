@@ -111,7 +111,7 @@ fn holds_text(v: &Value, tag: &str, depth: usize) -> bool {
 }
 
 fn cap_for(c: &Ctx<'_>) -> usize {
-    let caps = &c.policy.prompt.max_context_bytes;
+    let caps = &c.policy.prompt().rules.max_context_bytes;
     match c.env.host {
         Host::ClaudeCode => caps.claude_code,
         Host::Gemini => caps.gemini,
@@ -143,7 +143,7 @@ fn shorten(text: &str, cap: usize) -> String {
 }
 
 fn skill_path(c: &Ctx<'_>) -> Option<PathBuf> {
-    let p = c.policy.prompt.ultrawork_skill_path.as_deref()?;
+    let p = c.policy.prompt().rules.ultrawork_skill_path.as_deref()?;
     let p = Path::new(p);
     let abs = if p.is_absolute() {
         p.to_path_buf()
@@ -201,7 +201,7 @@ pub(crate) fn own_reason(prompt: &str) -> bool {
 
 /// The ultrawork decision for a prompt without a steering marker.
 pub(super) fn decide(c: &Ctx<'_>, prompt: &str) -> Decision {
-    let rules = &c.policy.prompt;
+    let rules = &c.policy.prompt().rules;
     if !c.with_ultrawork || !triggered(prompt, &rules.ultrawork_triggers) || own_reason(prompt) {
         return Decision::Allow;
     }
@@ -222,15 +222,20 @@ pub(super) fn decide(c: &Ctx<'_>, prompt: &str) -> Decision {
     let skill = skill_path(c);
     let step = goal_step(c.env.host);
     let pointer = |p: &Path| {
-        normalise(&c.policy.ultrawork_pointer.render(&|slot| match slot {
-            "SKILL_PATH" => p.display().to_string(),
-            "GOAL_STEP" => step.to_owned(),
-            _ => String::new(),
-        }))
+        normalise(
+            &c.policy
+                .prompt()
+                .ultrawork_pointer
+                .render(&|slot| match slot {
+                    "SKILL_PATH" => p.display().to_string(),
+                    "GOAL_STEP" => step.to_owned(),
+                    _ => String::new(),
+                }),
+        )
     };
     let mut text = match &skill {
         Some(p) => pointer(p),
-        None => normalise(&c.policy.ultrawork.render(&|slot| match slot {
+        None => normalise(&c.policy.prompt().ultrawork.render(&|slot| match slot {
             "GOAL_STEP" => step.to_owned(),
             _ => String::new(),
         })),
