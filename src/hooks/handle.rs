@@ -469,8 +469,8 @@ fn decide(
 enum Policies<'b> {
     /// `SubagentStop`, with its payload.
     Subagent(subagent_stop::Policy, &'b StopEvent),
-    /// Every goal-loop event.
-    Loop(goal_loop::Policy),
+    /// Every goal-loop event (its parts are filled on first use).
+    Loop(Box<goal_loop::Policy>),
 }
 
 /// The policy the call uses, after the rules' cross-family checks
@@ -478,7 +478,8 @@ enum Policies<'b> {
 /// override layer must compile both policies, whichever the event uses, so
 /// one override is valid or not for every event alike; the embedded
 /// defaults alone, whose policies the test suite and `doctor` compile,
-/// compile only the one the event uses.
+/// compile only the one the event uses, and of the goal-loop policy only the
+/// families the event reads.
 fn compile_policies<'b>(
     rules: &Arc<RuleSet>,
     event: HookEvent,
@@ -495,7 +496,7 @@ fn compile_policies<'b>(
             if both {
                 subagent_stop::Policy::compile(rules)?;
             }
-            Policies::Loop(goal_loop::Policy::compile(rules)?)
+            Policies::Loop(Box::new(goal_loop::Policy::compile(rules)?))
         },
     )
 }
