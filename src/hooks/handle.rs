@@ -468,7 +468,7 @@ fn decide(
 /// The hook policy a call decides with.
 enum Policies<'b> {
     /// `SubagentStop`, with its payload.
-    Subagent(subagent_stop::Policy, &'b StopEvent),
+    Subagent(Box<subagent_stop::Policy>, &'b StopEvent),
     /// Every goal-loop event (its parts are filled on first use).
     Loop(Box<goal_loop::Policy>),
 }
@@ -491,7 +491,7 @@ fn compile_policies<'b>(
             if both {
                 goal_loop::Policy::compile(rules)?;
             }
-            Policies::Subagent(subagent_stop::Policy::compile(rules)?, stop)
+            Policies::Subagent(Box::new(subagent_stop::Policy::compile(rules)?), stop)
         } else {
             if both {
                 subagent_stop::Policy::compile(rules)?;
