@@ -39,50 +39,35 @@ pub(crate) const SUBCOMMANDS: &[&str] = &[
     "workflow",
 ];
 
-/// What routing needs from a profile, read from the embedded profile files
-/// alone (every command line passes through routing; loading all rules here
-/// would tax `verify` and `schema` too).
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// What routing needs from a profile: compiled from the embedded profile
+/// files by the build (`build.rs`; every command line passes through
+/// routing, and decoding the files took longer than the rest of routing).
+#[derive(Debug, PartialEq, Eq)]
 struct RouteInfo {
-    name: String,
-    display_name: String,
-    invocation_names: Vec<String>,
-    parent_commands: Vec<String>,
-    #[serde(default)]
-    compat: RouteCompat,
-}
-
-/// The routing part of a profile's `compat` keys.
-#[derive(Default, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RouteCompat {
-    #[serde(default)]
-    subcommand_word: Option<String>,
+    name: &'static str,
+    display_name: &'static str,
+    invocation_names: &'static [&'static str],
+    parent_commands: &'static [&'static str],
+    /// The profile's `compat/subcommandWord`.
+    subcommand_word: Option<&'static str>,
 }
 
 impl RouteInfo {
     /// Whether `word` selects this profile after a parent command or
     /// `evidence-gate`: its name, or its `compat/subcommandWord`.
     fn is_word(&self, word: &str) -> bool {
-        self.name == word || self.compat.subcommand_word.as_deref() == Some(word)
+        self.name == word || self.subcommand_word == Some(word)
     }
 }
 
-/// The routing view of every embedded profile, decoded once per process
-/// (routing consults it up to three times per command line).
+mod route_table {
+    use super::RouteInfo;
+    include!(concat!(env!("OUT_DIR"), "/route_table.rs"));
+}
+
+/// The routing view of every embedded profile.
 fn embedded_profiles() -> &'static [RouteInfo] {
-    static PROFILES: std::sync::OnceLock<Vec<RouteInfo>> = std::sync::OnceLock::new();
-    PROFILES.get_or_init(|| {
-        crate::rules::EMBEDDED
-            .iter()
-            .filter(|e| e.mount.starts_with("/profiles/"))
-            .filter_map(|e| match e.content {
-                crate::rules::Content::Json(text) => serde_json::from_str(text).ok(),
-                crate::rules::Content::Text(_) => None,
-            })
-            .collect()
-    })
+    route_table::ROUTES
 }
 
 /// Whether `stem` (argv[0]'s file stem) is a profile's parent command
@@ -90,7 +75,7 @@ fn embedded_profiles() -> &'static [RouteInfo] {
 pub(crate) fn is_parent_command(stem: &str) -> bool {
     embedded_profiles()
         .iter()
-        .any(|p| p.parent_commands.iter().any(|n| n == stem))
+        .any(|p| p.parent_commands.contains(&stem))
 }
 
 /// Decides whether argv addresses the goal engine: returns the profile name
@@ -110,8 +95,8 @@ pub(crate) fn route(argv: &[OsString]) -> Option<(String, Vec<String>)> {
         _ => (name, rest),
     };
     if let Some(p) = profiles.iter().find(|p| p.name == name)
-        && let Some(word) = &p.compat.subcommand_word
-        && rest.first() == Some(word)
+        && let Some(word) = p.subcommand_word
+        && rest.first().map(String::as_str) == Some(word)
     {
         rest.remove(0);
     }
@@ -132,25 +117,25 @@ fn route_profile(argv: &[OsString]) -> Option<(String, Vec<String>)> {
             .collect()
     };
     for p in profiles {
-        if p.invocation_names.iter().any(|n| n == stem) {
-            return Some((p.name.clone(), rest()));
+        if p.invocation_names.contains(&stem) {
+            return Some((p.name.to_owned(), rest()));
         }
     }
     for p in profiles {
-        if p.parent_commands.iter().any(|n| n == stem) {
+        if p.parent_commands.contains(&stem) {
             if first.as_deref().is_some_and(|w| p.is_word(w)) {
-                return Some((p.name.clone(), rest()[1..].to_vec()));
+                return Some((p.name.to_owned(), rest()[1..].to_vec()));
             }
             if first.as_deref().is_some_and(|s| SUBCOMMANDS.contains(&s)) {
-                return Some((p.name.clone(), rest()));
+                return Some((p.name.to_owned(), rest()));
             }
         }
     }
     let first = first?;
     profiles
         .iter()
-        .find(|p| p.name == *first)
-        .map(|p| (p.name.clone(), rest()[1..].to_vec()))
+        .find(|p| p.name == first.as_ref())
+        .map(|p| (p.name.to_owned(), rest()[1..].to_vec()))
 }
 
 /// Global flags (every subcommand).
@@ -415,7 +400,7 @@ fn display_name(profile: &str) -> String {
     embedded_profiles()
         .iter()
         .find(|p| p.name == profile)
-        .map_or_else(|| profile.to_owned(), |p| p.display_name.clone())
+        .map_or_else(|| profile.to_owned(), |p| p.display_name.to_owned())
 }
 
 pub(crate) enum Outcome {
@@ -729,6 +714,79 @@ fn lock_timeout(globals: &args::Args, amb: &dyn Ambient) -> Result<Option<u64>, 
 mod tests {
     use super::*;
     use crate::goals::plan::ulw_loop_plan as plan;
+
+    /// The routing table the build compiles is the embedded profiles'
+    /// routing view: every embedded profile file, each field as decoded
+    /// from its text (a profile file added or changed without a rebuild,
+    /// or missing from the embedded list, fails here).
+    #[test]
+    fn the_compiled_route_table_is_the_embedded_profiles() {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Decoded {
+            name: String,
+            display_name: String,
+            invocation_names: Vec<String>,
+            parent_commands: Vec<String>,
+            #[serde(default)]
+            compat: Value,
+        }
+        let mut decoded: Vec<Decoded> = crate::rules::EMBEDDED
+            .iter()
+            .filter(|e| e.mount.starts_with("/profiles/"))
+            .map(|e| match e.content {
+                crate::rules::Content::Json(text) => serde_json::from_str(text).unwrap(),
+                crate::rules::Content::Text(_) => panic!("{}: a profile is JSON", e.file),
+            })
+            .collect();
+        decoded.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut table: Vec<&RouteInfo> = embedded_profiles().iter().collect();
+        table.sort_by_key(|r| r.name);
+        assert_eq!(table.len(), decoded.len());
+        for (r, d) in table.iter().zip(&decoded) {
+            assert_eq!(r.name, d.name);
+            assert_eq!(r.display_name, d.display_name);
+            assert_eq!(r.invocation_names, d.invocation_names.as_slice());
+            assert_eq!(r.parent_commands, d.parent_commands.as_slice());
+            assert_eq!(
+                r.subcommand_word,
+                d.compat.get("subcommandWord").and_then(Value::as_str)
+            );
+        }
+        // Routing does not depend on the table's order: no name, multi-call
+        // name or parent command word selects two profiles.
+        let mut owner: std::collections::BTreeMap<&str, &str> = Default::default();
+        for r in &table {
+            for w in std::iter::once(r.name).chain(r.invocation_names.iter().copied()) {
+                let first = *owner.entry(w).or_insert(r.name);
+                assert_eq!(first, r.name, "`{w}` names two profiles");
+            }
+        }
+        for r in &table {
+            for other in &table {
+                if r.name != other.name {
+                    assert!(
+                        r.parent_commands
+                            .iter()
+                            .all(|c| !other.parent_commands.contains(c)
+                                || r.subcommand_word.is_some()
+                                || other.subcommand_word.is_some()),
+                        "{} and {} share a parent command",
+                        r.name,
+                        other.name
+                    );
+                }
+            }
+        }
+        assert_eq!(
+            route(&["omo".into(), "ulw-loop".into(), "status".into()]),
+            Some(("ulw-loop".to_owned(), vec!["status".to_owned()]))
+        );
+        assert_eq!(
+            route(&["omx".into(), "ultragoal".into(), "status".into()]),
+            Some(("omx".to_owned(), vec!["status".to_owned()]))
+        );
+    }
 
     /// A plan printed from the bytes a commit wrote is byte for byte the
     /// plan serialised in place, wherever it stands in the answer, whatever
