@@ -324,19 +324,17 @@ pub(crate) fn complete_len_within(
     size: u64,
     budget: u64,
 ) -> io::Result<Option<u64>> {
-    use std::io::{Read, Seek, SeekFrom};
     // A ledger almost always ends with its last record's `\n`: the first
     // read is one page.
     let floor = size.saturating_sub(budget);
     let mut chunk = 4 * 1024;
     let mut end = size;
+    let mut buf = Vec::new();
     while end > floor {
         let start = end.saturating_sub(chunk).max(floor);
         chunk = 64 * 1024;
-        let mut buf = vec![0u8; (end - start) as usize];
-        file.seek(SeekFrom::Start(start))?;
-        file.read_exact(&mut buf)?;
-        if let Some(i) = buf.iter().rposition(|&b| b == b'\n') {
+        ledger::read_exact_at(file, start, (end - start) as usize, &mut buf)?;
+        if let Some(i) = crate::scan::rfind_byte(b'\n', &buf) {
             return Ok(Some(start + i as u64 + 1));
         }
         end = start;
@@ -357,7 +355,6 @@ pub(crate) fn read_tail_file(
     limit: usize,
     budget: u64,
 ) -> io::Result<Tail> {
-    use std::io::{Read, Seek, SeekFrom};
     let Some(complete) = complete_len_within(file, size, budget)? else {
         return Ok(Tail {
             records: Vec::new(),
@@ -368,9 +365,8 @@ pub(crate) fn read_tail_file(
     };
     let mut first = None;
     if complete < size && size - complete <= budget.min(64 * 1024 * 1024) {
-        let mut rest = vec![0u8; (size - complete) as usize];
-        file.seek(SeekFrom::Start(complete))?;
-        file.read_exact(&mut rest)?;
+        let mut rest = Vec::new();
+        ledger::read_exact_at(file, complete, (size - complete) as usize, &mut rest)?;
         if serde_json::from_slice::<Value>(&rest).is_ok_and(|v| v.is_object()) {
             let r = TailRecord::of(&rest);
             let stop = reaches(r.seq, stop_seq);

@@ -229,15 +229,14 @@ pub(crate) fn read_back_within(
     let floor = end.saturating_sub(max_bytes);
     let mut pos = end;
     let mut carry: Vec<u8> = Vec::new();
+    let mut chunk: Vec<u8> = Vec::new();
     while pos > 0 {
         if pos == floor {
             return Ok(false);
         }
         let start = pos.saturating_sub(size).max(floor);
         size = 64 * 1024;
-        let mut chunk = vec![0u8; (pos - start) as usize];
-        file.seek(SeekFrom::Start(start))?;
-        file.read_exact(&mut chunk)?;
+        ledger::read_exact_at(file, start, (pos - start) as usize, &mut chunk)?;
         chunk.extend_from_slice(&carry);
         pos = start;
         // chunk ends with a complete record's '\n' (or is the whole rest).
@@ -248,7 +247,7 @@ pub(crate) fn read_back_within(
                 break;
             }
             let body_end = line_end - 1;
-            match chunk[..body_end].iter().rposition(|&b| b == b'\n') {
+            match crate::scan::rfind_byte(b'\n', &chunk[..body_end]) {
                 Some(i) => {
                     let line = &chunk[i + 1..body_end];
                     if ledger::is_record(line) && !keep_going(start + i as u64 + 1, line) {

@@ -13,7 +13,7 @@ mod verify;
 
 use serde_json::{Map, Value};
 
-pub(crate) use tail::read_tail;
+pub(crate) use tail::{read_exact_at, read_tail};
 pub(crate) use verify::ChainReport;
 pub use verify::{ForeignSeverity, set_verify_threads, verify_chain};
 
