@@ -22,7 +22,8 @@
 //! build configuration, such as a statically linked release).
 //! `PERF_BASELINE_DIR=<dir with evidence-gate and verify-evidence>` times an
 //! older build on the same workloads, interleaved run by run, and prints the
-//! ratio. `PERF_QUICK=1` takes fewer runs and drops the 1M-record workload
+//! ratio of the medians and the median of the paired differences (`paired`:
+//! this build minus the baseline, call by call). `PERF_QUICK=1` takes fewer runs and drops the 1M-record workload
 //! (about a minute instead of several). `PERF_RUNS=N` sets the runs.
 //!
 //! Run: `PERF_QUICK=1 cargo bench --bench perf`.
@@ -540,10 +541,29 @@ fn in_turn<T>(i: usize, a: impl FnOnce() -> T, b: impl FnOnce() -> T) -> (T, T) 
     }
 }
 
-fn ratio(new: f64, old: Option<f64>) -> String {
+/// The baseline columns: its median, the ratio of the medians, and the
+/// median of the paired differences (this build minus the baseline, call by
+/// call as they ran in turn), which resolves changes a ratio of medians of
+/// a few dozen calls on a noisy machine does not.
+fn ratio(new: f64, old: Option<f64>, paired: Option<f64>) -> String {
     old.map_or(String::new(), |o| {
-        format!("  baseline {o:>8.2} ms  speed-up {:>5.2}x", o / new)
+        let d = paired.map_or(String::new(), |d| format!("  paired {d:>+6.2} ms"));
+        format!("  baseline {o:>8.2} ms  speed-up {:>5.2}x{d}", o / new)
     })
+}
+
+/// Median of `new[i] - old[i]` in ms (`None` without pairs).
+fn paired_ms(new: &[Duration], old: &[Duration]) -> Option<f64> {
+    if new.is_empty() || new.len() != old.len() {
+        return None;
+    }
+    let mut d: Vec<f64> = new
+        .iter()
+        .zip(old)
+        .map(|(n, o)| (n.as_secs_f64() - o.as_secs_f64()) * 1000.0)
+        .collect();
+    d.sort_by(f64::total_cmp);
+    Some(d[d.len() / 2])
 }
 
 fn hashing(runs: usize, quick: bool) {
@@ -721,12 +741,13 @@ fn main() {
                 None => new.push(this()),
             }
         }
+        let d = paired_ms(&new, &old);
         let n = median_ms(new);
         let o = (!old.is_empty()).then(|| median_ms(old));
         println!(
             "start-up {name:<34} {n:>8.2} ms  floor_ratio {:>5.2} (target <= 2.5){}",
             n / fl,
-            ratio(n, o)
+            ratio(n, o, d)
         );
     }
 
@@ -768,7 +789,7 @@ fn main() {
             let root = repo.path();
             let br = base_repo.as_ref().map(|d| d.path());
             let op_new = |i: usize| op(i, root);
-            let (new, old, read) = if let (Some(bb), Some(br)) = (base.as_ref(), br) {
+            let (new, old, paired, read) = if let (Some(bb), Some(br)) = (base.as_ref(), br) {
                 // The baseline's payloads name its own copy of the repository.
                 let mut new = Vec::new();
                 let mut old = Vec::new();
@@ -783,9 +804,11 @@ fn main() {
                     old.push(o);
                 }
                 let (_, _, read) = time_op(&b, root, home.path(), &op_new, 0);
-                (median_ms(new), Some(median_ms(old)), read)
+                let d = paired_ms(&new, &old);
+                (median_ms(new), Some(median_ms(old)), d, read)
             } else {
-                time_op(&b, root, home.path(), &op_new, n)
+                let (new, old, read) = time_op(&b, root, home.path(), &op_new, n);
+                (new, old, None, read)
             };
             let name = op(0, root).name;
             let read = read.map_or(String::new(), |r| {
@@ -798,7 +821,7 @@ fn main() {
             println!(
                 "{name:<16} {label:<36} {new:>8.2} ms  floor_ratio {:>6.2}{}{read}",
                 new / fl,
-                ratio(new, old)
+                ratio(new, old, paired)
             );
         }
         if (records >= 100_000 && !audit_done) || records >= 1_000_000 {
@@ -842,6 +865,6 @@ fn audit(b: &Bins, base: Option<&Bins>, root: &Path, records: u64, home: &Path, 
         o / a,
         if o / a >= 1.6 { "met" } else { "MISSED" },
         reports.iter().all(|x| *x),
-        ratio(a, (!old.is_empty()).then(|| median_ms(old)))
+        ratio(a, (!old.is_empty()).then(|| median_ms(old)), None)
     );
 }
