@@ -76,10 +76,17 @@ mod heap {
             let block = std::hint::black_box(malloc(256 << 10));
             free(block);
             let end = sbrk(0) as usize;
-            let from = (before + SMALL_CALL_HEAP).next_multiple_of(HUGE_PAGE);
-            let to = end - end % HUGE_PAGE;
-            if before != usize::MAX && end != usize::MAX && to > from {
-                madvise(from as *mut c_void, to - from, MADV_HUGEPAGE);
+            // `sbrk` answers (void *) -1 on failure: check before any sum.
+            let from = before
+                .checked_add(SMALL_CALL_HEAP)
+                .and_then(|b| b.checked_next_multiple_of(HUGE_PAGE));
+            if let Some(from) = from
+                && end != usize::MAX
+            {
+                let to = end - end % HUGE_PAGE;
+                if to > from {
+                    madvise(from as *mut c_void, to - from, MADV_HUGEPAGE);
+                }
             }
         }
     }
