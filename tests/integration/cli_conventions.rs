@@ -395,3 +395,41 @@ fn the_binaries_start_without_relocating_themselves() {
         assert_eq!(e_type, want, "{name}: ELF type");
     }
 }
+
+/// On Linux with glibc the binaries load `libc.so.6` and nothing else: the
+/// unwinder is linked statically (no `libgcc_s.so.1`) and `pow`, the one
+/// `libm` function they call, is defined in them (no `libm.so.6`)
+/// (docs/performance.md#start-up). The dynamic loader lists what it would
+/// load when `LD_TRACE_LOADED_OBJECTS` is set, as `ldd` does.
+#[test]
+#[cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    not(target_feature = "crt-static")
+))]
+fn the_binaries_load_no_library_but_libc() {
+    for name in ["evidence-gate", "verify-evidence"] {
+        let out = Command::new(bin(name))
+            .arg("--version")
+            .env("LD_TRACE_LOADED_OBJECTS", "1")
+            .output()
+            .unwrap();
+        let listed = String::from_utf8_lossy(&out.stdout);
+        let libs: Vec<&str> = listed
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|l| l.contains(".so"))
+            .collect();
+        assert!(
+            libs.iter().any(|l| l.starts_with("libc.so")),
+            "{name}: {listed}"
+        );
+        let other: Vec<&&str> = libs
+            .iter()
+            .filter(|l| {
+                !l.starts_with("libc.so") && !l.contains("ld-linux") && !l.starts_with("linux-vdso")
+            })
+            .collect();
+        assert!(other.is_empty(), "{name} loads {other:?}:\n{listed}");
+    }
+}

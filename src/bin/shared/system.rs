@@ -25,6 +25,20 @@ use evidence_gate::ambient::{Ambient, GitOutput};
 #[link(name = "gcc_eh", kind = "static", modifiers = "-bundle")]
 unsafe extern "C" {}
 
+// `pow`, the one function of glibc's `libm.so.6` the binaries call (the
+// progress bar's rate estimate, in `indicatif`), defined here from the `libm`
+// crate (a port of musl's), so that the dynamic loader does not open, map and
+// relocate `libm.so.6` on every start (docs/performance.md#start-up).
+#[cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    not(target_feature = "crt-static")
+))]
+#[unsafe(no_mangle)]
+extern "C" fn pow(x: f64, y: f64) -> f64 {
+    libm::pow(x, y)
+}
+
 /// glibc's heap, tuned for a short-lived process (docs/performance.md#allocator).
 mod heap {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
