@@ -63,7 +63,9 @@ pub use error::{ALL_CODES, ErrorKind, GoalError};
 pub use gate::check_gate_in_plan;
 pub use input::{FileRecord, Loaded};
 pub use journal::Head as JournalHead;
-pub use plan::{Criterion, CriterionStatus, Goal, GoalStatus, Mode, Plan};
+pub use plan::{
+    Criterion, CriterionStatus, Goal, GoalStatus, Mode, Plan, leave_plans_to_process_end,
+};
 pub use profile::{BlockerRules, Profile, Texts};
 pub use session::SidSource;
 pub use state::StatePaths;

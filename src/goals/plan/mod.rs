@@ -10,6 +10,7 @@ pub(crate) mod model;
 mod validate;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cap_std::fs::Dir;
 use serde_json::{Map, Value, json};
@@ -44,6 +45,60 @@ pub struct Plan {
     changed: bool,
     /// Goals that may have changed since the plan was read.
     touched: Touched,
+}
+
+/// Estimated heap bytes of a decoded plan's tree per byte of its file (a
+/// 1,000-goal plan of 1.76 MB grows a process by about 10 MB).
+const TREE_BYTES_PER_FILE_BYTE: usize = 6;
+
+/// Plans whose tree is at least this large are worth leaving to the
+/// process's end ([`leave_plans_to_process_end`]); a small tree frees in
+/// microseconds.
+const LEAVE_FROM_TREE_BYTES: usize = 1 << 20;
+
+/// The estimated tree bytes still allowed to be left unfreed.
+static LEAVE_BUDGET: AtomicUsize = AtomicUsize::new(0);
+
+/// For a process that ends soon after its call (the binaries): lets up to
+/// `bytes` of large decoded plans (estimated from their files' sizes) be
+/// left to the operating system when dropped, instead of freed node by node.
+///
+/// Freeing a large plan's tree is tens of thousands of `free` calls, and
+/// while a hook's watchdog thread runs each takes the allocator's lock: the
+/// steering prompt hook at 1,000 goals spent about 3 ms of 19 freeing its
+/// plan (docs/performance.md#allocator). The default, 0, frees every plan,
+/// which is what a process that keeps running wants; the budget bounds what
+/// a command reading many plans can hold on to.
+pub fn leave_plans_to_process_end(bytes: usize) {
+    LEAVE_BUDGET.store(bytes, Ordering::Relaxed);
+}
+
+/// Charges `tree_bytes` to the budget when the tree is large and the budget
+/// holds it; `false` leaves the budget as it was.
+fn may_leave(budget: &AtomicUsize, tree_bytes: usize) -> bool {
+    tree_bytes >= LEAVE_FROM_TREE_BYTES
+        && budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                b.checked_sub(tree_bytes)
+            })
+            .is_ok()
+}
+
+impl Drop for Plan {
+    fn drop(&mut self) {
+        let file_bytes = self
+            .read
+            .as_ref()
+            .and_then(|r| r.file.as_ref())
+            .map_or(0, |f| f.len());
+        if may_leave(
+            &LEAVE_BUDGET,
+            file_bytes.saturating_mul(TREE_BYTES_PER_FILE_BYTE),
+        ) {
+            std::mem::forget(std::mem::take(&mut self.doc));
+            std::mem::forget(std::mem::take(&mut self.index));
+        }
+    }
 }
 
 /// Which goals a plan's changes may have reached.
@@ -921,6 +976,46 @@ mod tests {
             assert!(plan.encoded().is_none(), "a change drops it");
             assert_eq!(plan.read_body_sha256(), d, "the digest as read stays");
         }
+    }
+
+    /// The budget charges only large trees, and only while it holds them.
+    #[test]
+    fn the_process_end_budget_takes_large_trees_it_can_hold() {
+        let budget = AtomicUsize::new(3 << 20);
+        assert!(!may_leave(&budget, 512 << 10), "a small tree is freed");
+        assert_eq!(budget.load(Ordering::Relaxed), 3 << 20);
+        assert!(may_leave(&budget, 2 << 20));
+        assert!(!may_leave(&budget, 2 << 20), "past the budget: freed");
+        assert_eq!(budget.load(Ordering::Relaxed), 1 << 20);
+        assert!(may_leave(&budget, 1 << 20));
+        assert_eq!(budget.load(Ordering::Relaxed), 0);
+        assert!(
+            !may_leave(&AtomicUsize::new(0), usize::MAX),
+            "the default frees all"
+        );
+    }
+
+    /// Dropping a large plan read from a file charges its estimated tree to
+    /// the process-end budget (and leaves the tree unfreed).
+    #[test]
+    fn dropping_a_large_plan_read_from_a_file_charges_the_budget() {
+        let p = profile();
+        let paths = StatePaths::new(&p.state_dir, None);
+        let list: Vec<Value> = (0..3000)
+            .map(|i| json!({"id": format!("G{i}"), "title": "t", "objective": "o", "status": "pending"}))
+            .collect();
+        let mut file = serde_json::to_vec(&json!({"version": 1, "goals": list})).unwrap();
+        file.push(b'\n');
+        let estimate = file.len() * TREE_BYTES_PER_FILE_BYTE;
+        assert!(estimate >= LEAVE_FROM_TREE_BYTES, "{estimate}");
+        let plan = Plan::decode_file(file, &paths, &p, "now").unwrap();
+        let start = usize::MAX / 2;
+        leave_plans_to_process_end(start);
+        drop(plan);
+        let left = LEAVE_BUDGET.load(Ordering::Relaxed);
+        leave_plans_to_process_end(0);
+        // Other tests may drop large plans meanwhile: at least this one's.
+        assert!(start - left >= estimate, "{}", start - left);
     }
 
     #[test]
