@@ -198,6 +198,17 @@ struct VerifyCli {
     args: verify::VerifyArgs,
 }
 
+/// Whether `argv` runs a hook (`evidence-gate hook …`, or the binary under
+/// a hook's multi-call name), as [`main`] dispatches it.
+pub fn is_hook_call(argv: &[OsString]) -> bool {
+    let multi_call = argv
+        .first()
+        .and_then(|a| Path::new(a).file_stem())
+        .and_then(|s| s.to_str())
+        .is_some_and(|s| s.starts_with(hook::MULTI_CALL_PREFIX));
+    multi_call || argv.get(1).is_some_and(|a| a == "hook")
+}
+
 /// Runs the program named by `argv[0]` and returns the exit code.
 pub fn main(argv: Vec<OsString>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
     let stem = argv

@@ -433,3 +433,71 @@ fn the_binaries_load_no_library_but_libc() {
         assert!(other.is_empty(), "{name} loads {other:?}:\n{listed}");
     }
 }
+
+/// A closed standard output is reopened on `/dev/null` before the binary
+/// opens anything: otherwise the first file it opens (the workspace, a
+/// ledger) would take descriptor 1 and receive what it prints. An agent can
+/// start the tool with its output closed; the hook waiting for its payload
+/// shows which file descriptor 1 is.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_closed_standard_output_is_reopened_on_dev_null() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new("sh")
+        .args(["-c", "exec \"$0\" hook stop --host codex >&-"])
+        .arg(bin("evidence-gate"))
+        .current_dir(tmp.path())
+        .env("HOME", tmp.path())
+        .env("XDG_STATE_HOME", tmp.path().join("state"))
+        .env("XDG_CONFIG_HOME", tmp.path().join("config"))
+        .stdin(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // `sh` replaces itself with the binary: the child's pid is the binary's
+    // once its executable is.
+    let exe = std::path::PathBuf::from(format!("/proc/{}/exe", child.id()));
+    let fd1 = std::path::PathBuf::from(format!("/proc/{}/fd/1", child.id()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut seen = None;
+    while std::time::Instant::now() < deadline {
+        let is_binary = std::fs::read_link(&exe)
+            .is_ok_and(|p| p.file_name() == bin("evidence-gate").file_name());
+        // The binary has started reading its payload once it has a
+        // descriptor 1 at all (it had none after `>&-`).
+        if is_binary && let Ok(target) = std::fs::read_link(&fd1) {
+            seen = Some(target);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    let _ = stdin.write_all(b"{}");
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert_eq!(
+        seen.as_deref(),
+        Some(Path::new("/dev/null")),
+        "descriptor 1 of the running hook"
+    );
+    assert!(status.success(), "{status:?}");
+}
+
+/// Writing to a pipe nobody reads is an error the binary reports, not a
+/// `SIGPIPE` that ends it.
+#[test]
+#[cfg(unix)]
+fn a_pipe_nobody_reads_does_not_end_the_process_by_signal() {
+    use std::os::unix::process::ExitStatusExt;
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let status = Command::new(bin("evidence-gate"))
+        .arg("--help")
+        .stdout(writer)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.signal(), None, "{status:?}");
+    assert!(status.code().is_some(), "{status:?}");
+}

@@ -164,8 +164,8 @@ impl Ambient for System {
     }
 }
 
-/// Runs the CLI on the real process streams.
-pub fn run() -> std::process::ExitCode {
+/// Runs the CLI on the real process streams; returns the exit code.
+pub fn run() -> u8 {
     heap::tune();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // A hook decides while its watchdog thread runs, so every `free` takes
@@ -175,12 +175,7 @@ pub fn run() -> std::process::ExitCode {
     // commands run on one thread and go on allocating after a plan is done
     // with, reusing what it freed: leaving it there costs them fresh pages
     // (`record-evidence` at 1,000 goals +1.5 ms), so they free.
-    if args
-        .iter()
-        .skip(1)
-        .find(|a| !a.to_string_lossy().starts_with('-'))
-        == Some(&std::ffi::OsString::from("hook"))
-    {
+    if evidence_gate::cli::is_hook_call(&args) {
         evidence_gate::goals::leave_plans_to_process_end(64 << 20);
     }
     // Threads hashing and parsing ledger records (0 or unset: every core);
@@ -204,6 +199,108 @@ pub fn run() -> std::process::ExitCode {
         stdout: &mut stdout.lock(),
         stderr: &mut stderr.lock(),
     };
-    let code = evidence_gate::cli::main(args, &system, &mut io);
-    std::process::ExitCode::from(code)
+    evidence_gate::cli::main(args, &system, &mut io)
+}
+
+/// The process's entry on linux-gnu, called by the C runtime instead of the
+/// standard library's (the binaries are `no_main` there).
+///
+/// The standard library's start-up and exit cost about 0.1 ms per process
+/// here, most of it installing its stack overflow handler: finding the main
+/// thread's stack reads and parses `/proc/self/maps`, then an alternate
+/// signal stack is mapped, guarded, and unmapped at exit
+/// (docs/performance.md#start-up). This keeps what the binaries rely on:
+///
+/// - standard input, output and error are open: one that is closed is
+///   opened on `/dev/null` before anything else, so that no file the call
+///   opens (a ledger, a plan) can take its number and receive its output;
+/// - `SIGPIPE` is ignored, so writing to a closed pipe is an error the
+///   caller handles, not the end of the process;
+/// - a panic that escapes ends the process with status 101;
+/// - standard output is flushed before the process exits.
+///
+/// A stack overflow ends the process with `SIGSEGV` instead of a message
+/// and `SIGABRT`.
+#[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
+pub fn entry() -> std::ffi::c_int {
+    use std::io::Write;
+    stdio::keep_open();
+    stdio::ignore_sigpipe();
+    let code = std::panic::catch_unwind(run).unwrap_or(101);
+    let _ = io::stdout().flush();
+    std::ffi::c_int::from(code)
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
+mod stdio {
+    use std::ffi::{c_char, c_int, c_short, c_ulong};
+
+    #[repr(C)]
+    struct PollFd {
+        fd: c_int,
+        events: c_short,
+        revents: c_short,
+    }
+
+    const POLLNVAL: c_short = 0x20;
+    const O_RDWR: c_int = 2;
+    const F_GETFD: c_int = 1;
+    const EINTR: c_int = 4;
+    const EBADF: c_int = 9;
+    const SIGPIPE: c_int = 13;
+    const SIG_IGN: usize = 1;
+
+    unsafe extern "C" {
+        fn poll(fds: *mut PollFd, nfds: c_ulong, timeout: c_int) -> c_int;
+        fn open(path: *const c_char, flags: c_int, ...) -> c_int;
+        fn fcntl(fd: c_int, cmd: c_int, ...) -> c_int;
+        fn signal(signum: c_int, handler: usize) -> usize;
+        fn __errno_location() -> *mut c_int;
+        fn abort() -> !;
+    }
+
+    /// Opens `/dev/null` on each of descriptors 0, 1 and 2 that is closed
+    /// (in order, so each open takes the lowest closed number); aborts when
+    /// that fails, as the standard library's start-up does.
+    pub fn keep_open() {
+        let mut fds = [0, 1, 2].map(|fd| PollFd {
+            fd,
+            events: 0,
+            revents: 0,
+        });
+        // SAFETY: `poll` reads and writes the three entries it is given;
+        // `__errno_location` is the calling thread's errno.
+        let closed: [bool; 3] = loop {
+            if unsafe { poll(fds.as_mut_ptr(), 3, 0) } != -1 {
+                break fds.map(|p| p.revents & POLLNVAL != 0);
+            }
+            match unsafe { *__errno_location() } {
+                EINTR => continue,
+                // `poll` unavailable (a sandbox, a resource limit): ask each.
+                // SAFETY: F_GETFD only reads the descriptor's flags.
+                _ => {
+                    break [0, 1, 2].map(|fd| {
+                        let failed = unsafe { fcntl(fd, F_GETFD) } == -1;
+                        failed && unsafe { *__errno_location() } == EBADF
+                    });
+                }
+            }
+        };
+        for is_closed in closed {
+            // SAFETY: a NUL-terminated path; the descriptor is kept open
+            // for the life of the process on purpose.
+            if is_closed && unsafe { open(c"/dev/null".as_ptr(), O_RDWR) } == -1 {
+                unsafe { abort() }
+            }
+        }
+    }
+
+    /// `SIGPIPE` ignored: a write to a closed pipe fails with `EPIPE`.
+    pub fn ignore_sigpipe() {
+        // SAFETY: setting a signal's disposition to "ignore" installs no
+        // handler; no other thread exists yet.
+        unsafe {
+            signal(SIGPIPE, SIG_IGN);
+        }
+    }
 }
