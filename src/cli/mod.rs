@@ -201,12 +201,15 @@ struct VerifyCli {
 /// Whether `argv` runs a hook (`evidence-gate hook …`, or the binary under
 /// a hook's multi-call name), as [`main`] dispatches it.
 pub fn is_hook_call(argv: &[OsString]) -> bool {
-    let multi_call = argv
+    let stem = argv
         .first()
         .and_then(|a| Path::new(a).file_stem())
         .and_then(|s| s.to_str())
-        .is_some_and(|s| s.starts_with(hook::MULTI_CALL_PREFIX));
-    multi_call || argv.get(1).is_some_and(|a| a == "hook")
+        .unwrap_or("evidence-gate");
+    if stem == "verify-evidence" {
+        return false;
+    }
+    stem.starts_with(hook::MULTI_CALL_PREFIX) || argv.get(1).is_some_and(|a| a == "hook")
 }
 
 /// Runs the program named by `argv[0]` and returns the exit code.
@@ -432,6 +435,26 @@ fn clap_error(e: clap::Error, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The binaries' hook test matches how `main` dispatches a hook: the
+    /// `hook` word right after the program, or a hook's multi-call name.
+    #[test]
+    fn a_hook_call_is_recognised_as_main_dispatches_it() {
+        let argv = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        assert!(is_hook_call(&argv(&["evidence-gate", "hook", "stop"])));
+        assert!(is_hook_call(&argv(&["/usr/bin/evidence-gate-hook-stop"])));
+        assert!(!is_hook_call(&argv(&[
+            "evidence-gate",
+            "ulw-loop",
+            "status"
+        ])));
+        assert!(!is_hook_call(&argv(&["evidence-gate", "verify", "hook"])));
+        assert!(
+            !is_hook_call(&argv(&["verify-evidence", "hook"])),
+            "a payload named hook"
+        );
+        assert!(!is_hook_call(&argv(&[])));
+    }
 
     /// The description behind completions and the man page names every
     /// command the parsers accept, and nothing else: the clap commands, each
