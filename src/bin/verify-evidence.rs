@@ -4,19 +4,10 @@
 // standard library's start-up (`system::entry` says what it keeps).
 #![cfg_attr(all(target_os = "linux", target_env = "gnu", not(test)), no_main)]
 
+// (A test build runs the test harness instead of `main`.)
+#[cfg_attr(test, allow(dead_code))]
 #[path = "shared/system.rs"]
 mod system;
 
-#[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
-#[unsafe(no_mangle)]
-extern "C" fn main(
-    _argc: std::ffi::c_int,
-    _argv: *const *const std::ffi::c_char,
-) -> std::ffi::c_int {
-    system::entry()
-}
-
 #[cfg(any(test, not(all(target_os = "linux", target_env = "gnu"))))]
-fn main() -> std::process::ExitCode {
-    std::process::ExitCode::from(system::run())
-}
+use system::main;

@@ -202,6 +202,23 @@ pub fn run() -> u8 {
     evidence_gate::cli::main(args, &system, &mut io)
 }
 
+/// The entry point where the standard library starts the process.
+#[cfg(any(test, not(all(target_os = "linux", target_env = "gnu"))))]
+pub fn main() -> std::process::ExitCode {
+    std::process::ExitCode::from(run())
+}
+
+/// The entry point the C runtime calls on linux-gnu, where the binaries are
+/// `no_main`: [`entry`].
+#[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
+#[unsafe(no_mangle)]
+extern "C" fn main(
+    _argc: std::ffi::c_int,
+    _argv: *const *const std::ffi::c_char,
+) -> std::ffi::c_int {
+    entry()
+}
+
 /// The process's entry on linux-gnu, called by the C runtime instead of the
 /// standard library's (the binaries are `no_main` there).
 ///
@@ -222,7 +239,7 @@ pub fn run() -> u8 {
 /// A stack overflow ends the process with `SIGSEGV` instead of a message
 /// and `SIGABRT`.
 #[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
-pub fn entry() -> std::ffi::c_int {
+fn entry() -> std::ffi::c_int {
     use std::io::Write;
     stdio::keep_open();
     stdio::ignore_sigpipe();
