@@ -47,7 +47,7 @@ pub(super) fn source(key: &'static str) -> Option<Source> {
                 }
                 top = Some(text);
             }
-        } else if e.mount == own || e.mount.starts_with(&format!("{own}/")) {
+        } else if e.mount == own || super::is_below(e.mount, &own) {
             mounted.push(e);
         }
     }

@@ -424,19 +424,19 @@ fn embedded_family_value(key: &str) -> Result<Value, RulesError> {
 /// merged at the top provides its family.
 fn sole_file_at(pointer: &str) -> Option<&'static Embedded> {
     let key = pointer.get(1..)?.split('/').next()?;
+    let quoted = format!("\"{key}\"");
     let mut found = None;
     for e in EMBEDDED {
         if e.mount.is_empty() {
             if let Content::Json(text) = e.content
-                && text.contains(&format!("\"{key}\""))
+                && text.contains(&quoted)
             {
                 return None;
             }
             continue;
         }
-        let related = e.mount == pointer
-            || pointer.starts_with(&format!("{}/", e.mount))
-            || e.mount.starts_with(&format!("{pointer}/"));
+        let related =
+            e.mount == pointer || is_below(pointer, e.mount) || is_below(e.mount, pointer);
         if related {
             if e.mount != pointer || found.is_some() {
                 return None;
@@ -445,6 +445,13 @@ fn sole_file_at(pointer: &str) -> Option<&'static Embedded> {
         }
     }
     found
+}
+
+/// Whether the JSON pointer `path` lies strictly below `dir` (`/a/b` below
+/// `/a`, not `/ab`).
+pub(super) fn is_below(path: &str, dir: &str) -> bool {
+    path.strip_prefix(dir)
+        .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// The whole embedded document (every file mounted).
@@ -844,6 +851,18 @@ fn describe_problem(p: &crate::sandbox::FileProblem) -> String {
 mod tests {
     use super::*;
     use crate::rules::evidence::EvidenceRules;
+
+    #[test]
+    fn a_pointer_is_below_a_directory_only_past_a_slash() {
+        assert!(is_below("/texts/ulw-loop", "/texts"));
+        assert!(is_below("/a/b/c", "/a/b"));
+        assert!(!is_below("/texts", "/texts"), "not strictly below");
+        assert!(
+            !is_below("/textsx/a", "/texts"),
+            "a longer name is not below"
+        );
+        assert!(!is_below("/texts", "/texts/ulw-loop"));
+    }
 
     /// A shared part decodes once per rule set: the second lookup is the
     /// first decoding; another type at the same pointer decodes its own; a
