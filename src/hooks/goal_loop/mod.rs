@@ -65,8 +65,9 @@ const MAX_STATIC_CONTEXT: usize = 16 * 1024;
 /// One profile with its compiled stop directive.
 #[derive(Debug, Clone)]
 pub(crate) struct LoopProfile {
-    /// The profile.
-    pub profile: Profile,
+    /// The profile (the same allocation the rule set shares with the
+    /// engine a call builds).
+    pub profile: std::sync::Arc<Profile>,
     stop_directive: Template,
 }
 
@@ -287,9 +288,10 @@ impl Policy {
                 )?;
                 // The engine this call may build looks the profile up in
                 // the same rule set: it shares this decoding.
+                let p = std::sync::Arc::new(p);
                 self.rules.share(
                     &format!("/{}/{}", Profiles::KEY, crate::json::pointer_token(&p.name)),
-                    std::sync::Arc::new(p.clone()),
+                    std::sync::Arc::clone(&p),
                 );
                 Ok(LoopProfile {
                     profile: p,
