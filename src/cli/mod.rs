@@ -198,28 +198,41 @@ struct VerifyCli {
     args: verify::VerifyArgs,
 }
 
+/// The name the program was started under (`argv[0]`'s file stem).
+fn program_stem(argv: &[OsString]) -> &str {
+    argv.first()
+        .and_then(|a| Path::new(a).file_stem())
+        .and_then(|s| s.to_str())
+        .unwrap_or("evidence-gate")
+}
+
+/// The hook `argv` runs, as [`main`] dispatches it: the event a hook's
+/// multi-call name carries (else `None`) and the hook's arguments. `None`
+/// when `argv` is no hook call (`verify-evidence` only verifies:
+/// `verify-evidence hook` names a payload file called `hook`).
+fn hook_call(argv: &[OsString]) -> Option<(Option<&str>, &[OsString])> {
+    let stem = program_stem(argv);
+    if stem == "verify-evidence" {
+        return None;
+    }
+    if let Some(event) = stem.strip_prefix(hook::MULTI_CALL_PREFIX) {
+        return Some((Some(event), argv.get(1..).unwrap_or(&[])));
+    }
+    if argv.get(1).is_some_and(|a| a == "hook") {
+        return Some((None, argv.get(2..).unwrap_or(&[])));
+    }
+    None
+}
+
 /// Whether `argv` runs a hook (`evidence-gate hook …`, or the binary under
 /// a hook's multi-call name), as [`main`] dispatches it.
 pub fn is_hook_call(argv: &[OsString]) -> bool {
-    let stem = argv
-        .first()
-        .and_then(|a| Path::new(a).file_stem())
-        .and_then(|s| s.to_str())
-        .unwrap_or("evidence-gate");
-    if stem == "verify-evidence" {
-        return false;
-    }
-    stem.starts_with(hook::MULTI_CALL_PREFIX) || argv.get(1).is_some_and(|a| a == "hook")
+    hook_call(argv).is_some()
 }
 
 /// Runs the program named by `argv[0]` and returns the exit code.
 pub fn main(argv: Vec<OsString>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
-    let stem = argv
-        .first()
-        .and_then(|a| Path::new(a).file_stem())
-        .and_then(|s| s.to_str())
-        .unwrap_or("evidence-gate")
-        .to_owned();
+    let stem = program_stem(&argv).to_owned();
     // `verify-evidence` only verifies: `verify-evidence hook` names a payload
     // file called `hook`, never the hook runner or the goal engine.
     if stem == "verify-evidence" {
@@ -229,11 +242,8 @@ pub fn main(argv: Vec<OsString>, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
         };
     }
     // Hooks are dispatched before clap: they exit 0 even on usage errors.
-    if let Some(event) = stem.strip_prefix(hook::MULTI_CALL_PREFIX) {
-        return hook::run(Some(event), argv.get(1..).unwrap_or(&[]), amb, io);
-    }
-    if argv.get(1).is_some_and(|a| a == "hook") {
-        return hook::run(None, argv.get(2..).unwrap_or(&[]), amb, io);
+    if let Some((event, args)) = hook_call(&argv) {
+        return hook::run(event, args, amb, io);
     }
     // Goal-engine commands use their own envelope and exit codes (docs/engine.md#ge-4).
     if let Some((profile, rest)) = goals::route(&argv) {
