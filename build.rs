@@ -1,18 +1,26 @@
-//! Build script: links the command-line binaries as position-dependent
+//! Build script: links the command-line binaries as static, position-dependent
 //! executables on Linux with glibc, and compiles the routing view of the
 //! embedded profiles into a table.
 //!
-//! A position-independent executable (the toolchain's default) is relocated
-//! by the dynamic loader on every start: about 17,600 pointers in 330 KB of
-//! read-only-after-relocation data, which copies about 80 pages per process.
-//! For a command that a hook runs on every agent turn that is 0.3 ms of a
-//! 2 ms call (docs/performance.md#start-up). A position-dependent executable
-//! has those pointers resolved at link time. The library and the tests are
-//! unaffected (the flag is given to binaries only).
+//! A hook runs the binary on every agent turn, so what happens before `main`
+//! is paid every time (docs/performance.md#start-up):
 //!
-//! Set `EVIDENCE_GATE_PIE=1` when building to keep the toolchain's
-//! position-independent default (for example where a distribution requires
-//! every executable to be PIE).
+//! - A position-independent executable (the toolchain's default) is relocated
+//!   on every start: about 17,600 pointers in 330 KB of
+//!   read-only-after-relocation data, which copies about 80 pages per process,
+//!   0.3 ms of a 2 ms call. A position-dependent executable has those
+//!   pointers resolved at link time.
+//! - A dynamically linked one has the dynamic loader map `libc.so.6`,
+//!   relocate it and resolve every C function the binary calls: 0.17 to
+//!   0.31 ms per call. A static executable starts at its own entry point.
+//!
+//! The library and the tests are unaffected (the flags are given to binaries
+//! only). Set `EVIDENCE_GATE_DYNAMIC=1` when building to link `libc`
+//! dynamically (still position-dependent), or `EVIDENCE_GATE_PIE=1` to keep
+//! the toolchain's default, a dynamic position-independent executable (for
+//! example where a distribution requires every executable to be PIE). The
+//! build tells the crates which it chose in `EVIDENCE_GATE_LINKAGE`
+//! (`static` or `dynamic`), which a test checks against the binaries.
 //!
 //! Every goal-engine command line is routed by the profiles' names, their
 //! multi-call names and parent commands (`rules/profiles/*.json`). Decoding
@@ -24,17 +32,93 @@ fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     route_table();
     println!("cargo::rerun-if-env-changed=EVIDENCE_GATE_PIE");
+    println!("cargo::rerun-if-env-changed=EVIDENCE_GATE_DYNAMIC");
     let var = |k: &str| std::env::var(k).unwrap_or_default();
     let static_crt = var("CARGO_CFG_TARGET_FEATURE")
         .split(',')
         .any(|f| f == "crt-static");
+    let mut linkage = if static_crt { "static" } else { "dynamic" };
     if var("CARGO_CFG_TARGET_OS") == "linux"
         && var("CARGO_CFG_TARGET_ENV") == "gnu"
         && !static_crt
         && std::env::var_os("EVIDENCE_GATE_PIE").is_none()
     {
         println!("cargo::rustc-link-arg-bins=-no-pie");
+        if std::env::var_os("EVIDENCE_GATE_DYNAMIC").is_none()
+            && var("HOST") == var("TARGET")
+            && link_bins_statically()
+        {
+            linkage = "static";
+        }
     }
+    println!("cargo::rustc-env=EVIDENCE_GATE_LINKAGE={linkage}");
+}
+
+/// The C libraries that the standard library and `libc` name on linux-gnu
+/// (`-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc`), each with the static
+/// archive that stands in for it.
+const STATIC_ARCHIVES: &[(&str, &str)] = &[
+    ("c", "libc.a"),
+    ("m", "libm.a"),
+    ("pthread", "libpthread.a"),
+    ("dl", "libdl.a"),
+    ("rt", "librt.a"),
+    ("util", "libutil.a"),
+    // The unwinder comes from `libgcc_eh.a` (src/bin/shared/system.rs);
+    // `libgcc.a` holds the rest of what `libgcc_s.so.1` gives.
+    ("gcc_s", "libgcc.a"),
+];
+
+/// Links the binaries as static executables, as `-C target-feature=+crt-static`
+/// would, but for the binaries only: `crt-static` in `RUSTFLAGS` applies to
+/// procedural macros too, which cannot be built so unless every build names
+/// `--target`.
+///
+/// The standard library asks for its C libraries by name after
+/// `-Bdynamic`. A directory of this build's own, searched before the
+/// system's, holds the static archive under each of those names (a symbolic
+/// link to the archive the C compiler would use), so the linker finds no
+/// shared library, and `-static` makes the compiler driver link a static
+/// executable with the start files for one. Returns false, leaving the
+/// binaries dynamic, where an archive is missing (a system without glibc's
+/// static libraries, such as Fedora without `glibc-static`).
+#[cfg(unix)]
+#[allow(clippy::disallowed_methods)]
+fn link_bins_statically() -> bool {
+    use std::path::PathBuf;
+    let archive = |name: &str| -> Option<PathBuf> {
+        let out = std::process::Command::new("cc")
+            .arg(format!("-print-file-name={name}"))
+            .output()
+            .ok()?;
+        let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+        (out.status.success() && path.is_absolute() && path.is_file()).then_some(path)
+    };
+    let Some(found) = STATIC_ARCHIVES
+        .iter()
+        .map(|(lib, file)| archive(file).map(|path| (lib, path)))
+        .collect::<Option<Vec<_>>>()
+    else {
+        println!(
+            "cargo::warning=glibc's static archives were not found: the binaries link libc dynamically"
+        );
+        return false;
+    };
+    let dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("static-libs");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create the static archive directory");
+    for (lib, path) in found {
+        std::os::unix::fs::symlink(path, dir.join(format!("lib{lib}.a")))
+            .expect("link a static archive");
+    }
+    println!("cargo::rustc-link-arg-bins=-L{}", dir.display());
+    println!("cargo::rustc-link-arg-bins=-static");
+    true
+}
+
+#[cfg(not(unix))]
+fn link_bins_statically() -> bool {
+    false
 }
 
 /// Writes `$OUT_DIR/route_table.rs`: one `RouteInfo` per profile file, in

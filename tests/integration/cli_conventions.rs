@@ -396,11 +396,14 @@ fn the_binaries_start_without_relocating_themselves() {
     }
 }
 
-/// On Linux with glibc the binaries load `libc.so.6` and nothing else: the
-/// unwinder is linked statically (no `libgcc_s.so.1`) and `pow`, the one
-/// `libm` function they call, is defined in them (no `libm.so.6`)
-/// (docs/performance.md#start-up). The dynamic loader lists what it would
-/// load when `LD_TRACE_LOADED_OBJECTS` is set, as `ldd` does.
+/// On Linux with glibc the binaries are static executables (build.rs): no
+/// dynamic loader, no library to map or symbols to resolve at start
+/// (docs/performance.md#static-linking). Built with `EVIDENCE_GATE_DYNAMIC`
+/// or `EVIDENCE_GATE_PIE`, or where glibc's static archives are missing, they
+/// load `libc.so.6` and nothing else: the unwinder is linked statically (no
+/// `libgcc_s.so.1`) and `pow`, the one `libm` function they call, is defined
+/// in them (no `libm.so.6`). The dynamic loader lists what it would load when
+/// `LD_TRACE_LOADED_OBJECTS` is set, as `ldd` does.
 #[test]
 #[cfg(all(
     target_os = "linux",
@@ -408,13 +411,60 @@ fn the_binaries_start_without_relocating_themselves() {
     not(target_feature = "crt-static")
 ))]
 fn the_binaries_load_no_library_but_libc() {
+    use std::io::Read;
+    let asked_dynamic = option_env!("EVIDENCE_GATE_DYNAMIC").is_some()
+        || option_env!("EVIDENCE_GATE_PIE").is_some();
+    let archives_found = ["libc.a", "libm.a", "libgcc.a"].iter().all(|a| {
+        Command::new("cc")
+            .arg(format!("-print-file-name={a}"))
+            .output()
+            .is_ok_and(|o| {
+                std::path::Path::new(String::from_utf8_lossy(&o.stdout).trim()).is_absolute()
+            })
+    });
+    let linkage = env!("EVIDENCE_GATE_LINKAGE");
+    assert_eq!(
+        linkage,
+        if asked_dynamic || !archives_found {
+            "dynamic"
+        } else {
+            "static"
+        },
+        "the build's choice of linkage"
+    );
     for name in ["evidence-gate", "verify-evidence"] {
+        // Program header types: 2 = PT_DYNAMIC, 3 = PT_INTERP.
+        let mut elf = Vec::new();
+        std::fs::File::open(bin(name))
+            .and_then(|mut f| f.read_to_end(&mut elf))
+            .unwrap();
+        let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap());
+        let u16_at = |o: usize| u16::from_le_bytes([elf[o], elf[o + 1]]);
+        let (phoff, phentsize, phnum) = (u64_at(0x20) as usize, u16_at(0x36), u16_at(0x38));
+        let types: Vec<u32> = (0..usize::from(phnum))
+            .map(|i| {
+                let o = phoff + i * usize::from(phentsize);
+                u32::from_le_bytes(elf[o..o + 4].try_into().unwrap())
+            })
+            .collect();
+        let dynamic = types.contains(&2) || types.contains(&3);
+        assert_eq!(
+            dynamic,
+            linkage == "dynamic",
+            "{name}: program headers {types:?}"
+        );
         let out = Command::new(bin(name))
             .arg("--version")
             .env("LD_TRACE_LOADED_OBJECTS", "1")
             .output()
             .unwrap();
         let listed = String::from_utf8_lossy(&out.stdout);
+        if !dynamic {
+            // Nothing loads it, so nothing lists: the binary just runs.
+            assert!(out.status.success(), "{name}: {out:?}");
+            assert!(listed.starts_with(name), "{name}: {listed}");
+            continue;
+        }
         let libs: Vec<&str> = listed
             .lines()
             .filter_map(|l| l.split_whitespace().next())
