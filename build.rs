@@ -22,6 +22,8 @@
 //! build tells the crates which it chose in `EVIDENCE_GATE_LINKAGE`
 //! (`static` or `dynamic`), which a test checks against the binaries.
 //!
+//! The functions a call runs are laid out together (`link_order`).
+//!
 //! Every goal-engine command line is routed by the profiles' names, their
 //! multi-call names and parent commands (`rules/profiles/*.json`). Decoding
 //! those files took about 0.09 ms of a 2.7 ms call, every call; the build
@@ -52,6 +54,65 @@ fn main() {
         }
     }
     println!("cargo::rustc-env=EVIDENCE_GATE_LINKAGE={linkage}");
+    let order = link_order();
+    println!(
+        "cargo::rustc-env=EVIDENCE_GATE_LINK_ORDER={}",
+        if order { "on" } else { "off" }
+    );
+}
+
+/// The functions a call runs, listed in `src/bin/shared/link-order.txt`, are
+/// laid out together at the start of the binaries' code, in that order
+/// (`--symbol-ordering-file`). Left where the compiler put them, the few
+/// thousand functions a 5-goal call runs are spread over most of its 9 MB of
+/// code: about 80 page faults, each mapping 64 KiB around the page, and a
+/// translation-cache miss on most calls. Together they fit in about 1.7 MB
+/// (docs/performance.md#code-layout): 0.5 to 0.8 ms of a 2 to 4 ms call.
+///
+/// The file names functions by their mangled names, which change with the
+/// compiler's version and a dependency's: a name the binary no longer has is
+/// skipped, and `PERF_LINK_ORDER` (benches/perf.rs) writes the file anew. The
+/// option is LLD's, the linker Rust uses by default for
+/// x86_64-unknown-linux-gnu from 1.90 on; with another linker configured (or
+/// `EVIDENCE_GATE_LINK_ORDER=0`) the layout is left to the linker.
+fn link_order() -> bool {
+    println!("cargo::rerun-if-env-changed=EVIDENCE_GATE_LINK_ORDER");
+    println!("cargo::rerun-if-changed=src/bin/shared/link-order.txt");
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    let rustflags = var("CARGO_ENCODED_RUSTFLAGS");
+    let other_linker = std::env::var_os("RUSTC_LINKER").is_some()
+        || ["linker", "link-self-contained", "fuse-ld"]
+            .iter()
+            .any(|f| rustflags.contains(f));
+    let minor = std::process::Command::new(var("RUSTC"))
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| {
+            let v = String::from_utf8(o.stdout).ok()?;
+            v.split_whitespace()
+                .nth(1)?
+                .split('.')
+                .nth(1)?
+                .parse::<u32>()
+                .ok()
+        })
+        .unwrap_or(0);
+    if var("TARGET") != "x86_64-unknown-linux-gnu"
+        || minor < 90
+        || other_linker
+        || var("EVIDENCE_GATE_LINK_ORDER") == "0"
+    {
+        return false;
+    }
+    let file =
+        std::path::Path::new(&var("CARGO_MANIFEST_DIR")).join("src/bin/shared/link-order.txt");
+    println!(
+        "cargo::rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
+        file.display()
+    );
+    println!("cargo::rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
+    true
 }
 
 /// The C libraries that the standard library and `libc` name on linux-gnu

@@ -26,6 +26,14 @@
 //! this build minus the baseline, call by call). `PERF_QUICK=1` takes fewer runs and drops the 1M-record workload
 //! (about a minute instead of several). `PERF_RUNS=N` sets the runs.
 //!
+//! `PERF_LINK_ORDER=src/bin/shared/link-order.txt` writes the binaries'
+//! code layout instead of measuring: it runs each call this bench measures
+//! once under Valgrind's `callgrind` (5 and 1,000 goals, plus `--version`,
+//! a plain prompt and a repository audit) and lists the functions they ran,
+//! in the order the calls first ran them (build.rs, `link_order`). Run it
+//! after a compiler or dependency upgrade; the run prints how many of the
+//! listed names the binaries have.
+//!
 //! Run: `PERF_QUICK=1 cargo bench --bench perf`.
 
 #![allow(clippy::disallowed_methods)]
@@ -690,6 +698,10 @@ fn main() {
         );
         return;
     }
+    if let Some(out) = std::env::var_os("PERF_LINK_ORDER") {
+        link_order(Path::new(&out));
+        return;
+    }
     let quick = std::env::var_os("PERF_QUICK").is_some();
     let runs: usize = std::env::var("PERF_RUNS")
         .ok()
@@ -867,4 +879,191 @@ fn audit(b: &Bins, base: Option<&Bins>, root: &Path, records: u64, home: &Path, 
         reports.iter().all(|x| *x),
         ratio(a, (!old.is_empty()).then(|| median_ms(old)), None)
     );
+}
+
+/// The defined function symbols of `exe`, by address (`nm`).
+fn functions(exe: &Path) -> Vec<(u64, String)> {
+    let out = Command::new("nm")
+        .args(["--defined-only", "-n"])
+        .arg(exe)
+        .output()
+        .expect("nm (binutils) runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let (addr, kind, name) = (it.next()?, it.next()?, it.next()?);
+            matches!(kind, "t" | "T" | "w" | "W")
+                .then(|| Some((u64::from_str_radix(addr, 16).ok()?, name.to_owned())))?
+        })
+        .collect()
+}
+
+/// Writes `out`: the functions the measured calls run, in first-run order
+/// (see the module comment), for each build traced: the one in
+/// `PERF_BIN_DIR` first (the release build, which `cargo build --release`
+/// and `cargo install` make), then this bench's own, whose names differ
+/// (the bench build turns on dev-dependencies' features, and a function's
+/// mangled name hashes its crate's features).
+fn link_order(out: &Path) {
+    let absolute = |p: PathBuf| std::fs::canonicalize(&p).unwrap_or(p);
+    let builds: Vec<Bins> = std::env::var_os("PERF_BIN_DIR")
+        .map(|_| bins().0)
+        .into_iter()
+        .chain([Bins {
+            gate: PathBuf::from(env!("CARGO_BIN_EXE_evidence-gate")),
+            verify: PathBuf::from(env!("CARGO_BIN_EXE_verify-evidence")),
+        }])
+        .map(|b| Bins {
+            gate: absolute(b.gate),
+            verify: absolute(b.verify),
+        })
+        .collect();
+    let home = tempfile::tempdir().unwrap();
+    for d in ["state", "config"] {
+        std::fs::create_dir_all(home.path().join(d)).unwrap();
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let mut order: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut traced = 0;
+    let mut found = Vec::new();
+    for b in &builds {
+        println!("# {}", b.gate.display());
+        let known = [&b.gate, &b.verify].map(|e| functions(e));
+        let mut trace = |exe: &Path, args: &[String], cwd: &Path, stdin: &[u8], what: &str| {
+            let file = scratch.path().join(format!("callgrind.{traced}"));
+            traced += 1;
+            let mut full = s(&[
+                "--tool=callgrind",
+                "--demangle=no",
+                "--compress-strings=no",
+                "--compress-pos=no",
+            ]);
+            full.push(format!("--callgrind-out-file={}", file.display()));
+            full.push(exe.display().to_string());
+            full.extend(args.iter().cloned());
+            let (_, code, _) = run(Path::new("valgrind"), &full, cwd, stdin, &[], home.path());
+            let text = std::fs::read_to_string(&file).unwrap_or_else(|e| {
+                panic!("{what}: no callgrind output (is Valgrind installed?): {e}")
+            });
+            let syms = &known[usize::from(exe == b.verify.as_path())];
+            let before = order.len();
+            for line in text.lines() {
+                let Some(name) = line
+                    .strip_prefix("fn=")
+                    .or_else(|| line.strip_prefix("cfn="))
+                else {
+                    continue;
+                };
+                // `name'2` is a recursion level of `name`.
+                let name = name.split('\'').next().unwrap_or(name);
+                let name = match name.strip_prefix("0x") {
+                    // No symbol at the address itself (an indirect-function
+                    // stub): the function that holds it.
+                    Some(hex) => {
+                        let Ok(addr) = u64::from_str_radix(hex, 16) else {
+                            continue;
+                        };
+                        match syms.partition_point(|(a, _)| *a <= addr) {
+                            0 => continue,
+                            k => syms[k - 1].1.clone(),
+                        }
+                    }
+                    None => name.to_owned(),
+                };
+                if seen.insert(name.clone()) {
+                    order.push(name);
+                }
+            }
+            println!(
+                "{what:<48} exit {code:>3}  {:>5} new functions",
+                order.len() - before
+            );
+        };
+        let empty = tempfile::tempdir().unwrap();
+        trace(&b.gate, &s(&["--version"]), empty.path(), b"", "--version");
+        trace(
+            &b.gate,
+            &s(&["ulw-loop", "status", "--json"]),
+            empty.path(),
+            b"",
+            "status (no plan)",
+        );
+        for goals in [5, 1000] {
+            let (repo, _, _) = workload(goals, 100);
+            let root = repo.path();
+            for (label, op) in ops(goals) {
+                let o = op(0, root);
+                trace(
+                    &b.gate,
+                    &o.args,
+                    root,
+                    &o.stdin,
+                    &format!("{goals} goals: {label}"),
+                );
+            }
+            let hooks = [
+                (
+                    "user-prompt-submit",
+                    "UserPromptSubmit",
+                    json!({"prompt": "Carry on."}),
+                ),
+                (
+                    "pre-tool-use",
+                    "PreToolUse",
+                    json!({"tool_name": "Bash", "tool_use_id": "call_1",
+                           "tool_input": {"command": "cargo test"}}),
+                ),
+                (
+                    "subagent-stop",
+                    "SubagentStop",
+                    json!({"stop_hook_active": false, "agent_id": "perf-worker",
+                           "agent_type": "worker", "last_assistant_message": "Wrote the parser."}),
+                ),
+            ];
+            for (event, name, extra) in hooks {
+                trace(
+                    &b.gate,
+                    &s(&cli::codex_hook(event, &[])),
+                    root,
+                    &hook_payload(root, name, extra),
+                    &format!("{goals} goals: hook {event}"),
+                );
+            }
+            let audit = [
+                "--format".to_owned(),
+                "json".to_owned(),
+                "--root".to_owned(),
+                root.display().to_string(),
+            ];
+            trace(
+                &b.verify,
+                &audit,
+                root,
+                b"",
+                &format!("{goals} goals: verify-evidence"),
+            );
+        }
+        found.push(known);
+    }
+    let mut text = String::from(
+        "# Functions the measured calls run, in first-run order, for the release build\n\
+         # and then the bench's; written by `PERF_LINK_ORDER` (benches/perf.rs; build.rs,\n\
+         # `link_order`). A name a binary does not have is skipped.\n",
+    );
+    for name in &order {
+        text.push_str(name);
+        text.push('\n');
+    }
+    std::fs::write(out, text).unwrap();
+    println!("wrote {} functions to {}", order.len(), out.display());
+    for (b, known) in builds.iter().zip(&found) {
+        for (exe, syms) in [&b.gate, &b.verify].into_iter().zip(known) {
+            let names: std::collections::HashSet<&str> =
+                syms.iter().map(|(_, n)| n.as_str()).collect();
+            let n = order.iter().filter(|n| names.contains(n.as_str())).count();
+            println!("  {n} of them in {}", exe.display());
+        }
+    }
 }

@@ -484,6 +484,142 @@ fn the_binaries_load_no_library_but_libc() {
     }
 }
 
+/// The functions a call runs are laid out together, in the order
+/// `src/bin/shared/link-order.txt` lists them (build.rs, `link_order`), where
+/// the build could give the linker that order. The test binaries are built
+/// without optimisation, so most of the file's names (from the release
+/// build) are not in them; those that are (the standard library's and the C
+/// library's) must lie close together, in the file's order, instead of
+/// spread over the code.
+#[test]
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn the_functions_a_call_runs_are_laid_out_together() {
+    if env!("EVIDENCE_GATE_LINK_ORDER") != "on" {
+        return;
+    }
+    let listed: Vec<String> = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/bin/shared/link-order.txt"),
+    )
+    .unwrap()
+    .lines()
+    .filter(|l| !l.starts_with('#') && !l.is_empty())
+    .map(str::to_owned)
+    .collect();
+    for name in ["evidence-gate", "verify-evidence"] {
+        let elf = std::fs::read(bin(name)).unwrap();
+        let functions = elf_functions(&elf);
+        let (text_start, text_end) = elf_section(&elf, ".text");
+        let at: std::collections::HashMap<&str, (u64, u64)> = functions
+            .iter()
+            .map(|(n, a, z)| (n.as_str(), (*a, *z)))
+            .collect();
+        let found: Vec<(u64, u64)> = listed
+            .iter()
+            .filter_map(|n| at.get(n.as_str()).copied())
+            .filter(|(a, _)| (text_start..text_end).contains(a))
+            .collect();
+        assert!(
+            found.len() >= 100,
+            "{name}: only {} listed functions found",
+            found.len()
+        );
+        let first = found.iter().map(|f| f.0).min().unwrap();
+        let last = found.iter().map(|f| f.0 + f.1).max().unwrap();
+        let listed_bytes: u64 = found.iter().map(|f| f.1).sum();
+        // Together: they start the code and span little more than their own
+        // size (functions that share a section with one come along).
+        assert!(
+            first - text_start < 4096,
+            "{name}: the first listed function is at +{}",
+            first - text_start
+        );
+        assert!(
+            last - first < 3 * listed_bytes + (64 << 10),
+            "{name}: {} listed functions ({listed_bytes} B) spread over {} B of {} B of code",
+            found.len(),
+            last - first,
+            text_end - text_start
+        );
+        // In the file's order, but for functions that share a section (a C
+        // library object holds several): 84% of neighbours here, about half
+        // in any other order.
+        let ascending = found.windows(2).filter(|w| w[0].0 < w[1].0).count();
+        assert!(
+            ascending * 3 >= (found.len() - 1) * 2,
+            "{name}: {ascending} of {} neighbours in the file's order",
+            found.len() - 1
+        );
+    }
+}
+
+/// `(start, end)` of the named section of an ELF64 little-endian file.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn elf_section(elf: &[u8], want: &str) -> (u64, u64) {
+    elf_sections(elf)
+        .into_iter()
+        .find(|s| s.0 == want)
+        .map(|s| (s.1, s.1 + s.2))
+        .unwrap_or_else(|| panic!("no {want} section"))
+}
+
+/// Each section's name, address, size, file offset, type and link.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn elf_sections(elf: &[u8]) -> Vec<(String, u64, u64, usize, u32, u32)> {
+    let u16_at = |o: usize| u16::from_le_bytes([elf[o], elf[o + 1]]);
+    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap());
+    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap());
+    let (shoff, shentsize, shnum, shstrndx) = (
+        u64_at(0x28) as usize,
+        usize::from(u16_at(0x3a)),
+        usize::from(u16_at(0x3c)),
+        usize::from(u16_at(0x3e)),
+    );
+    let header = |i: usize| shoff + i * shentsize;
+    let names = u64_at(header(shstrndx) + 0x18) as usize;
+    let c_str = |o: usize| {
+        let end = elf[o..].iter().position(|&b| b == 0).unwrap();
+        String::from_utf8_lossy(&elf[o..o + end]).into_owned()
+    };
+    (0..shnum)
+        .map(|i| {
+            let h = header(i);
+            (
+                c_str(names + u32_at(h) as usize),
+                u64_at(h + 0x10),
+                u64_at(h + 0x20),
+                u64_at(h + 0x18) as usize,
+                u32_at(h + 4),
+                u32_at(h + 0x28),
+            )
+        })
+        .collect()
+}
+
+/// The function symbols (`STT_FUNC`) of the symbol table: name, address, size.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn elf_functions(elf: &[u8]) -> Vec<(String, u64, u64)> {
+    let sections = elf_sections(elf);
+    // SHT_SYMTAB = 2; its link is the string table.
+    let Some(symtab) = sections.iter().find(|s| s.4 == 2) else {
+        return Vec::new();
+    };
+    let strtab = sections[symtab.5 as usize].3;
+    let (off, size) = (symtab.3, symtab.2 as usize);
+    (off..off + size)
+        .step_by(24)
+        .filter(|&o| elf[o + 4] & 0xf == 2)
+        .map(|o| {
+            let name = strtab + u32::from_le_bytes(elf[o..o + 4].try_into().unwrap()) as usize;
+            let end = elf[name..].iter().position(|&b| b == 0).unwrap();
+            (
+                String::from_utf8_lossy(&elf[name..name + end]).into_owned(),
+                u64::from_le_bytes(elf[o + 8..o + 16].try_into().unwrap()),
+                u64::from_le_bytes(elf[o + 16..o + 24].try_into().unwrap()),
+            )
+        })
+        .collect()
+}
+
 /// A closed standard output is reopened on `/dev/null` before the binary
 /// opens anything: otherwise the first file it opens (the workspace, a
 /// ledger) would take descriptor 1 and receive what it prints. An agent can
