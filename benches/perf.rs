@@ -729,6 +729,7 @@ fn main() {
         install.path().display()
     );
     println!("floor: `true` p50 {fl:.2} ms");
+    link_order_found(&built.gate);
 
     // Start-up: `--version` and a command that loads the rules.
     let empty = tempfile::tempdir().unwrap();
@@ -881,13 +882,39 @@ fn audit(b: &Bins, base: Option<&Bins>, root: &Path, records: u64, home: &Path, 
     );
 }
 
+/// Prints how many of the functions `src/bin/shared/link-order.txt` lists
+/// the measured binary has: after a compiler or dependency upgrade, few, and
+/// `.ci/link-order` writes the file anew.
+fn link_order_found(exe: &Path) {
+    let listed = include_str!("../src/bin/shared/link-order.txt");
+    let names: std::collections::HashSet<String> =
+        functions(exe).into_iter().map(|(_, n)| n).collect();
+    if names.is_empty() {
+        println!("link order: not checked (no symbols, or no `nm`)");
+        return;
+    }
+    let listed: Vec<&str> = listed.lines().filter(|l| !l.starts_with('#')).collect();
+    let found = listed.iter().filter(|n| names.contains(**n)).count();
+    println!(
+        "link order: {found} of the {} functions listed are in the binary{}",
+        listed.len(),
+        if found < 1000 {
+            " (few: run .ci/link-order)"
+        } else {
+            ""
+        }
+    );
+}
+
 /// The defined function symbols of `exe`, by address (`nm`).
 fn functions(exe: &Path) -> Vec<(u64, String)> {
-    let out = Command::new("nm")
+    let Ok(out) = Command::new("nm")
         .args(["--defined-only", "-n"])
         .arg(exe)
         .output()
-        .expect("nm (binutils) runs");
+    else {
+        return Vec::new();
+    };
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| {
