@@ -61,13 +61,11 @@ pub(crate) fn vars<'a>(engine: &'a Engine, plan: &Plan) -> BTreeMap<&'a str, Str
     v.insert("goalsPath", named("goalsPath", engine.paths.goals()));
     v.insert("ledgerPath", named("ledgerPath", engine.paths.ledger()));
     if let Ok(name) = super::gate::rules_of(engine, plan)
-        && let Ok(book) = engine.gates()
-        && let Some(rules) = book.get(&name)
-        && let crate::rules::gates::GateRuleFile::FiveSection(r) = rules.file
+        && let Ok(Some(r)) = engine.reviewer_roles(&name)
     {
-        v.insert("codeReviewer", r.reviewer_roles.code_review.clone());
-        v.insert("qaExecutor", r.reviewer_roles.manual_qa.clone());
-        v.insert("gateReviewer", r.reviewer_roles.gate_review.clone());
+        v.insert("codeReviewer", r.code_review);
+        v.insert("qaExecutor", r.manual_qa);
+        v.insert("gateReviewer", r.gate_review);
     }
     v
 }

@@ -73,7 +73,7 @@ pub use state::StatePaths;
 use crate::ambient::Ambient;
 use crate::rules::RuleSet;
 use crate::rules::evidence::EvidenceRules;
-use crate::rules::gates::GateBook;
+use crate::rules::gates::{GateBook, GateRuleFile, ReviewerRoles};
 
 /// How a command was invoked (resolved by the front end).
 #[derive(Debug, Clone)]
@@ -323,6 +323,19 @@ impl Engine {
         }
         let book = GateBook::from_rules(&RuleSet::embedded()?)?;
         Ok(self.gates.get_or_init(|| book))
+    }
+
+    /// The reviewer roles of the five-section gate rule file `name` (what a
+    /// handoff names): from the book when it is built, else from that file
+    /// alone.
+    pub fn reviewer_roles(&self, name: &str) -> Result<Option<ReviewerRoles>, GoalError> {
+        if let Some(book) = self.gates.get() {
+            return Ok(match book.get(name).map(|r| r.file) {
+                Some(GateRuleFile::FiveSection(r)) => Some(r.reviewer_roles.clone()),
+                _ => None,
+            });
+        }
+        Ok(GateBook::reviewer_roles(&RuleSet::embedded()?, name)?)
     }
 
     /// The surface-resolution inputs.

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::check::{check_common, check_five, check_ultragoal};
 use super::{
-    COMMON, CommonRules, FiveSectionRules, GateRuleFile, GateSettings, GatesFamily,
+    COMMON, CommonRules, FiveSectionRules, GateRuleFile, GateSettings, GatesFamily, ReviewerRoles,
     SurfaceResolution, UltragoalRules,
 };
 use crate::json::pointer_token;
@@ -50,6 +50,31 @@ impl GateBook {
             Some(common) => Ok(common.surface_resolution),
             None => Ok(GateBook::from_rules(rules)?.common.surface_resolution),
         }
+    }
+
+    /// The reviewer roles of the five-section gate rule file `name`, read
+    /// from that file alone (what a handoff names); `None` for a file of
+    /// another family or no such file. The embedded files are validated by
+    /// the test suite, which also checks that this agrees with
+    /// [`GateBook::get`] on every one of them.
+    pub fn reviewer_roles(
+        rules: &RuleSet,
+        name: &str,
+    ) -> Result<Option<ReviewerRoles>, RulesError> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Roles {
+            family: String,
+            reviewer_roles: Option<ReviewerRoles>,
+        }
+        if name == COMMON {
+            return Ok(None);
+        }
+        let at = format!("/{}/{}", GatesFamily::KEY, pointer_token(name));
+        Ok(rules
+            .part::<Roles>(&at)?
+            .filter(|r| r.family == "five-section")
+            .and_then(|r| r.reviewer_roles))
     }
 
     /// Builds the book from loaded rules: the `gates` family, typed, plus the
@@ -209,4 +234,37 @@ fn typed<T: DeserializeOwned>(value: &Value, at: &str) -> Result<T, Problem> {
         }
         Problem::at(pointer, e.into_inner().to_string())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The roles read from one file are the book's, for every embedded
+    /// file, the `common` file, a missing one and a name that is a path.
+    #[test]
+    fn reviewer_roles_read_alone_agree_with_the_book() {
+        let rules = RuleSet::embedded().unwrap();
+        let book = GateBook::from_rules(&rules).unwrap();
+        let mut names: Vec<String> = book.files.keys().cloned().collect();
+        assert!(names.len() >= 4, "{names:?}");
+        names.extend(["common", "nope", "lazycodex/reviewerRoles", "~1", ""].map(String::from));
+        let mut five = 0;
+        for name in &names {
+            let alone = GateBook::reviewer_roles(&rules, name).ok().flatten();
+            let booked = match book.get(name).map(|r| r.file) {
+                Some(GateRuleFile::FiveSection(r)) => Some(&r.reviewer_roles),
+                _ => None,
+            };
+            five += usize::from(booked.is_some());
+            assert_eq!(
+                alone
+                    .as_ref()
+                    .map(|r| (&r.code_review, &r.manual_qa, &r.gate_review)),
+                booked.map(|r| (&r.code_review, &r.manual_qa, &r.gate_review)),
+                "{name}"
+            );
+        }
+        assert!(five >= 2, "five-section files: {five}");
+    }
 }
