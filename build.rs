@@ -98,15 +98,16 @@ fn link_order() -> bool {
                 .ok()
         })
         .unwrap_or(0);
+    let file =
+        std::path::Path::new(&var("CARGO_MANIFEST_DIR")).join("src/bin/shared/link-order.txt");
     if var("TARGET") != "x86_64-unknown-linux-gnu"
         || minor < 90
         || other_linker
         || var("EVIDENCE_GATE_LINK_ORDER") == "0"
+        || !file.is_file()
     {
         return false;
     }
-    let file =
-        std::path::Path::new(&var("CARGO_MANIFEST_DIR")).join("src/bin/shared/link-order.txt");
     println!(
         "cargo::rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
         file.display()
@@ -128,6 +129,10 @@ const STATIC_ARCHIVES: &[(&str, &str)] = &[
     // The unwinder comes from `libgcc_eh.a` (src/bin/shared/system.rs);
     // `libgcc.a` holds the rest of what `libgcc_s.so.1` gives.
     ("gcc_s", "libgcc.a"),
+    // Not named by the standard library: `libc.a` calls into these, and
+    // GNU ld searches an archive only for what is undefined when it reaches
+    // it, so `-lc` stands for a group of the three (below).
+    ("gcc_eh", "libgcc_eh.a"),
 ];
 
 /// Links the binaries as static executables, as `-C target-feature=+crt-static`
@@ -165,13 +170,42 @@ fn link_bins_statically() -> bool {
         );
         return false;
     };
+    // A path a link script cannot quote leaves the binaries dynamic.
+    if found
+        .iter()
+        .any(|(_, p)| p.to_str().is_none_or(|s| s.contains(['"', '\n'])))
+    {
+        println!(
+            "cargo::warning=a static archive's path cannot be quoted: the binaries link libc dynamically"
+        );
+        return false;
+    }
     let dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("static-libs");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create the static archive directory");
-    for (lib, path) in found {
+    for (lib, path) in &found {
+        if **lib == "c" {
+            continue;
+        }
         std::os::unix::fs::symlink(path, dir.join(format!("lib{lib}.a")))
             .expect("link a static archive");
     }
+    // `-lc` finds a linker script (GNU ld and LLD read a library file that
+    // is neither an object nor an archive as one) that groups the C library
+    // with the compiler's runtime: GNU ld searches a group until nothing new
+    // resolves, as LLD does any archive.
+    let quoted = |name: &str| {
+        let (_, p) = found.iter().find(|(l, _)| **l == name).expect("found");
+        format!("\"{}\"", p.display())
+    };
+    let group = format!(
+        "/* evidence-gate build.rs: the C library with the compiler's runtime */\n\
+         GROUP ( {} {} {} )\n",
+        quoted("c"),
+        quoted("gcc_s"),
+        quoted("gcc_eh")
+    );
+    std::fs::write(dir.join("libc.a"), group).expect("write the C library's link script");
     println!("cargo::rustc-link-arg-bins=-L{}", dir.display());
     println!("cargo::rustc-link-arg-bins=-static");
     true
