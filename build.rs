@@ -67,11 +67,13 @@ fn main() {
 /// thousand functions a 5-goal call runs are spread over most of its 9 MB of
 /// code: about 80 page faults, each mapping 64 KiB around the page, and a
 /// translation-cache miss on most calls. Together they fit in about 1.7 MB
-/// (docs/performance.md#code-layout): 0.5 to 0.8 ms of a 2 to 4 ms call.
+/// (docs/performance.md#code-layout): 0.1 to 0.5 ms of a 1 to 2.5 ms call.
 ///
 /// The file names functions by their mangled names, which change with the
-/// compiler's version and a dependency's: a name the binary no longer has is
-/// skipped, and `PERF_LINK_ORDER` (benches/perf.rs) writes the file anew. The
+/// compiler's version and a dependency's, and for some functions with the
+/// code around them: a name the binary no longer has is skipped, and
+/// `.ci/link-order` (through `PERF_LINK_ORDER`, benches/perf.rs) writes the
+/// file anew. The
 /// option is LLD's, the linker Rust uses by default for
 /// x86_64-unknown-linux-gnu from 1.90 on; with another linker configured (or
 /// `EVIDENCE_GATE_LINK_ORDER=0`) the layout is left to the linker.
