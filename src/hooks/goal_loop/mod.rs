@@ -62,13 +62,14 @@ const MAX_STATIC_REASON: usize = 1536;
 /// Static text of the injected context templates (shortened per host later).
 const MAX_STATIC_CONTEXT: usize = 16 * 1024;
 
-/// One profile with its compiled stop directive.
+/// One profile with its stop directive, compiled on first use (only the Stop
+/// hook renders it; an override compiles it up front, as every part).
 #[derive(Debug, Clone)]
 pub(crate) struct LoopProfile {
     /// The profile (the same allocation the rule set shares with the
     /// engine a call builds).
     pub profile: std::sync::Arc<Profile>,
-    stop_directive: Template,
+    stop_directive: OnceLock<Template>,
 }
 
 /// The compiled goal-loop policy: every family plus the templates and
@@ -186,6 +187,9 @@ impl Policy {
         fill(&self.spawn, || self.build_spawn())?;
         fill(&self.team, || self.build_team())?;
         fill(&self.profiles, || self.build_profiles())?;
+        for p in self.profiles() {
+            fill(&p.stop_directive, || self.build_stop_directive(&p.profile))?;
+        }
         Ok(())
     }
 
@@ -272,20 +276,10 @@ impl Policy {
 
     fn build_profiles(&self) -> Result<Vec<LoopProfile>, String> {
         let profiles: Profiles = self.rules.family().map_err(rules_error)?;
-        let directives = self.directives();
-        profiles
+        Ok(profiles
             .0
             .into_values()
             .map(|p| {
-                let key = format!("/profiles/{}/hooks/stopDirective", p.name);
-                let t = template(
-                    directives,
-                    &p.hooks.stop_directive,
-                    &key,
-                    STOP_PLACEHOLDERS,
-                    &["GOAL_ID"],
-                    MAX_STATIC_REASON,
-                )?;
                 // The engine this call may build looks the profile up in
                 // the same rule set: it shares this decoding.
                 let p = std::sync::Arc::new(p);
@@ -293,12 +287,24 @@ impl Policy {
                     &format!("/{}/{}", Profiles::KEY, crate::json::pointer_token(&p.name)),
                     std::sync::Arc::clone(&p),
                 );
-                Ok(LoopProfile {
+                LoopProfile {
                     profile: p,
-                    stop_directive: t,
-                })
+                    stop_directive: OnceLock::new(),
+                }
             })
-            .collect()
+            .collect())
+    }
+
+    /// `profile`'s `hooks.stopDirective`, compiled.
+    fn build_stop_directive(&self, p: &Profile) -> Result<Template, String> {
+        template(
+            self.directives(),
+            &p.hooks.stop_directive,
+            &format!("/profiles/{}/hooks/stopDirective", p.name),
+            STOP_PLACEHOLDERS,
+            &["GOAL_ID"],
+            MAX_STATIC_REASON,
+        )
     }
 
     /// `stop.*`.
@@ -345,9 +351,9 @@ impl Policy {
 
     /// Renders a stop-resume directive (docs/hook-contracts.md#h-4) within `max` bytes.
     pub(crate) fn render_stop(
+        &self,
         p: &LoopProfile,
-        goal_id: &str,
-        goal_title: &str,
+        (goal_id, goal_title): (&str, &str),
         scope_sid: Option<&str>,
         count: u64,
         max_resumes: u64,
@@ -357,7 +363,8 @@ impl Policy {
         let scope = scope_sid
             .map(|s| format!(" {} {s}", p.profile.session.flag))
             .unwrap_or_default();
-        let text = p.stop_directive.render(&|slot| match slot {
+        let directive = lazy(&p.stop_directive, || self.build_stop_directive(&p.profile));
+        let text = directive.render(&|slot| match slot {
             "GOAL_ID" => goal_id.to_owned(),
             "GOAL_TITLE" => title.clone(),
             "CLI" => p.profile.command_prefix.clone(),
@@ -1117,8 +1124,42 @@ mod tests {
             .unwrap();
         let ulw = p.candidates("ulw-loop")[0];
         assert_eq!(format!("{:?}", ulw.profile), format!("{shared:?}"));
-        // Every embedded part compiles (a lazy part would panic otherwise).
-        Policy::compile_eager(&set).unwrap();
+        // A profile's stop directive waits for the Stop hook to render it.
+        assert!(
+            p.profiles()
+                .iter()
+                .all(|l| l.stop_directive.get().is_none())
+        );
+        let text = p.render_stop(ulw, ("G1", "Title"), None, 1, 3, 2048);
+        assert!(text.contains("G1"), "{text}");
+        assert!(ulw.stop_directive.get().is_some());
+        // Every embedded part compiles (a lazy part would panic otherwise),
+        // each profile's stop directive included.
+        let eager = Policy::compile_eager(&set).unwrap();
+        assert!(
+            eager
+                .profiles()
+                .iter()
+                .all(|l| l.stop_directive.get().is_some())
+        );
+    }
+
+    /// An override's stop directive is compiled up front with every part: a
+    /// fault in it is reported to a prompt hook too.
+    #[test]
+    fn an_override_stop_directive_is_compiled_up_front() {
+        // `stop-resume` (ulw-loop's stop directive) without `{{GOAL_ID}}`.
+        let layer = br#"{"directives": {"stop-resume": "Keep going."}}"#;
+        let set = RuleSet::load(&[Layer {
+            name: "--rules",
+            bytes: layer,
+        }])
+        .unwrap();
+        let err = Policy::compile(&Arc::new(set)).unwrap_err();
+        assert!(
+            err.contains("stop-resume") && err.contains("GOAL_ID"),
+            "{err}"
+        );
     }
 
     /// An override is compiled whole up front: a fault in a part the event

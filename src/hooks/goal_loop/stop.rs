@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 
 use super::SideState;
-use super::{Ctx, Found, LoopProfile, Policy, UnreadablePlan, boulder, prompts};
+use super::{Ctx, Found, LoopProfile, UnreadablePlan, boulder, prompts};
 use crate::goals::StatePaths;
 use crate::goals::loop_state::{self, LocatedView};
 use crate::goals::stop_view::ResumeGoal;
@@ -218,10 +218,9 @@ fn resume(c: &Ctx<'_>, found: &Found<'_, LocatedView>, goal: &ResumeGoal) -> Dec
     let key = goal_key(&goal.id);
     let p = found.profile;
     let render = |count: u64, max: u64| {
-        Policy::render_stop(
+        c.policy.render_stop(
             p,
-            &goal.id,
-            &goal.title,
+            (&goal.id, &goal.title),
             found.located.scope_sid(),
             count,
             max,
