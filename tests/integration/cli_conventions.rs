@@ -414,7 +414,18 @@ fn the_binaries_load_no_library_but_libc() {
     use std::io::Read;
     let asked_dynamic = option_env!("EVIDENCE_GATE_DYNAMIC").is_some()
         || option_env!("EVIDENCE_GATE_PIE").is_some();
-    let archives_found = ["libc.a", "libm.a", "libgcc.a"].iter().all(|a| {
+    let archives_found = [
+        "libc.a",
+        "libm.a",
+        "libpthread.a",
+        "libdl.a",
+        "librt.a",
+        "libutil.a",
+        "libgcc.a",
+        "libgcc_eh.a",
+    ]
+    .iter()
+    .all(|a| {
         Command::new("cc")
             .arg(format!("-print-file-name={a}"))
             .output()
