@@ -39,6 +39,12 @@ extern "C" fn pow(x: f64, y: f64) -> f64 {
     libm::pow(x, y)
 }
 
+#[path = "small_alloc.rs"]
+mod small_alloc;
+
+#[global_allocator]
+static ALLOCATOR: small_alloc::SmallAlloc = small_alloc::SmallAlloc;
+
 /// glibc's heap, tuned for a short-lived process (docs/performance.md#allocator).
 mod heap {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
