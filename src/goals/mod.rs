@@ -151,9 +151,12 @@ pub struct Engine {
     pub profile: Profile,
     /// Its texts.
     pub texts: Texts,
-    /// Blocker classifier rules.
-    pub blockers: BlockerRules,
-    evidence: EvidenceRules,
+    /// The rule families a command may not read, decoded on first use
+    /// when the rules are the embedded defaults (validated by the test
+    /// suite); eagerly from an override, so a bad override fails every
+    /// command as before.
+    blockers: std::sync::OnceLock<BlockerRules>,
+    evidence: std::sync::OnceLock<EvidenceRules>,
     /// State paths of the scope.
     pub paths: StatePaths,
     /// How the scope was chosen.
@@ -166,9 +169,21 @@ pub struct Engine {
     /// override fails every command as before.
     gates: std::sync::OnceLock<GateBook>,
     surface: SurfaceInputs,
-    workflows: workflow::WorkflowRules,
+    workflows: std::sync::OnceLock<workflow::WorkflowRules>,
     diagnostics: diagnostics::Sink,
     barrier: AppendBarrier,
+}
+
+/// A rule family of the engine's: set by [`Engine::new`] from an override,
+/// else decoded from the embedded defaults on first use, which the test
+/// suite validates (`rules::tests::embedded_rules_validate`), so a failure
+/// here is a build that shipped broken rules.
+fn embedded_family<T: crate::rules::RuleFamily>(cell: &std::sync::OnceLock<T>) -> &T {
+    cell.get_or_init(|| {
+        RuleSet::embedded()
+            .and_then(|r| r.family::<T>())
+            .unwrap_or_else(|e| panic!("embedded rules: {e}"))
+    })
 }
 
 /// Work that must finish before the engine writes anything an entry could
@@ -225,13 +240,16 @@ impl Engine {
                 format!("names `{}`, which is not a texts file", profile.texts),
             )
         })?;
-        let blockers: BlockerRules = rules.family()?;
-        let evidence: EvidenceRules = rules.family()?;
+        let blockers = std::sync::OnceLock::new();
+        let evidence = std::sync::OnceLock::new();
         let gates = std::sync::OnceLock::new();
+        let workflows = std::sync::OnceLock::new();
         if !rules.is_embedded_only() {
+            let _ = blockers.set(rules.family()?);
+            let _ = evidence.set(rules.family()?);
             let _ = gates.set(GateBook::from_rules(rules)?);
+            let _ = workflows.set(rules.family()?);
         }
-        let workflows: workflow::WorkflowRules = rules.family()?;
         let mut paths = StatePaths::new(&profile.state_dir, opts.session.sid());
         if profile.compat.state_path_prefix {
             paths = paths.with_prefix(&opts.worktree_prefix);
@@ -313,7 +331,12 @@ impl Engine {
 
     /// The workflow overlap rules (`rules/workflows.json`).
     pub fn workflows(&self) -> &workflow::WorkflowRules {
-        &self.workflows
+        embedded_family(&self.workflows)
+    }
+
+    /// The blocker classifier rules (`rules/blockers.json`).
+    pub fn blockers(&self) -> &BlockerRules {
+        embedded_family(&self.blockers)
     }
 
     /// The gate rule files.
@@ -350,7 +373,7 @@ impl Engine {
 
     /// The evidence verifier rules.
     pub fn evidence_rules(&self) -> &EvidenceRules {
-        &self.evidence
+        embedded_family(&self.evidence)
     }
 
     /// The repository root as an absolute path string, when known.
@@ -411,5 +434,63 @@ impl Engine {
         plan.session_id(&self.profile)
             .map(|s| format!(" {} {s}", self.profile.session.flag))
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+    use crate::rules::Layer;
+
+    fn engine(rules: &RuleSet) -> Result<(tempfile::TempDir, Engine), GoalError> {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        Engine::new(root, rules, EngineOptions::new("ulw-loop")).map(|e| (tmp, e))
+    }
+
+    /// With the embedded rules the engine decodes the blocker, evidence and
+    /// workflow families when a command first reads them, and gets what the
+    /// rules hold.
+    #[test]
+    fn embedded_families_are_decoded_on_first_use_as_the_rules_hold_them() {
+        let rules = RuleSet::embedded().unwrap();
+        let (_tmp, e) = engine(&rules).unwrap();
+        assert!(e.blockers.get().is_none());
+        assert!(e.evidence.get().is_none());
+        assert!(e.workflows.get().is_none());
+        let same = |a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| {
+            assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        };
+        same(e.blockers(), &rules.family::<BlockerRules>().unwrap());
+        same(
+            e.evidence_rules(),
+            &rules.family::<EvidenceRules>().unwrap(),
+        );
+        same(
+            e.workflows(),
+            &rules.family::<workflow::WorkflowRules>().unwrap(),
+        );
+        assert!(e.blockers.get().is_some() && e.workflows.get().is_some());
+    }
+
+    /// An override's families are decoded when the engine is built, with the
+    /// override's values, so a bad override fails every command.
+    #[test]
+    fn an_override_is_decoded_up_front() {
+        let layer = br#"{"evidence": {"evidenceRoot": ".omo/proof"}}"#;
+        let rules = RuleSet::load(&[Layer {
+            name: "--rules",
+            bytes: layer,
+        }])
+        .unwrap();
+        let (_tmp, e) = engine(&rules).unwrap();
+        assert!(e.blockers.get().is_some());
+        assert!(e.workflows.get().is_some());
+        assert_eq!(
+            e.evidence.get().map(|r| r.evidence_root.as_str()),
+            Some(".omo/proof")
+        );
+        assert_eq!(e.evidence_rules().evidence_root, ".omo/proof");
     }
 }

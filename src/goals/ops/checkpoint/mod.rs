@@ -494,7 +494,7 @@ fn blocker_note(c: &Step<'_>, plan: &mut Plan, w: &mut Written) -> GoalStatus {
 /// blocker escalates to `needs_user_decision`.
 fn failed_or_blocked(c: &Step<'_>, plan: &mut Plan, w: &mut Written) -> GoalStatus {
     let host = reconcile_failure(c.engine, plan, c.req, c.id);
-    let classifier = Classifier::new(&c.engine.blockers);
+    let classifier = Classifier::new(c.engine.blockers());
     let signature = classifier.classify(c.evidence);
     let escalate_after = c.engine.profile.blockers.escalate_after;
     let counts = signature
