@@ -348,9 +348,11 @@ fn time_op(
     home: &Path,
     op: &dyn Fn(usize) -> Op,
     runs: usize,
+    before: &dyn Fn(usize),
 ) -> (f64, Option<f64>, Option<u64>) {
     let mut new = Vec::new();
     for i in 0..runs {
+        before(i);
         let o = op(i);
         new.push(run(&b.gate, &o.args, root, &o.stdin, &[], home).0);
     }
@@ -358,6 +360,33 @@ fn time_op(
     let o = op(runs);
     let read = o.hook.then(|| bytes_read(&b.gate, &o, root, home));
     (median_ms(new), None, read)
+}
+
+/// A copy of the plan state of the workload at `root` ([`STATE`]).
+fn save_state(root: &Path) -> tempfile::TempDir {
+    let d = tempfile::tempdir_in(base_dir()).unwrap();
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(root.join(STATE).join("."))
+        .arg(d.path())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    d
+}
+
+/// Puts the plan state of the workload at `root` back as `saved` holds it.
+fn restore_state(root: &Path, saved: &Path) {
+    let state = root.join(STATE);
+    std::fs::remove_dir_all(&state).unwrap();
+    std::fs::create_dir(&state).unwrap();
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(saved.join("."))
+        .arg(&state)
+        .status()
+        .unwrap();
+    assert!(st.success());
 }
 
 /// The bytes one call of `o` reads from files (`rchar` minus stdin, from
@@ -794,20 +823,42 @@ fn main() {
             t.elapsed().as_secs_f64()
         );
         for (label, op) in ops(goals) {
-            let n = if label.starts_with("checkpoint") {
-                runs.min(goals - 1)
+            let root = repo.path();
+            let br = base_repo.as_ref().map(|d| d.path());
+            // `checkpoint` completes goal i, and a plan has `goals - 1` to
+            // complete before its last: where that is fewer than the runs,
+            // each copy's plan state is put back as it was (untimed) before
+            // every round of `goals - 1` calls, so every point has `runs`
+            // calls and each call does the same work as at its first round.
+            let round = if label.starts_with("checkpoint") {
+                goals - 1
             } else {
                 runs
             };
-            let root = repo.path();
-            let br = base_repo.as_ref().map(|d| d.path());
-            let op_new = |i: usize| op(i, root);
+            let saved: Vec<(PathBuf, tempfile::TempDir)> = if round < runs {
+                std::iter::once(root)
+                    .chain(br)
+                    .map(|r| (r.to_path_buf(), save_state(r)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let before = |i: usize| {
+                if i > 0 && i.is_multiple_of(round) {
+                    for (r, s) in &saved {
+                        restore_state(r, s.path());
+                    }
+                }
+            };
+            let n = runs;
+            let op_new = |i: usize| op(i % round, root);
             let (new, old, paired, read) = if let (Some(bb), Some(br)) = (base.as_ref(), br) {
                 // The baseline's payloads name its own copy of the repository.
                 let mut new = Vec::new();
                 let mut old = Vec::new();
                 for i in 0..n {
-                    let (on, ob) = (op(i, root), op(i, br));
+                    before(i);
+                    let (on, ob) = (op(i % round, root), op(i % round, br));
                     let (n, o) = in_turn(
                         i,
                         || run(&b.gate, &on.args, root, &on.stdin, &[], home.path()).0,
@@ -816,11 +867,11 @@ fn main() {
                     new.push(n);
                     old.push(o);
                 }
-                let (_, _, read) = time_op(&b, root, home.path(), &op_new, 0);
+                let (_, _, read) = time_op(&b, root, home.path(), &op_new, 0, &before);
                 let d = paired_ms(&new, &old);
                 (median_ms(new), Some(median_ms(old)), d, read)
             } else {
-                let (new, old, read) = time_op(&b, root, home.path(), &op_new, n);
+                let (new, old, read) = time_op(&b, root, home.path(), &op_new, n, &before);
                 (new, old, None, read)
             };
             let name = op(0, root).name;
