@@ -89,12 +89,20 @@ pub(crate) struct Policy {
     profiles: OnceLock<Vec<LoopProfile>>,
 }
 
-/// `user_prompt_submit.*` and its two ultrawork templates.
+/// `user_prompt_submit.*` and its two ultrawork templates, compiled when a
+/// prompt without a steering marker first renders one (an override
+/// compiles them up front, as every part).
 #[derive(Debug, Clone)]
 pub(crate) struct PromptPart {
     pub rules: UserPromptSubmitRules,
-    ultrawork: Template,
-    ultrawork_pointer: Template,
+    templates: OnceLock<UltraworkTemplates>,
+}
+
+/// The ultrawork directive and its pointer form.
+#[derive(Debug, Clone)]
+pub(crate) struct UltraworkTemplates {
+    pub ultrawork: Template,
+    pub ultrawork_pointer: Template,
 }
 
 /// `create_goal_guard.*` and its deny template.
@@ -183,6 +191,8 @@ impl Policy {
         fill(&self.stop, || self.build_stop())?;
         fill(&self.directives, || self.build_directives())?;
         fill(&self.prompt, || self.build_prompt())?;
+        let prompt = self.prompt();
+        fill(&prompt.templates, || self.build_ultrawork(&prompt.rules))?;
         fill(&self.create_goal, || self.build_create_goal())?;
         fill(&self.spawn, || self.build_spawn())?;
         fill(&self.team, || self.build_team())?;
@@ -203,6 +213,13 @@ impl Policy {
 
     fn build_prompt(&self) -> Result<PromptPart, String> {
         let rules: UserPromptSubmitRules = self.rules.family().map_err(rules_error)?;
+        Ok(PromptPart {
+            rules,
+            templates: OnceLock::new(),
+        })
+    }
+
+    fn build_ultrawork(&self, rules: &UserPromptSubmitRules) -> Result<UltraworkTemplates, String> {
         let directives = self.directives();
         let ultrawork = template(
             directives,
@@ -230,8 +247,7 @@ impl Policy {
                 ));
             }
         }
-        Ok(PromptPart {
-            rules,
+        Ok(UltraworkTemplates {
             ultrawork,
             ultrawork_pointer,
         })
@@ -316,9 +332,15 @@ impl Policy {
         lazy(&self.directives, || self.build_directives())
     }
 
-    /// `user_prompt_submit.*` and its templates.
+    /// `user_prompt_submit.*`.
     pub(crate) fn prompt(&self) -> &PromptPart {
         lazy(&self.prompt, || self.build_prompt())
+    }
+
+    /// The ultrawork templates.
+    pub(crate) fn ultrawork(&self) -> &UltraworkTemplates {
+        let prompt = self.prompt();
+        lazy(&prompt.templates, || self.build_ultrawork(&prompt.rules))
     }
 
     /// `create_goal_guard.*` and its template.
@@ -1101,7 +1123,17 @@ mod tests {
         let p = Policy::compile(&set).unwrap();
         assert!(p.stop.get().is_none() && p.prompt.get().is_none());
         assert!(!p.prompt().rules.ultrawork_tag.is_empty());
-        assert!(p.prompt.get().is_some() && p.directives.get().is_some());
+        assert!(p.prompt.get().is_some());
+        // The ultrawork templates (and the directives they come from) wait
+        // for a prompt without a steering marker to render one.
+        assert!(p.prompt().templates.get().is_none() && p.directives.get().is_none());
+        assert!(
+            p.ultrawork()
+                .ultrawork
+                .render(&|_| String::new())
+                .contains(&p.prompt().rules.ultrawork_tag)
+        );
+        assert!(p.prompt().templates.get().is_some() && p.directives.get().is_some());
         for unused in [
             p.stop.get().is_some(),
             p.create_goal.get().is_some(),
@@ -1136,6 +1168,7 @@ mod tests {
         // Every embedded part compiles (a lazy part would panic otherwise),
         // each profile's stop directive included.
         let eager = Policy::compile_eager(&set).unwrap();
+        assert!(eager.prompt().templates.get().is_some());
         assert!(
             eager
                 .profiles()
@@ -1160,6 +1193,20 @@ mod tests {
             err.contains("stop-resume") && err.contains("GOAL_ID"),
             "{err}"
         );
+    }
+
+    /// An override's ultrawork templates are compiled up front too: a
+    /// directive without the ultrawork tag is reported to a steering prompt.
+    #[test]
+    fn an_override_ultrawork_template_is_compiled_up_front() {
+        let layer = br#"{"directives": {"ultrawork": "Work hard."}}"#;
+        let set = RuleSet::load(&[Layer {
+            name: "--rules",
+            bytes: layer,
+        }])
+        .unwrap();
+        let err = Policy::compile(&Arc::new(set)).unwrap_err();
+        assert!(err.contains("ultrawork_tag"), "{err}");
     }
 
     /// An override is compiled whole up front: a fault in a part the event

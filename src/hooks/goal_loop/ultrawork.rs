@@ -224,7 +224,7 @@ pub(super) fn decide(c: &Ctx<'_>, prompt: &str) -> Decision {
     let pointer = |p: &Path| {
         normalise(
             &c.policy
-                .prompt()
+                .ultrawork()
                 .ultrawork_pointer
                 .render(&|slot| match slot {
                     "SKILL_PATH" => p.display().to_string(),
@@ -235,7 +235,7 @@ pub(super) fn decide(c: &Ctx<'_>, prompt: &str) -> Decision {
     };
     let mut text = match &skill {
         Some(p) => pointer(p),
-        None => normalise(&c.policy.prompt().ultrawork.render(&|slot| match slot {
+        None => normalise(&c.policy.ultrawork().ultrawork.render(&|slot| match slot {
             "GOAL_STEP" => step.to_owned(),
             _ => String::new(),
         })),
