@@ -147,8 +147,8 @@ impl SurfaceInputs {
 #[derive(Debug)]
 pub struct Engine {
     root: Dir,
-    /// The profile in effect.
-    pub profile: Profile,
+    /// The profile in effect (the rule set's decoding, shared).
+    pub profile: std::sync::Arc<Profile>,
     /// Its texts.
     pub texts: Texts,
     /// The rule families a command may not read, decoded on first use
@@ -223,7 +223,7 @@ impl Engine {
     /// Builds the engine from validated rules. A profile or texts entry that
     /// is missing is `ULW_LOOP_RULES_INVALID`.
     pub fn new(root: Dir, rules: &RuleSet, opts: EngineOptions) -> Result<Engine, GoalError> {
-        let profile = profile::Profiles::lookup(rules, &opts.profile)
+        let profile = profile::Profiles::lookup_shared(rules, &opts.profile)
             .map_err(|e| GoalError::from(e.into_rules_error()))?;
         let invalid = |pointer: String, problem: String| {
             GoalError::from(crate::rules::RulesError {
@@ -290,7 +290,7 @@ impl Engine {
         lock_timeout_ms: Option<u64>,
         diagnostics: diagnostics::Sink,
     ) -> Result<Engine, GoalError> {
-        let p = profile::Profiles::lookup(rules, profile)
+        let p = profile::Profiles::lookup_shared(rules, profile)
             .map_err(|e| GoalError::from(e.into_rules_error()))?;
         let env = |k: &str| crate::ambient::var(amb, k);
         let sid = session::resolve(&p.session.flag, explicit, &env, &p.session.env)?;

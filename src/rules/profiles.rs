@@ -47,11 +47,19 @@ impl Profiles {
     /// Only that profile is decoded (one file of the embedded defaults),
     /// once per rule set however often it is looked up.
     pub fn lookup(rules: &crate::rules::RuleSet, name: &str) -> Result<Profile, ProfileError> {
+        Profiles::lookup_shared(rules, name).map(|p| Profile::clone(&p))
+    }
+
+    /// [`Profiles::lookup`] without a copy: the rule set's one decoding of
+    /// the profile, shared with every other lookup of it.
+    pub fn lookup_shared(
+        rules: &crate::rules::RuleSet,
+        name: &str,
+    ) -> Result<std::sync::Arc<Profile>, ProfileError> {
         let pointer = format!("/{}/{}", Self::KEY, crate::json::pointer_token(name));
         rules
             .part_shared::<Profile>(&pointer)
             .map_err(ProfileError::Rules)?
-            .map(|p| Profile::clone(&p))
             .ok_or_else(|| ProfileError::Unknown {
                 name: name.to_owned(),
             })
