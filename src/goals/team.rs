@@ -11,10 +11,10 @@ use super::profile::Profile;
 
 /// `env:<NAME>` when a worker environment marker is set.
 pub(crate) fn env_marker(
-    profile: &Profile,
+    worker_env: &[crate::rules::profiles::WorkerEnv],
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Option<String> {
-    profile.team.worker_env.iter().find_map(|w| {
+    worker_env.iter().find_map(|w| {
         let value = var(&w.name)?;
         let value = value.trim();
         w.values
@@ -84,9 +84,12 @@ mod tests {
     fn markers() {
         let p = profile();
         let env = |k: &str| (k == "OMO_TEAM_ROLE").then(|| " worker ".to_owned());
-        assert_eq!(env_marker(&p, &env).as_deref(), Some("env:OMO_TEAM_ROLE"));
+        assert_eq!(
+            env_marker(&p.team.worker_env, &env).as_deref(),
+            Some("env:OMO_TEAM_ROLE")
+        );
         let leader = |k: &str| (k == "OMO_TEAM_ROLE").then(|| "leader".to_owned());
-        assert_eq!(env_marker(&p, &leader), None);
+        assert_eq!(env_marker(&p.team.worker_env, &leader), None);
         assert_eq!(
             agent_type_marker(&p, "lazycodex-worker-high").as_deref(),
             Some("agent_type:lazycodex-worker-high")

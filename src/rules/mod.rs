@@ -654,17 +654,6 @@ impl RuleSet {
         Ok(Some(value))
     }
 
-    /// Keeps `value` as the [`RuleSet::part_shared`] decoding of `pointer`:
-    /// for a caller that decoded that part within a larger one (a family
-    /// holding it), so that later lookups share that decoding. The value
-    /// must be what [`RuleSet::part`] gives for `pointer`; an existing
-    /// decoding is kept.
-    pub(crate) fn share<T: Any + Send + Sync>(&self, pointer: &str, value: Arc<T>) {
-        if self.decoded.get::<T>(pointer).is_none() {
-            self.decoded.put(pointer, value);
-        }
-    }
-
     /// A raw value by JSON pointer (for text templates and data lookups).
     pub fn pointer(&self, pointer: &str) -> Option<&Value> {
         let rest = pointer.strip_prefix('/')?;

@@ -608,7 +608,7 @@ fn dispatch(
         };
     }
     let env = |k: &str| ambient::var(amb, k);
-    let worker = crate::goals::team::env_marker(&engine.profile, &env);
+    let worker = crate::goals::team::env_marker(&engine.profile.team.worker_env, &env);
     if let Some(marker) = &worker
         && !crate::goals::team::worker_may_run(head, rest)
     {

@@ -62,14 +62,81 @@ const MAX_STATIC_REASON: usize = 1536;
 /// Static text of the injected context templates (shortened per host later).
 const MAX_STATIC_CONTEXT: usize = 16 * 1024;
 
-/// One profile with its stop directive, compiled on first use (only the Stop
-/// hook renders it; an override compiles it up front, as every part).
+/// One profile: what every hook reads of it before it knows which profile
+/// applies (its head), the whole profile decoded when a hook first reads
+/// more, and its stop directive, compiled on first use (only the Stop hook
+/// renders it). An override decodes and compiles everything up front, as
+/// every part.
 #[derive(Debug, Clone)]
 pub(crate) struct LoopProfile {
+    head: ProfileHead,
+    rules: std::sync::Arc<RuleSet>,
     /// The profile (the same allocation the rule set shares with the
     /// engine a call builds).
-    pub profile: std::sync::Arc<Profile>,
+    full: OnceLock<std::sync::Arc<Profile>>,
     stop_directive: OnceLock<Template>,
+}
+
+/// The fields of a profile a goal-loop hook reads of every profile `--profile
+/// auto` selects: its name, its steering markers (which profile a prompt
+/// steers) and its team-worker environment markers (whether the caller is a
+/// worker). Decoded from the rules with everything else skipped: a tool call
+/// or a steering prompt then decodes one profile in full, or none, not three.
+#[derive(Debug, Clone, serde::Deserialize)]
+struct ProfileHead {
+    name: String,
+    steering: HeadSteering,
+    team: HeadTeam,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HeadSteering {
+    directive_markers: Vec<String>,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HeadTeam {
+    worker_env: Vec<crate::rules::profiles::WorkerEnv>,
+}
+
+/// Every profile's head, in the order of [`Profiles`] (by name).
+#[derive(Debug, serde::Deserialize)]
+#[serde(transparent)]
+struct ProfileHeads(std::collections::BTreeMap<String, ProfileHead>);
+
+impl RuleFamily for ProfileHeads {
+    const KEY: &'static str = Profiles::KEY;
+}
+
+impl LoopProfile {
+    /// The profile's name (its key in the rules).
+    pub(crate) fn name(&self) -> &str {
+        &self.head.name
+    }
+
+    /// Its steering markers.
+    pub(crate) fn directive_markers(&self) -> &[String] {
+        &self.head.steering.directive_markers
+    }
+
+    /// Its team-worker environment markers.
+    pub(crate) fn worker_env(&self) -> &[crate::rules::profiles::WorkerEnv] {
+        &self.head.team.worker_env
+    }
+
+    /// The whole profile, decoded on first use (the rule set validated it
+    /// when it was loaded; the embedded profiles are validated by the test
+    /// suite).
+    pub(crate) fn profile(&self) -> &std::sync::Arc<Profile> {
+        lazy(&self.full, || self.build_full())
+    }
+
+    fn build_full(&self) -> Result<std::sync::Arc<Profile>, String> {
+        crate::rules::profiles::Profiles::lookup_shared(&self.rules, &self.head.name)
+            .map_err(|e| rules_error(e.into_rules_error()))
+    }
 }
 
 /// The compiled goal-loop policy: every family plus the templates and
@@ -105,11 +172,12 @@ pub(crate) struct UltraworkTemplates {
     pub ultrawork_pointer: Template,
 }
 
-/// `create_goal_guard.*` and its deny template.
+/// `create_goal_guard.*` and its deny template, compiled when a denial first
+/// renders it (an override compiles it up front, as every part).
 #[derive(Debug, Clone)]
 pub(crate) struct CreateGoalPart {
     pub rules: CreateGoalGuardRules,
-    deny: Template,
+    deny: OnceLock<Template>,
 }
 
 /// `spawn.*` and its lower-cased gate message patterns.
@@ -194,11 +262,16 @@ impl Policy {
         let prompt = self.prompt();
         fill(&prompt.templates, || self.build_ultrawork(&prompt.rules))?;
         fill(&self.create_goal, || self.build_create_goal())?;
+        let create_goal = self.create_goal();
+        fill(&create_goal.deny, || {
+            self.build_create_goal_deny(&create_goal.rules)
+        })?;
         fill(&self.spawn, || self.build_spawn())?;
         fill(&self.team, || self.build_team())?;
         fill(&self.profiles, || self.build_profiles())?;
         for p in self.profiles() {
-            fill(&p.stop_directive, || self.build_stop_directive(&p.profile))?;
+            fill(&p.full, || p.build_full())?;
+            fill(&p.stop_directive, || self.build_stop_directive(p.profile()))?;
         }
         Ok(())
     }
@@ -255,15 +328,21 @@ impl Policy {
 
     fn build_create_goal(&self) -> Result<CreateGoalPart, String> {
         let rules: CreateGoalGuardRules = self.rules.family().map_err(rules_error)?;
-        let deny = template(
+        Ok(CreateGoalPart {
+            rules,
+            deny: OnceLock::new(),
+        })
+    }
+
+    fn build_create_goal_deny(&self, rules: &CreateGoalGuardRules) -> Result<Template, String> {
+        template(
             self.directives(),
             &rules.directive,
             "/create_goal_guard/directive",
             CREATE_GOAL_PLACEHOLDERS,
             &["PROBLEMS"],
             MAX_STATIC_REASON,
-        )?;
-        Ok(CreateGoalPart { rules, deny })
+        )
     }
 
     fn build_spawn(&self) -> Result<SpawnPart, String> {
@@ -291,20 +370,17 @@ impl Policy {
     }
 
     fn build_profiles(&self) -> Result<Vec<LoopProfile>, String> {
-        let profiles: Profiles = self.rules.family().map_err(rules_error)?;
-        Ok(profiles
+        let heads: ProfileHeads = self.rules.family().map_err(rules_error)?;
+        Ok(heads
             .0
             .into_values()
-            .map(|p| {
-                // The engine this call may build looks the profile up in
-                // the same rule set: it shares this decoding.
-                let p = std::sync::Arc::new(p);
-                self.rules.share(
-                    &format!("/{}/{}", Profiles::KEY, crate::json::pointer_token(&p.name)),
-                    std::sync::Arc::clone(&p),
-                );
+            .map(|head| {
+                // The whole profile is decoded through the rule set's shared
+                // decodings: the engine this call may build looks it up there.
                 LoopProfile {
-                    profile: p,
+                    head,
+                    rules: std::sync::Arc::clone(&self.rules),
+                    full: OnceLock::new(),
                     stop_directive: OnceLock::new(),
                 }
             })
@@ -343,9 +419,15 @@ impl Policy {
         lazy(&prompt.templates, || self.build_ultrawork(&prompt.rules))
     }
 
-    /// `create_goal_guard.*` and its template.
+    /// `create_goal_guard.*`.
     pub(crate) fn create_goal(&self) -> &CreateGoalPart {
         lazy(&self.create_goal, || self.build_create_goal())
+    }
+
+    /// The `create_goal` deny template.
+    pub(crate) fn create_goal_deny(&self) -> &Template {
+        let part = self.create_goal();
+        lazy(&part.deny, || self.build_create_goal_deny(&part.rules))
     }
 
     /// `spawn.*`.
@@ -367,7 +449,7 @@ impl Policy {
     pub(crate) fn candidates(&self, flag: &str) -> Vec<&LoopProfile> {
         self.profiles()
             .iter()
-            .filter(|p| flag == "auto" || p.profile.name == flag)
+            .filter(|p| flag == "auto" || p.name() == flag)
             .collect()
     }
 
@@ -383,13 +465,13 @@ impl Policy {
     ) -> String {
         let title = clip_chars(goal_title, 120);
         let scope = scope_sid
-            .map(|s| format!(" {} {s}", p.profile.session.flag))
+            .map(|s| format!(" {} {s}", p.profile().session.flag))
             .unwrap_or_default();
-        let directive = lazy(&p.stop_directive, || self.build_stop_directive(&p.profile));
+        let directive = lazy(&p.stop_directive, || self.build_stop_directive(p.profile()));
         let text = directive.render(&|slot| match slot {
             "GOAL_ID" => goal_id.to_owned(),
             "GOAL_TITLE" => title.clone(),
-            "CLI" => p.profile.command_prefix.clone(),
+            "CLI" => p.profile().command_prefix.clone(),
             "SCOPE_FLAG" => scope.clone(),
             "RESUME_COUNT" => count.to_string(),
             "MAX_RESUMES" => max_resumes.to_string(),
@@ -478,7 +560,7 @@ impl UnreadablePlan<'_> {
             .paths
             .sid
             .as_deref()
-            .map(|s| format!(" {} {s}", self.profile.profile.session.flag))
+            .map(|s| format!(" {} {s}", self.profile.profile().session.flag))
             .unwrap_or_default()
     }
 
@@ -487,7 +569,7 @@ impl UnreadablePlan<'_> {
         let file = self.what.paths.goals();
         format!(
             "restore {file} from version control (`git checkout -- {file}`); `{} repair{} --check` says what is wrong",
-            self.profile.profile.command_prefix,
+            self.profile.profile().command_prefix,
             self.scope_flag()
         )
     }
@@ -545,7 +627,7 @@ impl<'a> Ctx<'a> {
         for (i, p) in candidates.iter().enumerate() {
             match locate(
                 self.root,
-                &p.profile,
+                p.profile(),
                 self.env.session_id.as_deref(),
                 self.policy.stop().adopt_unowned_unscoped_plan,
                 &now,
@@ -570,9 +652,9 @@ impl<'a> Ctx<'a> {
         });
         let best = found.into_iter().next().map(|(_, f)| f);
         if let Some(f) = &best {
-            self.diag.set_profile(Some(&f.profile.profile.name));
+            self.diag.set_profile(Some(&f.profile.profile().name));
         } else if let Some(u) = unreadable.first() {
-            self.diag.set_profile(Some(&u.profile.profile.name));
+            self.diag.set_profile(Some(&u.profile.profile().name));
         }
         Resolved {
             found: best,
@@ -587,7 +669,7 @@ impl<'a> Ctx<'a> {
             outcome,
             summary,
             Some(json!({
-                "profile": u.profile.profile.name,
+                "profile": u.profile.profile().name,
                 "file": u.what.paths.goals(),
                 "error": u.what.error.code(),
                 "message": super::host::encode::cap_bytes(&u.what.error.message, 800),
@@ -628,7 +710,7 @@ impl<'a> Ctx<'a> {
         self.policy
             .profiles()
             .iter()
-            .find_map(|p| team::env_marker(&p.profile, &var))
+            .find_map(|p| team::env_marker(p.worker_env(), &var))
     }
 
     /// Why the caller is a team worker for the shell guard (docs/hook-contracts.md#h-6),
@@ -688,7 +770,7 @@ impl<'a> Ctx<'a> {
         with_surface: bool,
     ) -> Result<Engine, String> {
         let opts = EngineOptions {
-            profile: profile.profile.name.clone(),
+            profile: profile.profile().name.clone(),
             session: sid.map_or(SidSource::None, SidSource::Flag),
             env_sid: self
                 .env
@@ -711,7 +793,7 @@ impl<'a> Ctx<'a> {
                 Some(dir) => crate::goals::diagnostics::Sink::in_dir(dir),
                 None => crate::goals::diagnostics::Sink::open(self.amb, self.canonical_cwd),
             },
-            worktree_prefix: if profile.profile.compat.state_path_prefix {
+            worktree_prefix: if profile.profile().compat.state_path_prefix {
                 crate::ambient::worktree_prefix(self.amb, &self.env.cwd)
             } else {
                 String::new()
@@ -731,7 +813,7 @@ impl<'a> Ctx<'a> {
         let now = crate::time::rfc3339_ms(std::time::SystemTime::now());
         match loop_state::locate_scope(
             self.root,
-            &p.profile,
+            p.profile(),
             self.env.session_id.as_deref(),
             self.policy.stop().adopt_unowned_unscoped_plan,
             &now,
@@ -743,10 +825,10 @@ impl<'a> Ctx<'a> {
                     "context",
                     &format!(
                         "the {} plan of this session could not be read",
-                        p.profile.display_name
+                        p.profile().display_name
                     ),
                     Some(json!({
-                        "profile": p.profile.name,
+                        "profile": p.profile().name,
                         "error": e.code(),
                         "message": super::host::encode::cap_bytes(&e.message, 800),
                     })),
@@ -1143,19 +1225,41 @@ mod tests {
         ] {
             assert!(!unused);
         }
-        // The profiles decoded here are the ones the engine then looks up.
-        let names: Vec<&str> = p
-            .candidates("auto")
-            .iter()
-            .map(|l| l.profile.name.as_str())
-            .collect();
-        assert_eq!(names.len(), 3, "{names:?}");
-        let shared = set
-            .part_shared::<crate::rules::profiles::Profile>("/profiles/ulw-loop")
-            .unwrap()
-            .unwrap();
+        // `--profile auto` sees every profile's head, and decodes no
+        // profile in full until a hook reads more than the head.
+        let names: Vec<&str> = p.candidates("auto").iter().map(|l| l.name()).collect();
+        assert_eq!(names, ["omx", "ultragoal", "ulw-loop"]);
+        assert!(p.profiles().iter().all(|l| l.full.get().is_none()));
         let ulw = p.candidates("ulw-loop")[0];
-        assert_eq!(format!("{:?}", ulw.profile), format!("{shared:?}"));
+        // The whole profile is the rule set's shared decoding, which the
+        // engine then looks up, and its head agrees with it.
+        let full = Arc::clone(ulw.profile());
+        let shared = crate::rules::profiles::Profiles::lookup_shared(&set, "ulw-loop").unwrap();
+        assert!(Arc::ptr_eq(&full, &shared));
+        assert!(
+            p.profiles()
+                .iter()
+                .filter(|l| l.full.get().is_some())
+                .count()
+                == 1
+        );
+        for l in p.profiles() {
+            let whole = l.profile();
+            assert_eq!(l.name(), whole.name);
+            assert_eq!(l.directive_markers(), whole.steering.directive_markers);
+            assert_eq!(
+                format!("{:?}", l.worker_env()),
+                format!("{:?}", whole.team.worker_env)
+            );
+        }
+        // The `create_goal` deny template waits for a denial to render it.
+        assert!(p.create_goal().deny.get().is_none());
+        assert!(
+            p.create_goal_deny()
+                .render(&|_| "PROBLEM".to_owned())
+                .contains("PROBLEM")
+        );
+        assert!(p.create_goal().deny.get().is_some());
         // A profile's stop directive waits for the Stop hook to render it.
         assert!(
             p.profiles()
@@ -1169,6 +1273,8 @@ mod tests {
         // each profile's stop directive included.
         let eager = Policy::compile_eager(&set).unwrap();
         assert!(eager.prompt().templates.get().is_some());
+        assert!(eager.create_goal().deny.get().is_some());
+        assert!(eager.profiles().iter().all(|l| l.full.get().is_some()));
         assert!(
             eager
                 .profiles()

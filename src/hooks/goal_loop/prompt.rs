@@ -32,7 +32,7 @@ pub(crate) fn find_marker<'a>(
 ) -> Option<Marker<'a>> {
     let mut best: Option<(usize, Marker<'a>)> = None;
     for p in candidates {
-        for m in &p.profile.steering.directive_markers {
+        for m in p.directive_markers() {
             let Some(at) = prompt.match_indices(m.as_str()).map(|(i, _)| i).find(|&i| {
                 let before_ok = prompt[..i]
                     .chars()
@@ -79,7 +79,7 @@ pub(super) fn decide(c: &Ctx<'_>, e: &PromptEvent) -> Decision {
 }
 
 fn steer(c: &Ctx<'_>, m: Marker<'_>, witness: &prompts::Pending) -> Decision {
-    let p = &m.profile.profile;
+    let p = &m.profile.profile();
     c.diag.set_profile(Some(&p.name));
     let max = c.policy.prompt().rules.max_directive_bytes;
     if m.rest.len() as u64 > max {
@@ -138,7 +138,7 @@ fn apply(
     directive: serde_json::Map<String, Value>,
     witness: &prompts::Pending,
 ) -> Decision {
-    let p = &profile.profile;
+    let p = &profile.profile();
     let wait = Duration::from_millis(c.hooks.steering_lock_wait_ms);
     let mut engine = match c.engine_for(profile, paths.sid.clone(), false) {
         Ok(e) => e,
@@ -203,9 +203,9 @@ mod tests {
         let all = policy.candidates("auto");
         let m = find_marker("OMO_ULW_LOOP_STEER: {\"a\":1}", &all).unwrap();
         assert_eq!((m.marker, m.rest), ("OMO_ULW_LOOP_STEER", "{\"a\":1}"));
-        assert_eq!(m.profile.profile.name, "ulw-loop");
+        assert_eq!(m.profile.name(), "ulw-loop");
         let m = find_marker("please\nomagy ultragoal steer:{}", &all).unwrap();
-        assert_eq!(m.profile.profile.name, "ultragoal");
+        assert_eq!(m.profile.name(), "ultragoal");
         assert!(find_marker("xOMO_ULW_LOOP_STEER: {}", &all).is_none());
         assert!(find_marker("OMO_ULW_LOOP_STEER {}", &all).is_none());
         assert!(
@@ -213,7 +213,7 @@ mod tests {
             "case-sensitive"
         );
         let first = find_marker("OMAGY_ULTRAGOAL_STEER: {} OMO_ULW_LOOP_STEER: {}", &all).unwrap();
-        assert_eq!(first.profile.profile.name, "ultragoal");
+        assert_eq!(first.profile.name(), "ultragoal");
         let only = policy.candidates("ulw-loop");
         assert!(find_marker("OMAGY_ULTRAGOAL_STEER: {}", &only).is_none());
     }

@@ -69,7 +69,7 @@ pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
 
 /// The denial of a spawn while the session's plan is tampered with.
 fn tampered(found: &Found<'_>, b: &crate::goals::binding::Binding) -> Decision {
-    let p = &found.profile.profile;
+    let p = &found.profile.profile();
     let scope = found
         .located
         .scope_sid()
@@ -189,7 +189,7 @@ fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Result<Vec<String>, Deci
             let file = found.located.paths.goals();
             let fix = format!(
                 "restore {file} from version control (`git checkout -- {file}`); `{} repair --check` says what is wrong",
-                found.profile.profile.command_prefix
+                found.profile.profile().command_prefix
             );
             c.diag.write(
                 HookCode::HookPlanUnreadable,

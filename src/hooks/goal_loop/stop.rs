@@ -51,7 +51,7 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
     let view = &l.view;
     // docs/threat-model.md#i12: a user decision the user never made keeps its goal unfinished,
     // even when it would make the run complete (or waived).
-    if let Some(d) = prompts::check(c, &found.profile.profile, &view.decisions) {
+    if let Some(d) = prompts::check(c, found.profile.profile(), &view.decisions) {
         return d;
     }
     if view.run_complete || main_context_pressure(c) {
@@ -151,7 +151,7 @@ fn tampered(
     let scope = found
         .located
         .scope_sid()
-        .map(|s| format!(" {} {s}", p.profile.session.flag))
+        .map(|s| format!(" {} {s}", p.profile().session.flag))
         .unwrap_or_default();
     let (code, file, why) = match (&b.plan_tampered, &b.ledger_tampered) {
         (Some(r), _) => ("PLAN_TAMPERED", found.located.paths.goals(), r),
@@ -162,7 +162,7 @@ fn tampered(
         "evidence-gate: {code}: {file}: {why}. The run is not complete while its plan and ledger disagree. Restore {} and {} from version control, or, if this plan is right, ask the user and run `{} repair{scope} --accept-tampered --rationale \"<why>\"` (recorded and reported by CI).",
         found.located.paths.goals(),
         found.located.paths.ledger(),
-        p.profile.command_prefix
+        p.profile().command_prefix
     );
     let reason = crate::hooks::host::encode::cap_bytes(&reason, c.hooks.max_reason_bytes);
     let render = |_: u64, _: u64| reason.clone();
@@ -173,7 +173,7 @@ fn tampered(
     let subject = Subject {
         halt: Some(format!(
             "evidence-gate: {code} at {file} — the user must act: restore the plan and ledger from version control, or adopt this plan with `{} repair{scope} --accept-tampered --rationale \"<why>\"`. The stop is held at most {max} times while the plan stays as it is.",
-            p.profile.command_prefix
+            p.profile().command_prefix
         )),
         ..Subject::of(found)
     };
@@ -344,12 +344,13 @@ fn resume_locked(
     }
     let scope = found
         .scope_sid
-        .map(|s| format!(" {} {s}", p.profile.session.flag))
+        .map(|s| format!(" {} {s}", p.profile().session.flag))
         .unwrap_or_default();
     Decision::Notify {
         message: format!(
             "evidence-gate: auto-resume is paused for goal {} because its goal and criteria state did not change over the last {count} resumes; check the plan with `{} status{scope} --json`.",
-            label, p.profile.command_prefix
+            label,
+            p.profile().command_prefix
         ),
     }
 }

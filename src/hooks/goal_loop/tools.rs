@@ -89,7 +89,7 @@ fn create_goal(c: &Ctx<'_>, input: &Value) -> Decision {
         .collect::<Vec<_>>()
         .join(", ");
     let problems = problems.join("; ");
-    let text = c.policy.create_goal().deny.render(&|slot| match slot {
+    let text = c.policy.create_goal_deny().render(&|slot| match slot {
         "PROBLEMS" => problems.clone(),
         "ALLOWED_KEYS" => allowed.clone(),
         _ => String::new(),
@@ -111,10 +111,10 @@ fn team_guard(c: &Ctx<'_>, input: &Value) -> Decision {
         profiles: candidates
             .iter()
             .map(|p| ProfileWords {
-                cli_words: &p.profile.hooks.cli_words,
-                parents: &p.profile.parent_commands,
-                name: &p.profile.name,
-                mutating: &p.profile.hooks.mutating_subcommands,
+                cli_words: &p.profile().hooks.cli_words,
+                parents: &p.profile().parent_commands,
+                name: &p.profile().name,
+                mutating: &p.profile().hooks.mutating_subcommands,
             })
             .collect(),
         launchers: &c.policy.team().rules.launchers,

@@ -159,7 +159,7 @@ fn profile_allows(c: &Ctx<'_>) -> bool {
     let candidates = c.policy.candidates(c.profile_flag);
     if !candidates
         .iter()
-        .any(|p| p.profile.hooks.ultrawork_injection)
+        .any(|p| p.profile().hooks.ultrawork_injection)
     {
         return false;
     }
@@ -173,7 +173,7 @@ fn profile_allows(c: &Ctx<'_>) -> bool {
         );
     }
     match resolved.found {
-        Some(f) => f.profile.profile.hooks.ultrawork_injection,
+        Some(f) => f.profile.profile().hooks.ultrawork_injection,
         None => true,
     }
 }
