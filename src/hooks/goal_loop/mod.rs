@@ -110,6 +110,44 @@ impl RuleFamily for ProfileHeads {
     const KEY: &'static str = Profiles::KEY;
 }
 
+/// A [`ProfileHead`] of an embedded profile, compiled from its file by the
+/// build (`build.rs`; scanning the three files for these fields cost a
+/// steering prompt about as much as decoding one profile in full). A unit
+/// test checks the table against the embedded files.
+#[derive(Debug)]
+struct HeadInfo {
+    name: &'static str,
+    directive_markers: &'static [&'static str],
+    worker_env: &'static [(&'static str, &'static [&'static str])],
+}
+
+mod head_table {
+    use super::HeadInfo;
+    include!(concat!(env!("OUT_DIR"), "/profile_heads.rs"));
+}
+
+impl ProfileHead {
+    fn of(h: &HeadInfo) -> ProfileHead {
+        let strings = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect();
+        ProfileHead {
+            name: h.name.to_owned(),
+            steering: HeadSteering {
+                directive_markers: strings(h.directive_markers),
+            },
+            team: HeadTeam {
+                worker_env: h
+                    .worker_env
+                    .iter()
+                    .map(|(name, values)| crate::rules::profiles::WorkerEnv {
+                        name: (*name).to_owned(),
+                        values: strings(values),
+                    })
+                    .collect(),
+            },
+        }
+    }
+}
+
 impl LoopProfile {
     /// The profile's name (its key in the rules).
     pub(crate) fn name(&self) -> &str {
@@ -370,10 +408,14 @@ impl Policy {
     }
 
     fn build_profiles(&self) -> Result<Vec<LoopProfile>, String> {
-        let heads: ProfileHeads = self.rules.family().map_err(rules_error)?;
+        let heads: Vec<ProfileHead> = if self.rules.is_embedded_only() {
+            head_table::HEADS.iter().map(ProfileHead::of).collect()
+        } else {
+            let heads: ProfileHeads = self.rules.family().map_err(rules_error)?;
+            heads.0.into_values().collect()
+        };
         Ok(heads
-            .0
-            .into_values()
+            .into_iter()
             .map(|head| {
                 // The whole profile is decoded through the rule set's shared
                 // decodings: the engine this call may build looks it up there.
@@ -1299,6 +1341,46 @@ mod tests {
             err.contains("stop-resume") && err.contains("GOAL_ID"),
             "{err}"
         );
+    }
+
+    /// The head table the build compiled is every embedded profile's head
+    /// as the rules decode it, in the same order.
+    #[test]
+    fn the_compiled_head_table_is_the_embedded_profiles() {
+        let set = RuleSet::embedded().unwrap();
+        let decoded: ProfileHeads = set.family().unwrap();
+        let table: Vec<ProfileHead> = head_table::HEADS.iter().map(ProfileHead::of).collect();
+        assert_eq!(
+            format!("{table:?}"),
+            format!("{:?}", decoded.0.into_values().collect::<Vec<_>>())
+        );
+        let full: Profiles = set.family().unwrap();
+        assert_eq!(table.len(), full.0.len());
+        for (h, p) in table.iter().zip(full.0.values()) {
+            assert_eq!(h.name, p.name);
+            assert_eq!(h.steering.directive_markers, p.steering.directive_markers);
+            assert_eq!(
+                format!("{:?}", h.team.worker_env),
+                format!("{:?}", p.team.worker_env)
+            );
+        }
+    }
+
+    /// An override's heads are decoded from the merged rules, not taken from
+    /// the table: an override's steering marker is seen.
+    #[test]
+    fn an_override_profile_head_is_decoded_from_the_rules() {
+        let layer =
+            br#"{"profiles": {"ulw-loop": {"steering": {"directiveMarkers": ["MY_STEER"]}}}}"#;
+        let set = RuleSet::load(&[Layer {
+            name: "--rules",
+            bytes: layer,
+        }])
+        .unwrap();
+        let p = Policy::compile(&Arc::new(set)).unwrap();
+        let ulw = p.candidates("ulw-loop")[0];
+        assert_eq!(ulw.directive_markers(), ["MY_STEER"]);
+        assert_eq!(ulw.profile().steering.directive_markers, ["MY_STEER"]);
     }
 
     /// An override's ultrawork templates are compiled up front too: a
