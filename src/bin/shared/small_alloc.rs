@@ -325,6 +325,27 @@ mod tests {
         }
     }
 
+    /// The binaries' global allocator is this one: on a new thread, blocks of
+    /// 16 bytes allocated one after another lie 16 bytes apart (no header
+    /// between them, as glibc's `malloc` puts).
+    #[test]
+    fn the_global_allocator_cuts_headerless_blocks() {
+        let adjacent = std::thread::spawn(|| {
+            let blocks: Vec<Box<[u8; 16]>> = (0..64).map(|i| Box::new([i as u8; 16])).collect();
+            blocks
+                .windows(2)
+                .filter(|w| {
+                    (&*w[1] as *const [u8; 16] as usize)
+                        .wrapping_sub(&*w[0] as *const [u8; 16] as usize)
+                        == 16
+                })
+                .count()
+        })
+        .join()
+        .unwrap();
+        assert!(adjacent >= 60, "{adjacent} of 63 pairs adjacent");
+    }
+
     #[test]
     fn threads_free_each_others_blocks() {
         let a = &SmallAlloc;
