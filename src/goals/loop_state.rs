@@ -101,6 +101,13 @@ fn read_in(
     }
 }
 
+/// A profile's state directory `state_dir` below `root`, `Ok(None)` when a
+/// component is missing; where it is missing every locator here finds
+/// nothing (each opens it, or a directory below it, first).
+pub(crate) fn open_state_dir(root: &Dir, state_dir: &str) -> Result<Option<Dir>, GoalError> {
+    state::open_chain(root, state_dir, false)
+}
+
 /// [`locate`] or [`locate_view`]: what a hook's plan resolution calls per
 /// profile.
 pub(crate) type Locator<L> =

@@ -78,13 +78,16 @@ pub(crate) struct LoopProfile {
 }
 
 /// The fields of a profile a goal-loop hook reads of every profile `--profile
-/// auto` selects: its name, its steering markers (which profile a prompt
-/// steers) and its team-worker environment markers (whether the caller is a
-/// worker). Decoded from the rules with everything else skipped: a tool call
-/// or a steering prompt then decodes one profile in full, or none, not three.
+/// auto` selects: its name, its state directory (whether it has a plan here
+/// at all), its steering markers (which profile a prompt steers) and its
+/// team-worker environment markers (whether the caller is a worker). A tool
+/// call, a steering prompt or a stop then decodes in full only the profiles
+/// it reads more of: one, or none, not three.
 #[derive(Debug, Clone, serde::Deserialize)]
 struct ProfileHead {
     name: String,
+    #[serde(rename = "stateDir")]
+    state_dir: String,
     steering: HeadSteering,
     team: HeadTeam,
 }
@@ -117,6 +120,7 @@ impl RuleFamily for ProfileHeads {
 #[derive(Debug)]
 struct HeadInfo {
     name: &'static str,
+    state_dir: &'static str,
     directive_markers: &'static [&'static str],
     worker_env: &'static [(&'static str, &'static [&'static str])],
 }
@@ -131,6 +135,7 @@ impl ProfileHead {
         let strings = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect();
         ProfileHead {
             name: h.name.to_owned(),
+            state_dir: h.state_dir.to_owned(),
             steering: HeadSteering {
                 directive_markers: strings(h.directive_markers),
             },
@@ -152,6 +157,17 @@ impl LoopProfile {
     /// The profile's name (its key in the rules).
     pub(crate) fn name(&self) -> &str {
         &self.head.name
+    }
+
+    /// Whether its state directory is absent from `root` (a missing path
+    /// component): then it has no plan there, and no locator needs the
+    /// whole profile to say so. Anything else at that path (a directory, a
+    /// symlink, a file) is for the locator to judge.
+    pub(crate) fn absent_from(&self, root: &Dir) -> bool {
+        matches!(
+            crate::goals::loop_state::open_state_dir(root, &self.head.state_dir),
+            Ok(None)
+        )
     }
 
     /// Its steering markers.
@@ -667,6 +683,11 @@ impl<'a> Ctx<'a> {
         let mut found: Vec<(usize, Found<'a, L>)> = Vec::new();
         let mut unreadable = Vec::new();
         for (i, p) in candidates.iter().enumerate() {
+            // Every locator opens the state directory first and finds
+            // nothing where it is absent.
+            if p.absent_from(self.root) {
+                continue;
+            }
             match locate(
                 self.root,
                 p.profile(),
@@ -1364,6 +1385,37 @@ mod tests {
                 format!("{:?}", p.team.worker_env)
             );
         }
+    }
+
+    /// A profile whose state directory is absent is passed over without
+    /// decoding it; anything at that path (a directory, a symlink, a file) is
+    /// left to the locator, which reports what is wrong with it.
+    #[test]
+    #[allow(clippy::disallowed_methods)]
+    fn an_absent_state_directory_is_told_from_the_head() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let set = Arc::new(RuleSet::embedded().unwrap());
+        let p = Policy::compile(&set).unwrap();
+        let all = p.candidates("auto");
+        assert!(all.iter().all(|l| l.absent_from(&root)));
+        let [a, b, c] = all.as_slice() else {
+            panic!("three profiles")
+        };
+        let path = |l: &LoopProfile| tmp.path().join(&l.head.state_dir);
+        // The parent alone is still absent; the directory itself is not.
+        std::fs::create_dir_all(path(a).parent().unwrap()).unwrap();
+        assert!(a.absent_from(&root));
+        std::fs::create_dir_all(path(a)).unwrap();
+        assert!(!a.absent_from(&root));
+        // A symlink or a file in its place is not absent.
+        std::fs::create_dir_all(path(b).parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(tmp.path(), path(b)).unwrap();
+        assert!(!b.absent_from(&root));
+        std::fs::create_dir_all(path(c).parent().unwrap()).unwrap();
+        std::fs::write(path(c), b"x").unwrap();
+        assert!(!c.absent_from(&root));
+        assert!(p.profiles().iter().all(|l| l.full.get().is_none()));
     }
 
     /// An override's heads are decoded from the merged rules, not taken from
