@@ -86,6 +86,32 @@ struct Prepared {
     hash: String,
     /// The line parsed, when it is a JSON object (records only).
     value: Option<Value>,
+    /// Its chain fields and `revision`, read where it was parsed: the
+    /// caller's thread links them without walking the tree another thread
+    /// built (each lookup there was a cache miss).
+    fields: Fields,
+}
+
+/// A record's [`chain_fields`] (`seq` and the 64-hex `prev`) and its
+/// `revision` as an unsigned integer.
+#[derive(Default)]
+struct Fields {
+    chain: Option<(u64, [u8; 64])>,
+    revision: Option<u64>,
+}
+
+impl Fields {
+    fn of(v: &Value) -> Fields {
+        Fields {
+            chain: chain_fields(v).map(|(seq, prev)| {
+                let mut hex = [0u8; 64];
+                // `chain_fields` accepts only 64 hex digits.
+                hex.copy_from_slice(prev.as_bytes());
+                (seq, hex)
+            }),
+            revision: v.get("revision").and_then(Value::as_u64),
+        }
+    }
 }
 
 fn prepare(block: &[u8]) -> Vec<Prepared> {
@@ -109,6 +135,7 @@ fn prepare(block: &[u8]) -> Vec<Prepared> {
             } else {
                 (String::new(), None)
             };
+            let fields = value.as_ref().map(Fields::of).unwrap_or_default();
             Prepared {
                 n: raw.len() as u64,
                 terminated,
@@ -116,6 +143,7 @@ fn prepare(block: &[u8]) -> Vec<Prepared> {
                 record,
                 hash,
                 value,
+                fields,
             }
         })
         .collect()
@@ -355,7 +383,10 @@ impl Link {
                 seq: None,
             }),
             Some(v) => {
-                if let Some((seq, prev)) = chain_fields(v) {
+                if let Some((seq, prev)) = &p.fields.chain {
+                    let seq = *seq;
+                    // (ASCII hex: `chain_fields` checked every byte.)
+                    let prev = std::str::from_utf8(prev).unwrap_or_default();
                     rep.chained += 1;
                     if !self.chain_started && self.legacy_before > 0 {
                         let legacy_before = self.legacy_before;
@@ -401,7 +432,7 @@ impl Link {
                             seq: Some(seq),
                         });
                     }
-                    if let Some(rev) = v.get("revision").and_then(Value::as_u64) {
+                    if let Some(rev) = p.fields.revision {
                         let max_revision = self.max_revision;
                         if max_revision.is_some_and(|m| rev < m) {
                             rep.findings.push(ChainFinding {
