@@ -263,13 +263,17 @@ fn read_small(dir: &Dir, name: &str) -> io::Result<Vec<u8>> {
     let mut o = cap_std::fs::OpenOptions::new();
     o.read(true).follow(FollowSymlinks::No).nonblock(true);
     let f = dir.open_with(name, &o)?;
-    if !f.metadata()?.is_file() {
+    let meta = f.metadata()?;
+    if !meta.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "not a regular file",
         ));
     }
-    let mut buf = Vec::new();
+    // Sized from the metadata (one read and the one that sees the end,
+    // instead of a few doubling ones); a file that grew is still read up
+    // to the cap.
+    let mut buf = Vec::with_capacity(meta.len().min(MAX_WORKSPACE_FILE) as usize + 1);
     f.take(MAX_WORKSPACE_FILE).read_to_end(&mut buf)?;
     Ok(buf)
 }
