@@ -82,8 +82,10 @@ struct Prepared {
     len: usize,
     /// The line holds a non-whitespace byte.
     record: bool,
-    /// Hash of the line (records only).
-    hash: String,
+    /// Hash of the line, 64 hex digits (records only; zeros otherwise).
+    /// Kept inline: a string made on a worker and freed on the caller's
+    /// thread would be reused there from a cold cache line.
+    hash: Hex64,
     /// The line parsed, when it is a JSON object (records only).
     value: Option<Value>,
     /// Its chain fields and `revision`, read where it was parsed: the
@@ -92,11 +94,28 @@ struct Prepared {
     fields: Fields,
 }
 
+/// A SHA-256 as 64 lowercase hex digits.
+type Hex64 = [u8; 64];
+
+/// `hex` (64 hex digits, as [`record_hash`] and [`chain_fields`] give) as a
+/// string.
+fn hex_str(hex: &Hex64) -> &str {
+    // (ASCII: every byte is a hex digit.)
+    std::str::from_utf8(hex).unwrap_or_default()
+}
+
+/// [`record_hash`] of `line`, inline.
+fn line_hash(line: &[u8]) -> Hex64 {
+    let mut hex = [0u8; 64];
+    hex.copy_from_slice(record_hash(line).as_bytes());
+    hex
+}
+
 /// A record's [`chain_fields`] (`seq` and the 64-hex `prev`) and its
 /// `revision` as an unsigned integer.
 #[derive(Default)]
 struct Fields {
-    chain: Option<(u64, [u8; 64])>,
+    chain: Option<(u64, Hex64)>,
     revision: Option<u64>,
 }
 
@@ -127,13 +146,13 @@ fn prepare(block: &[u8]) -> Vec<Prepared> {
             let record = is_record(line);
             let (hash, value) = if record {
                 (
-                    record_hash(line),
+                    line_hash(line),
                     serde_json::from_slice::<Value>(line)
                         .ok()
                         .filter(Value::is_object),
                 )
             } else {
-                (String::new(), None)
+                ([0u8; 64], None)
             };
             let fields = value.as_ref().map(Fields::of).unwrap_or_default();
             Prepared {
@@ -317,7 +336,9 @@ struct Link {
     rep: ChainReport,
     foreign: ForeignSeverity,
     line_no: u64,
-    prev_hash: Option<String>,
+    prev_hash: Option<Hex64>,
+    /// Hash of the last terminated record ([`ChainReport::head`]).
+    head: Option<Hex64>,
     chain_started: bool,
     last_chained_seq: Option<u64>,
     max_revision: Option<u64>,
@@ -331,6 +352,7 @@ impl Link {
             foreign,
             line_no: 0,
             prev_hash: None,
+            head: None,
             chain_started: false,
             last_chained_seq: None,
             max_revision: None,
@@ -370,7 +392,7 @@ impl Link {
             }
         }
         rep.records += 1;
-        let hash = std::mem::take(&mut p.hash);
+        let hash = p.hash;
         match &p.value {
             None => rep.findings.push(ChainFinding {
                 finding: Finding::new(
@@ -385,8 +407,7 @@ impl Link {
             Some(v) => {
                 if let Some((seq, prev)) = &p.fields.chain {
                     let seq = *seq;
-                    // (ASCII hex: `chain_fields` checked every byte.)
-                    let prev = std::str::from_utf8(prev).unwrap_or_default();
+                    let prev = hex_str(prev);
                     rep.chained += 1;
                     if !self.chain_started && self.legacy_before > 0 {
                         let legacy_before = self.legacy_before;
@@ -401,7 +422,7 @@ impl Link {
                             seq: None,
                         });
                     }
-                    let expected_prev = self.prev_hash.as_deref().unwrap_or(ZERO_HASH);
+                    let expected_prev = self.prev_hash.as_ref().map_or(ZERO_HASH, hex_str);
                     if prev != expected_prev {
                         rep.findings.push(ChainFinding {
                             finding: Finding::new(
@@ -475,7 +496,7 @@ impl Link {
             }
         }
         if p.terminated {
-            rep.head = Some(hash.clone());
+            self.head = Some(hash);
         }
         self.prev_hash = Some(hash);
         true
@@ -483,6 +504,7 @@ impl Link {
 
     fn finish(mut self) -> ChainReport {
         let rep = &mut self.rep;
+        rep.head = self.head.as_ref().map(|h| hex_str(h).to_owned());
         if rep.records > 0 && rep.chained == 0 {
             rep.findings.push(ChainFinding {
                 finding: Finding::new(
