@@ -66,26 +66,49 @@ impl LedgerFiles {
 
     /// Records every element of the entry's `files` array.
     pub(crate) fn record_entry(&mut self, line: u64, entry: &Value) {
-        match entry.get("files") {
-            None => {}
-            Some(Value::Array(items)) => {
-                for (i, item) in items.iter().enumerate() {
-                    self.record(line, entry, item, &format!("files[{i}]"));
+        self.record_files(line, FilesFact::of(entry));
+    }
+
+    /// [`LedgerFiles::record_entry`] of what [`FilesFact::of`] read of an
+    /// entry (on another thread, where the entry was parsed).
+    pub(crate) fn record_files(&mut self, line: u64, f: FilesFact) {
+        match f.files {
+            FilesField::Absent => {}
+            FilesField::NotArray => self.invalid(line, "files", "is not an array"),
+            FilesField::Items(items) => {
+                for (i, item) in items.into_iter().enumerate() {
+                    self.record_item(line, &format!("files[{i}]"), item, f.seq, f.kind.clone());
                 }
             }
-            Some(_) => self.invalid(line, "files", "is not an array"),
         }
     }
 
     /// Records one `{path, size, sha256}` object found at `field` of the entry.
     pub(crate) fn record(&mut self, line: u64, entry: &Value, item: &Value, field: &str) {
-        let path = item.get("path").and_then(Value::as_str);
-        let size = item.get("size").and_then(Value::as_u64);
-        let sha = item
-            .get("sha256")
-            .and_then(Value::as_str)
-            .filter(|s| crate::digest::is_sha256_hex(s));
-        let (Some(path), Some(size), Some(sha)) = (path, size, sha) else {
+        self.record_item(
+            line,
+            field,
+            ItemFact::of(item),
+            entry.get("seq").and_then(Value::as_u64),
+            entry_kind(entry).map(str::to_owned),
+        );
+    }
+
+    fn record_item(
+        &mut self,
+        line: u64,
+        field: &str,
+        item: ItemFact,
+        seq: Option<u64>,
+        kind: Option<String>,
+    ) {
+        let ItemFact::Valid {
+            path,
+            size,
+            sha256,
+            role,
+        } = item
+        else {
             self.invalid(
                 line,
                 field,
@@ -94,14 +117,14 @@ impl LedgerFiles {
             return;
         };
         self.last.insert(
-            path.to_owned(),
+            path,
             Recording {
                 size,
-                sha256: sha.to_owned(),
+                sha256,
                 line,
-                seq: entry.get("seq").and_then(Value::as_u64),
-                kind: entry_kind(entry).map(str::to_owned),
-                role: item.get("role").and_then(Value::as_str).map(str::to_owned),
+                seq,
+                kind,
+                role,
             },
         );
     }
@@ -115,6 +138,75 @@ impl LedgerFiles {
             )
             .with_detail(json!({"line": line, "field": field})),
         );
+    }
+}
+
+/// What [`LedgerFiles::record_entry`] reads of an entry: its `files`, and,
+/// when it has some, its `seq` and kind.
+#[derive(Debug)]
+pub(crate) struct FilesFact {
+    files: FilesField,
+    seq: Option<u64>,
+    kind: Option<String>,
+}
+
+#[derive(Debug)]
+enum FilesField {
+    Absent,
+    NotArray,
+    Items(Vec<ItemFact>),
+}
+
+/// One element of `files` (or a receipt): its fields, or that it is not a
+/// valid `{path, size, sha256}` object.
+#[derive(Debug)]
+enum ItemFact {
+    Valid {
+        path: String,
+        size: u64,
+        sha256: String,
+        role: Option<String>,
+    },
+    Invalid,
+}
+
+impl FilesFact {
+    pub(crate) fn of(entry: &Value) -> FilesFact {
+        let files = match entry.get("files") {
+            None => FilesField::Absent,
+            Some(Value::Array(items)) => {
+                FilesField::Items(items.iter().map(ItemFact::of).collect())
+            }
+            Some(_) => FilesField::NotArray,
+        };
+        let (seq, kind) = match &files {
+            FilesField::Items(items) if !items.is_empty() => (
+                entry.get("seq").and_then(Value::as_u64),
+                entry_kind(entry).map(str::to_owned),
+            ),
+            _ => (None, None),
+        };
+        FilesFact { files, seq, kind }
+    }
+}
+
+impl ItemFact {
+    fn of(item: &Value) -> ItemFact {
+        let path = item.get("path").and_then(Value::as_str);
+        let size = item.get("size").and_then(Value::as_u64);
+        let sha = item
+            .get("sha256")
+            .and_then(Value::as_str)
+            .filter(|s| crate::digest::is_sha256_hex(s));
+        match (path, size, sha) {
+            (Some(path), Some(size), Some(sha)) => ItemFact::Valid {
+                path: path.to_owned(),
+                size,
+                sha256: sha.to_owned(),
+                role: item.get("role").and_then(Value::as_str).map(str::to_owned),
+            },
+            _ => ItemFact::Invalid,
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::progress::{CountingReader, Progress};
 use crate::finding::problem_finding;
 use crate::finding::{Code, Finding};
-use crate::ledger::{ChainReport, ForeignSeverity, verify_chain};
+use crate::ledger::{ChainReport, ForeignSeverity, verify_chain_split};
 use crate::sandbox::open::{self, FileChecks, FileProblem};
 
 /// A state file opened without following symlinks, or why it could not be.
@@ -62,8 +62,28 @@ pub(crate) fn scan_ledger(
     progress: &mut dyn Progress,
     visit: &mut dyn FnMut(u64, &Value),
 ) -> Result<Scanned, Box<Finding>> {
+    scan_ledger_split(
+        file,
+        display,
+        foreign,
+        progress,
+        &|_| ((), true),
+        &mut |line, v, ()| visit(line, v),
+    )
+}
+
+/// [`scan_ledger`] with the visit split as [`verify_chain_split`] splits it:
+/// `extract` reads each record where it was parsed, `fold` sees it in order.
+pub(crate) fn scan_ledger_split<T: Send>(
+    file: File,
+    display: &str,
+    foreign: ForeignSeverity,
+    progress: &mut dyn Progress,
+    extract: &crate::ledger::Extract<'_, T>,
+    fold: &mut dyn FnMut(u64, &Value, T),
+) -> Result<Scanned, Box<Finding>> {
     let mut reader = CountingReader::new(BufReader::with_capacity(256 * 1024, file), progress);
-    let chain = verify_chain(&mut reader, foreign, visit).map_err(|e| {
+    let chain = verify_chain_split(&mut reader, foreign, extract, fold).map_err(|e| {
         Box::new(
             Finding::new(
                 Code::IoError,

@@ -11,8 +11,8 @@ use super::completion::{self, FinalEntry};
 use super::layout::ProfileLayout;
 use super::plan_file;
 use super::progress::Progress;
-use super::recorded::LedgerFiles;
-use super::scan::{Opened, entry_kind, open_state_file, scan_ledger};
+use super::recorded::{FilesFact, LedgerFiles};
+use super::scan::{Opened, entry_kind, open_state_file, scan_ledger, scan_ledger_split};
 use crate::finding::problem_finding;
 use crate::finding::{Code, Finding, ReportBuilder, ReportKind};
 use crate::goals::binding;
@@ -57,6 +57,70 @@ struct Collected {
 
 /// A ledger position: `(line, seq)`.
 type LineSeq = (u64, u64);
+
+/// What the audit reads of every goal-ledger record, read where the record
+/// was parsed (a verification worker), so that the caller's thread, which
+/// folds them in order, touches a record's tree only to keep a copy of the
+/// rare ones (the first, completions, tamper acknowledgements).
+struct RecordFacts {
+    files: FilesFact,
+    kind: Kind,
+    /// The chained `seq` ([`chain_fields`]).
+    seq: Option<u64>,
+    /// `seq` as a plain unsigned integer, chained or not.
+    plain_seq: Option<u64>,
+    revision: Option<u64>,
+    /// A crash-recovery marker ([`txn::is_recovery_marker`]).
+    recovery: bool,
+    downgrade: Option<(u64, bool)>,
+    /// The `k` of each steering key the record accepts (chained records).
+    keys: Vec<String>,
+}
+
+/// The record kinds the fold treats apart.
+#[derive(PartialEq, Eq)]
+enum Kind {
+    AggregateCompleted,
+    TamperAcknowledged,
+    Other,
+}
+
+impl RecordFacts {
+    /// The facts, and whether the fold needs the record's tree: it keeps a
+    /// copy of completions and tamper acknowledgements (and of the first
+    /// record, which the chain verifier always keeps).
+    fn extract(v: &Value) -> (RecordFacts, bool) {
+        let f = RecordFacts::of(v);
+        let keep = f.kind != Kind::Other;
+        (f, keep)
+    }
+
+    fn of(v: &Value) -> RecordFacts {
+        let kind = match entry_kind(v) {
+            Some(k) if k == LedgerKind::AggregateCompleted.as_str() => Kind::AggregateCompleted,
+            Some(k) if k == binding::TAMPER_ACKNOWLEDGED => Kind::TamperAcknowledged,
+            _ => Kind::Other,
+        };
+        let seq = chain_fields(v).map(|(seq, _)| seq);
+        let keys = match seq {
+            Some(_) => crate::goals::journal::keys_of(v, None)
+                .into_iter()
+                .filter_map(|k| k.0.get("k").and_then(Value::as_str).map(str::to_owned))
+                .collect(),
+            None => Vec::new(),
+        };
+        RecordFacts {
+            files: FilesFact::of(v),
+            kind,
+            seq,
+            plain_seq: v.get("seq").and_then(Value::as_u64),
+            revision: v.get("revision").and_then(Value::as_u64),
+            recovery: txn::is_recovery_marker(v),
+            downgrade: binding::Downgrade::fact(v),
+            keys,
+        }
+    }
+}
 
 /// How one state directory is judged: the audit's flags and what the
 /// other ledgers established.
@@ -109,39 +173,34 @@ pub(crate) fn audit(
         Opened::Problem(f) => report.push(f),
         Opened::File(file, size) => {
             progress.phase(&format!("verifying {ledger_display}"), "bytes", size);
-            let mut visit = |line: u64, v: &Value| {
-                files.record_entry(line, v);
+            let mut fold = |line: u64, v: &Value, f: RecordFacts| {
+                files.record_files(line, f.files);
                 if got.first.is_none() {
                     got.first = Some((line, v.clone()));
                 }
-                let kind = entry_kind(v);
-                if kind == Some(LedgerKind::AggregateCompleted.as_str()) {
+                if f.kind == Kind::AggregateCompleted {
                     got.finals.push(FinalEntry::of(line, v));
                 }
-                got.downgrade.feed(v);
-                if let Some((seq, _)) = chain_fields(v) {
-                    for k in crate::goals::journal::keys_of(v, None) {
-                        let Some(key) = k.0.get("k").and_then(Value::as_str) else {
-                            continue;
-                        };
-                        match got.accepted_keys.get(key) {
+                got.downgrade.feed_fact(f.downgrade);
+                if let Some(seq) = f.seq {
+                    for key in f.keys {
+                        match got.accepted_keys.get(&key) {
                             Some(first) => {
-                                got.reaccepted.push((key.to_owned(), *first, (line, seq)));
+                                got.reaccepted.push((key, *first, (line, seq)));
                             }
                             None => {
-                                got.accepted_keys.insert(key.to_owned(), (line, seq));
+                                got.accepted_keys.insert(key, (line, seq));
                             }
                         }
                     }
                 }
-                if kind == Some(binding::TAMPER_ACKNOWLEDGED) {
-                    got.acknowledged
-                        .push((line, v.get("seq").and_then(Value::as_u64), v.clone()));
+                if f.kind == Kind::TamperAcknowledged {
+                    got.acknowledged.push((line, f.plain_seq, v.clone()));
                 }
-                if let (Some((revision, from_seq)), Some((seq, _))) = (lm, chain_fields(v))
+                if let (Some((revision, from_seq)), Some(seq)) = (lm, f.seq)
                     && seq >= from_seq
-                    && v.get("revision").and_then(Value::as_u64) == Some(revision)
-                    && !txn::is_recovery_marker(v)
+                    && f.revision == Some(revision)
+                    && !f.recovery
                 {
                     got.landed += 1;
                 }
@@ -149,12 +208,13 @@ pub(crate) fn audit(
             // docs/threat-model.md#i10: after the first chained record an
             // unchained one is an error, whatever the profile's
             // `ledger.foreignRecords` says.
-            match scan_ledger(
+            match scan_ledger_split(
                 file,
                 &ledger_display,
                 ForeignSeverity::Error,
                 progress,
-                &mut visit,
+                &RecordFacts::extract,
+                &mut fold,
             ) {
                 Ok(s) => {
                     let torn = s.findings.iter().any(|f| f.code == Code::LedgerTornTail);

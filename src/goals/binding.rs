@@ -406,10 +406,21 @@ pub(crate) struct Downgrade {
 impl Downgrade {
     /// Folds one parsed record.
     pub(crate) fn feed(&mut self, v: &Value) {
-        let Some((seq, _)) = ledger::chain_fields(v) else {
+        self.feed_fact(Downgrade::fact(v));
+    }
+
+    /// What [`Downgrade::feed`] reads of a record: its chained `seq` and
+    /// whether it carries a `planSha256` string.
+    pub(crate) fn fact(v: &Value) -> Option<(u64, bool)> {
+        let (seq, _) = ledger::chain_fields(v)?;
+        Some((seq, v.get(PLAN_SHA256).is_some_and(Value::is_string)))
+    }
+
+    /// [`Downgrade::feed`] of a record's [`Downgrade::fact`].
+    pub(crate) fn feed_fact(&mut self, fact: Option<(u64, bool)>) {
+        let Some((seq, bound)) = fact else {
             return;
         };
-        let bound = v.get(PLAN_SHA256).is_some_and(Value::is_string);
         if bound && self.first_bound.is_none() {
             self.first_bound = Some(seq);
         }

@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 pub(crate) use tail::{read_exact_at, read_tail};
 pub(crate) use verify::ChainReport;
+pub(crate) use verify::{Extract, verify_chain_split};
 pub use verify::{ForeignSeverity, set_verify_threads, verify_chain};
 
 use crate::digest::sha256_hex;

@@ -73,8 +73,9 @@ fn verify_threads() -> usize {
 /// Bytes of whole lines handed to a worker at a time.
 const BLOCK: usize = 1024 * 1024;
 
-/// One physical line, hashed and parsed off the sequential path.
-struct Prepared {
+/// One physical line, hashed and parsed off the sequential path, with what
+/// the caller's `extract` read of it there.
+struct Prepared<T> {
     /// Bytes consumed, with the `\n`.
     n: u64,
     terminated: bool,
@@ -86,12 +87,18 @@ struct Prepared {
     /// Kept inline: a string made on a worker and freed on the caller's
     /// thread would be reused there from a cold cache line.
     hash: Hex64,
-    /// The line parsed, when it is a JSON object (records only).
+    /// The line parsed as a JSON object (records only).
+    object: bool,
+    /// The parsed object, when the caller's `extract` asked to keep it (or
+    /// it is the block's first object): dropped on the worker otherwise,
+    /// while it is still in that core's cache.
     value: Option<Value>,
     /// Its chain fields and `revision`, read where it was parsed: the
     /// caller's thread links them without walking the tree another thread
     /// built (each lookup there was a cache miss).
     fields: Fields,
+    /// The caller's `extract` of the parsed record.
+    extra: Option<T>,
 }
 
 /// A SHA-256 as 64 lowercase hex digits.
@@ -133,7 +140,8 @@ impl Fields {
     }
 }
 
-fn prepare(block: &[u8]) -> Vec<Prepared> {
+fn prepare<T>(block: &[u8], extract: &Extract<'_, T>) -> Vec<Prepared<T>> {
+    let mut first = true;
     block
         .split_inclusive(|&b| b == b'\n')
         .map(|raw| {
@@ -154,15 +162,25 @@ fn prepare(block: &[u8]) -> Vec<Prepared> {
             } else {
                 ([0u8; 64], None)
             };
+            let object = value.is_some();
             let fields = value.as_ref().map(Fields::of).unwrap_or_default();
+            let (extra, keep) = match value.as_ref().map(extract) {
+                Some((t, keep)) => (Some(t), keep),
+                None => (None, false),
+            };
+            // The block's first object is kept whatever `extract` says, so
+            // that the ledger's first object always is.
+            let value = value.filter(|_| keep || std::mem::take(&mut first));
             Prepared {
                 n: raw.len() as u64,
                 terminated,
                 len: line.len(),
                 record,
                 hash,
+                object,
                 value,
                 fields,
+                extra,
             }
         })
         .collect()
@@ -191,14 +209,41 @@ pub fn verify_chain(
     foreign: ForeignSeverity,
     visit: &mut dyn FnMut(u64, &Value),
 ) -> io::Result<ChainReport> {
-    verify_chain_with(r, foreign, visit, verify_threads())
+    verify_chain_split(r, foreign, &|_| ((), true), &mut |line, v, ()| {
+        visit(line, v)
+    })
 }
 
-/// [`verify_chain`] on `threads` threads (fewer than 2: on the caller's).
-fn verify_chain_with(
+/// What a split visit reads of a record where it was parsed, and whether its
+/// `fold` needs the record's tree too ([`verify_chain_split`]).
+pub(crate) type Extract<'a, T> = dyn Fn(&Value) -> (T, bool) + Sync + 'a;
+
+/// The tree `fold` sees for a record `extract` did not keep.
+static NOT_KEPT: Value = Value::Null;
+
+/// [`verify_chain`] whose visit is split in two: `extract` runs where a
+/// record is parsed (on a worker) and says whether `fold` needs the
+/// record's tree; `fold` sees the record's line, its tree (`Value::Null`
+/// unless `extract` kept it; the ledger's first object is always kept) and
+/// what `extract` made of it, in file order on the caller's thread. A caller
+/// that reads many fields of every record reads them in `extract`, where the
+/// tree is in the cache, and the tree is freed there too.
+pub(crate) fn verify_chain_split<T: Send>(
     r: &mut dyn BufRead,
     foreign: ForeignSeverity,
-    visit: &mut dyn FnMut(u64, &Value),
+    extract: &Extract<'_, T>,
+    fold: &mut dyn FnMut(u64, &Value, T),
+) -> io::Result<ChainReport> {
+    verify_chain_with(r, foreign, extract, fold, verify_threads())
+}
+
+/// [`verify_chain_split`] on `threads` threads (fewer than 2: on the
+/// caller's).
+fn verify_chain_with<T: Send>(
+    r: &mut dyn BufRead,
+    foreign: ForeignSeverity,
+    extract: &Extract<'_, T>,
+    visit: &mut dyn FnMut(u64, &Value, T),
     threads: usize,
 ) -> io::Result<ChainReport> {
     let mut link = Link::new(foreign);
@@ -209,7 +254,7 @@ fn verify_chain_with(
             if !fill(r, &mut block)? {
                 break;
             }
-            for mut p in prepare(&block) {
+            for mut p in prepare(&block, extract) {
                 if !link.line(&mut p, visit) {
                     return Ok(link.finish());
                 }
@@ -219,7 +264,7 @@ fn verify_chain_with(
     }
     let (work_tx, work_rx) = mpsc::channel::<(u64, Vec<u8>)>();
     let work_rx = Mutex::new(work_rx);
-    let (done_tx, done_rx) = mpsc::channel::<Done>();
+    let (done_tx, done_rx) = mpsc::channel::<Done<T>>();
     std::thread::scope(|scope| {
         let mut free = Vec::with_capacity(threads);
         for worker in 0..threads {
@@ -228,7 +273,7 @@ fn verify_chain_with(
             // Each worker frees the lines it parsed once the caller has
             // linked them: freeing was half of the caller's sequential work,
             // and memory goes back to the allocator arena it came from.
-            let (free_tx, free_rx) = mpsc::channel::<Vec<Prepared>>();
+            let (free_tx, free_rx) = mpsc::channel::<Vec<Prepared<T>>>();
             free.push(free_tx);
             scope.spawn(move || {
                 loop {
@@ -245,7 +290,7 @@ fn verify_chain_with(
                         .send(Done {
                             id,
                             worker,
-                            lines: prepare(&block),
+                            lines: prepare(&block, extract),
                         })
                         .is_err()
                     {
@@ -270,26 +315,26 @@ fn verify_chain_with(
 }
 
 /// A block of prepared lines, from worker `worker`.
-struct Done {
+struct Done<T> {
     id: u64,
     worker: usize,
-    lines: Vec<Prepared>,
+    lines: Vec<Prepared<T>>,
 }
 
 /// The caller's side of the parallel scan: keeps up to two blocks per
 /// worker in flight, links the prepared lines in file order.
-fn feed(
+fn feed<T>(
     r: &mut dyn BufRead,
     work: &mpsc::Sender<(u64, Vec<u8>)>,
-    done: &mpsc::Receiver<Done>,
-    free: &[mpsc::Sender<Vec<Prepared>>],
+    done: &mpsc::Receiver<Done<T>>,
+    free: &[mpsc::Sender<Vec<Prepared<T>>>],
     link: &mut Link,
-    visit: &mut dyn FnMut(u64, &Value),
+    visit: &mut dyn FnMut(u64, &Value, T),
 ) -> io::Result<()> {
     let threads = free.len() as u64;
     let mut sent = 0u64;
     let mut next = 0u64;
-    let mut ready: BTreeMap<u64, Done> = BTreeMap::new();
+    let mut ready: BTreeMap<u64, Done<T>> = BTreeMap::new();
     let mut input_done = false;
     loop {
         while !input_done && sent - next < 2 * threads {
@@ -361,7 +406,7 @@ impl Link {
     }
 
     /// Links one line; `false` when verification stops (a torn tail).
-    fn line(&mut self, p: &mut Prepared, visit: &mut dyn FnMut(u64, &Value)) -> bool {
+    fn line<T>(&mut self, p: &mut Prepared<T>, visit: &mut dyn FnMut(u64, &Value, T)) -> bool {
         let rep = &mut self.rep;
         rep.bytes += p.n;
         self.line_no += 1;
@@ -370,7 +415,7 @@ impl Link {
             return true;
         }
         if !p.terminated {
-            let (code, msg) = if p.value.is_some() {
+            let (code, msg) = if p.object {
                 (
                     Code::LedgerUnterminated,
                     "the last record is not terminated by a newline",
@@ -393,7 +438,7 @@ impl Link {
         }
         rep.records += 1;
         let hash = p.hash;
-        match &p.value {
+        match p.object.then(|| p.value.as_ref().unwrap_or(&NOT_KEPT)) {
             None => rep.findings.push(ChainFinding {
                 finding: Finding::new(
                     Code::LedgerRecordInvalid,
@@ -492,7 +537,9 @@ impl Link {
                         seq: None,
                     });
                 }
-                visit(line_no, v);
+                if let Some(extra) = p.extra.take() {
+                    visit(line_no, v, extra);
+                }
             }
         }
         if p.terminated {
@@ -618,7 +665,8 @@ mod tests {
             let rep = verify_chain_with(
                 &mut &bytes[..],
                 ForeignSeverity::Warning,
-                &mut |line, v| seen.push((line, v.get("i").cloned())),
+                &|v| (v.get("i").and_then(Value::as_u64), true),
+                &mut |line, v, i| seen.push((line, v.get("i").cloned(), i)),
                 threads,
             )
             .unwrap();
@@ -630,6 +678,58 @@ mod tests {
             let (many, many_seen) = run(threads);
             assert_eq!(many, one, "{threads} threads");
             assert_eq!(many_seen, one_seen, "{threads} threads");
+        }
+    }
+
+    /// A split visit sees every record's facts in order whatever the threads;
+    /// the tree of a record `extract` did not keep is `Null`, but the
+    /// ledger's first object is always there.
+    #[test]
+    fn a_split_visit_keeps_the_trees_it_asks_for_and_the_first() {
+        let pad = "p".repeat(300);
+        let many: Vec<Map<String, Value>> = (0..9_000)
+            .map(|i| serde_json::from_value(json!({"kind": "k", "i": i, "pad": pad})).unwrap())
+            .collect();
+        let (chained, _) = chain_records(0, None, &many);
+        // A first block of lines that are no objects, so that the ledger's
+        // first object is not the first line.
+        let mut bytes = b"[1]\n".repeat(BLOCK / 4 + 1);
+        bytes.extend_from_slice(&chained);
+        let run = |threads| {
+            let mut seen = Vec::new();
+            let rep = verify_chain_with(
+                &mut &bytes[..],
+                ForeignSeverity::Warning,
+                &|v| {
+                    let i = v.get("i").and_then(Value::as_u64).unwrap();
+                    (i, i % 1000 == 7)
+                },
+                &mut |line, v, i| seen.push((line, i, v.get("i").and_then(Value::as_u64))),
+                threads,
+            )
+            .unwrap();
+            (rep, seen)
+        };
+        let (one, one_seen) = run(1);
+        assert_eq!(one_seen.len(), 9_000);
+        // The first object, and every kept one, carries its tree.
+        assert_eq!(one_seen[0].2, Some(0));
+        for (_, i, tree) in &one_seen {
+            if i % 1000 == 7 {
+                assert_eq!(*tree, Some(*i));
+            } else if let Some(t) = tree {
+                assert_eq!(t, i);
+            }
+        }
+        assert!(one_seen.iter().filter(|s| s.2.is_none()).count() > 8_000);
+        for threads in [2, 3] {
+            let (many, many_seen) = run(threads);
+            assert_eq!(many, one, "{threads} threads");
+            assert_eq!(
+                many_seen.iter().map(|s| (s.0, s.1)).collect::<Vec<_>>(),
+                one_seen.iter().map(|s| (s.0, s.1)).collect::<Vec<_>>()
+            );
+            assert_eq!(many_seen[0].2, Some(0));
         }
     }
 
