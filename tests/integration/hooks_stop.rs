@@ -559,6 +559,60 @@ fn an_unreadable_plan_holds_the_stop_until_the_user_acts() {
     }
 }
 
+/// I2: a profile's state directory, or a directory above it, that the agent
+/// replaced by a symlink (to the real plan, with work left) is not "no
+/// plan": the stop is held with `HOOK_PLAN_UNREADABLE`. A hook passes over a
+/// profile whose state directory is absent without reading that profile in
+/// full; a symlink there is never taken for absent.
+#[test]
+fn a_symlinked_state_directory_holds_the_stop() {
+    for link in [ULW, ".omo"] {
+        let h = HookRepo::new();
+        h.write_plan(
+            &format!("real/ulw-loop/{SID}"),
+            &plan(
+                Some(SID),
+                Some("G001"),
+                vec![goal("G001", "in_progress", &[("C001", "pending")])],
+            ),
+        );
+        // (Whatever the fixture made there goes first.)
+        let _ = std::fs::remove_dir_all(h.join(link));
+        if link == ULW {
+            h.repo.mkdir(".omo");
+            std::os::unix::fs::symlink(h.join("real/ulw-loop"), h.join(ULW)).unwrap();
+        } else {
+            std::os::unix::fs::symlink(h.join("real"), h.join(".omo")).unwrap();
+        }
+        let (reason, _) = halt_reason(&stop(&h, &h.codex_stop(SID)));
+        assert!(
+            reason.starts_with("evidence-gate: HOOK_PLAN_UNREADABLE"),
+            "{link}: {reason}"
+        );
+        assert_eq!(h.diag_codes(), ["HOOK_PLAN_UNREADABLE"], "{link}");
+    }
+}
+
+/// Honest use: the directories above another profile's state directory, or
+/// above this one, without the state directory itself, are no plan; a live
+/// plan beside them resumes as usual.
+#[test]
+fn a_state_directory_missing_below_its_parent_is_no_plan() {
+    let h = HookRepo::new();
+    h.repo.mkdir(".omo");
+    h.repo.mkdir(".omagy");
+    h.repo.mkdir(".omx");
+    assert_allow(&stop(&h, &h.codex_stop(SID)));
+    live_plan(&h);
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(reason.contains("resume 1 of 2"), "{reason}");
+    assert!(
+        !h.diag_codes().iter().any(|c| c == "HOOK_PLAN_UNREADABLE"),
+        "{:?}",
+        h.diag_codes()
+    );
+}
+
 /// The hold spends the usual resume budget (default 2) keyed on the file as
 /// it is, then pauses with a notice, so a user is never wedged; a changed
 /// file gets a fresh budget.
