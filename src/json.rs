@@ -11,6 +11,9 @@ use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+mod members;
+pub(crate) use members::{Members, object_members};
+
 /// Why a document is not acceptable JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct JsonError {

@@ -67,7 +67,10 @@ pub(crate) fn scan_ledger(
         display,
         foreign,
         progress,
-        &|_| ((), true),
+        &crate::ledger::Extract {
+            members: None,
+            read: &|_| ((), true),
+        },
         &mut |line, v, ()| visit(line, v),
     )
 }

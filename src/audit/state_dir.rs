@@ -19,7 +19,7 @@ use crate::goals::binding;
 use crate::goals::journal::{Head, LedgerKind};
 use crate::goals::plan::Plan;
 use crate::goals::txn::{self, Consistency};
-use crate::ledger::{ForeignSeverity, chain_fields};
+use crate::ledger::{Extract, ForeignSeverity, chain_fields};
 use crate::sandbox::open::FileProblem;
 use crate::sandbox::walk::{self, EntryKind};
 
@@ -62,6 +62,7 @@ type LineSeq = (u64, u64);
 /// was parsed (a verification worker), so that the caller's thread, which
 /// folds them in order, touches a record's tree only to keep a copy of the
 /// rare ones (the first, completions, tamper acknowledgements).
+#[derive(Debug)]
 struct RecordFacts {
     files: FilesFact,
     kind: Kind,
@@ -78,7 +79,7 @@ struct RecordFacts {
 }
 
 /// The record kinds the fold treats apart.
-#[derive(PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 enum Kind {
     AggregateCompleted,
     TamperAcknowledged,
@@ -89,6 +90,23 @@ impl RecordFacts {
     /// The facts, and whether the fold needs the record's tree: it keeps a
     /// copy of completions and tamper acknowledgements (and of the first
     /// record, which the chain verifier always keeps).
+    /// The top-level members [`RecordFacts::of`] reads (a unit test checks
+    /// that it reads no other).
+    const MEMBERS: &'static [&'static str] = &[
+        "kind",
+        "event",
+        "seq",
+        "prev",
+        "revision",
+        "files",
+        "steering",
+        "proposalDigest",
+        "mutationKind",
+        "idempotencyKey",
+        "repair",
+        binding::PLAN_SHA256,
+    ];
+
     fn extract(v: &Value) -> (RecordFacts, bool) {
         let f = RecordFacts::of(v);
         let keep = f.kind != Kind::Other;
@@ -213,7 +231,10 @@ pub(crate) fn audit(
                 &ledger_display,
                 ForeignSeverity::Error,
                 progress,
-                &RecordFacts::extract,
+                &Extract {
+                    members: Some(RecordFacts::MEMBERS),
+                    read: &RecordFacts::extract,
+                },
                 &mut fold,
             ) {
                 Ok(s) => {
@@ -669,4 +690,54 @@ fn archive_link(
         )
         .with_detail(json!({"line": line, "archive": archive, "expected": expected, "actual": actual})),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::{Members, object_members};
+
+    /// `RecordFacts::of` reads no member outside `MEMBERS`: the facts of
+    /// every kind of record are the same read whole or read through
+    /// `object_members`, which builds only those (the audit's workers do).
+    #[test]
+    fn record_facts_read_only_their_members() {
+        let prev = "a".repeat(64);
+        let sha = "b".repeat(64);
+        let steering = json!({
+            "invariant": {"accepted": true}, "targetGoalIds": ["G001"],
+            "promptSignature": "sig", "idempotencyKey": "inner", "proposalDigest": "d1"
+        });
+        let records = [
+            json!({"seq": 1, "prev": prev, "kind": "evidence_captured", "revision": 3,
+                   "files": [{"path": "a.txt", "size": 3, "sha256": sha, "role": "log"}, {"path": 7}],
+                   "planSha256": sha, "goalId": "G001", "note": {"x": [1, 2]}}),
+            json!({"seq": 2, "prev": prev, "event": "steering_accepted", "steering": steering,
+                   "idempotencyKey": "outer", "proposalDigest": "d2", "mutationKind": "annotate_ledger",
+                   "revision": 4}),
+            json!({"seq": 3, "prev": prev, "kind": "criteria_revised", "steering": steering}),
+            json!({"seq": 4, "prev": prev, "kind": "batch_updated", "steering": steering,
+                   "mutationKind": "batch"}),
+            json!({"seq": 5, "prev": prev, "kind": LedgerKind::AggregateCompleted.as_str(),
+                   "files": "not an array", "revision": 9}),
+            json!({"seq": 6, "prev": prev, "kind": binding::TAMPER_ACKNOWLEDGED, "planSha256": 1}),
+            json!({"seq": 7, "prev": prev, "kind": LedgerKind::LedgerRepaired.as_str(),
+                   "repair": {"recoveredCount": 2}, "revision": 9}),
+            json!({"seq": 8, "kind": "evidence_captured", "files": []}),
+            json!({"kind": "steering_accepted", "steering": steering, "seq": "9"}),
+            json!({"seq": 0, "prev": "short", "files": [{"path": "b", "size": 1, "sha256": sha}]}),
+        ];
+        for mut record in records {
+            // A member the facts do not read, which is not built.
+            record["at"] = json!("2026-05-01T12:00:00.000Z");
+            let whole = format!("{:?}", RecordFacts::extract(&record));
+            let text = serde_json::to_vec(&record).unwrap();
+            let Members::Chosen(chosen) = object_members(&text, RecordFacts::MEMBERS) else {
+                panic!("{record}");
+            };
+            assert!(!chosen.contains_key("at"));
+            let part = format!("{:?}", RecordFacts::extract(&Value::Object(chosen)));
+            assert_eq!(part, whole, "{record}");
+        }
+    }
 }

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::{ZERO_HASH, chain_fields, is_record, record_hash};
 use crate::finding::{Code, Finding, Severity};
+use crate::json::{Members, object_members};
 
 /// Severity of unchained records after the chain start (a rules value).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,7 +141,42 @@ impl Fields {
     }
 }
 
-fn prepare<T>(block: &[u8], extract: &Extract<'_, T>) -> Vec<Prepared<T>> {
+/// The members [`Fields::of`] reads.
+const CHAIN_MEMBERS: [&str; 3] = ["seq", "prev", "revision"];
+
+/// The top-level members a worker builds of each record: the chain's and
+/// those `extract` names (`None`: every member).
+fn members_to_build<'a>(extract: &Extract<'a, impl Sized>) -> Option<Vec<&'a str>> {
+    let mut keys: Vec<&str> = extract.members?.to_vec();
+    for k in CHAIN_MEMBERS {
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    Some(keys)
+}
+
+/// `line` parsed as a JSON object: its members named in `members` (all
+/// when `None`), and whether the tree holds all of them.
+fn parse_object(line: &[u8], members: Option<&[&str]>) -> Option<(Value, bool)> {
+    match members {
+        None => serde_json::from_slice::<Value>(line)
+            .ok()
+            .filter(Value::is_object)
+            .map(|v| (v, true)),
+        Some(keys) => match object_members(line, keys) {
+            Members::Chosen(m) => Some((Value::Object(m), false)),
+            Members::Whole(m) => Some((Value::Object(m), true)),
+            Members::NotObject => None,
+        },
+    }
+}
+
+fn prepare<T>(
+    block: &[u8],
+    extract: &Extract<'_, T>,
+    members: Option<&[&str]>,
+) -> Vec<Prepared<T>> {
     let mut first = true;
     block
         .split_inclusive(|&b| b == b'\n')
@@ -152,25 +188,37 @@ fn prepare<T>(block: &[u8], extract: &Extract<'_, T>) -> Vec<Prepared<T>> {
                 raw
             };
             let record = is_record(line);
-            let (hash, value) = if record {
-                (
-                    line_hash(line),
-                    serde_json::from_slice::<Value>(line)
-                        .ok()
-                        .filter(Value::is_object),
-                )
+            let (hash, parsed) = if record {
+                (line_hash(line), parse_object(line, members))
             } else {
                 ([0u8; 64], None)
             };
-            let object = value.is_some();
-            let fields = value.as_ref().map(Fields::of).unwrap_or_default();
-            let (extra, keep) = match value.as_ref().map(extract) {
-                Some((t, keep)) => (Some(t), keep),
+            let object = parsed.is_some();
+            let fields = parsed
+                .as_ref()
+                .map(|(v, _)| Fields::of(v))
+                .unwrap_or_default();
+            let (extra, keep) = match parsed.as_ref() {
+                Some((v, _)) => {
+                    let (t, keep) = (extract.read)(v);
+                    (Some(t), keep)
+                }
                 None => (None, false),
             };
             // The block's first object is kept whatever `extract` says, so
-            // that the ledger's first object always is.
-            let value = value.filter(|_| keep || std::mem::take(&mut first));
+            // that the ledger's first object always is. A kept tree is the
+            // whole record: one built of some members is parsed again.
+            let value = parsed
+                .filter(|_| keep || std::mem::take(&mut first))
+                .map(|(v, whole)| {
+                    if whole {
+                        v
+                    } else {
+                        // `object_members` read this line as an object, so
+                        // the `Value` parse does too.
+                        serde_json::from_slice::<Value>(line).unwrap_or(v)
+                    }
+                });
             Prepared {
                 n: raw.len() as u64,
                 terminated,
@@ -209,14 +257,24 @@ pub fn verify_chain(
     foreign: ForeignSeverity,
     visit: &mut dyn FnMut(u64, &Value),
 ) -> io::Result<ChainReport> {
-    verify_chain_split(r, foreign, &|_| ((), true), &mut |line, v, ()| {
-        visit(line, v)
-    })
+    let extract = Extract {
+        members: None,
+        read: &|_| ((), true),
+    };
+    verify_chain_split(r, foreign, &extract, &mut |line, v, ()| visit(line, v))
 }
 
-/// What a split visit reads of a record where it was parsed, and whether its
-/// `fold` needs the record's tree too ([`verify_chain_split`]).
-pub(crate) type Extract<'a, T> = dyn Fn(&Value) -> (T, bool) + Sync + 'a;
+/// What a split visit reads of a record where it was parsed
+/// ([`verify_chain_split`]).
+pub(crate) struct Extract<'a, T> {
+    /// The top-level members `read` looks at (`None`: any). Only these, and
+    /// the chain's own, are built of a record for `read`; a record whose
+    /// tree `fold` needs is parsed whole.
+    pub members: Option<&'a [&'a str]>,
+    /// What `fold` needs of a record, and whether it needs the record's
+    /// tree too.
+    pub read: &'a (dyn Fn(&Value) -> (T, bool) + Sync + 'a),
+}
 
 /// The tree `fold` sees for a record `extract` did not keep.
 static NOT_KEPT: Value = Value::Null;
@@ -247,6 +305,8 @@ fn verify_chain_with<T: Send>(
     threads: usize,
 ) -> io::Result<ChainReport> {
     let mut link = Link::new(foreign);
+    let members = members_to_build(extract);
+    let members = members.as_deref();
     if threads < 2 {
         let mut block = Vec::with_capacity(BLOCK + 64 * 1024);
         loop {
@@ -254,7 +314,7 @@ fn verify_chain_with<T: Send>(
             if !fill(r, &mut block)? {
                 break;
             }
-            for mut p in prepare(&block, extract) {
+            for mut p in prepare(&block, extract, members) {
                 if !link.line(&mut p, visit) {
                     return Ok(link.finish());
                 }
@@ -290,7 +350,7 @@ fn verify_chain_with<T: Send>(
                         .send(Done {
                             id,
                             worker,
-                            lines: prepare(&block, extract),
+                            lines: prepare(&block, extract, members),
                         })
                         .is_err()
                     {
@@ -660,24 +720,29 @@ mod tests {
         let i = 3 * BLOCK / 2;
         bytes[i] = if bytes[i] == b'p' { b'q' } else { b'p' };
         bytes.extend_from_slice(b"{\"torn");
-        let run = |threads| {
+        let run = |threads, members: Option<&[&str]>| {
             let mut seen = Vec::new();
             let rep = verify_chain_with(
                 &mut &bytes[..],
                 ForeignSeverity::Warning,
-                &|v| (v.get("i").and_then(Value::as_u64), true),
-                &mut |line, v, i| seen.push((line, v.get("i").cloned(), i)),
+                &Extract {
+                    members,
+                    read: &|v| (v.get("i").and_then(Value::as_u64), true),
+                },
+                &mut |line, v, i| seen.push((line, v.clone(), i)),
                 threads,
             )
             .unwrap();
             (rep, seen)
         };
-        let (one, one_seen) = run(1);
+        let (one, one_seen) = run(1, None);
         assert!(one.findings.len() >= 5, "{:?}", one.findings);
-        for threads in [2, 3, 8] {
-            let (many, many_seen) = run(threads);
-            assert_eq!(many, one, "{threads} threads");
-            assert_eq!(many_seen, one_seen, "{threads} threads");
+        for threads in [1, 2, 3, 8] {
+            for members in [None, Some(&["i"][..]), Some(&["seq", "i", "pad"][..])] {
+                let (many, many_seen) = run(threads, members);
+                assert_eq!(many, one, "{threads} threads, {members:?}");
+                assert_eq!(many_seen, one_seen, "{threads} threads, {members:?}");
+            }
         }
     }
 
@@ -700,11 +765,21 @@ mod tests {
             let rep = verify_chain_with(
                 &mut &bytes[..],
                 ForeignSeverity::Warning,
-                &|v| {
-                    let i = v.get("i").and_then(Value::as_u64).unwrap();
-                    (i, i % 1000 == 7)
+                &Extract {
+                    members: Some(&["i"]),
+                    read: &|v| {
+                        // Only the members asked for, and the chain's, are built.
+                        assert!(v.get("pad").is_none() && v.get("kind").is_none());
+                        assert!(v.get("seq").is_some() && v.get("prev").is_some());
+                        let i = v.get("i").and_then(Value::as_u64).unwrap();
+                        (i, i % 1000 == 7)
+                    },
                 },
-                &mut |line, v, i| seen.push((line, i, v.get("i").and_then(Value::as_u64))),
+                &mut |line, v, i| {
+                    // A kept tree is the whole record.
+                    assert!(v.is_null() || v.get("pad").is_some());
+                    seen.push((line, i, v.get("i").and_then(Value::as_u64)))
+                },
                 threads,
             )
             .unwrap();
