@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 
 use super::progress::Silent;
 use super::recorded::{self, LedgerFiles};
-use super::scan::{Opened, entry_kind, open_state_file, scan_ledger};
+use super::scan::{Opened, entry_kind, open_state_file, scan_chain, scan_ledger};
 use super::state_dir::{GOALS, LEDGER};
 use crate::evidence::Root;
 use crate::finding::problem_finding;
@@ -252,16 +252,10 @@ fn ledger_head_hash(root: &Dir, path: &str) -> Option<String> {
     let Head::File(file, _) = open_head(root, path) else {
         return None;
     };
-    scan_ledger(
-        file,
-        path,
-        ForeignSeverity::Warning,
-        &mut Silent,
-        &mut |_, _| {},
-    )
-    .ok()?
-    .chain
-    .head
+    scan_chain(file, path, ForeignSeverity::Warning, &mut Silent)
+        .ok()?
+        .chain
+        .head
 }
 
 /// The engine's archive exception (docs/threat-model.md#tm-6): starting from the

@@ -12,11 +12,12 @@ use cap_std::fs::Dir;
 use serde_json::{Value, json};
 
 use super::progress::Progress;
-use super::scan::{Opened, entry_kind, open_state_file, scan_ledger};
+use super::scan::{Opened, entry_kind, open_state_file, scan_ledger_split};
 use crate::finding::{Code, Finding, Severity};
 use crate::goals::decisions::{self, UserDecision};
 use crate::goals::plan::Plan;
 use crate::hooks::gate_ledger::GateLedgerKind;
+use crate::ledger::Extract;
 use crate::ledger::ForeignSeverity;
 use crate::sandbox::open;
 use crate::sandbox::{PathLimits, RelPath};
@@ -44,23 +45,28 @@ impl Verified {
         let Opened::File(file, _) = open_state_file(&dir, FILE, &display) else {
             return Verified(out);
         };
-        let mut visit = |_line: u64, v: &Value| {
-            if entry_kind(v).and_then(GateLedgerKind::parse)
-                != Some(GateLedgerKind::UserDecisionVerified)
-            {
-                return;
-            }
+        // Each record's decision, read where it was parsed: only the members
+        // read here are built.
+        let read = |v: &Value| {
+            let verified = entry_kind(v).and_then(GateLedgerKind::parse)
+                == Some(GateLedgerKind::UserDecisionVerified);
             let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-            if let (Some(g), Some(d)) = (s("goalId"), s("decisionSha256")) {
-                out.insert((g, d));
-            }
+            let decision = match (s("goalId"), s("decisionSha256")) {
+                (Some(g), Some(d)) if verified => Some((g, d)),
+                _ => None,
+            };
+            (decision, false)
         };
-        let _ = scan_ledger(
+        let _ = scan_ledger_split(
             file,
             &display,
             ForeignSeverity::Warning,
             progress,
-            &mut visit,
+            &Extract {
+                members: Some(&["kind", "event", "goalId", "decisionSha256"]),
+                read: &read,
+            },
+            &mut |_, _, decision| out.extend(decision),
         );
         Verified(out)
     }

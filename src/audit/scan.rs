@@ -75,6 +75,27 @@ pub(crate) fn scan_ledger(
     )
 }
 
+/// [`scan_ledger`] for a caller that needs only the chain's verdict: each
+/// record's chain members are built, nothing else.
+pub(crate) fn scan_chain(
+    file: File,
+    display: &str,
+    foreign: ForeignSeverity,
+    progress: &mut dyn Progress,
+) -> Result<Scanned, Box<Finding>> {
+    scan_ledger_split(
+        file,
+        display,
+        foreign,
+        progress,
+        &crate::ledger::Extract {
+            members: Some(&[]),
+            read: &|_| ((), false),
+        },
+        &mut |_, _, ()| {},
+    )
+}
+
 /// [`scan_ledger`] with the visit split as [`verify_chain_split`] splits it:
 /// `extract` reads each record where it was parsed, `fold` sees it in order.
 pub(crate) fn scan_ledger_split<T: Send>(

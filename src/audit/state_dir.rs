@@ -12,7 +12,7 @@ use super::layout::ProfileLayout;
 use super::plan_file;
 use super::progress::Progress;
 use super::recorded::{FilesFact, LedgerFiles};
-use super::scan::{Opened, entry_kind, open_state_file, scan_ledger, scan_ledger_split};
+use super::scan::{Opened, entry_kind, open_state_file, scan_chain, scan_ledger_split};
 use crate::finding::problem_finding;
 use crate::finding::{Code, Finding, ReportBuilder, ReportKind};
 use crate::goals::binding;
@@ -615,13 +615,7 @@ fn archives(
             }
             Opened::File(file, size) => {
                 progress.phase(&format!("verifying {ledger}"), "bytes", size);
-                match scan_ledger(
-                    file,
-                    &ledger,
-                    ForeignSeverity::Error,
-                    progress,
-                    &mut |_, _| {},
-                ) {
+                match scan_chain(file, &ledger, ForeignSeverity::Error, progress) {
                     Ok(s) => {
                         for f in s.findings {
                             report.push(legacy(f, allow_legacy));
