@@ -86,7 +86,8 @@ impl Head {
         self.records += 1;
         self.last_offset = Some(offset);
         self.last_hash = Some(ledger::record_hash(line));
-        if let Ok(v) = serde_json::from_slice::<Value>(line) {
+        // Only the members the head and the keys read are built.
+        if let Some(v) = head_members(line) {
             if let Some((seq, _)) = ledger::chain_fields(&v) {
                 self.last_seq = seq;
                 if let Some(r) = v.get("revision").and_then(Value::as_u64) {
@@ -95,6 +96,30 @@ impl Head {
             }
             keys.extend(keys_of(&v, Some(offset)));
         }
+    }
+}
+
+/// The members of a record [`Head::absorb`] reads: its chain's
+/// ([`ledger::chain_fields`], `revision`) and those [`keys_of`] reads (a
+/// unit test checks that they read no other).
+const HEAD_MEMBERS: &[&str] = &[
+    "seq",
+    "prev",
+    "revision",
+    "kind",
+    "event",
+    "steering",
+    "proposalDigest",
+    "mutationKind",
+    "idempotencyKey",
+];
+
+/// `line` as a JSON object holding the [`HEAD_MEMBERS`] it has (more when it
+/// had to be read whole), if it is one.
+fn head_members(line: &[u8]) -> Option<Value> {
+    match crate::json::object_members(line, HEAD_MEMBERS) {
+        crate::json::Members::Chosen(m) | crate::json::Members::Whole(m) => Some(Value::Object(m)),
+        crate::json::Members::NotObject => None,
     }
 }
 
@@ -492,6 +517,55 @@ mod tests {
             "steering": {"invariant": {"accepted": false}}
         });
         assert!(keys_of(&rejected, None).is_empty());
+    }
+
+    /// What a head and its keys read of a record is the same whether the
+    /// record is read whole or through [`head_members`]: they read no member
+    /// outside [`HEAD_MEMBERS`].
+    #[test]
+    fn a_head_reads_only_its_members() {
+        let prev = "c".repeat(64);
+        let steering = serde_json::json!({
+            "invariant": {"accepted": true}, "targetGoalIds": ["G001"],
+            "promptSignature": "sig", "idempotencyKey": "inner", "proposalDigest": "d1"
+        });
+        let records = [
+            serde_json::json!({"seq": 4, "prev": prev, "revision": 7, "kind": "steering_accepted",
+                "steering": steering, "idempotencyKey": "outer", "proposalDigest": "d2",
+                "mutationKind": "annotate_ledger"}),
+            serde_json::json!({"seq": 5, "prev": prev, "event": "criteria_revised", "steering": steering}),
+            serde_json::json!({"seq": 6, "prev": prev, "kind": "batch_updated", "steering": steering,
+                "revision": 2}),
+            serde_json::json!({"seq": 7, "prev": prev, "kind": "evidence_captured", "revision": 9}),
+            serde_json::json!({"kind": "steering_accepted", "steering": steering, "idempotencyKey": "legacy"}),
+        ];
+        for mut record in records {
+            record["at"] = serde_json::json!("2026-05-01T12:00:00.000Z");
+            record["goalId"] = serde_json::json!("G001");
+            let line = serde_json::to_vec(&record).unwrap();
+            let (mut part, mut part_keys) = (Head::default(), Vec::new());
+            part.absorb(3, &line, &mut part_keys);
+            // What the record read whole gives.
+            let v: Value = serde_json::from_slice(&line).unwrap();
+            let mut by_tree = Head {
+                records: 1,
+                last_offset: Some(3),
+                last_hash: Some(ledger::record_hash(&line)),
+                ..Head::default()
+            };
+            if let Some((seq, _)) = ledger::chain_fields(&v) {
+                by_tree.last_seq = seq;
+                if let Some(r) = v.get("revision").and_then(Value::as_u64) {
+                    by_tree.last_revision = r;
+                }
+            }
+            assert_eq!(part, by_tree, "{record}");
+            assert_eq!(part_keys, keys_of(&v, Some(3)), "{record}");
+            let Some(Value::Object(m)) = head_members(&line) else {
+                panic!("{record}");
+            };
+            assert!(!m.contains_key("at") && !m.contains_key("goalId"));
+        }
     }
 
     #[test]
