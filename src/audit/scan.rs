@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::progress::{CountingReader, Progress};
 use crate::finding::problem_finding;
 use crate::finding::{Code, Finding};
-use crate::ledger::{ChainReport, ForeignSeverity, verify_chain_split};
+use crate::ledger::{ChainReport, Extract, ForeignSeverity, verify_chain_split};
 use crate::sandbox::open::{self, FileChecks, FileProblem};
 
 /// A state file opened without following symlinks, or why it could not be.
@@ -62,15 +62,13 @@ pub(crate) fn scan_ledger(
     progress: &mut dyn Progress,
     visit: &mut dyn FnMut(u64, &Value),
 ) -> Result<Scanned, Box<Finding>> {
+    let whole = &Extract::WHOLE;
     scan_ledger_split(
         file,
         display,
         foreign,
         progress,
-        &crate::ledger::Extract {
-            members: None,
-            read: &|_| ((), true),
-        },
+        whole,
         &mut |line, v, ()| visit(line, v),
     )
 }
@@ -83,17 +81,8 @@ pub(crate) fn scan_chain(
     foreign: ForeignSeverity,
     progress: &mut dyn Progress,
 ) -> Result<Scanned, Box<Finding>> {
-    scan_ledger_split(
-        file,
-        display,
-        foreign,
-        progress,
-        &crate::ledger::Extract {
-            members: Some(&[]),
-            read: &|_| ((), false),
-        },
-        &mut |_, _, ()| {},
-    )
+    let chain = &Extract::CHAIN;
+    scan_ledger_split(file, display, foreign, progress, chain, &mut |_, _, ()| {})
 }
 
 /// [`scan_ledger`] with the visit split as [`verify_chain_split`] splits it:
@@ -103,7 +92,7 @@ pub(crate) fn scan_ledger_split<T: Send>(
     display: &str,
     foreign: ForeignSeverity,
     progress: &mut dyn Progress,
-    extract: &crate::ledger::Extract<'_, T>,
+    extract: &Extract<'_, T>,
     fold: &mut dyn FnMut(u64, &Value, T),
 ) -> Result<Scanned, Box<Finding>> {
     let mut reader = CountingReader::new(BufReader::with_capacity(256 * 1024, file), progress);

@@ -257,11 +257,9 @@ pub fn verify_chain(
     foreign: ForeignSeverity,
     visit: &mut dyn FnMut(u64, &Value),
 ) -> io::Result<ChainReport> {
-    let extract = Extract {
-        members: None,
-        read: &|_| ((), true),
-    };
-    verify_chain_split(r, foreign, &extract, &mut |line, v, ()| visit(line, v))
+    verify_chain_split(r, foreign, &Extract::WHOLE, &mut |line, v, ()| {
+        visit(line, v)
+    })
 }
 
 /// What a split visit reads of a record where it was parsed
@@ -274,6 +272,20 @@ pub(crate) struct Extract<'a, T> {
     /// What `fold` needs of a record, and whether it needs the record's
     /// tree too.
     pub read: &'a (dyn Fn(&Value) -> (T, bool) + Sync + 'a),
+}
+
+impl Extract<'static, ()> {
+    /// Every record's whole tree, kept for the visit ([`verify_chain`]).
+    pub(crate) const WHOLE: Extract<'static, ()> = Extract {
+        members: None,
+        read: &|_| ((), true),
+    };
+    /// Nothing but the chain's members: for a caller that needs only the
+    /// chain's verdict.
+    pub(crate) const CHAIN: Extract<'static, ()> = Extract {
+        members: Some(&[]),
+        read: &|_| ((), false),
+    };
 }
 
 /// The tree `fold` sees for a record `extract` did not keep.
