@@ -391,3 +391,69 @@ fn every_repository_mode_code_has_a_negative_test() {
         }
     }
 }
+
+/// The audit builds only the members it checks of each ledger record, but
+/// every other member is still parsed as a whole parse would parse it: a
+/// record whose unread member a whole `serde_json::Value` parse refuses (a
+/// lone surrogate, a number out of range, invalid UTF-8, `serde_json`'s
+/// raw-value token over text that is not JSON) is not a JSON object
+/// (`LEDGER_RECORD_INVALID`), as when every record was read whole. Next to
+/// them, honest records with escapes, large numbers and that token over
+/// JSON in an unread member pass.
+#[test]
+fn a_record_is_an_object_only_when_a_whole_parse_says_so() {
+    let cases: [(&str, &[u8], bool); 8] = [
+        ("lone surrogate", br#""\ud800 tail""#, true),
+        ("reversed surrogate pair", br#"["\udc00\ud800"]"#, true),
+        ("number out of range", b"{\"n\":1e400}", true),
+        ("invalid UTF-8", b"\"\xff\xfe\"", true),
+        (
+            "raw-value token over text that is not JSON",
+            br#"{"$serde_json::private::RawValue":"not json"}"#,
+            true,
+        ),
+        ("escapes", br#""caf\u00e9 \ud83d\ude00 \"quoted\"""#, false),
+        (
+            "large number",
+            b"[1e300, -0.5, 18446744073709551615]",
+            false,
+        ),
+        (
+            "raw-value token over JSON",
+            br#"{"$serde_json::private::RawValue":"[1,2]"}"#,
+            false,
+        ),
+    ];
+    for (name, member, invalid) in cases {
+        let r = Repo::new();
+        let run = Run4::new(&r, STATE);
+        let path = ledger_path(&r, &run);
+        let ledger = std::fs::read(&path).unwrap();
+        let last = ledger[..ledger.len() - 1]
+            .rsplit(|&b| b == b'\n')
+            .next()
+            .unwrap();
+        let seq = run.entries.len() + 1;
+        // Written under the same plan as the record before it.
+        let plan_sha = serde_json::from_slice::<Value>(last).unwrap()["planSha256"].clone();
+        let mut line = format!(
+            "{{\"seq\":{seq},\"prev\":\"{}\",\"planSha256\":{plan_sha},\"at\":\"2026-05-01T12:00:00.000Z\",\"kind\":\"note_added\",\"note\":",
+            evidence_gate::internals::record_hash(last)
+        )
+        .into_bytes();
+        line.extend_from_slice(member);
+        line.extend_from_slice(b"}\n");
+        append(&r, &run, &line);
+        let out = audit(&r, &[]);
+        let f = findings(&out);
+        let flagged = f
+            .iter()
+            .any(|(c, s, _, _)| c == "LEDGER_RECORD_INVALID" && s == "error");
+        assert_eq!(flagged, invalid, "{name}: {f:?}");
+        if invalid {
+            assert_eq!(out.code, 1, "{name}: {}", out.stdout);
+        } else {
+            assert_eq!(out.code, 0, "{name}: {f:?}");
+        }
+    }
+}
