@@ -924,10 +924,18 @@ fn audit(b: &Bins, base: Option<&Bins>, root: &Path, records: u64, home: &Path, 
         }
     }
     let (o, a) = (median_ms(one), median_ms(all));
+    // The target is set at 1M records; a smaller ledger's ratio is printed
+    // for the curve (start-up and the plan's read weigh more there).
+    let verdict = if records < 1_000_000 {
+        "target at 1M records"
+    } else if o / a >= 1.6 {
+        "target >= 1.6: met"
+    } else {
+        "target >= 1.6: MISSED"
+    };
     println!(
-        "audit {records} records: one thread {o:.0} ms, all cores {a:.0} ms, speed-up {:.2}x (target >= 1.6: {}), reports identical: {}{}",
+        "audit {records} records: one thread {o:.0} ms, all cores {a:.0} ms, speed-up {:.2}x ({verdict}), reports identical: {}{}",
         o / a,
-        if o / a >= 1.6 { "met" } else { "MISSED" },
         reports.iter().all(|x| *x),
         ratio(a, (!old.is_empty()).then(|| median_ms(old)), None)
     );
