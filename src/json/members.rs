@@ -85,7 +85,8 @@ impl<'de> Visitor<'de> for Chosen<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut out = Map::new();
+        // Sized once: a record holds a handful of the chosen members.
+        let mut out = Map::with_capacity(self.keys.len().min(8));
         while let Some(pick) = map.next_key_seed(Pick { keys: self.keys })? {
             match pick {
                 Some(i) => {
