@@ -235,13 +235,31 @@ fn prepare<T>(
 }
 
 /// Reads whole lines into `block` until it holds at least [`BLOCK`] bytes
-/// or the input ends; `false` at the end of the input.
-fn fill(r: &mut dyn BufRead, block: &mut Vec<u8>) -> io::Result<bool> {
+/// or the input ends; `false` at the end of the input. The input is taken
+/// in the reader's buffers, not line by line: the bytes after the last
+/// newline read are left in `carry` and begin the next block (a line longer
+/// than a block is read to its end).
+fn fill(r: &mut dyn BufRead, block: &mut Vec<u8>, carry: &mut Vec<u8>) -> io::Result<bool> {
+    block.append(carry);
     while block.len() < BLOCK {
-        if r.read_until(b'\n', block)? == 0 {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            // The end: whatever is left, a torn or unterminated line included.
             return Ok(!block.is_empty());
         }
+        // (A reader over a slice hands out all of it at once.)
+        let n = buf.len().min(BLOCK - block.len());
+        block.extend_from_slice(&buf[..n]);
+        r.consume(n);
     }
+    match crate::scan::rfind_byte(b'\n', block) {
+        Some(last) => carry.extend_from_slice(&block[last + 1..]),
+        None => {
+            r.read_until(b'\n', block)?;
+            return Ok(true);
+        }
+    }
+    block.truncate(block.len() - carry.len());
     Ok(true)
 }
 
@@ -321,9 +339,10 @@ fn verify_chain_with<T: Send>(
     let members = members.as_deref();
     if threads < 2 {
         let mut block = Vec::with_capacity(BLOCK + 64 * 1024);
+        let mut carry = Vec::new();
         loop {
             block.clear();
-            if !fill(r, &mut block)? {
+            if !fill(r, &mut block, &mut carry)? {
                 break;
             }
             for mut p in prepare(&block, extract, members) {
@@ -408,10 +427,11 @@ fn feed<T>(
     let mut next = 0u64;
     let mut ready: BTreeMap<u64, Done<T>> = BTreeMap::new();
     let mut input_done = false;
+    let mut carry = Vec::new();
     loop {
         while !input_done && sent - next < 2 * threads {
             let mut block = Vec::with_capacity(BLOCK + 64 * 1024);
-            if fill(r, &mut block)? {
+            if fill(r, &mut block, &mut carry)? {
                 if work.send((sent, block)).is_err() {
                     return Err(io::Error::other("a ledger verification worker stopped"));
                 }
@@ -817,6 +837,58 @@ mod tests {
                 one_seen.iter().map(|s| (s.0, s.1)).collect::<Vec<_>>()
             );
             assert_eq!(many_seen[0].2, Some(0));
+        }
+    }
+
+    /// `fill` hands out the input whole, in blocks of whole lines (the last
+    /// may end without a newline), whatever the reader's buffer and however
+    /// long the lines, one several blocks long included.
+    #[test]
+    fn blocks_are_whole_lines_of_the_input() {
+        let mut state = 7u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for case in 0..12 {
+            let mut input = Vec::new();
+            while input.len() < 3 * BLOCK {
+                let len = match next() % 10 {
+                    0 => (next() % (3 * BLOCK as u64)) as usize,
+                    1 => 0,
+                    _ => (next() % 900) as usize,
+                };
+                input.extend(std::iter::repeat_n(b'x', len));
+                input.push(b'\n');
+            }
+            if case % 2 == 1 {
+                input.extend_from_slice(b"{\"torn");
+            }
+            for capacity in [7, 4096, 256 * 1024] {
+                let mut slice = &input[..];
+                let mut buffered = std::io::BufReader::with_capacity(capacity, &input[..]);
+                let readers: [&mut dyn BufRead; 2] = [&mut slice, &mut buffered];
+                for r in readers {
+                    let (mut out, mut carry, mut blocks) = (Vec::new(), Vec::new(), Vec::new());
+                    loop {
+                        let mut block = Vec::new();
+                        if !fill(r, &mut block, &mut carry).unwrap() {
+                            break;
+                        }
+                        out.extend_from_slice(&block);
+                        blocks.push(block);
+                    }
+                    assert_eq!(out, input, "case {case}, capacity {capacity}");
+                    let (last, rest) = blocks.split_last().unwrap();
+                    for b in rest {
+                        assert_eq!(b.last(), Some(&b'\n'));
+                    }
+                    assert_eq!(last.last() == Some(&b'\n'), case % 2 == 0);
+                    assert!(blocks.len() >= 3 && blocks.iter().all(|b| !b.is_empty()));
+                }
+            }
         }
     }
 
