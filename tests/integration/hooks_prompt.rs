@@ -559,3 +559,57 @@ fn gemini_replayed_deny_reason_gets_no_ultrawork() {
     );
     assert!(context_text(&run).contains("ULTRAWORK MODE ENABLED!"));
 }
+
+/// Which plan the ultrawork decision follows is read as the Stop hook reads
+/// it: from a plan's bound view when its ledger vouches for one, so a large
+/// engine-written plan is not read (the hook stays under its read budget at
+/// any plan size). The decision is the one the plan gives: a live ulw-loop
+/// plan lets the injection through.
+#[test]
+fn ultrawork_decides_from_a_bound_view_without_reading_a_large_plan() {
+    let h = HookRepo::new();
+    let brief: String = (0..300)
+        .map(|i| {
+            format!("- part {i} of the service, with a title long enough to weigh something\n")
+        })
+        .collect();
+    let run = eg(
+        &h.repo,
+        "ulw-loop",
+        &[
+            "create-goals",
+            "--session-id",
+            SID,
+            "--brief",
+            &brief,
+            "--json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let plan = h.join(&format!("{ULW}/{SID}/goals.json"));
+    let plan_bytes = std::fs::metadata(&plan).unwrap().len();
+    assert!(plan_bytes > 256 * 1024, "{plan_bytes}");
+    let report = h.join("io-report.jsonl");
+    let run = prompt_env(
+        &h,
+        &["--with-ultrawork"],
+        &ulw(&h),
+        &[("EVIDENCE_GATE_IO_REPORT", report.to_str().unwrap())],
+    );
+    assert!(context_text(&run).starts_with("<ultrawork-mode>"));
+    let r: Value = serde_json::from_str(
+        std::fs::read_to_string(&report)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    if let Some(bytes) = r["file_bytes"].as_u64() {
+        assert!(
+            bytes < plan_bytes,
+            "{bytes} bytes read beside a {plan_bytes}-byte plan"
+        );
+    }
+    assert!(h.diagnostics().is_empty());
+}

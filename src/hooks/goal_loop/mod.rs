@@ -656,8 +656,9 @@ impl<'a> Ctx<'a> {
         )
     }
 
-    /// [`Ctx::resolve_plan`] for the Stop hook: each plan is decided from
-    /// its bound view when its ledger vouches for one ([`loop_state::locate_view`]).
+    /// [`Ctx::resolve_plan`] for the Stop hook and the ultrawork prompt's
+    /// plan choice: each plan is decided from its bound view when its ledger
+    /// vouches for one ([`loop_state::locate_view`]).
     pub(crate) fn resolve_view(
         &self,
         candidates: &[&'a LoopProfile],

@@ -164,7 +164,10 @@ fn profile_allows(c: &Ctx<'_>) -> bool {
         return false;
     }
     // The prompt hook gates nothing: an unreadable plan is passed over.
-    let resolved = c.resolve_plan(&candidates);
+    // Which plan wins is decided as the Stop hook decides it, from a plan's
+    // bound view where its ledger vouches for one (whether it is complete,
+    // when it was updated), so a large plan is not read here.
+    let resolved = c.resolve_view(&candidates);
     for u in &resolved.unreadable {
         c.plan_unreadable(
             u,
