@@ -346,6 +346,11 @@ fn a_directive_from_a_team_worker_is_ignored() {
 }
 
 fn engine_plan(h: &HookRepo) {
+    engine_plan_of(h, "- parse the config\n- add tests");
+}
+
+/// A plan of session `SID` written by the engine from `brief`.
+fn engine_plan_of(h: &HookRepo, brief: &str) {
     let run = eg(
         &h.repo,
         "ulw-loop",
@@ -354,7 +359,7 @@ fn engine_plan(h: &HookRepo) {
             "--session-id",
             SID,
             "--brief",
-            "- parse the config\n- add tests",
+            brief,
             "--json",
         ],
     );
@@ -573,19 +578,7 @@ fn ultrawork_decides_from_a_bound_view_without_reading_a_large_plan() {
             format!("- part {i} of the service, with a title long enough to weigh something\n")
         })
         .collect();
-    let run = eg(
-        &h.repo,
-        "ulw-loop",
-        &[
-            "create-goals",
-            "--session-id",
-            SID,
-            "--brief",
-            &brief,
-            "--json",
-        ],
-    );
-    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    engine_plan_of(&h, &brief);
     let plan = h.join(&format!("{ULW}/{SID}/goals.json"));
     let plan_bytes = std::fs::metadata(&plan).unwrap().len();
     assert!(plan_bytes > 256 * 1024, "{plan_bytes}");
@@ -597,14 +590,7 @@ fn ultrawork_decides_from_a_bound_view_without_reading_a_large_plan() {
         &[("EVIDENCE_GATE_IO_REPORT", report.to_str().unwrap())],
     );
     assert!(context_text(&run).starts_with("<ultrawork-mode>"));
-    let r: Value = serde_json::from_str(
-        std::fs::read_to_string(&report)
-            .unwrap()
-            .lines()
-            .last()
-            .unwrap(),
-    )
-    .unwrap();
+    let r = last_io_report(&report);
     if let Some(bytes) = r["file_bytes"].as_u64() {
         assert!(
             bytes < plan_bytes,

@@ -933,14 +933,7 @@ fn reads_only_the_tails_and_never_the_ledger() {
         &[("EVIDENCE_GATE_IO_REPORT", report.to_str().unwrap())],
     );
     block_reason(&run);
-    let r: Value = serde_json::from_str(
-        std::fs::read_to_string(&report)
-            .unwrap()
-            .lines()
-            .last()
-            .unwrap(),
-    )
-    .unwrap();
+    let r = crate::hooks_support::last_io_report(&report);
     // The transcript is read only for a host whose compaction record shape
     // is pinned (threat-model I5), and then only its 64 KiB tail.
     let tail = json!([{"kind": "transcript", "path": h.join("transcripts/main.jsonl").to_str().unwrap(), "bytes": 65536}]);

@@ -288,6 +288,13 @@ impl HookRepo {
     }
 }
 
+/// The last record of an `EVIDENCE_GATE_IO_REPORT` file: what one hook
+/// process read.
+pub fn last_io_report(p: &Path) -> Value {
+    let text = std::fs::read_to_string(p).unwrap();
+    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+}
+
 pub fn read_jsonl(p: &Path) -> Vec<Value> {
     let Ok(text) = std::fs::read_to_string(p) else {
         return Vec::new();
