@@ -242,7 +242,12 @@ fn prepare<T>(
 fn fill(r: &mut dyn BufRead, block: &mut Vec<u8>, carry: &mut Vec<u8>) -> io::Result<bool> {
     block.append(carry);
     while block.len() < BLOCK {
-        let buf = r.fill_buf()?;
+        let buf = match r.fill_buf() {
+            Ok(buf) => buf,
+            // As `read_until` does: a read interrupted by a signal is retried.
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
         if buf.is_empty() {
             // The end: whatever is left, a torn or unterminated line included.
             return Ok(!block.is_empty());
@@ -840,9 +845,35 @@ mod tests {
         }
     }
 
+    /// A reader whose every third `fill_buf` is interrupted by a signal.
+    struct Interrupting<R> {
+        inner: R,
+        calls: usize,
+    }
+
+    impl<R: BufRead> std::io::Read for Interrupting<R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.inner.read(buf)
+        }
+    }
+
+    impl<R: BufRead> BufRead for Interrupting<R> {
+        fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+            self.calls += 1;
+            if self.calls.is_multiple_of(3) {
+                return Err(std::io::ErrorKind::Interrupted.into());
+            }
+            self.inner.fill_buf()
+        }
+        fn consume(&mut self, n: usize) {
+            self.inner.consume(n)
+        }
+    }
+
     /// `fill` hands out the input whole, in blocks of whole lines (the last
     /// may end without a newline), whatever the reader's buffer and however
-    /// long the lines, one several blocks long included.
+    /// long the lines, one several blocks long included; a read interrupted
+    /// by a signal is retried.
     #[test]
     fn blocks_are_whole_lines_of_the_input() {
         let mut state = 7u64;
@@ -869,7 +900,11 @@ mod tests {
             for capacity in [7, 4096, 256 * 1024] {
                 let mut slice = &input[..];
                 let mut buffered = std::io::BufReader::with_capacity(capacity, &input[..]);
-                let readers: [&mut dyn BufRead; 2] = [&mut slice, &mut buffered];
+                let mut interrupted = Interrupting {
+                    inner: std::io::BufReader::with_capacity(capacity, &input[..]),
+                    calls: 0,
+                };
+                let readers: [&mut dyn BufRead; 3] = [&mut slice, &mut buffered, &mut interrupted];
                 for r in readers {
                     let (mut out, mut carry, mut blocks) = (Vec::new(), Vec::new(), Vec::new());
                     loop {
