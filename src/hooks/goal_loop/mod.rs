@@ -1261,6 +1261,16 @@ mod tests {
     use super::*;
     use crate::rules::Layer;
 
+    /// The policy of the embedded rules under `layer` as a `--rules` file.
+    fn compile_override(layer: &[u8]) -> Result<Policy, String> {
+        let set = RuleSet::load(&[Layer {
+            name: "--rules",
+            bytes: layer,
+        }])
+        .unwrap();
+        Policy::compile(&Arc::new(set))
+    }
+
     /// With the embedded rules alone a part is decoded on first use, and
     /// only the parts used: a prompt decodes no stop, tool or spawn rules.
     #[test]
@@ -1353,12 +1363,7 @@ mod tests {
     fn an_override_stop_directive_is_compiled_up_front() {
         // `stop-resume` (ulw-loop's stop directive) without `{{GOAL_ID}}`.
         let layer = br#"{"directives": {"stop-resume": "Keep going."}}"#;
-        let set = RuleSet::load(&[Layer {
-            name: "--rules",
-            bytes: layer,
-        }])
-        .unwrap();
-        let err = Policy::compile(&Arc::new(set)).unwrap_err();
+        let err = compile_override(layer).unwrap_err();
         assert!(
             err.contains("stop-resume") && err.contains("GOAL_ID"),
             "{err}"
@@ -1425,12 +1430,7 @@ mod tests {
     fn an_override_profile_head_is_decoded_from_the_rules() {
         let layer =
             br#"{"profiles": {"ulw-loop": {"steering": {"directiveMarkers": ["MY_STEER"]}}}}"#;
-        let set = RuleSet::load(&[Layer {
-            name: "--rules",
-            bytes: layer,
-        }])
-        .unwrap();
-        let p = Policy::compile(&Arc::new(set)).unwrap();
+        let p = compile_override(layer).unwrap();
         let ulw = p.candidates("ulw-loop")[0];
         assert_eq!(ulw.directive_markers(), ["MY_STEER"]);
         assert_eq!(ulw.profile().steering.directive_markers, ["MY_STEER"]);
@@ -1441,12 +1441,7 @@ mod tests {
     #[test]
     fn an_override_ultrawork_template_is_compiled_up_front() {
         let layer = br#"{"directives": {"ultrawork": "Work hard."}}"#;
-        let set = RuleSet::load(&[Layer {
-            name: "--rules",
-            bytes: layer,
-        }])
-        .unwrap();
-        let err = Policy::compile(&Arc::new(set)).unwrap_err();
+        let err = compile_override(layer).unwrap_err();
         assert!(err.contains("ultrawork_tag"), "{err}");
     }
 
@@ -1455,20 +1450,10 @@ mod tests {
     #[test]
     fn an_override_is_compiled_whole() {
         let layer = br#"{"create_goal_guard": {"directive": "no-such-directive"}}"#;
-        let set = RuleSet::load(&[Layer {
-            name: "--rules",
-            bytes: layer,
-        }])
-        .unwrap();
-        let e = Policy::compile(&Arc::new(set)).unwrap_err();
+        let e = compile_override(layer).unwrap_err();
         assert!(e.contains("create_goal_guard"), "{e}");
         let honest = br#"{"stop": {"max_resumes_without_progress": 3}}"#;
-        let set = RuleSet::load(&[Layer {
-            name: "--rules",
-            bytes: honest,
-        }])
-        .unwrap();
-        let p = Policy::compile(&Arc::new(set)).unwrap();
+        let p = compile_override(honest).unwrap();
         assert!(p.stop.get().is_some() && p.team.get().is_some());
         assert_eq!(p.stop().max_resumes_without_progress, 3);
     }
