@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use super::error::{ErrorKind, GoalError};
 use super::input::Loaded;
 use super::plan::{Goal, GoalStatus, Plan};
+use super::stop_view::{GoalAttempt, SpawnView};
 use super::{Engine, batches, lifecycle};
 use crate::ambient::Ambient;
 use crate::evidence::Root;
@@ -56,7 +57,12 @@ pub(crate) fn rules_for_new_plan(engine: &Engine) -> Result<String, GoalError> {
 
 /// The plan's `gateRules`, else (legacy plans) resolved now.
 pub(crate) fn rules_of(engine: &Engine, plan: &Plan) -> Result<String, GoalError> {
-    match plan.str("gateRules") {
+    rules_named(engine, plan.str("gateRules"))
+}
+
+/// [`rules_of`] a plan whose `gateRules` is `recorded`.
+pub(crate) fn rules_named(engine: &Engine, recorded: Option<&str>) -> Result<String, GoalError> {
+    match recorded {
         Some(r) => Ok(r.to_owned()),
         None => rules_for_new_plan(engine),
     }
@@ -84,6 +90,20 @@ pub(crate) fn scope_dir(
     let dir = match goal_id.and_then(|id| plan.goal(id)) {
         Some(g) if plan.layout_v2() => engine.attempt_dir(plan, g),
         _ => engine.profile.evidence_root.clone(),
+    };
+    scope_path(engine, dir)
+}
+
+/// [`scope_dir`] of goal `g` read from the hooks' view of a plan.
+pub(crate) fn view_scope_dir(
+    engine: &Engine,
+    view: &SpawnView,
+    g: &GoalAttempt,
+) -> Result<RelPath, GoalError> {
+    let dir = if view.layout_v2 {
+        engine.attempt_dir_of(view.attempt_session.as_deref(), g)
+    } else {
+        engine.profile.evidence_root.clone()
     };
     scope_path(engine, dir)
 }

@@ -48,6 +48,23 @@ pub(crate) fn run_complete(plan: &Plan) -> bool {
     completion_recorded(plan) || !plan.goals().any(|g| completion_blocking(plan, g))
 }
 
+/// The first `in_progress` goal without overlay (the one a checkpoint would complete).
+pub(crate) fn active_goal(plan: &Plan) -> Option<Goal<'_>> {
+    plan.active_goal_id()
+        .and_then(|id| plan.goal(id))
+        .filter(|g| g.status() == GoalStatus::InProgress && g.overlay().is_none())
+        .or_else(|| {
+            plan.goals()
+                .find(|g| g.status() == GoalStatus::InProgress && g.overlay().is_none())
+        })
+}
+
+/// The first goal in plan order that is the final candidate
+/// (docs/engine.md#ge-3), if any.
+pub(crate) fn final_goal(plan: &Plan) -> Option<Goal<'_>> {
+    plan.goals().find(|g| final_candidate(plan, *g))
+}
+
 /// `finalCandidate(plan, g)`: `g` blocks completion and no other goal does
 /// (relative to `g`: a superseded goal replaced only by `g` and complete
 /// goals does not block).

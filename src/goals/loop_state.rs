@@ -8,14 +8,13 @@
 //! goal and criteria state.
 
 use std::io;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use cap_std::fs::Dir;
 use serde_json::Value;
 
 use super::error::{ErrorKind, GoalError};
-use super::lifecycle;
-use super::plan::{self, Goal, Plan};
+use super::plan::{self, Plan};
 use super::profile::Profile;
 use super::session;
 use super::state::{self, ReadOutcome, StatePaths};
@@ -42,34 +41,6 @@ impl Ownership {
             Ownership::Scoped => paths.sid.as_deref(),
             Ownership::OwnedUnscoped | Ownership::AdoptedUnscoped => None,
         }
-    }
-}
-
-/// A session's plan in one profile.
-#[derive(Debug)]
-pub(crate) struct Located {
-    /// The scope's paths.
-    pub paths: StatePaths,
-    /// The state directory (opened without following symlinks).
-    pub dir: Dir,
-    /// The plan, read with the engine's reader (unknown keys kept, nothing written).
-    pub plan: Plan,
-    /// How it belongs to the session.
-    pub ownership: Ownership,
-}
-
-impl Located {
-    /// The session id to pass as `--session-id` in rendered commands: the
-    /// scope's sid for a scoped plan, none for an unscoped one.
-    pub(crate) fn scope_sid(&self) -> Option<&str> {
-        self.ownership.scope_sid(&self.paths)
-    }
-
-    /// The plan's `updatedAt`, when it parses.
-    pub(crate) fn updated_at(&self) -> Option<SystemTime> {
-        self.plan
-            .str("updatedAt")
-            .and_then(crate::time::parse_rfc3339)
     }
 }
 
@@ -108,55 +79,7 @@ pub(crate) fn open_state_dir(root: &Dir, state_dir: &str) -> Result<Option<Dir>,
     state::open_chain(root, state_dir, false)
 }
 
-/// [`locate`] or [`locate_view`]: what a hook's plan resolution calls per
-/// profile.
-pub(crate) type Locator<L> =
-    fn(&Dir, &Profile, Option<&str>, bool, &str) -> Result<Option<L>, Box<Unreadable>>;
-
-/// Finds the payload session's plan in one profile (docs/hook-contracts.md#h-4 steps
-/// 1–3): the scoped plan of the normalised `raw_sid`; else the unscoped plan
-/// whose recorded owner normalises to the same sid; else, only with
-/// `adopt_unowned`, an unscoped plan that records no owner. A plan that
-/// exists but cannot be read is an [`Unreadable`] naming its scope.
-pub(crate) fn locate(
-    root: &Dir,
-    profile: &Profile,
-    raw_sid: Option<&str>,
-    adopt_unowned: bool,
-    now: &str,
-) -> Result<Option<Located>, Box<Unreadable>> {
-    let sid = raw_sid.and_then(session::normalize);
-    let read = |paths: StatePaths| {
-        read_in(root, profile, paths.clone(), now)
-            .map_err(|error| Box::new(Unreadable { paths, error }))
-    };
-    if let Some(s) = &sid {
-        let paths = StatePaths::new(&profile.state_dir, Some(s));
-        if let Some((dir, plan, paths)) = read(paths)? {
-            return Ok(Some(Located {
-                paths,
-                dir,
-                plan,
-                ownership: Ownership::Scoped,
-            }));
-        }
-    }
-    let paths = StatePaths::new(&profile.state_dir, None);
-    let Some((dir, plan, paths)) = read(paths)? else {
-        return Ok(None);
-    };
-    let Some(ownership) = unscoped_ownership(profile, &plan, sid.as_deref(), adopt_unowned) else {
-        return Ok(None);
-    };
-    Ok(Some(Located {
-        paths,
-        dir,
-        plan,
-        ownership,
-    }))
-}
-
-/// A session's plan in one profile as the Stop hook sees it: its bound
+/// A session's plan in one profile as the hooks see it: its bound
 /// [`StopView`] when the ledger vouches for one, else the view of the plan
 /// read in full ([`stop_view`]).
 #[derive(Debug)]
@@ -175,16 +98,20 @@ pub(crate) struct LocatedView {
 }
 
 impl LocatedView {
-    /// See [`Located::scope_sid`].
+    /// The session id to pass as `--session-id` in rendered commands: the
+    /// scope's sid for a scoped plan, none for an unscoped one.
     pub(crate) fn scope_sid(&self) -> Option<&str> {
         self.ownership.scope_sid(&self.paths)
     }
 }
 
-/// [`locate`] for the Stop hook: the same scope and ownership rules, decided
-/// from the plan's bound view when there is one, so that a large plan is
-/// not read. A plan that must be read and cannot be is [`Unreadable`] as in
-/// [`locate`].
+/// Finds the payload session's plan in one profile (docs/hook-contracts.md#h-4 steps
+/// 1–3): the scoped plan of the normalised `raw_sid`; else the unscoped plan
+/// whose recorded owner normalises to the same sid; else, only with
+/// `adopt_unowned`, an unscoped plan that records no owner. Each plan is
+/// decided from its bound view when there is one, so that a large plan is
+/// not read. A plan that must be read and cannot be is an [`Unreadable`]
+/// naming its scope.
 pub(crate) fn locate_view(
     root: &Dir,
     profile: &Profile,
@@ -204,7 +131,12 @@ pub(crate) fn locate_view(
             return Ok(Some((dir, view, None, paths)));
         }
         match plan::read(Some(&dir), &paths, profile, now) {
-            Ok(p) => Ok(Some((dir, StopView::of(&p), Some(Box::new(p)), paths))),
+            Ok(p) => Ok(Some((
+                dir,
+                StopView::of(&p, profile),
+                Some(Box::new(p)),
+                paths,
+            ))),
             Err(e) if matches!(*e.kind, ErrorKind::PlanMissing { .. }) => Ok(None),
             Err(error) => Err(unreadable(paths, error)),
         }
@@ -278,7 +210,7 @@ fn ownership_of(
     }
 }
 
-/// [`locate`] for a caller that reads the plan itself (steering does, under
+/// [`locate_view`] for a caller that reads the plan itself (steering does, under
 /// the lock): the scope only. A scoped plan is found by its existence; only
 /// an unscoped plan is read, for its recorded owner.
 pub(crate) fn locate_scope(
@@ -302,18 +234,6 @@ pub(crate) fn locate_scope(
         return Ok(None);
     };
     Ok(unscoped_ownership(profile, &plan, sid.as_deref(), adopt_unowned).map(|o| (paths, o)))
-}
-
-/// The first goal in plan order that is the final candidate
-/// (docs/engine.md#ge-3), if any.
-pub(crate) fn final_candidate(plan: &Plan) -> Option<Goal<'_>> {
-    plan.goals().find(|g| lifecycle::final_candidate(plan, *g))
-}
-
-/// The active goal and its attempt: the `activeGoalId` goal when it is in
-/// progress without overlay, else the first such goal.
-pub(crate) fn active_attempt(plan: &Plan) -> Option<(&str, u64)> {
-    super::ops::status::active_goal(plan).map(|g| (g.id(), g.attempt()))
 }
 
 /// The binding of `plan`, read from `dir`, to its ledger (docs/threat-model.md#i7), read

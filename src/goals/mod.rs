@@ -400,7 +400,12 @@ impl Engine {
     /// `{sid}` of attempt directories for a plan: the plan's session id, else
     /// the environment's, else the profile fallback (docs/engine.md#ge-3).
     pub fn attempt_sid(&self, plan: &plan::Plan) -> String {
-        plan.session_id(&self.profile)
+        self.attempt_sid_of(plan.session_id(&self.profile))
+    }
+
+    /// [`Engine::attempt_sid`] of a plan whose session id is `plan_sid`.
+    fn attempt_sid_of(&self, plan_sid: Option<String>) -> String {
+        plan_sid
             .or_else(|| self.env_sid.clone())
             .unwrap_or_else(|| self.profile.session.attempt_fallback.clone())
     }
@@ -412,6 +417,20 @@ impl Engine {
             return d.to_owned();
         }
         self.render_attempt_dir(&self.attempt_sid(plan), g.id(), g.attempt())
+    }
+
+    /// [`Engine::attempt_dir`] of a goal's attempt read from the hooks'
+    /// view of a plan whose session id is `plan_sid`.
+    pub(crate) fn attempt_dir_of(
+        &self,
+        plan_sid: Option<&str>,
+        g: &stop_view::GoalAttempt,
+    ) -> String {
+        if let Some(d) = &g.attempt_dir {
+            return d.clone();
+        }
+        let sid = self.attempt_sid_of(plan_sid.map(str::to_owned));
+        self.render_attempt_dir(&sid, &g.id, g.attempt)
     }
 
     /// The attempt directory the next start of a goal will persist (the

@@ -1,7 +1,7 @@
-//! The Stop hook's view of a plan (docs/state-formats.md#stop-view): every
-//! value the Stop decision reads from `goals.json`, kept next to the plan as
-//! `.goals.summary` so that a hook on a large plan reads a few kilobytes
-//! instead of the whole plan.
+//! The hooks' view of a plan (docs/state-formats.md#stop-view): every value
+//! the Stop decision, the ultrawork prompt's plan choice and the spawn guard
+//! read from `goals.json`, kept next to the plan as `.goals.summary` so that
+//! a hook on a large plan reads a few kilobytes instead of the whole plan.
 //!
 //! **Binding** (docs/threat-model.md#i7 carried over to the view). The view is
 //! a function of the plan *body* only (never of `lastMutation`), so the
@@ -35,16 +35,19 @@ use serde::{Deserialize, Serialize};
 use super::binding::TailRecord;
 use super::decisions::{self, UserDecision};
 use super::lifecycle;
-use super::plan::{Goal, GoalStatus, Plan};
+use super::plan::{CriterionStatus, Goal, GoalStatus, Plan};
+use super::profile::Profile;
 use super::session;
 use super::state::{self, ReadOutcome, StatePaths};
 use crate::digest::sha256_hex;
+
 use crate::store::{self, Durability};
 
 /// The view's file in the state directory.
 pub(crate) const FILE: &str = ".goals.summary";
-/// The format version of the first line.
-const VERSION: u32 = 1;
+/// The format version of the first line (2: with [`SpawnView`]; a view of
+/// another version is not trusted, so the plan is read).
+const VERSION: u32 = 2;
 /// Largest view read (the user decisions are its only unbounded part).
 const MAX_BYTES: u64 = 1024 * 1024;
 /// Most records walked back from the ledger's end to the plan's mutation.
@@ -68,6 +71,68 @@ pub(crate) struct StopView {
     pub progress_digest: String,
     /// The plan's user decisions, in plan order.
     pub decisions: Vec<UserDecision>,
+    /// What the spawn guard reads.
+    pub spawn: SpawnView,
+}
+
+/// What the spawn guard reads from a plan (docs/hook-contracts.md#h-6): the
+/// goal a gate-review spawn is preflighted for, where its reports lie, and
+/// the attempt the fan-out cap counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct SpawnView {
+    /// The plan's `gateRules`.
+    pub gate_rules: Option<String>,
+    /// `evidenceLayoutVersion` is 2 (reports lie in the attempt directory).
+    pub layout_v2: bool,
+    /// [`Plan::session_id`]: the session an attempt directory is rendered for.
+    pub attempt_session: Option<String>,
+    /// The final candidate when the gate preflight applies to it: it is not
+    /// complete and every criterion passes.
+    pub preflight: Option<GoalAttempt>,
+    /// The active goal's attempt (the cap's `goal_attempt` reset key).
+    pub active: Option<GoalAttempt>,
+}
+
+/// A goal's attempt as the spawn guard reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct GoalAttempt {
+    /// The goal's id.
+    pub id: String,
+    /// `attempt` (absent: 0).
+    pub attempt: u64,
+    /// The persisted `attemptDir`, if any.
+    pub attempt_dir: Option<String>,
+}
+
+impl GoalAttempt {
+    fn of(g: Goal<'_>) -> GoalAttempt {
+        GoalAttempt {
+            id: g.id().to_owned(),
+            attempt: g.attempt(),
+            attempt_dir: g.str("attemptDir").map(str::to_owned),
+        }
+    }
+}
+
+impl SpawnView {
+    /// The view of `plan`, a plan of `profile`.
+    pub(crate) fn of(plan: &Plan, profile: &Profile) -> SpawnView {
+        let preflight = lifecycle::final_goal(plan)
+            .filter(|g| {
+                g.status() != GoalStatus::Complete
+                    && g.criteria().all(|k| k.status() == CriterionStatus::Pass)
+            })
+            .map(GoalAttempt::of);
+        SpawnView {
+            gate_rules: plan.str("gateRules").map(str::to_owned),
+            layout_v2: plan.layout_v2(),
+            attempt_session: plan.session_id(profile),
+            preflight,
+            active: lifecycle::active_goal(plan).map(GoalAttempt::of),
+        }
+    }
 }
 
 /// The goal a resume names.
@@ -81,8 +146,8 @@ pub(crate) struct ResumeGoal {
 }
 
 impl StopView {
-    /// The view of `plan`.
-    pub(crate) fn of(plan: &Plan) -> StopView {
+    /// The view of `plan`, a plan of `profile`.
+    pub(crate) fn of(plan: &Plan, profile: &Profile) -> StopView {
         StopView {
             session_id: plan
                 .doc()
@@ -98,6 +163,7 @@ impl StopView {
             }),
             progress_digest: progress_digest(plan),
             decisions: decisions::user_decisions(plan),
+            spawn: SpawnView::of(plan, profile),
         }
     }
 
@@ -163,6 +229,7 @@ impl Prepared {
     /// body that is), computed side by side on two threads for a long plan.
     pub(crate) fn with_digest(
         plan: &Plan,
+        profile: &Profile,
         digest: &(dyn Fn() -> String + Sync),
     ) -> (String, Prepared) {
         let (d, view) = if plan.goal_count() >= PARALLEL_GOALS {
@@ -170,7 +237,7 @@ impl Prepared {
                 let helper = std::thread::Builder::new()
                     .name("digest".into())
                     .spawn_scoped(s, digest);
-                let view = StopView::of(plan);
+                let view = StopView::of(plan, profile);
                 let d = match helper {
                     Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
                     Err(_) => digest(),
@@ -178,7 +245,7 @@ impl Prepared {
                 (d, view)
             })
         } else {
-            (digest(), StopView::of(plan))
+            (digest(), StopView::of(plan, profile))
         };
         let prepared = Prepared::bound(view, &d);
         (d, prepared)

@@ -1,8 +1,8 @@
-//! The Stop hook's view of a plan (docs/state-formats.md#stop-view): each
+//! The hooks' view of a plan (docs/state-formats.md#stop-view): each
 //! engine mutation writes `.goals.summary` next to the plan and records its
-//! digest (`summarySha256`) on the entries it appends; the Stop hook decides
-//! from a view the ledger vouches for without reading the plan, and from the
-//! plan otherwise. Attacks on the view sit next to the honest runs that
+//! digest (`summarySha256`) on the entries it appends; the Stop hook and the
+//! spawn guard decide from a view the ledger vouches for without reading the
+//! plan, and from the plan otherwise. Attacks on the view sit next to the honest runs that
 //! must keep passing. Every process runs with HOME and the XDG directories
 //! in temporary directories.
 
@@ -104,9 +104,14 @@ fn honest_engine_mutations_write_a_view_their_entries_vouch_for() {
     let h = in_progress();
     let (line, hint) = view_lines(&h);
     let bound: Value = serde_json::from_slice(&line).unwrap();
-    assert_eq!(bound["v"], 1);
+    assert_eq!(bound["v"], 2);
     assert_eq!(bound["view"]["runComplete"], false);
     assert_eq!(bound["view"]["resume"]["id"], "G001-a");
+    let spawn = &bound["view"]["spawn"];
+    assert_eq!(spawn["active"]["id"], "G001-a", "{spawn}");
+    assert_eq!(spawn["active"]["attempt"], 1, "{spawn}");
+    assert_eq!(spawn["attemptSession"], SID, "{spawn}");
+    assert_eq!(spawn["preflight"], Value::Null, "{spawn}");
     assert_eq!(hint, hint_of_plan(&h));
     // Every entry of the last mutation (complete-goals) records the view.
     let records = ledger_lines(&h);
@@ -217,6 +222,122 @@ fn honest_the_view_and_the_plan_decide_alike_at_every_step() {
         },
     );
     assert_eq!(steps.last().map(String::as_str), Some("run complete"));
+}
+
+/// A gate-review spawn of session `s1`, the fan-out cap out of reach.
+fn gate_spawn(h: &HookRepo) -> crate::common::Run {
+    let mut env = clean_env();
+    env.push(("OMO_SPAWN_FANOUT_LIMIT", "1000000"));
+    let payload = h.codex_event(
+        "PreToolUse",
+        SID,
+        json!({"tool_name": "spawn_agent", "tool_use_id": "c1",
+               "tool_input": {"agent_type": "lazycodex-gate-reviewer", "message": "final gate review"}}),
+    );
+    h.hook("pre-tool-use-spawn", &["--host", "codex"], &payload, &env)
+}
+
+fn spawn_counter(h: &HookRepo) -> Value {
+    h.read_side(&format!("{ULW}/{SID}/spawn-count.json"))
+        .unwrap_or(Value::Null)
+}
+
+const PREFLIGHT: &str = "spawn the code review and manual QA first";
+
+/// The spawn guard decides from the view as from the plan read in full, at
+/// every step of a run: the same answer (allowed, or the same preflight
+/// denial naming the same missing reports), and an allowed spawn counted
+/// under the same reset key.
+#[test]
+fn honest_the_spawn_guard_decides_from_the_view_as_from_the_plan_at_every_step() {
+    let h = HookRepo::new();
+    let mut denied_at = Vec::new();
+    let mut compare = |step: &str| {
+        let view = std::fs::read(state(&h, ".goals.summary")).unwrap();
+        let fast = gate_spawn(&h);
+        let after_fast = spawn_counter(&h);
+        std::fs::remove_file(state(&h, ".goals.summary")).unwrap();
+        let slow = gate_spawn(&h);
+        let after_slow = spawn_counter(&h);
+        std::fs::write(state(&h, ".goals.summary"), view).unwrap();
+        assert_eq!(fast.code, slow.code, "{step}");
+        assert_eq!(fast.stdout, slow.stdout, "{step}");
+        assert_eq!(after_fast["resetKey"], after_slow["resetKey"], "{step}");
+        if fast.stdout.contains(PREFLIGHT) {
+            denied_at.push(step.to_owned());
+            assert_eq!(
+                after_fast, after_slow,
+                "{step}: a denied spawn counts nothing"
+            );
+        } else {
+            assert!(fast.stdout.trim().is_empty(), "{step}: {}", fast.stdout);
+            let n = |v: &Value| v["count"].as_u64().unwrap();
+            assert_eq!(n(&after_slow), n(&after_fast) + 1, "{step}");
+        }
+        if step == "started" {
+            assert_eq!(after_fast["resetKey"], "G001-a#a1", "{step}");
+        }
+    };
+    let dir = format!("{ULW}/{SID}");
+    drive_run(
+        &h.repo,
+        "ulw-loop",
+        &dir,
+        &["--session-id", SID],
+        &mut |step| compare(step),
+    );
+    // The preflight applied once G002-b's criteria all passed, until the
+    // gate completed the run.
+    assert_eq!(denied_at.len(), 1, "{denied_at:?}");
+    assert!(denied_at[0].starts_with("G002-b "), "{denied_at:?}");
+}
+
+/// An edit of the plan that keeps its identity (size, inode, modification
+/// time) cannot switch the preflight off: the spawn guard decides by the
+/// bound view, which still has the final goal's criteria passed. An
+/// ordinary hand edit changes the identity: the plan is read and the spawn
+/// is denied on it.
+#[test]
+fn attack_a_plan_edited_with_its_identity_restored_keeps_the_spawn_preflight() {
+    let h = HookRepo::new();
+    let dir = format!("{ULW}/{SID}");
+    let mut attacked = false;
+    drive_run(
+        &h.repo,
+        "ulw-loop",
+        &dir,
+        &["--session-id", SID],
+        &mut |step| {
+            let before = gate_spawn(&h);
+            if attacked || !before.stdout.contains(PREFLIGHT) {
+                return;
+            }
+            attacked = true;
+            let path = state(&h, "goals.json");
+            let plan = std::fs::read(&path).unwrap();
+            blank_in_place(&h);
+            let after = gate_spawn(&h);
+            assert_eq!(after.stdout, before.stdout, "{step}");
+            // Put the plan back as it was, identity included, for the rest of
+            // the run.
+            let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+            {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+                f.write_all(&plan).unwrap();
+                f.set_modified(mtime).unwrap();
+            }
+            // A hand edit that changes the identity is read and refused.
+            let edited = String::from_utf8(plan.clone())
+                .unwrap()
+                .replace(r#""status": "pass""#, r#""status": "fail""#);
+            std::fs::write(&path, &edited).unwrap();
+            let reason = gate_spawn(&h).stdout;
+            assert!(reason.contains("PLAN_TAMPERED"), "{step}: {reason}");
+            std::fs::write(&path, &plan).unwrap();
+        },
+    );
+    assert!(attacked);
 }
 
 /// A view rewritten to claim the run complete (its hint kept) is not one

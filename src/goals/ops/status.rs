@@ -127,17 +127,6 @@ fn mutation_in_progress(dir: &cap_std::fs::Dir) -> bool {
     }
 }
 
-/// The first `in_progress` goal without overlay (the one a checkpoint would complete).
-pub(crate) fn active_goal(plan: &Plan) -> Option<Goal<'_>> {
-    plan.active_goal_id()
-        .and_then(|id| plan.goal(id))
-        .filter(|g| g.status() == GoalStatus::InProgress && g.overlay().is_none())
-        .or_else(|| {
-            plan.goals()
-                .find(|g| g.status() == GoalStatus::InProgress && g.overlay().is_none())
-        })
-}
-
 /// What a complete checkpoint of `g` expects from a snapshot.
 pub(crate) fn complete_expectation(engine: &Engine, plan: &Plan, g: Goal<'_>) -> Expect {
     let is_final = lifecycle::final_candidate(plan, g);
@@ -225,7 +214,7 @@ pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome,
         .map(|g| engine.attempt_dir(&plan, g));
     let host = host_goal.map(|loaded| {
         let snap = hostgoal::parse(loaded.value.clone());
-        match active_goal(&plan) {
+        match lifecycle::active_goal(&plan) {
             Some(g) => {
                 let e = complete_expectation(engine, &plan, g);
                 let out = hostgoal::reconcile(Some(&snap), &e, &engine.profile);
@@ -348,7 +337,7 @@ fn next_actions(
     if lifecycle::run_complete(plan) {
         return out;
     }
-    if let Some(g) = active_goal(plan) {
+    if let Some(g) = lifecycle::active_goal(plan) {
         let open: Vec<_> = g
             .criteria()
             .filter(|c| c.status() != CriterionStatus::Pass)

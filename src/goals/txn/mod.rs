@@ -647,7 +647,10 @@ impl<'e> Locked<'e> {
                 // The Stop hook's view of this body, vouched for by the same
                 // entries (docs/state-formats.md#stop-view); a long body is
                 // hashed while the view is computed.
-                let (d, view) = stop_view::Prepared::with_digest(&plan, &|| body.sha256());
+                let (d, view) =
+                    stop_view::Prepared::with_digest(&plan, &self.engine.profile, &|| {
+                        body.sha256()
+                    });
                 stamp_plan_sha(&mut all, &d);
                 stamp_view_sha(&mut all, &view.sha256);
                 journal::check_record_sizes(

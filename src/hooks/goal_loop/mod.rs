@@ -29,8 +29,7 @@ use super::directive::Template;
 use super::event::{Body, Decision, Envelope, HookEvent};
 use super::witness::{HookState, StateFault};
 use crate::ambient::{self, Ambient};
-use crate::goals::lifecycle;
-use crate::goals::loop_state::{self, Located};
+use crate::goals::loop_state::{self, LocatedView};
 use crate::goals::{Engine, EngineOptions, Profile, SidSource, StatePaths, SurfaceInputs, team};
 use crate::rules::goal_loop::{
     CreateGoalGuardRules, DenyFor, SpawnRules, StopRules, TeamGuardRules, UserPromptSubmitRules,
@@ -594,13 +593,12 @@ pub(crate) struct Ctx<'a> {
     pub hook_state: std::cell::OnceCell<Result<HookState, StateFault>>,
 }
 
-/// A session's plan and the profile it belongs to (`L`: the plan, or the
-/// Stop hook's view of it).
-pub(crate) struct Found<'a, L = Located> {
+/// A session's plan and the profile it belongs to.
+pub(crate) struct Found<'a> {
     /// The profile.
     pub profile: &'a LoopProfile,
-    /// The plan and its state directory.
-    pub located: L,
+    /// The plan's view and its state directory.
+    pub located: LocatedView,
 }
 
 /// A session's plan that exists but cannot be read, and its profile.
@@ -634,9 +632,9 @@ impl UnreadablePlan<'_> {
 }
 
 /// The plans of a session over the candidate profiles.
-pub(crate) struct Resolved<'a, L = Located> {
+pub(crate) struct Resolved<'a> {
     /// The plan the hooks act on, if one was read.
-    pub found: Option<Found<'a, L>>,
+    pub found: Option<Found<'a>>,
     /// Plans that exist but could not be read, in profile order.
     pub unreadable: Vec<UnreadablePlan<'a>>,
 }
@@ -644,52 +642,22 @@ pub(crate) struct Resolved<'a, L = Located> {
 impl<'a> Ctx<'a> {
     /// Resolves the session's plan over `candidates` (docs/hook-contracts.md#h-4): live
     /// plans (not run-complete) beat finished ones, then the latest
-    /// `updatedAt`, then profile order. A plan that exists but cannot be
-    /// read is returned apart: the Stop hook and the spawn guard refuse on
-    /// it (docs/threat-model.md#i2), the prompt hook passes it over.
-    pub(crate) fn resolve_plan(&self, candidates: &[&'a LoopProfile]) -> Resolved<'a> {
-        self.resolve(
-            candidates,
-            loop_state::locate,
-            |l| lifecycle::run_complete(&l.plan),
-            Located::updated_at,
-        )
-    }
-
-    /// [`Ctx::resolve_plan`] for the Stop hook and the ultrawork prompt's
-    /// plan choice: each plan is decided from its bound view when its ledger
-    /// vouches for one ([`loop_state::locate_view`]).
-    pub(crate) fn resolve_view(
-        &self,
-        candidates: &[&'a LoopProfile],
-    ) -> Resolved<'a, loop_state::LocatedView> {
-        self.resolve(
-            candidates,
-            loop_state::locate_view,
-            |l| l.view.run_complete,
-            |l| l.view.updated_at(),
-        )
-    }
-
-    /// The resolution order of [`Ctx::resolve_plan`] over plans found by
-    /// `locate`, `complete` and `updated` reading them.
-    fn resolve<L>(
-        &self,
-        candidates: &[&'a LoopProfile],
-        locate: loop_state::Locator<L>,
-        complete: impl Fn(&L) -> bool,
-        updated: impl Fn(&L) -> Option<std::time::SystemTime>,
-    ) -> Resolved<'a, L> {
+    /// `updatedAt`, then profile order. Each plan is decided from its bound
+    /// view when its ledger vouches for one ([`loop_state::locate_view`]).
+    /// A plan that exists but cannot be read is returned apart: the Stop
+    /// hook and the spawn guard refuse on it (docs/threat-model.md#i2), the
+    /// prompt hook passes it over.
+    pub(crate) fn resolve_view(&self, candidates: &[&'a LoopProfile]) -> Resolved<'a> {
         let now = crate::time::rfc3339_ms(std::time::SystemTime::now());
-        let mut found: Vec<(usize, Found<'a, L>)> = Vec::new();
+        let mut found: Vec<(usize, Found<'a>)> = Vec::new();
         let mut unreadable = Vec::new();
         for (i, p) in candidates.iter().enumerate() {
-            // Every locator opens the state directory first and finds
+            // The locator opens the state directory first and finds
             // nothing where it is absent.
             if p.absent_from(self.root) {
                 continue;
             }
-            match locate(
+            match loop_state::locate_view(
                 self.root,
                 p.profile(),
                 self.env.session_id.as_deref(),
@@ -708,10 +676,11 @@ impl<'a> Ctx<'a> {
             }
         }
         found.sort_by(|(ia, a), (ib, b)| {
-            let live = |f: &Found<'_, L>| !complete(&f.located);
+            let live = |f: &Found<'_>| !f.located.view.run_complete;
+            let updated = |f: &Found<'_>| f.located.view.updated_at();
             live(b)
                 .cmp(&live(a))
-                .then_with(|| updated(&b.located).cmp(&updated(&a.located)))
+                .then_with(|| updated(b).cmp(&updated(a)))
                 .then_with(|| ia.cmp(ib))
         });
         let best = found.into_iter().next().map(|(_, f)| f);
@@ -911,16 +880,8 @@ impl<'a> Ctx<'a> {
     /// The plan's binding to its ledger when the plan is tampered with
     /// (docs/threat-model.md#i7); a ledger that cannot be read to check it is a
     /// state fault that blocks (docs/threat-model.md#i2).
+    /// `plan` was read from `dir`.
     pub(crate) fn tampered_binding(
-        &self,
-        found: &Found<'_>,
-    ) -> Result<Option<crate::goals::binding::Binding>, Decision> {
-        let l = &found.located;
-        self.tampered_binding_in(&l.dir, &l.paths, &l.plan)
-    }
-
-    /// [`Ctx::tampered_binding`] of `plan` read from `dir`.
-    pub(crate) fn tampered_binding_in(
         &self,
         dir: &Dir,
         paths: &StatePaths,
@@ -980,14 +941,6 @@ impl<'a> Ctx<'a> {
         )
     }
 
-    /// Opens the per-user directory that keeps the hooks' side files of the
-    /// plan `found` (resume and spawn counters, stuck markers, their lock):
-    /// `<user state>/hooks/goal-loop/<16 hex of the state path>/`, out of
-    /// the agent's reach (docs/threat-model.md#tm-3). A fault blocks (`tool`: denies).
-    pub(crate) fn side_state(&self, found: &Found<'_>, tool: bool) -> Result<SideState, Decision> {
-        self.side_state_at(&found.located.paths, tool)
-    }
-
     /// The hooks' per-user state of the workspace (from its canonical root,
     /// resolved once per call): opened at the first use, then the same
     /// handles for every step of the call (a fault is the same fault).
@@ -998,9 +951,12 @@ impl<'a> Ctx<'a> {
             .map_err(Clone::clone)
     }
 
-    /// [`Ctx::side_state`] of the plan scope `paths` (a plan that could not
-    /// be read has its budget there too).
-    pub(crate) fn side_state_at(
+    /// Opens the per-user directory that keeps the hooks' side files of the
+    /// plan scope `paths` (resume and spawn counters, stuck markers, their
+    /// lock; a plan that could not be read has its budget there too):
+    /// `<user state>/hooks/goal-loop/<16 hex of the state path>/`, out of
+    /// the agent's reach (docs/threat-model.md#tm-3). A fault blocks (`tool`: denies).
+    pub(crate) fn side_state(
         &self,
         paths: &crate::goals::StatePaths,
         tool: bool,
@@ -1145,12 +1101,7 @@ impl<'a> Ctx<'a> {
     /// (docs/threat-model.md#tm-3), so that local `verify-evidence` can tell a
     /// ledger that fell behind. Best effort: no gated decision depends on
     /// it, and a fault is left to `doctor`.
-    pub(crate) fn observe_head(&self, found: &Found<'_>) {
-        self.observe_head_in(&found.located.dir, &found.located.paths);
-    }
-
-    /// [`Ctx::observe_head`] of the ledger in `dir`.
-    pub(crate) fn observe_head_in(&self, dir: &Dir, paths: &StatePaths) {
+    pub(crate) fn observe_head(&self, dir: &Dir, paths: &StatePaths) {
         let state_dir = paths.file("");
         let state_dir = state_dir.trim_end_matches('/');
         let Some(head) = super::witness::ledger_head(dir, state_dir) else {
@@ -1216,7 +1167,7 @@ impl SideState {
 }
 
 /// Written in a plan scope's per-user side directory once the in-tree resume
-/// counters of earlier versions were migrated ([`Ctx::side_state_at`]).
+/// counters of earlier versions were migrated ([`Ctx::side_state`]).
 pub(crate) const SIDE_MIGRATED: &str = "migrated.json";
 /// In-tree side files looked at, at most, by the migration.
 const MAX_LEGACY_SIDE: usize = 10_000;

@@ -11,7 +11,6 @@ use crate::ambient;
 use crate::gate::preflight;
 use crate::goals::gate;
 use crate::goals::loop_state;
-use crate::goals::plan::{CriterionStatus, GoalStatus};
 use crate::hooks::code::HookCode;
 use crate::hooks::event::{Decision, ToolEvent};
 use crate::rules::gates::GateBook;
@@ -21,13 +20,15 @@ use crate::sandbox::{RelPath, open};
 /// File name of the counter in `<state>`.
 pub(crate) const COUNTER: &str = "spawn-count.json";
 
-/// Evaluates a spawn in the order of docs/hook-contracts.md#h-6.
+/// Evaluates a spawn in the order of docs/hook-contracts.md#h-6. The plan is
+/// read through the hooks' bound view when its ledger vouches for one
+/// (docs/state-formats.md#stop-view), else in full.
 pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
     if !c.policy.spawn().rules.tool_names.contains(&t.tool_name) {
         return Decision::Allow;
     }
     let candidates = c.policy.candidates(c.profile_flag);
-    let resolved = c.resolve_plan(&candidates);
+    let resolved = c.resolve_view(&candidates);
     // docs/threat-model.md#i2: a plan that exists but cannot be read decides nothing; refusing
     // keeps a corrupted plan from switching the cap and the preflight off.
     if let Some(u) = resolved.unreadable.first() {
@@ -48,17 +49,21 @@ pub(super) fn decide(c: &Ctx<'_>, t: &ToolEvent) -> Decision {
     let Some(found) = resolved.found else {
         return Decision::Allow;
     };
+    let l = &found.located;
     // docs/threat-model.md#i7 / docs/threat-model.md#i2: the preflight and the fan-out reset read the plan; a plan its
-    // ledger does not vouch for decides nothing.
-    match c.tampered_binding(&found) {
-        Ok(Some(b)) => return tampered(&found, &b),
-        Ok(None) => {}
-        Err(d) => return d,
+    // ledger does not vouch for decides nothing. A bound view is vouched
+    // for by the ledger already.
+    if let Some(plan) = &l.plan {
+        match c.tampered_binding(&l.dir, &l.paths, plan) {
+            Ok(Some(b)) => return tampered(&found, &b),
+            Ok(None) => {}
+            Err(d) => return d,
+        }
     }
-    c.observe_head(&found);
+    c.observe_head(&l.dir, &l.paths);
     // The counter and its lock live in the per-user state (docs/threat-model.md
     // docs/hook-contracts.md#h-3): nothing planted in the tree resets or jams the cap.
-    let side = match c.side_state(&found, true) {
+    let side = match c.side_state(&l.paths, true) {
         Ok(s) => s,
         Err(d) => return d,
     };
@@ -158,15 +163,10 @@ pub(super) fn is_gate_review(c: &Ctx<'_>, input: &Value) -> bool {
 /// later) or every report is there. A plan whose gate rules or attempt
 /// directory cannot be resolved denies the spawn (docs/threat-model.md#i2).
 fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Result<Vec<String>, Decision> {
-    let plan = &found.located.plan;
-    let Some(goal) = loop_state::final_candidate(plan) else {
+    let view = &found.located.view.spawn;
+    let Some(goal) = &view.preflight else {
         return Ok(Vec::new());
     };
-    if goal.status() == GoalStatus::Complete
-        || !goal.criteria().all(|k| k.status() == CriterionStatus::Pass)
-    {
-        return Ok(Vec::new());
-    }
     let engine = match c.engine_for(found.profile, found.located.paths.sid.clone(), true) {
         Ok(e) => e,
         Err(problem) => {
@@ -179,8 +179,8 @@ fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Result<Vec<String>, Deci
             return Ok(Vec::new());
         }
     };
-    let resolved = gate::rules_of(&engine, plan).and_then(|name| {
-        let base = gate::scope_dir(&engine, plan, Some(goal.id()))?;
+    let resolved = gate::rules_named(&engine, view.gate_rules.as_deref()).and_then(|name| {
+        let base = gate::view_scope_dir(&engine, view, goal)?;
         Ok((name, base))
     });
     let (name, base) = match resolved {
@@ -195,12 +195,12 @@ fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Result<Vec<String>, Deci
                 HookCode::HookPlanUnreadable,
                 "deny",
                 "the final goal's gate rules or attempt directory could not be resolved; the gate-review spawn was denied",
-                Some(json!({"error": e.code(), "goal": goal.id(), "file": file, "fix": fix})),
+                Some(json!({"error": e.code(), "goal": goal.id, "file": file, "fix": fix})),
             );
             return Err(Decision::Deny {
                 reason: format!(
                     "evidence-gate: HOOK_PLAN_UNREADABLE: {file}: the gate rules or attempt directory of goal {} cannot be resolved ({}: {}); no gate review is preflighted on it. The user must fix it: {fix}.",
-                    goal.id(),
+                    goal.id,
                     e.code(),
                     crate::hooks::host::encode::cap_bytes(&e.message, 400)
                 ),
@@ -231,7 +231,7 @@ fn preflight_missing(c: &Ctx<'_>, found: &Found<'_>) -> Result<Vec<String>, Deci
                 .is_ok_and(|(_, meta)| meta.is_file() && meta.len() > 0)
         })
     };
-    Ok(preflight::requirements(rules, goal.id())
+    Ok(preflight::requirements(rules, &goal.id)
         .into_iter()
         .filter(|r| !r.names.iter().any(|n| present(n)))
         .map(|r| {
@@ -275,8 +275,13 @@ fn limit(c: &Ctx<'_>) -> u64 {
 
 fn reset_key(c: &Ctx<'_>, found: &Found<'_>) -> String {
     match c.policy.spawn().rules.reset {
-        SpawnReset::GoalAttempt => loop_state::active_attempt(&found.located.plan)
-            .map_or_else(|| "-".to_owned(), |(id, a)| format!("{id}#a{a}")),
+        SpawnReset::GoalAttempt => found
+            .located
+            .view
+            .spawn
+            .active
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), |g| format!("{}#a{}", g.id, g.attempt)),
         SpawnReset::Turn => c.env.turn_id.clone().unwrap_or_else(|| "-".to_owned()),
         SpawnReset::Never => "never".to_owned(),
     }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::SideState;
 use super::{Ctx, Found, LoopProfile, UnreadablePlan, boulder, prompts};
 use crate::goals::StatePaths;
-use crate::goals::loop_state::{self, LocatedView};
+use crate::goals::loop_state;
 use crate::goals::stop_view::ResumeGoal;
 use crate::hooks::code::HookCode;
 use crate::hooks::event::{Decision, StopEvent};
@@ -37,12 +37,12 @@ pub(super) fn decide(c: &Ctx<'_>, s: &StopEvent) -> Decision {
         return Decision::Allow;
     };
     let l = &found.located;
-    c.observe_head_in(&l.dir, &l.paths);
+    c.observe_head(&l.dir, &l.paths);
     // docs/threat-model.md#i7 / docs/threat-model.md#i2: a plan its ledger does not vouch for is never "complete" and
     // never "nothing left": block with the code, the file and the fix. A
     // bound view is vouched for by the ledger already.
     if let Some(plan) = &l.plan {
-        match c.tampered_binding_in(&l.dir, &l.paths, plan) {
+        match c.tampered_binding(&l.dir, &l.paths, plan) {
             Ok(Some(b)) => return tampered(c, &found, &b),
             Ok(None) => {}
             Err(d) => return d,
@@ -130,7 +130,7 @@ struct Subject<'s> {
 }
 
 impl<'s> Subject<'s> {
-    fn of(found: &'s Found<'_, LocatedView>) -> Subject<'s> {
+    fn of(found: &'s Found<'_>) -> Subject<'s> {
         Subject {
             profile: found.profile,
             paths: &found.located.paths,
@@ -142,11 +142,7 @@ impl<'s> Subject<'s> {
 
 /// The block of a tampered plan, within the resume budget (the counter is
 /// keyed by the tampered body's digest, so it holds until the plan changes).
-fn tampered(
-    c: &Ctx<'_>,
-    found: &Found<'_, LocatedView>,
-    b: &crate::goals::binding::Binding,
-) -> Decision {
+fn tampered(c: &Ctx<'_>, found: &Found<'_>, b: &crate::goals::binding::Binding) -> Decision {
     let p = found.profile;
     let scope = found
         .located
@@ -213,7 +209,7 @@ fn digest_of(v: &Value) -> Option<&str> {
     v.get("progressDigest").and_then(Value::as_str)
 }
 
-fn resume(c: &Ctx<'_>, found: &Found<'_, LocatedView>, goal: &ResumeGoal) -> Decision {
+fn resume(c: &Ctx<'_>, found: &Found<'_>, goal: &ResumeGoal) -> Decision {
     let digest = &found.located.view.progress_digest;
     let key = goal_key(&goal.id);
     let p = found.profile;
@@ -243,7 +239,7 @@ fn budgeted(
 ) -> Decision {
     // The counters, stuck markers and their lock live in the per-user state
     // (docs/threat-model.md#tm-3): nothing planted in the tree silences the resume.
-    let side = match c.side_state_at(found.paths, false) {
+    let side = match c.side_state(found.paths, false) {
         Ok(s) => s,
         Err(d) => return d,
     };
