@@ -258,6 +258,9 @@ fn run(
         .env("XDG_STATE_HOME", home.join("state"))
         .env("XDG_CONFIG_HOME", home.join("config"))
         .env("OMO_ULW_LOOP_SESSION_ID", SID)
+        // The spawn guard's fan-out cap out of reach: every timed spawn is
+        // an allowed, counted one.
+        .env("OMO_SPAWN_FANOUT_LIMIT", "1000000000")
         .env_remove("CODEX_THREAD_ID")
         .env_remove("CODEX_SESSION_ID");
     for (k, v) in env {
@@ -533,6 +536,21 @@ fn ops(goals: usize) -> Vec<Labelled> {
         }),
     ));
     v.push(("hook user-prompt-submit (steering)", Box::new(prompt_steer)));
+    v.push((
+        "hook pre-tool-use-spawn (gate review)",
+        Box::new(|i, root| Op {
+            name: "spawn",
+            args: s(&cli::codex_hook("pre-tool-use-spawn", &[])),
+            stdin: hook_payload(
+                root,
+                "PreToolUse",
+                json!({"tool_name": "spawn_agent", "tool_use_id": format!("perf-{i}"),
+                       "tool_input": {"agent_type": "lazycodex-gate-reviewer",
+                                      "message": "final gate review"}}),
+            ),
+            hook: true,
+        }),
+    ));
     v.push((
         "checkpoint --status complete",
         Box::new(|i, _| Op {
