@@ -160,16 +160,29 @@ fn honest_entries_appended_without_a_plan_write_vouch_for_the_same_view() {
     assert_eq!(resume_of(&reason).0, "G001-a", "{reason}");
 }
 
-/// Overwrites the plan with spaces in place, keeping its size, inode and
-/// modification time (so the view's hint still matches).
-fn blank_in_place(h: &HookRepo) {
+/// Overwrites the plan in place with `bytes` of its length, keeping its
+/// size, inode and modification time (so the view's hint still matches).
+fn write_in_place(h: &HookRepo, bytes: &[u8]) {
     use std::io::Write;
     let path = state(h, "goals.json");
     let m = std::fs::metadata(&path).unwrap();
+    assert_eq!(m.len(), bytes.len() as u64);
     let mtime = m.modified().unwrap();
     let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-    f.write_all(&vec![b' '; m.len() as usize]).unwrap();
+    f.write_all(bytes).unwrap();
     f.set_modified(mtime).unwrap();
+}
+
+/// Overwrites the plan with spaces in place ([`write_in_place`]).
+fn blank_in_place(h: &HookRepo) {
+    let len = std::fs::metadata(state(h, "goals.json")).unwrap().len();
+    write_in_place(h, &vec![b' '; len as usize]);
+}
+
+/// [`drive_run`] of session `s1`'s scoped run.
+fn drive_session_run(h: &HookRepo, after: &mut dyn FnMut(&str)) {
+    let dir = format!("{ULW}/{SID}");
+    drive_run(&h.repo, "ulw-loop", &dir, &["--session-id", SID], after);
 }
 
 /// The decision from the view equals the decision from the plan read in
@@ -200,27 +213,20 @@ fn honest_the_view_and_the_plan_decide_alike_at_every_step() {
         );
         a
     };
-    let dir = format!("{ULW}/{SID}");
     let mut steps = Vec::new();
-    drive_run(
-        &h.repo,
-        "ulw-loop",
-        &dir,
-        &["--session-id", SID],
-        &mut |step| {
-            let reason = compare(&h, step);
-            if step == "G001-a complete" {
-                assert_eq!(resume_of(&reason).0, "G002-b", "{reason}");
-            }
-            if step == "run complete" {
-                assert_eq!(reason, "", "{step}");
-                let (line, _) = view_lines(&h);
-                let bound: Value = serde_json::from_slice(&line).unwrap();
-                assert_eq!(bound["view"]["runComplete"], true, "{bound}");
-            }
-            steps.push(step.to_owned());
-        },
-    );
+    drive_session_run(&h, &mut |step| {
+        let reason = compare(&h, step);
+        if step == "G001-a complete" {
+            assert_eq!(resume_of(&reason).0, "G002-b", "{reason}");
+        }
+        if step == "run complete" {
+            assert_eq!(reason, "", "{step}");
+            let (line, _) = view_lines(&h);
+            let bound: Value = serde_json::from_slice(&line).unwrap();
+            assert_eq!(bound["view"]["runComplete"], true, "{bound}");
+        }
+        steps.push(step.to_owned());
+    });
     assert_eq!(steps.last().map(String::as_str), Some("run complete"));
 }
 
@@ -278,14 +284,7 @@ fn honest_the_spawn_guard_decides_from_the_view_as_from_the_plan_at_every_step()
             assert_eq!(after_fast["resetKey"], "G001-a#a1", "{step}");
         }
     };
-    let dir = format!("{ULW}/{SID}");
-    drive_run(
-        &h.repo,
-        "ulw-loop",
-        &dir,
-        &["--session-id", SID],
-        &mut |step| compare(step),
-    );
+    drive_session_run(&h, &mut |step| compare(step));
     // The preflight applied once G002-b's criteria all passed, until the
     // gate completed the run.
     assert_eq!(denied_at.len(), 1, "{denied_at:?}");
@@ -300,43 +299,30 @@ fn honest_the_spawn_guard_decides_from_the_view_as_from_the_plan_at_every_step()
 #[test]
 fn attack_a_plan_edited_with_its_identity_restored_keeps_the_spawn_preflight() {
     let h = HookRepo::new();
-    let dir = format!("{ULW}/{SID}");
     let mut attacked = false;
-    drive_run(
-        &h.repo,
-        "ulw-loop",
-        &dir,
-        &["--session-id", SID],
-        &mut |step| {
-            let before = gate_spawn(&h);
-            if attacked || !before.stdout.contains(PREFLIGHT) {
-                return;
-            }
-            attacked = true;
-            let path = state(&h, "goals.json");
-            let plan = std::fs::read(&path).unwrap();
-            blank_in_place(&h);
-            let after = gate_spawn(&h);
-            assert_eq!(after.stdout, before.stdout, "{step}");
-            // Put the plan back as it was, identity included, for the rest of
-            // the run.
-            let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
-            {
-                use std::io::Write;
-                let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-                f.write_all(&plan).unwrap();
-                f.set_modified(mtime).unwrap();
-            }
-            // A hand edit that changes the identity is read and refused.
-            let edited = String::from_utf8(plan.clone())
-                .unwrap()
-                .replace(r#""status": "pass""#, r#""status": "fail""#);
-            std::fs::write(&path, &edited).unwrap();
-            let reason = gate_spawn(&h).stdout;
-            assert!(reason.contains("PLAN_TAMPERED"), "{step}: {reason}");
-            std::fs::write(&path, &plan).unwrap();
-        },
-    );
+    drive_session_run(&h, &mut |step| {
+        let before = gate_spawn(&h);
+        if attacked || !before.stdout.contains(PREFLIGHT) {
+            return;
+        }
+        attacked = true;
+        let path = state(&h, "goals.json");
+        let plan = std::fs::read(&path).unwrap();
+        blank_in_place(&h);
+        let after = gate_spawn(&h);
+        assert_eq!(after.stdout, before.stdout, "{step}");
+        // Put the plan back as it was, identity included, for the rest of
+        // the run.
+        write_in_place(&h, &plan);
+        // A hand edit that changes the identity is read and refused.
+        let edited = String::from_utf8(plan.clone())
+            .unwrap()
+            .replace(r#""status": "pass""#, r#""status": "fail""#);
+        std::fs::write(&path, &edited).unwrap();
+        let reason = gate_spawn(&h).stdout;
+        assert!(reason.contains("PLAN_TAMPERED"), "{step}: {reason}");
+        std::fs::write(&path, &plan).unwrap();
+    });
     assert!(attacked);
 }
 
