@@ -326,6 +326,32 @@ fn attack_a_plan_edited_with_its_identity_restored_keeps_the_spawn_preflight() {
     assert!(attacked);
 }
 
+/// A view rewritten to drop the gate preflight (its hint kept) is not one
+/// the ledger vouches for: the spawn guard reads the plan, whose final goal
+/// has every criterion passed, and still requires the reports.
+#[test]
+fn attack_a_forged_view_dropping_the_spawn_preflight_is_not_trusted() {
+    let h = HookRepo::new();
+    let mut attacked = false;
+    drive_session_run(&h, &mut |step| {
+        let before = gate_spawn(&h);
+        if attacked || !before.stdout.contains(PREFLIGHT) {
+            return;
+        }
+        attacked = true;
+        let (line, hint) = view_lines(&h);
+        let mut bound: Value = serde_json::from_slice(&line).unwrap();
+        assert!(bound["view"]["spawn"]["preflight"].is_object(), "{bound}");
+        bound["view"]["spawn"]["preflight"] = Value::Null;
+        write_view(&h, bound.to_string().as_bytes(), &hint);
+        let after = gate_spawn(&h);
+        assert_eq!(after.stdout, before.stdout, "{step}");
+        // Put the engine's view back for the rest of the run.
+        write_view(&h, &line, &hint);
+    });
+    assert!(attacked);
+}
+
 /// A view rewritten to claim the run complete (its hint kept) is not one
 /// the ledger vouches for: the hook reads the plan and resumes.
 #[test]
