@@ -513,6 +513,65 @@ mod tests {
         }
     }
 
+    fn ulw_profile() -> Profile {
+        let rules = crate::rules::RuleSet::embedded().unwrap();
+        crate::goals::profile::Profiles::lookup(&rules, "ulw-loop").unwrap()
+    }
+
+    /// The spawn guard's part of the view: the preflight goal only while
+    /// the final goal is unfinished with every criterion passed, the active
+    /// goal's attempt, and the plan's session from `sessionId` or, for a
+    /// legacy plan, from `goalsPath`.
+    #[test]
+    fn the_spawn_view_names_the_preflight_goal_and_the_active_attempt() {
+        let profile = ulw_profile();
+        let base = r#"{"version":1,"evidenceLayoutVersion":2,"gateRules":"lazycodex","sessionId":"s9",
+            "activeGoalId":"G2","goals":[
+            {"id":"G1","title":"a","objective":"a","status":"complete","successCriteria":[{"id":"C1","status":"pass"}]},
+            {"id":"G2","title":"b","objective":"b","status":"in_progress","attempt":3,"attemptDir":"e/G2/a3",
+             "successCriteria":[{"id":"C1","status":"pass"},{"id":"C2","status":"pass"}]}]}"#;
+        let v = SpawnView::of(&plan(base), &profile);
+        let g2 = GoalAttempt {
+            id: "G2".into(),
+            attempt: 3,
+            attempt_dir: Some("e/G2/a3".into()),
+        };
+        assert_eq!(v.gate_rules.as_deref(), Some("lazycodex"));
+        assert!(v.layout_v2);
+        assert_eq!(v.attempt_session.as_deref(), Some("s9"));
+        assert_eq!(v.preflight.as_ref(), Some(&g2));
+        assert_eq!(v.active.as_ref(), Some(&g2));
+        // A criterion not passed: the gate judges later, no preflight.
+        let pending = base.replace(
+            r#"{"id":"C2","status":"pass"}"#,
+            r#"{"id":"C2","status":"pending"}"#,
+        );
+        let v = SpawnView::of(&plan(&pending), &profile);
+        assert_eq!(v.preflight, None);
+        assert_eq!(v.active.as_ref(), Some(&g2));
+        // The final goal complete: nothing to preflight, nothing active.
+        let done = base.replace(r#""status":"in_progress""#, r#""status":"complete""#);
+        let v = SpawnView::of(&plan(&done), &profile);
+        assert_eq!((v.preflight, v.active), (None, None));
+        // A legacy plan: layout 1, no gate rules, its session from goalsPath.
+        let legacy = base
+            .replace(
+                r#""evidenceLayoutVersion":2,"gateRules":"lazycodex","sessionId":"s9","#,
+                "",
+            )
+            .replace(
+                r#""version":1,"#,
+                &format!(
+                    r#""version":1,"goalsPath":"{}/s7/goals.json","#,
+                    profile.state_dir
+                ),
+            );
+        let v = SpawnView::of(&plan(&legacy), &profile);
+        assert_eq!(v.gate_rules, None);
+        assert!(!v.layout_v2);
+        assert_eq!(v.attempt_session.as_deref(), Some("s7"));
+    }
+
     #[test]
     fn the_resumable_goal_skips_overlays_and_finished_goals() {
         let p = plan(TWO);
