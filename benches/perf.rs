@@ -12,10 +12,14 @@
 //! * the curves at 5 / 200 / 2,000 goals (100 records) and 100 / 100k / 1M
 //!   records (200 goals), plus the spec workload (1,000 goals, 100k records),
 //!   for `status`, `steer` (new key and dedupe replay), `checkpoint`,
-//!   `record-evidence`, the Stop hook and the steering prompt hook, with the
-//!   bytes each hook read from files (`EVIDENCE_GATE_IO_REPORT`);
+//!   `record-evidence`, the Stop hook, the steering prompt hook and the spawn
+//!   guard, with the bytes each hook read from files
+//!   (`EVIDENCE_GATE_IO_REPORT`);
 //! * the binding walk: the steering prompt hook's time and bytes read after
-//!   0 / 300 / 1,000 annotations since the plan's last write (40 goals).
+//!   0 / 300 / 1,000 annotations since the plan's last write (40 goals);
+//! * at the end, every target of the run with its value and `met` or
+//!   `MISSED` (the slowest call at 5, 200 and 1,000 goals; the dedupe and
+//!   `status` over ledger sizes; the hooks' bytes read; hashing; the audit).
 //!
 //! `PERF_BIN_DIR=<dir with evidence-gate and verify-evidence>` measures
 //! those binaries instead of the ones this bench was built with (another
@@ -621,7 +625,7 @@ fn paired_ms(new: &[Duration], old: &[Duration]) -> Option<f64> {
     Some(d[d.len() / 2])
 }
 
-fn hashing(runs: usize, quick: bool) {
+fn hashing(runs: usize, quick: bool) -> Option<f64> {
     let mb = if quick { 128 } else { 512 };
     let dir = tempfile::tempdir_in(base_dir()).unwrap();
     let path = dir.path().join("big.bin");
@@ -678,8 +682,10 @@ fn hashing(runs: usize, quick: bool) {
         ours,
         gib(ours)
     );
+    let mut against_openssl = None;
     if has_openssl {
         let o = median_ms(openssl);
+        against_openssl = Some(gib(ours) / gib(o));
         println!(
             "  openssl dgst -sha256 (process)           {:>8.1} ms  {:>5.2} GiB/s",
             o,
@@ -730,6 +736,7 @@ fn hashing(runs: usize, quick: bool) {
         m,
         gib(m)
     );
+    against_openssl
 }
 
 fn main() {
@@ -778,6 +785,7 @@ fn main() {
     println!("floor: `true` p50 {fl:.2} ms");
     link_order_found(&built.gate);
 
+    let mut summary = Summary::default();
     // Start-up: `--version` and a command that loads the rules.
     let empty = tempfile::tempdir().unwrap();
     for (name, args) in [
@@ -809,9 +817,10 @@ fn main() {
             n / fl,
             ratio(n, o, d)
         );
+        summary.start_up.push((name, n / fl));
     }
 
-    hashing(runs, quick);
+    summary.hashing = hashing(runs, quick);
 
     // Curves. (goals, records); the spec workload last.
     let mut points: Vec<(usize, u64)> = vec![(5, 100), (200, 100), (2000, 100), (200, 100_000)];
@@ -893,6 +902,7 @@ fn main() {
                 (new, old, None, read)
             };
             let name = op(0, root).name;
+            let read_bytes = read;
             let read = read.map_or(String::new(), |r| {
                 format!(
                     "  read {:>9} B (<= 1 MiB: {})",
@@ -905,20 +915,205 @@ fn main() {
                 new / fl,
                 ratio(new, old, paired)
             );
+            summary.calls.push(Call {
+                goals,
+                records,
+                name,
+                ms: new,
+                read: read_bytes,
+            });
         }
         if (records >= 100_000 && !audit_done) || records >= 1_000_000 {
             audit_done = true;
-            audit(&b, base.as_ref(), repo.path(), records, home.path(), quick);
+            let r = audit(&b, base.as_ref(), repo.path(), records, home.path(), quick);
+            summary.audit = Some((records, r));
         }
     }
     walk_curve(&b, base.as_ref(), home.path(), quick);
+    summary.print(fl);
     println!(
         "\ntotal bench time {:.0} s",
         started.elapsed().as_secs_f64()
     );
 }
 
-fn audit(b: &Bins, base: Option<&Bins>, root: &Path, records: u64, home: &Path, quick: bool) {
+/// A call of the curves, for the targets' summary.
+struct Call {
+    goals: usize,
+    records: u64,
+    name: &'static str,
+    /// Median wall time.
+    ms: f64,
+    /// Bytes one more call read (hooks).
+    read: Option<u64>,
+}
+
+/// What the run measured against each target, printed at its end.
+#[derive(Default)]
+struct Summary {
+    /// Start-up calls and their ratio to the floor.
+    start_up: Vec<(&'static str, f64)>,
+    /// The verifier's hashing against `openssl dgst -sha256`.
+    hashing: Option<f64>,
+    calls: Vec<Call>,
+    /// The audit's speed-up on all cores over one thread, at its ledger size.
+    audit: Option<(u64, f64)>,
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}
+
+impl Summary {
+    /// The slowest call matching `which` (its value by `value`) against
+    /// `limit`, with every call over it named.
+    fn worst(
+        &self,
+        target: &str,
+        which: impl Fn(&Call) -> bool,
+        value: impl Fn(&Call) -> f64,
+        limit: f64,
+        unit: &str,
+    ) {
+        let calls: Vec<&Call> = self.calls.iter().filter(|c| which(c)).collect();
+        let Some(w) = calls.iter().max_by(|a, b| value(a).total_cmp(&value(b))) else {
+            println!("{target}: not measured in this run");
+            return;
+        };
+        let over: Vec<String> = calls
+            .iter()
+            .filter(|c| value(c) > limit)
+            .map(|c| {
+                format!(
+                    "{} {:.2}{unit} ({} goals, {} records)",
+                    c.name,
+                    value(c),
+                    c.goals,
+                    c.records
+                )
+            })
+            .collect();
+        let by = if over.is_empty() {
+            String::new()
+        } else {
+            format!(" by {}", over.join(", "))
+        };
+        println!(
+            "{target}: max {:.2}{unit} ({}, {} goals, {} records): {}{by}",
+            value(w),
+            w.name,
+            w.goals,
+            w.records,
+            verdict(value(w) <= limit)
+        );
+    }
+
+    /// `name` at 200 goals over the ledger sizes measured: flat when the
+    /// largest ledger's time is within 1.5 times the smallest's.
+    fn flat(&self, target: &str, name: &str) {
+        let mut at: Vec<&Call> = self
+            .calls
+            .iter()
+            .filter(|c| c.goals == 200 && c.name == name)
+            .collect();
+        at.sort_by_key(|c| c.records);
+        let (Some(first), Some(last)) = (at.first(), at.last()) else {
+            println!("{target}: not measured in this run");
+            return;
+        };
+        let curve: Vec<String> = at
+            .iter()
+            .map(|c| format!("{:.2} ms at {} records", c.ms, c.records))
+            .collect();
+        let r = last.ms / first.ms;
+        println!(
+            "{target}: {} ({r:.2}x, within 1.5x): {}",
+            curve.join(", "),
+            verdict(at.len() > 1 && r <= 1.5)
+        );
+    }
+
+    fn print(&self, fl: f64) {
+        println!("\n## targets (this run; floor `true` p50 {fl:.2} ms)");
+        let start: Vec<String> = self
+            .start_up
+            .iter()
+            .map(|(n, r)| format!("{n} {r:.2}x"))
+            .collect();
+        let worst = self.start_up.iter().fold(0f64, |m, (_, r)| m.max(*r));
+        println!(
+            "1  start-up <= 2.5x the floor: {}: {}",
+            start.join(", "),
+            verdict(worst <= 2.5)
+        );
+        self.worst(
+            "2a every command and hook <= 3x the floor at 5 goals",
+            |c| c.goals == 5,
+            |c| c.ms / fl,
+            3.0,
+            "x",
+        );
+        self.worst(
+            "2b every command and hook <= 10 ms at 200 goals",
+            |c| c.goals == 200,
+            |c| c.ms,
+            10.0,
+            " ms",
+        );
+        self.worst(
+            "2c every command and hook <= 25 ms at 1,000 goals / 100k records",
+            |c| c.goals == 1000 && c.records == 100_000,
+            |c| c.ms,
+            25.0,
+            " ms",
+        );
+        self.flat(
+            "3a steering dedupe flat in keyed history (steer replay, 200 goals)",
+            "steer-replay",
+        );
+        self.flat(
+            "3b read-only status flat in ledger size (engine-written plan, 200 goals)",
+            "status-bound",
+        );
+        let mib = (1u64 << 20) as f64;
+        self.worst(
+            "3c hooks read <= 1 MiB",
+            |c| c.read.is_some(),
+            |c| c.read.unwrap_or(0) as f64 / mib,
+            1.0,
+            " MiB",
+        );
+        match self.hashing {
+            Some(r) => println!(
+                "4  hashing >= 0.9x openssl dgst -sha256: {r:.2}x: {}",
+                verdict(r >= 0.9)
+            ),
+            None => println!("4  hashing >= 0.9x openssl dgst -sha256: no openssl here"),
+        }
+        match self.audit {
+            Some((records, r)) if records >= 1_000_000 => println!(
+                "5  audit >= 1.6x on all cores at 1M records: {r:.2}x: {}",
+                verdict(r >= 1.6)
+            ),
+            Some((records, r)) => println!(
+                "5  audit >= 1.6x on all cores at 1M records: not measured at 1M ({r:.2}x at {records} records)"
+            ),
+            None => println!("5  audit >= 1.6x on all cores at 1M records: not measured"),
+        }
+        println!(
+            "6  blockers without regex compilation, a fair lock: not timed here (tests; benches/lock_contention.py)"
+        );
+    }
+}
+
+fn audit(
+    b: &Bins,
+    base: Option<&Bins>,
+    root: &Path,
+    records: u64,
+    home: &Path,
+    quick: bool,
+) -> f64 {
     let args = vec![
         "--format".to_owned(),
         "json".to_owned(),
@@ -957,11 +1152,9 @@ fn audit(b: &Bins, base: Option<&Bins>, root: &Path, records: u64, home: &Path, 
         reports.iter().all(|x| *x),
         ratio(a, (!old.is_empty()).then(|| median_ms(old)), None)
     );
+    o / a
 }
 
-/// Prints how many of the functions `src/bin/shared/link-order.txt` lists
-/// the measured binary has: after a compiler or dependency upgrade, few, and
-/// `.ci/link-order` writes the file anew.
 fn link_order_found(exe: &Path) {
     let listed = include_str!("../src/bin/shared/link-order.txt");
     let names: std::collections::HashSet<String> =
