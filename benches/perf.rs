@@ -1076,8 +1076,18 @@ impl Summary {
             "status-bound",
         );
         let mib = (1u64 << 20) as f64;
+        // The target bounds what a hook reads by ledger size (200 goals,
+        // 100 to 1M records); what it reads of a large plan is printed
+        // beside it.
         self.worst(
-            "3c hooks read <= 1 MiB",
+            "3c hooks read <= 1 MiB at any ledger size",
+            |c| c.read.is_some() && c.goals == 200,
+            |c| c.read.unwrap_or(0) as f64 / mib,
+            1.0,
+            " MiB",
+        );
+        self.worst(
+            "   and at any plan size (beyond the target)",
             |c| c.read.is_some(),
             |c| c.read.unwrap_or(0) as f64 / mib,
             1.0,
