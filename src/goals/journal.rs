@@ -321,22 +321,49 @@ fn record_too_large(size: u64, max: u64) -> GoalError {
     )
 }
 
-/// Refuses entries whose chained records would exceed `max_record`, so a
-/// mutation can fail before it replaces the plan: a plan whose
-/// `lastMutation` can never reach the ledger would wedge every later
-/// command in the recovery check.
-pub(crate) fn check_record_sizes(
-    head: &Head,
-    entries: &[Map<String, Value>],
-    max_record: u64,
-) -> Result<(), GoalError> {
-    for (i, e) in entries.iter().enumerate() {
-        let size = ledger::chained_len(e, head.last_seq + 1 + i as u64);
-        if size > max_record {
-            return Err(record_too_large(size, max_record));
+/// Entries serialised once as the chained records that follow a head
+/// ([`ledger::chain_records`]): a mutation that writes the plan chains its
+/// entries before the plan (the plan names the head they make), checks
+/// their sizes on the records themselves, and [`append_chained`] writes the
+/// same bytes when the ledger still ends at that head.
+pub(crate) struct Chain {
+    /// The head the records follow: its last `seq` and record hash.
+    after: (u64, Option<String>),
+    bytes: Vec<u8>,
+    recs: Vec<ledger::ChainedRecord>,
+}
+
+impl Chain {
+    /// `entries` chained after `head`.
+    pub(crate) fn after(head: &Head, entries: &[Map<String, Value>]) -> Chain {
+        let (bytes, recs) =
+            ledger::chain_records(head.last_seq, head.last_hash.as_deref(), entries);
+        Chain {
+            after: (head.last_seq, head.last_hash.clone()),
+            bytes,
+            recs,
         }
     }
-    Ok(())
+
+    /// The last record's `seq` and hash (`None` without entries).
+    pub(crate) fn last(&self) -> Option<&ledger::ChainedRecord> {
+        self.recs.last()
+    }
+
+    /// Refuses records longer than `max_record`, so a mutation can fail
+    /// before it replaces the plan: a plan whose `lastMutation` can never
+    /// reach the ledger would wedge every later command in the recovery
+    /// check.
+    pub(crate) fn check_sizes(&self, max_record: u64) -> Result<(), GoalError> {
+        match self.recs.iter().find(|r| r.len as u64 > max_record) {
+            Some(r) => Err(record_too_large(r.len as u64, max_record)),
+            None => Ok(()),
+        }
+    }
+
+    fn follows(&self, head: &Head) -> bool {
+        self.after.0 == head.last_seq && self.after.1 == head.last_hash
+    }
 }
 
 /// Serialises entries as chained records after `head` and appends them with
@@ -345,7 +372,23 @@ pub(crate) fn append(
     dir: &Dir,
     display: &str,
     head: &Head,
-    entries: &[Map<String, Value>],
+    entries: Vec<Map<String, Value>>,
+    max_record: u64,
+) -> Result<Appended, GoalError> {
+    append_chained(dir, display, head, entries, None, max_record)
+}
+
+/// [`append`] of entries already chained after `head` (`chained`), written
+/// as they are when the ledger still ends there; records a Node tool
+/// appended meanwhile are absorbed and the entries chained after them.
+/// The records written are the entries themselves with `seq` and `prev`
+/// set, as the bytes written hold them.
+pub(crate) fn append_chained(
+    dir: &Dir,
+    display: &str,
+    head: &Head,
+    entries: Vec<Map<String, Value>>,
+    chained: Option<Chain>,
     max_record: u64,
 ) -> Result<Appended, GoalError> {
     if entries.is_empty() {
@@ -358,31 +401,40 @@ pub(crate) fn append(
     let (mut file, created) = crate::store::open_append(dir, super::state::LEDGER)
         .map_err(|e| append_error(dir, display, &e))?;
     let (head, mut keys) = resync(&mut file, display, head)?;
-    let (bytes, recs) = ledger::chain_records(head.last_seq, head.last_hash.as_deref(), entries);
+    let chain = match chained {
+        Some(c) if c.follows(&head) && c.recs.len() == entries.len() => c,
+        _ => Chain::after(&head, &entries),
+    };
+    chain.check_sizes(max_record)?;
     let mut written = Vec::with_capacity(entries.len());
     let mut offsets = Vec::with_capacity(entries.len());
     let mut new_head = head.clone();
     let mut offset = head.len;
-    for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-        if line.len() as u64 > max_record {
-            return Err(record_too_large(line.len() as u64, max_record));
-        }
-        let v: Value = serde_json::from_slice(line).expect("we serialised it");
+    let mut prev = head
+        .last_hash
+        .clone()
+        .unwrap_or_else(|| ledger::ZERO_HASH.to_owned());
+    for (mut e, r) in entries.into_iter().zip(&chain.recs) {
+        e.shift_remove("seq");
+        e.shift_remove("prev");
+        e.insert("seq".into(), Value::from(r.seq));
+        e.insert(
+            "prev".into(),
+            Value::String(std::mem::replace(&mut prev, r.hash.clone())),
+        );
         new_head.records += 1;
         new_head.last_offset = Some(offset);
-        new_head.last_hash = Some(ledger::record_hash(line));
-        if let Some(r) = v.get("revision").and_then(Value::as_u64) {
-            new_head.last_revision = r;
+        new_head.last_hash = Some(r.hash.clone());
+        new_head.last_seq = r.seq;
+        if let Some(rev) = e.get("revision").and_then(Value::as_u64) {
+            new_head.last_revision = rev;
         }
         offsets.push(offset);
-        offset += line.len() as u64 + 1;
-        written.push(v);
-    }
-    if let Some(last) = recs.last() {
-        new_head.last_seq = last.seq;
+        offset += r.len as u64 + 1;
+        written.push(Value::Object(e));
     }
     new_head.len = offset;
-    crate::store::append_synced(dir, &mut file, created, &bytes)
+    crate::store::append_synced(dir, &mut file, created, &chain.bytes)
         .map_err(|e| GoalError::io(display, "append to", &e))?;
     keys.extend(
         written
@@ -464,24 +516,47 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
         let e: Map<String, Value> = serde_json::from_str(r#"{"kind":"a","revision":1}"#).unwrap();
-        let first = append(
+        // Chained before the append (as a mutation that writes the plan
+        // does) and written as chained: the records returned are the lines
+        // written.
+        let chain = Chain::after(&Head::default(), std::slice::from_ref(&e));
+        let first = append_chained(
             &dir,
             "l",
             &Head::default(),
-            std::slice::from_ref(&e),
+            vec![e.clone()],
+            Some(chain),
             1 << 20,
         )
         .unwrap();
+        let lines = |path: &std::path::Path| -> Vec<Value> {
+            std::fs::read(path)
+                .unwrap()
+                .split(|b| *b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(|l| serde_json::from_slice(l).unwrap())
+                .collect()
+        };
+        assert_eq!(first.written, lines(&tmp.path().join("ledger.jsonl")));
         let stale = first.head.clone();
         let foreign = br#"{"at":"x","kind":"goal_added","goalId":"G9"}"#;
         let mut bytes = std::fs::read(tmp.path().join("ledger.jsonl")).unwrap();
         bytes.extend_from_slice(foreign);
         bytes.push(b'\n');
         std::fs::write(tmp.path().join("ledger.jsonl"), &bytes).unwrap();
-        let second = append(&dir, "l", &stale, &[e], 1 << 20).unwrap();
+        // Entries chained after the stale head are chained again after the
+        // foreign record the append absorbs.
+        let chain = Chain::after(&stale, std::slice::from_ref(&e));
+        let second =
+            append_chained(&dir, "l", &stale, vec![e.clone()], Some(chain), 1 << 20).unwrap();
         assert_eq!(
             second.written[0]["prev"],
             crate::ledger::record_hash(foreign).as_str()
+        );
+        assert_eq!(second.written[0]["seq"], 2);
+        assert_eq!(
+            second.written[..],
+            lines(&tmp.path().join("ledger.jsonl"))[2..]
         );
         assert_eq!(second.head.records, 3);
         let all = std::fs::read(tmp.path().join("ledger.jsonl")).unwrap();
@@ -495,7 +570,7 @@ mod tests {
         assert_eq!(codes, vec![crate::finding::Code::LedgerForeignRecord]);
         std::fs::write(tmp.path().join("ledger.jsonl"), b"{}\n").unwrap();
         assert!(
-            append(&dir, "l", &second.head, &[Map::new()], 1 << 20).is_err(),
+            append(&dir, "l", &second.head, vec![Map::new()], 1 << 20).is_err(),
             "a shorter ledger refuses"
         );
     }

@@ -62,12 +62,14 @@ pub struct ChainedRecord {
     pub seq: u64,
     /// Hash of its bytes (the next record's `prev`).
     pub hash: String,
+    /// Its length in bytes, without the terminating newline.
+    pub len: usize,
 }
 
 /// Serialises entries as chained records that continue after `tail`:
 /// `seq`/`prev` are removed from each entry and written last. Returns the
 /// bytes to append in one write (each record terminated by `\n`) and the
-/// records' seqs and hashes.
+/// records' seqs, hashes and lengths.
 pub fn chain_records(
     last_seq: u64,
     last_hash: Option<&str>,
@@ -79,73 +81,123 @@ pub fn chain_records(
     let mut seq = last_seq;
     for e in entries {
         seq += 1;
-        let mut obj = e.clone();
-        obj.shift_remove("seq");
-        obj.shift_remove("prev");
-        obj.insert("seq".into(), Value::from(seq));
-        obj.insert("prev".into(), Value::String(prev.clone()));
-        let line = serde_json::to_vec(&Value::Object(obj)).expect("JSON values serialise");
-        let hash = record_hash(&line);
-        out.extend_from_slice(&line);
-        out.push(b'\n');
+        let start = out.len();
+        write_chained(&mut out, e, seq, &prev).expect("writing to memory does not fail");
+        let hash = record_hash(&out[start..]);
         recs.push(ChainedRecord {
             seq,
             hash: hash.clone(),
+            len: out.len() - start,
         });
+        out.push(b'\n');
         prev = hash;
     }
     (out, recs)
 }
 
-/// The exact length of the line [`chain_records`] writes for `entry`
-/// at `seq`, counted without building it: the entry serialised compactly
-/// with `"seq"` and `"prev"` (always 64 hex digits) appended last.
-pub(crate) fn chained_len(entry: &Map<String, Value>, seq: u64) -> u64 {
-    struct Count(u64);
-    impl std::io::Write for Count {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0 += b.len() as u64;
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
+/// Writes `entry` as the chained record `seq` after `prev`, without its
+/// newline: the entry serialised compactly with any `seq` and `prev` of its
+/// own left out and the chain's `"seq"` and `"prev"` written last. The bytes
+/// are those of `serde_json::to_vec` of the entry with `seq` and `prev`
+/// removed and inserted again at its end, written without copying it.
+fn write_chained<W: std::io::Write>(
+    out: &mut W,
+    entry: &Map<String, Value>,
+    seq: u64,
+    prev: &str,
+) -> std::io::Result<()> {
+    out.write_all(b"{")?;
+    for (k, v) in entry.iter().filter(|(k, _)| *k != "seq" && *k != "prev") {
+        serde_json::to_writer(&mut *out, k)?;
+        out.write_all(b":")?;
+        serde_json::to_writer(&mut *out, v)?;
+        out.write_all(b",")?;
     }
-    if entry.contains_key("seq") || entry.contains_key("prev") {
-        let (bytes, _) = chain_records(seq - 1, Some(ZERO_HASH), std::slice::from_ref(entry));
-        return bytes.len() as u64 - 1;
-    }
-    let mut n = Count(0);
-    serde_json::to_writer(&mut n, entry).expect("JSON values serialise");
-    // `{…}` + `,"seq":N,"prev":"<64>"`, without the comma for `{}`.
-    let tail = format!(r#""seq":{seq},"prev":"{}""#, ZERO_HASH).len() as u64;
-    n.0 + tail + u64::from(!entry.is_empty())
+    write!(out, "\"seq\":{seq},\"prev\":")?;
+    serde_json::to_writer(&mut *out, prev)?;
+    out.write_all(b"}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The record as the chain wrote it before it was written in one pass:
+    /// the entry copied, `seq` and `prev` removed and inserted again last,
+    /// serialised compactly.
+    fn copied_line(e: &Map<String, Value>, seq: u64, prev: &str) -> Vec<u8> {
+        let mut obj = e.clone();
+        obj.shift_remove("seq");
+        obj.shift_remove("prev");
+        obj.insert("seq".into(), Value::from(seq));
+        obj.insert("prev".into(), Value::String(prev.to_owned()));
+        serde_json::to_vec(&Value::Object(obj)).unwrap()
+    }
+
+    /// Records written in one pass are byte for byte the copied and
+    /// serialised entries they replaced, with the same hashes and lengths:
+    /// escapes in keys and values, `seq`/`prev` anywhere in the entry,
+    /// nested values, every kind of number, an empty entry.
     #[test]
-    fn chained_len_is_the_length_chain_records_writes() {
+    fn records_written_in_one_pass_are_the_copied_entries_serialised() {
         let cases = [
             r#"{}"#,
-            r#"{"kind":"a"}"#,
-            r#"{"kind":"é ☃ \u0001","n":[1,2.5,null],"o":{"x":"\""}}"#,
-            r#"{"seq":4,"kind":"a","prev":"zz"}"#,
+            r#"{"seq":1}"#,
+            r#"{"prev":"x","seq":2}"#,
+            r#"{"kind":"a","seq":4,"b":1,"prev":"zz","c":[1,{"seq":5}]}"#,
+            r#"{"k\"ey":"v\u0000\n\t\u2028 é ☃","n":[-1,2.5,1e300,18446744073709551615,-9223372036854775808,0.1],"o":{"x":"\""}}"#,
+            r#"{"deep":[[[[{"a":[null,true,false,""]}]]]],"u":"\ud83d\ude00"}"#,
         ];
-        for text in cases {
-            let e: Map<String, Value> = serde_json::from_str(text).unwrap();
-            for seq in [1, 9, 10, 99_999, 100_000] {
-                // `prev` in real chains is always 64 hex digits.
-                let h = "f".repeat(64);
-                let (exact, _) = chain_records(seq - 1, Some(&h), std::slice::from_ref(&e));
-                assert_eq!(
-                    chained_len(&e, seq),
-                    exact.len() as u64 - 1,
-                    "{text} @ {seq}"
-                );
+        let entries: Vec<Map<String, Value>> = cases
+            .iter()
+            .map(|t| serde_json::from_str(t).unwrap())
+            .collect();
+        for start in [0, 9, 99_999] {
+            let h = "a".repeat(64);
+            let (bytes, recs) = chain_records(start, Some(&h), &entries);
+            let mut expected = Vec::new();
+            let mut prev = h.clone();
+            for (i, e) in entries.iter().enumerate() {
+                let line = copied_line(e, start + 1 + i as u64, &prev);
+                assert_eq!(recs[i].hash, record_hash(&line), "{}", cases[i]);
+                assert_eq!(recs[i].len, line.len(), "{}", cases[i]);
+                prev = record_hash(&line);
+                expected.extend_from_slice(&line);
+                expected.push(b'\n');
             }
+            assert_eq!(
+                String::from_utf8(bytes).unwrap(),
+                String::from_utf8(expected).unwrap()
+            );
+        }
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The same for arbitrary JSON objects.
+        #[test]
+        fn any_object_is_chained_as_copied_and_serialised(
+            text in proptest::collection::vec(
+                (prop_oneof![Just("seq".to_owned()), Just("prev".to_owned()), Just("kind".to_owned()), "[a-z]{1,3}", "\\PC{0,4}"],
+                 prop_oneof![
+                     any::<i64>().prop_map(Value::from),
+                     any::<u64>().prop_map(Value::from),
+                     any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+                     "\\PC{0,8}".prop_map(Value::from),
+                     any::<bool>().prop_map(Value::from),
+                     Just(Value::Null),
+                 ]),
+                0..8,
+            ),
+            seq in 0u64..1_000_000,
+        ) {
+            let e: Map<String, Value> = text.into_iter().collect();
+            let (bytes, recs) = chain_records(seq, None, std::slice::from_ref(&e));
+            let line = copied_line(&e, seq + 1, ZERO_HASH);
+            prop_assert_eq!(&bytes[..bytes.len() - 1], &line[..]);
+            prop_assert_eq!(&recs[0].hash, &record_hash(&line));
+            prop_assert_eq!(recs[0].len, line.len());
         }
     }
 

@@ -488,7 +488,6 @@ impl<'e> Locked<'e> {
         self.engine.barrier();
         let mut entries = entries.to_vec();
         alias_keys(&self.engine.profile, &mut entries);
-        let entries = entries.as_slice();
         let max = self.engine.profile.limits.max_ledger_record_bytes;
         let a = journal::append(
             &self.dir,
@@ -576,7 +575,7 @@ impl<'e> Locked<'e> {
                 stamp_plan_sha(&mut entries, &b.body_sha256);
             }
             let max = self.engine.profile.limits.max_ledger_record_bytes;
-            let a = journal::append(&target, &archived_ledger, &self.view.head, &entries, max)?;
+            let a = journal::append(&target, &archived_ledger, &self.view.head, entries, max)?;
             previous_head = Some(a.head);
         }
         store::sync_dir(&target)
@@ -627,7 +626,7 @@ impl<'e> Locked<'e> {
     ) -> Result<Committed, GoalError> {
         self.engine.barrier();
         let mut all = Vec::new();
-        let (revision, written_plan, named, body) = match write {
+        let (revision, written_plan, named, body, chain) = match write {
             Write::Plan(mut plan) => {
                 all.append(&mut plan.pending);
                 all.extend(entries);
@@ -653,12 +652,12 @@ impl<'e> Locked<'e> {
                     });
                 stamp_plan_sha(&mut all, &d);
                 stamp_view_sha(&mut all, &view.sha256);
-                journal::check_record_sizes(
-                    &self.view.head,
-                    &all,
-                    self.engine.profile.limits.max_ledger_record_bytes,
-                )?;
-                let head = next_head(&self.view.head, &all);
+                // The entries are chained once: the records' sizes are
+                // checked before anything is written, the plan names the
+                // head they make, and the append writes these bytes.
+                let chain = journal::Chain::after(&self.view.head, &all);
+                chain.check_sizes(self.engine.profile.limits.max_ledger_record_bytes)?;
+                let head = named_last(&chain);
                 plan.set(
                     "lastMutation",
                     json!({
@@ -672,7 +671,7 @@ impl<'e> Locked<'e> {
                 self.write_pieces(state::GOALS, &file.pieces())?;
                 let mut plan = *plan;
                 plan.set_encoded(file);
-                (rev, Some(plan), Some(head), Some((body, view)))
+                (rev, Some(plan), Some(head), Some((body, view)), Some(chain))
             }
             Write::AuditOnly { revision } => {
                 all.extend(entries);
@@ -687,15 +686,16 @@ impl<'e> Locked<'e> {
                         stamp_view_sha(&mut all, v);
                     }
                 }
-                (revision, None, None, None)
+                (revision, None, None, None, None)
             }
         };
         let max = self.engine.profile.limits.max_ledger_record_bytes;
-        let a = journal::append(
+        let a = journal::append_chained(
             &self.dir,
             &self.engine.paths.ledger(),
             &self.view.head,
-            &all,
+            all,
+            chain,
             max,
         )?;
         let keys_bytes =
@@ -772,8 +772,12 @@ impl<'e> Locked<'e> {
 
 /// The head the chained records of `entries` will make after `head`.
 pub(super) fn next_head(head: &Head, entries: &[Map<String, Value>]) -> NamedHead {
-    let (_, recs) = crate::ledger::chain_records(head.last_seq, head.last_hash.as_deref(), entries);
-    let last = recs.last().expect("entries to append");
+    named_last(&journal::Chain::after(head, entries))
+}
+
+/// The head the last record of `chain` makes.
+fn named_last(chain: &journal::Chain) -> NamedHead {
+    let last = chain.last().expect("entries to append");
     NamedHead {
         seq: last.seq,
         sha256: last.hash.clone(),

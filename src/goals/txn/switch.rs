@@ -212,7 +212,7 @@ fn start_new_ledger(
                 .map_err(|e| GoalError::io(&paths.goals(), "write", &e))?;
         }
     }
-    super::super::journal::append(dir, &paths.ledger(), &Head::default(), &entries, max_record)?;
+    super::super::journal::append(dir, &paths.ledger(), &Head::default(), entries, max_record)?;
     super::super::index::remove_quietly(dir, state::INDEX);
     super::super::index::remove_quietly(dir, state::KEYS);
     super::super::index::remove_quietly(dir, super::super::keyhash::FILE);
