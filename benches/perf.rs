@@ -11,9 +11,9 @@
 //!   one thread (`EVIDENCE_GATE_AUDIT_THREADS=1`), with identical reports;
 //! * the curves at 5 / 200 / 2,000 goals (100 records) and 100 / 100k / 1M
 //!   records (200 goals), plus the spec workload (1,000 goals, 100k records),
-//!   for `status`, `steer` (new key and dedupe replay), `checkpoint`,
-//!   `record-evidence`, the Stop hook, the steering prompt hook and the spawn
-//!   guard, with the bytes each hook read from files
+//!   for `status`, `steer` (new key, dedupe replay, a 10-item batch),
+//!   `checkpoint`, `record-evidence`, `complete-goals`, `criteria`, the Stop
+//!   hook, the steering prompt hook and the spawn guard, with the bytes each hook read from files
 //!   (`EVIDENCE_GATE_IO_REPORT`);
 //! * the binding walk: the steering prompt hook's time and bytes read after
 //!   0 / 300 / 1,000 annotations since the plan's last write (40 goals);
@@ -553,6 +553,53 @@ fn ops(goals: usize) -> Vec<Labelled> {
                                       "message": "final gate review"}}),
             ),
             hook: true,
+        }),
+    ));
+    v.push((
+        "complete-goals (resumes the active goal)",
+        Box::new(|_, _| Op {
+            name: "complete-goals",
+            args: s(&["ulw-loop", "complete-goals", "--json"]),
+            stdin: Vec::new(),
+            hook: false,
+        }),
+    ));
+    v.push((
+        "criteria --goal-id",
+        Box::new(move |i, _| Op {
+            name: "criteria",
+            args: s(&[
+                "ulw-loop",
+                "criteria",
+                "--goal-id",
+                &gid(i % goals),
+                "--json",
+            ]),
+            stdin: Vec::new(),
+            hook: false,
+        }),
+    ));
+    v.push((
+        "steer --proposals-json (10 items)",
+        Box::new(move |i, _| {
+            let items: Vec<Value> = (0..10)
+                .map(|k| {
+                    json!({"kind": "annotate_ledger", "targetGoalIds": [gid((i * 10 + k) % goals)],
+                           "evidence": format!("batch {i} item {k}"), "rationale": "latency curve"})
+                })
+                .collect();
+            Op {
+                name: "steer-batch",
+                args: vec![
+                    "ulw-loop".to_owned(),
+                    "steer".to_owned(),
+                    "--proposals-json".to_owned(),
+                    Value::Array(items).to_string(),
+                    "--json".to_owned(),
+                ],
+                stdin: Vec::new(),
+                hook: false,
+            }
         }),
     ));
     v.push((
