@@ -291,6 +291,24 @@ fn honest_the_spawn_guard_decides_from_the_view_as_from_the_plan_at_every_step()
     assert!(denied_at[0].starts_with("G002-b "), "{denied_at:?}");
 }
 
+/// Drives session `s1`'s run and calls `attack` once, at the first step
+/// where a gate-review spawn is denied by the preflight (with that step and
+/// the denial); fails when no step is.
+fn at_the_preflight(h: &HookRepo, attack: &mut dyn FnMut(&str, &crate::common::Run)) {
+    let mut attacked = false;
+    drive_session_run(h, &mut |step| {
+        if attacked {
+            return;
+        }
+        let before = gate_spawn(h);
+        if before.stdout.contains(PREFLIGHT) {
+            attacked = true;
+            attack(step, &before);
+        }
+    });
+    assert!(attacked, "no step preflighted a gate review");
+}
+
 /// An edit of the plan that keeps its identity (size, inode, modification
 /// time) cannot switch the preflight off: the spawn guard decides by the
 /// bound view, which still has the final goal's criteria passed. An
@@ -299,13 +317,7 @@ fn honest_the_spawn_guard_decides_from_the_view_as_from_the_plan_at_every_step()
 #[test]
 fn attack_a_plan_edited_with_its_identity_restored_keeps_the_spawn_preflight() {
     let h = HookRepo::new();
-    let mut attacked = false;
-    drive_session_run(&h, &mut |step| {
-        let before = gate_spawn(&h);
-        if attacked || !before.stdout.contains(PREFLIGHT) {
-            return;
-        }
-        attacked = true;
+    at_the_preflight(&h, &mut |step, before| {
         let path = state(&h, "goals.json");
         let plan = std::fs::read(&path).unwrap();
         blank_in_place(&h);
@@ -323,7 +335,6 @@ fn attack_a_plan_edited_with_its_identity_restored_keeps_the_spawn_preflight() {
         assert!(reason.contains("PLAN_TAMPERED"), "{step}: {reason}");
         std::fs::write(&path, &plan).unwrap();
     });
-    assert!(attacked);
 }
 
 /// A view rewritten to drop the gate preflight (its hint kept) is not one
@@ -332,13 +343,7 @@ fn attack_a_plan_edited_with_its_identity_restored_keeps_the_spawn_preflight() {
 #[test]
 fn attack_a_forged_view_dropping_the_spawn_preflight_is_not_trusted() {
     let h = HookRepo::new();
-    let mut attacked = false;
-    drive_session_run(&h, &mut |step| {
-        let before = gate_spawn(&h);
-        if attacked || !before.stdout.contains(PREFLIGHT) {
-            return;
-        }
-        attacked = true;
+    at_the_preflight(&h, &mut |step, before| {
         let (line, hint) = view_lines(&h);
         let mut bound: Value = serde_json::from_slice(&line).unwrap();
         assert!(bound["view"]["spawn"]["preflight"].is_object(), "{bound}");
@@ -349,7 +354,6 @@ fn attack_a_forged_view_dropping_the_spawn_preflight_is_not_trusted() {
         // Put the engine's view back for the rest of the run.
         write_view(&h, &line, &hint);
     });
-    assert!(attacked);
 }
 
 /// A view rewritten to claim the run complete (its hint kept) is not one
