@@ -43,6 +43,9 @@ const MIN_SLOTS: u64 = 1024;
 /// Longest key line read for a candidate (lines are small; a longer one is
 /// not one the engine wrote).
 const MAX_LINE: u64 = 256 * 1024;
+/// Bytes read at a time for a candidate line (an engine-written key line
+/// is a few hundred bytes).
+const LINE_READ: usize = 2048;
 /// Slots read per probe step.
 const PROBE_CHUNK: u64 = 32;
 
@@ -263,20 +266,21 @@ pub(crate) fn append(dir: &Dir, old_bytes: u64, appended: &[u8]) -> io::Result<(
     f.write_all(&h.encode())
 }
 
-/// Reads the line of `.ledger.keys` at `off` (without its `\n`).
+/// Reads the line of `.ledger.keys` at `off` (without its `\n`), reading no
+/// further than its end (give or take one buffer): a lookup reads one short
+/// line, not the key history after it.
 fn line_at(keys: &mut File, off: u64, keys_bytes: u64) -> io::Result<Option<Vec<u8>>> {
     if off >= keys_bytes {
         return Ok(None);
     }
     keys.seek(SeekFrom::Start(off))?;
+    let limit = (keys_bytes - off).min(MAX_LINE);
+    let mut reader = io::BufReader::with_capacity(LINE_READ, Read::by_ref(keys).take(limit));
     let mut buf = Vec::new();
-    Read::by_ref(keys)
-        .take((keys_bytes - off).min(MAX_LINE))
-        .read_to_end(&mut buf)?;
-    let Some(end) = crate::scan::find_byte(b'\n', &buf) else {
+    io::BufRead::read_until(&mut reader, b'\n', &mut buf)?;
+    if buf.pop() != Some(b'\n') {
         return Ok(None);
-    };
-    buf.truncate(end);
+    }
     Ok(Some(buf))
 }
 
@@ -404,6 +408,40 @@ pub(crate) fn lookup(src: &Sources<'_>, key: &str) -> io::Result<Lookup> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_candidate_line_is_read_without_the_history_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).unwrap();
+        let mut text = Vec::new();
+        let mut offsets = Vec::new();
+        for i in 0..2000 {
+            offsets.push(text.len() as u64);
+            text.extend_from_slice(format!("{{\"k\":\"k:{i}\",\"s\":{i}}}\n").as_bytes());
+        }
+        // A last line without its newline: not a line.
+        let partial = text.len() as u64;
+        text.extend_from_slice(b"{\"k\":\"k:cut\"");
+        d.write("keys", &text).unwrap();
+        let mut f = d.open("keys").unwrap();
+        let all = text.len() as u64;
+        for &i in &[0usize, 1, 999, 1999] {
+            let line = line_at(&mut f, offsets[i], all).unwrap().unwrap();
+            assert_eq!(line, format!("{{\"k\":\"k:{i}\",\"s\":{i}}}").into_bytes());
+            // Read up to one buffer past the line's start, never to the end
+            // of the file (before, a lookup read all of it: up to 256 KiB).
+            let pos = f.stream_position().unwrap();
+            assert!(
+                pos <= offsets[i] + LINE_READ as u64,
+                "read to {pos} for a line at {}",
+                offsets[i]
+            );
+        }
+        assert_eq!(line_at(&mut f, partial, all).unwrap(), None);
+        // The bytes the index vouches for end before the last line's newline.
+        assert_eq!(line_at(&mut f, offsets[1999], all - 2 - (all - partial)).unwrap(), None);
+        assert_eq!(line_at(&mut f, all, all).unwrap(), None);
+    }
 
     #[test]
     fn header_round_trips_and_rejects_bad_sizes() {
