@@ -54,10 +54,10 @@ pub(crate) fn lock_plan_timed<'e>(
     command: &str,
     timeout: std::time::Duration,
 ) -> Result<(Locked<'e>, Plan), GoalError> {
-    if engine.state_dir()?.is_none() {
+    let Some(dir) = engine.state_dir()? else {
         return Err(super::plan::missing(&engine.paths, &engine.profile));
-    }
-    let mut locked = engine.lock_timed(command, timeout)?;
+    };
+    let mut locked = engine.lock_in(dir, command, timeout)?;
     let plan = locked.read_plan()?;
     locked.reconcile(Some(&plan), OnMismatch::Refuse)?;
     Ok((locked, plan))

@@ -106,13 +106,38 @@ impl Engine {
         self.acquire(command, false, timeout)
     }
 
+    /// [`Engine::lock_timed`] in the state directory `dir` the caller has
+    /// already opened ([`Engine::state_dir`]): the lock is taken in the
+    /// directory that was checked, without walking its path again.
+    pub(crate) fn lock_in(
+        &self,
+        dir: Dir,
+        command: &str,
+        timeout: Duration,
+    ) -> Result<Locked<'_>, GoalError> {
+        self.acquire_in(Some(dir), command, false, timeout)
+    }
+
     fn acquire(
         &self,
         command: &str,
         rebuild_index: bool,
         timeout: Duration,
     ) -> Result<Locked<'_>, GoalError> {
-        let dir = state::open_chain(self.root(), &self.paths.dir, true)?.expect("created");
+        self.acquire_in(None, command, rebuild_index, timeout)
+    }
+
+    fn acquire_in(
+        &self,
+        dir: Option<Dir>,
+        command: &str,
+        rebuild_index: bool,
+        timeout: Duration,
+    ) -> Result<Locked<'_>, GoalError> {
+        let dir = match dir {
+            Some(d) => d,
+            None => state::open_chain(self.root(), &self.paths.dir, true)?.expect("created"),
+        };
         let lock_path = self.paths.file(state::LOCK);
         let opts = LockOptions {
             timeout,
