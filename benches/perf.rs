@@ -351,25 +351,17 @@ fn disk_prompt(
     runs: usize,
     fl: f64,
 ) {
-    let mut new = Vec::new();
-    let mut old = Vec::new();
-    for i in 0..runs {
+    let this = |i: usize| {
         let on = prompt_steer(100_000 + i, root);
-        let this = || run(&b.gate, &on.args, root, &on.stdin, &[], home).0;
-        match (base, base_root) {
-            (Some(bb), Some(br)) => {
-                let ob = prompt_steer(100_000 + i, br);
-                let that = || run(&bb.gate, &ob.args, br, &ob.stdin, &[], home).0;
-                let (n, o) = in_turn(i, this, that);
-                new.push(n);
-                old.push(o);
-            }
-            _ => new.push(this()),
+        run(&b.gate, &on.args, root, &on.stdin, &[], home).0
+    };
+    let that = base.zip(base_root).map(|(bb, br)| {
+        move |i: usize| {
+            let ob = prompt_steer(100_000 + i, br);
+            run(&bb.gate, &ob.args, br, &ob.stdin, &[], home).0
         }
-    }
-    let d = paired_ms(&new, &old);
-    let n = median_ms(new);
-    let o = (!old.is_empty()).then(|| median_ms(old));
+    });
+    let (n, o, d) = timed_in_turn(runs, this, that);
     println!(
         "{:<16} {:<36} {n:>8.2} ms  floor_ratio {:>6.2}{}  (per-user state on disk: not a target)",
         "prompt-steer",
@@ -687,6 +679,31 @@ fn in_turn<T>(i: usize, a: impl FnOnce() -> T, b: impl FnOnce() -> T) -> (T, T) 
     }
 }
 
+/// `n` calls of `this`, each in turn with one of `that` when there is a
+/// baseline ([`in_turn`]): this build's median, the baseline's, and the
+/// median of the paired differences.
+fn timed_in_turn(
+    n: usize,
+    this: impl Fn(usize) -> Duration,
+    that: Option<impl Fn(usize) -> Duration>,
+) -> (f64, Option<f64>, Option<f64>) {
+    let mut new = Vec::new();
+    let mut old = Vec::new();
+    for i in 0..n {
+        match &that {
+            Some(that) => {
+                let (a, b) = in_turn(i, || this(i), || that(i));
+                new.push(a);
+                old.push(b);
+            }
+            None => new.push(this(i)),
+        }
+    }
+    let d = paired_ms(&new, &old);
+    let o = (!old.is_empty()).then(|| median_ms(old));
+    (median_ms(new), o, d)
+}
+
 /// The baseline columns: its median, the ratio of the medians, and the
 /// median of the paired differences (this build minus the baseline, call by
 /// call as they ran in turn), which resolves changes a ratio of medians of
@@ -892,23 +909,11 @@ fn main() {
             s(&["ulw-loop", "status", "--json"]),
         ),
     ] {
-        let mut new = Vec::new();
-        let mut old = Vec::new();
-        for i in 0..runs.max(30) {
-            let this = || run(&b.gate, &args, empty.path(), b"", &[], home.path()).0;
-            match &base {
-                Some(bb) => {
-                    let that = || run(&bb.gate, &args, empty.path(), b"", &[], home.path()).0;
-                    let (n, o) = in_turn(i, this, that);
-                    new.push(n);
-                    old.push(o);
-                }
-                None => new.push(this()),
-            }
-        }
-        let d = paired_ms(&new, &old);
-        let n = median_ms(new);
-        let o = (!old.is_empty()).then(|| median_ms(old));
+        let this = |_| run(&b.gate, &args, empty.path(), b"", &[], home.path()).0;
+        let that = base
+            .as_ref()
+            .map(|bb| |_| run(&bb.gate, &args, empty.path(), b"", &[], home.path()).0);
+        let (n, o, d) = timed_in_turn(runs.max(30), this, that);
         println!(
             "start-up {name:<34} {n:>8.2} ms  floor_ratio {:>5.2} (target <= 2.5){}",
             n / fl,

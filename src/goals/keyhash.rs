@@ -439,7 +439,10 @@ mod tests {
         }
         assert_eq!(line_at(&mut f, partial, all).unwrap(), None);
         // The bytes the index vouches for end before the last line's newline.
-        assert_eq!(line_at(&mut f, offsets[1999], all - 2 - (all - partial)).unwrap(), None);
+        assert_eq!(
+            line_at(&mut f, offsets[1999], all - 2 - (all - partial)).unwrap(),
+            None
+        );
         assert_eq!(line_at(&mut f, all, all).unwrap(), None);
     }
 
