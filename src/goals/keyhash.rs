@@ -410,6 +410,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::disallowed_methods)] // a test's temporary directory
     fn a_candidate_line_is_read_without_the_history_after_it() {
         let dir = tempfile::tempdir().unwrap();
         let d = Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).unwrap();
