@@ -409,11 +409,17 @@ pub(crate) fn lookup(src: &Sources<'_>, key: &str) -> io::Result<Lookup> {
 mod tests {
     use super::*;
 
-    #[test]
+    /// A temporary state directory (kept while the first is alive).
     #[allow(clippy::disallowed_methods)] // a test's temporary directory
+    fn temp_dir() -> (tempfile::TempDir, Dir) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        (tmp, dir)
+    }
+
+    #[test]
     fn a_candidate_line_is_read_without_the_history_after_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).unwrap();
+        let (_tmp, d) = temp_dir();
         let mut text = Vec::new();
         let mut offsets = Vec::new();
         for i in 0..2000 {
@@ -445,6 +451,17 @@ mod tests {
             None
         );
         assert_eq!(line_at(&mut f, all, all).unwrap(), None);
+
+        // A line longer than one buffer (the agent can write this file) is
+        // read whole across buffers; one longer than the limit is not a line.
+        for (len, whole) in [(LINE_READ * 5 + 7, true), (MAX_LINE as usize + 1, false)] {
+            let long = format!("{{\"k\":\"k:long\",\"x\":\"{}\"}}", "a".repeat(len));
+            let text = format!("{long}\n{{\"k\":\"k:next\"}}\n");
+            d.write("long", text.as_bytes()).unwrap();
+            let mut f = d.open("long").unwrap();
+            let got = line_at(&mut f, 0, text.len() as u64).unwrap();
+            assert_eq!(got, whole.then(|| long.clone().into_bytes()), "{len}");
+        }
     }
 
     #[test]
@@ -487,10 +504,8 @@ mod tests {
     }
 
     #[test]
-    #[allow(clippy::disallowed_methods)]
     fn appends_grow_the_table_and_every_key_stays_reachable() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let (_tmp, dir) = temp_dir();
         let mut keys = Vec::new();
         let mut offsets = Vec::new();
         // 700 keys in batches of 7: past half of the first 1,024 slots.
@@ -503,7 +518,7 @@ mod tests {
                 appended.extend_from_slice(line.as_bytes());
             }
             keys.extend_from_slice(&appended);
-            std::fs::write(tmp.path().join(super::super::state::KEYS), &keys).unwrap();
+            dir.write(super::super::state::KEYS, &keys).unwrap();
             append(&dir, old, &appended).unwrap();
         }
         let mut f = open_nofollow(&dir, FILE, false).unwrap();
