@@ -12,7 +12,9 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 mod members;
+mod select;
 pub(crate) use members::{Members, object_members};
+pub(crate) use select::{Selection, parse_selected};
 
 /// Why a document is not acceptable JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,6 +149,15 @@ mod wide {
     /// not valid, too many members, or a thread could not be started), with
     /// the byte range of each element of `key`'s array in `text`.
     pub(super) fn parse(text: &str, key: &str) -> Option<(Value, Option<super::Spans>)> {
+        parse_with(text, key, &|t| parse_strict_str(t).ok())
+    }
+
+    /// [`parse`] with each element of `key`'s array read by `each`.
+    pub(super) fn parse_with(
+        text: &str,
+        key: &str,
+        each: &(dyn Fn(&str) -> Option<Value> + Sync),
+    ) -> Option<(Value, Option<super::Spans>)> {
         let mut de = serde_json::Deserializer::from_str(text);
         let members = de.deserialize_map(Top { key }).ok()?;
         de.end().ok()?;
@@ -166,7 +177,7 @@ mod wide {
                             })
                             .collect(),
                     );
-                    Value::Array(elements(&items)?)
+                    Value::Array(elements(&items, each)?)
                 }
             };
             doc.insert(k, v);
@@ -174,13 +185,14 @@ mod wide {
         Some((Value::Object(doc), spans))
     }
 
-    /// Each element parsed strictly, the second half (by bytes) on a helper
+    /// Each element read by `each`, the second half (by bytes) on a helper
     /// thread.
-    fn elements(items: &[&RawValue]) -> Option<Vec<Value>> {
+    fn elements(
+        items: &[&RawValue],
+        each: &(dyn Fn(&str) -> Option<Value> + Sync),
+    ) -> Option<Vec<Value>> {
         let one = |part: &[&RawValue]| -> Option<Vec<Value>> {
-            part.iter()
-                .map(|r| parse_strict_str(r.get()).ok())
-                .collect()
+            part.iter().map(|r| each(r.get())).collect()
         };
         if items.len() < MIN_ELEMENTS {
             return one(items);

@@ -470,7 +470,8 @@ impl State {
 pub struct Binding {
     /// The verdict.
     pub state: State,
-    /// SHA-256 of the plan body as read.
+    /// SHA-256 of the plan body as read; empty from [`judge_plan_verdict`]
+    /// when the verdict is legacy (no digest to compare it with).
     pub body_sha256: String,
     /// The head the plan names.
     pub named: Option<NamedHead>,
@@ -505,7 +506,12 @@ impl Binding {
     /// (`evidence` says how it is known, from what the agent cannot forge
     /// unseen): the binding was dropped and hidden behind lines the walk
     /// could not read, so the plan is not trusted.
-    pub(crate) fn hidden_binding(mut self, evidence: &str) -> Binding {
+    pub(crate) fn hidden_binding(mut self, evidence: &str, plan: &Plan) -> Binding {
+        // A tampered verdict names the body it judged
+        // ([`judge_plan_verdict`] leaves a legacy one's digest out).
+        if self.body_sha256.is_empty() {
+            self.body_sha256 = plan.read_body_sha256();
+        }
         self.ledger_tampered = Some(format!(
             "the plan names no ledger head and the newest bytes of its ledger a hook may read hold no record the engine wrote, but {evidence}: an oversized or foreign tail hides the binding"
         ));
@@ -567,6 +573,25 @@ impl Binding {
 /// the plan ([`Plan::read_body_sha256_recorded`]).
 pub(crate) fn judge_plan(plan: &Plan, tail: &Tail, pending: bool) -> Binding {
     let mut b = judge_records(plan, &tail.records, pending, tail.cut);
+    b.walked = tail.bytes;
+    b
+}
+
+/// [`judge_plan`] for a caller that acts on the verdict only (a hook): a
+/// plan that names no head over a ledger that binds no plan is legacy
+/// whatever its body, so its digest, which serialising a plan no engine
+/// wrote costs, is not computed ([`Binding::body_sha256`] is empty).
+pub(crate) fn judge_plan_verdict(plan: &Plan, tail: &Tail, pending: bool) -> Binding {
+    let binds = tail
+        .records
+        .iter()
+        .find(|t| t.seq.is_some())
+        .is_some_and(|t| t.plan_sha256.is_some());
+    if named_head(plan.doc()).is_some() || binds {
+        return judge_plan(plan, tail, pending);
+    }
+    let mut b = judge_digest(String::new(), plan.doc(), &tail.records, pending, tail.cut);
+    debug_assert_eq!(b.state, State::Legacy, "the verdict needs no digest");
     b.walked = tail.bytes;
     b
 }
@@ -954,6 +979,44 @@ mod tests {
         serde_json::from_str(text).unwrap()
     }
 
+    /// A hook's verdict is the full judgement's in every state; only a
+    /// legacy plan's digest, which no verdict compares, is left out, and a
+    /// hidden binding (tampered) names the body it judged.
+    #[test]
+    fn the_verdict_only_judgement_leaves_out_only_a_legacy_digest() {
+        let legacy = doc(r#"{"version":1,"goals":[{"id":"G1"}]}"#);
+        let d = body_sha256(&legacy);
+        let bound = bound_doc(2, "h2");
+        let bd = body_sha256(&bound);
+        let cases: [(&Map<String, Value>, Vec<TailRecord>); 6] = [
+            (&legacy, vec![]),
+            (&legacy, vec![rec(None, "n", None)]),
+            (&legacy, vec![rec(Some(2), "h2", None)]),
+            (&legacy, vec![rec(Some(2), "h2", Some(&d))]),
+            (&bound, vec![rec(Some(2), "h2", Some(&bd))]),
+            (&bound, vec![rec(Some(2), "h2", Some("other"))]),
+        ];
+        for (doc, records) in cases {
+            let plan = Plan::from_doc(doc.clone());
+            let tail = Tail {
+                records,
+                ..Tail::default()
+            };
+            let full = judge_plan(&plan, &tail, false);
+            let verdict = judge_plan_verdict(&plan, &tail, false);
+            assert_eq!(verdict.state, full.state, "{:?}", tail.records);
+            assert_eq!(verdict.codes(), full.codes());
+            if verdict.state == State::Legacy {
+                assert_eq!(verdict.body_sha256, "");
+                let hidden = verdict.hidden_binding("a test", &plan);
+                assert_eq!(hidden.body_sha256, full.body_sha256);
+                assert!(hidden.tampered());
+            } else {
+                assert_eq!(verdict, full);
+            }
+        }
+    }
+
     #[test]
     fn the_body_digest_ignores_last_mutation_and_matches_the_written_bytes() {
         let with = doc(
@@ -1089,7 +1152,7 @@ mod tests {
         let legacy = doc(r#"{"version":1,"goals":[]}"#);
         let b = judge_cut(&legacy, &[rec(None, "n", None)]);
         assert_eq!((b.state, b.cut), (State::Legacy, true));
-        let b = b.hidden_binding("the test says so");
+        let b = b.hidden_binding("the test says so", &Plan::from_doc(legacy.clone()));
         assert_eq!(b.codes(), vec!["LEDGER_TAMPERED"]);
         assert!(b.ledger_tampered.unwrap().contains("the test says so"));
         let b = judge(&legacy, &[rec(None, "n", None)], false);

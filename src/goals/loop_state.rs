@@ -130,7 +130,9 @@ pub(crate) fn locate_view(
         if let Some(view) = stop_view::read_bound(&dir, &paths) {
             return Ok(Some((dir, view, None, paths)));
         }
-        match plan::read(Some(&dir), &paths, profile, now) {
+        // Read for its view and its binding only: the criteria's text is
+        // checked and skipped.
+        match plan::read_selected(Some(&dir), &paths, profile, now, &stop_view::CRITERIA_READ) {
             Ok(p) => Ok(Some((
                 dir,
                 StopView::of(&p, profile),

@@ -559,6 +559,69 @@ fn an_unreadable_plan_holds_the_stop_until_the_user_acts() {
     }
 }
 
+/// I2 with a plan a hook reads for its view only (no bound view: a Node
+/// tool's plan): the hook decodes each criterion's id and status and skips
+/// its scenario and evidence text, but a fault the agent hides there (a
+/// repeated key deep inside the evidence, a number out of range, a bad
+/// escape) still makes the plan unreadable, as the engine finds it. Honest
+/// use: the same plan with long, nested evidence text resumes as usual.
+#[test]
+fn a_fault_in_skipped_criterion_text_holds_the_stop() {
+    let file = format!("{ULW}/{SID}/goals.json");
+    let honest = |h: &HookRepo| {
+        let mut p = plan(
+            Some(SID),
+            Some("G001"),
+            vec![
+                goal(
+                    "G001",
+                    "in_progress",
+                    &[("C001", "pending"), ("C002", "pass")],
+                ),
+                goal("G002", "pending", &[("C001", "pending")]),
+            ],
+        );
+        p["goals"][0]["successCriteria"][1]["capturedEvidence"] =
+            json!({"log": ["line \u{e9}\n".repeat(200), {"exit": 0, "marker": "HIDE"}]});
+        h.write_plan(&format!("{ULW}/{SID}"), &p);
+    };
+    let h = HookRepo::new();
+    honest(&h);
+    let reason = block_reason(&stop(&h, &h.codex_stop(SID)));
+    assert!(reason.contains("Next goal: G001"), "{reason}");
+    assert!(h.diag_codes().is_empty(), "{:?}", h.diag_codes());
+    for fault in [
+        r#""exit": 0, "exit": 1"#,
+        r#""exit": 1e400"#,
+        r#""exit": "\ud800""#,
+    ] {
+        let h = HookRepo::new();
+        honest(&h);
+        let text = std::fs::read_to_string(h.join(&file)).unwrap();
+        let bad = text.replacen(r#""exit": 0"#, fault, 1);
+        assert_ne!(bad, text);
+        h.write(&file, bad);
+        let (reason, _) = halt_reason(&stop(&h, &h.codex_stop(SID)));
+        assert!(
+            reason.starts_with("evidence-gate: HOOK_PLAN_UNREADABLE"),
+            "{fault}: {reason}"
+        );
+        let d = h.diagnostics();
+        assert_eq!(d[0]["detail"]["error"], "ULW_LOOP_PLAN_CORRUPT", "{fault}");
+        // The engine refuses the same file.
+        let run = eg(
+            &h.repo,
+            "ulw-loop",
+            &["status", "--session-id", SID, "--json"],
+        );
+        assert!(
+            run.stdout.contains("ULW_LOOP_PLAN_CORRUPT"),
+            "{}",
+            run.stdout
+        );
+    }
+}
+
 /// I2: a profile's state directory, or a directory above it, that the agent
 /// replaced by a symlink (to the real plan, with work left) is not "no
 /// plan": the stop is held with `HOOK_PLAN_UNREADABLE`. A hook passes over a

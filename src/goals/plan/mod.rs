@@ -45,6 +45,9 @@ pub struct Plan {
     changed: bool,
     /// Goals that may have changed since the plan was read.
     touched: Touched,
+    /// Read by [`read_selected`]: members outside its selection are not in
+    /// the document, which is read, never written.
+    selected: bool,
 }
 
 /// Estimated heap bytes of a decoded plan's tree per byte of its file (a
@@ -155,6 +158,33 @@ pub(crate) fn read(
     profile: &Profile,
     now: &str,
 ) -> Result<Plan, GoalError> {
+    read_with(dir, paths, profile, now, None)
+}
+
+/// [`read`] for a caller that only reads the plan and, of each goal's
+/// criteria, only the members in `sel.keep`: the criteria's other members
+/// (their scenarios and evidence text, most of a large plan's bytes) are
+/// checked as a whole read checks them and skipped, not decoded
+/// ([`crate::json::parse_selected`]). The plan accepts and refuses exactly
+/// what [`read`] does, with the same errors; its body digest is the whole
+/// plan's. It is never written ([`Plan::encode`] panics).
+pub(crate) fn read_selected(
+    dir: Option<&Dir>,
+    paths: &StatePaths,
+    profile: &Profile,
+    now: &str,
+    sel: &crate::json::Selection,
+) -> Result<Plan, GoalError> {
+    read_with(dir, paths, profile, now, Some(sel))
+}
+
+fn read_with(
+    dir: Option<&Dir>,
+    paths: &StatePaths,
+    profile: &Profile,
+    now: &str,
+    sel: Option<&crate::json::Selection>,
+) -> Result<Plan, GoalError> {
     let goals_path = paths.goals();
     let Some(dir) = dir else {
         return Err(missing(paths, profile));
@@ -174,7 +204,10 @@ pub(crate) fn read(
                 profile.limits.max_plan_bytes
             ),
         )),
-        Some(ReadOutcome::Bytes(bytes)) => Plan::decode_file(bytes, paths, profile, now),
+        Some(ReadOutcome::Bytes(bytes)) => match sel {
+            None => Plan::decode_file(bytes, paths, profile, now),
+            Some(sel) => Plan::decode_selected(bytes, paths, profile, now, sel),
+        },
     }
 }
 
@@ -226,6 +259,40 @@ impl Plan {
         let goals_path = paths.goals();
         let (value, goal_spans) = crate::json::parse_strict_wide_spans(bytes, "goals")
             .map_err(|e| corrupt(&goals_path, "", format!("not valid JSON: {e}")))?;
+        Plan::decode_value(value, goal_spans, None, paths, profile, now)
+    }
+
+    /// [`read_selected`]'s decoding of a file's bytes: the selective
+    /// reading, or, for a document it does not accept, the whole one (which
+    /// refuses it with the error [`Plan::decode_file`] gives).
+    pub(crate) fn decode_selected(
+        bytes: Vec<u8>,
+        paths: &StatePaths,
+        profile: &Profile,
+        now: &str,
+        sel: &crate::json::Selection,
+    ) -> Result<Plan, GoalError> {
+        match crate::json::parse_selected(&bytes, sel) {
+            Some(value) => {
+                let file = std::sync::Arc::new(bytes);
+                Plan::decode_value(value, None, Some(file), paths, profile, now)
+            }
+            None => Plan::decode_file(bytes, paths, profile, now),
+        }
+    }
+
+    /// The checks and the in-memory migration of a read document. `file`:
+    /// the selectively read file it was decoded from ([`read_selected`]).
+    fn decode_value(
+        value: Value,
+        goal_spans: Option<crate::json::Spans>,
+        file: Option<std::sync::Arc<Vec<u8>>>,
+        paths: &StatePaths,
+        profile: &Profile,
+        now: &str,
+    ) -> Result<Plan, GoalError> {
+        let goals_path = paths.goals();
+        let selected = file.is_some();
         let Value::Object(doc) = value else {
             return Err(invalid(&goals_path, profile, None));
         };
@@ -280,7 +347,7 @@ impl Plan {
             }
         }
         let read = Some(ReadDigest {
-            file: None,
+            file,
             exact: std::sync::OnceLock::new(),
             serialised: std::sync::OnceLock::new(),
             file_is_encoding: std::sync::OnceLock::new(),
@@ -294,6 +361,7 @@ impl Plan {
             encoded: None,
             changed: false,
             touched: Touched::None,
+            selected,
         };
         plan.migrate_legacy_objective(profile, paths, now);
         Ok(plan)
@@ -336,6 +404,7 @@ impl Plan {
             encoded: None,
             changed: false,
             touched: Touched::None,
+            selected: false,
         }
     }
 
@@ -345,7 +414,7 @@ impl Plan {
         match &self.read {
             // The document has not changed since it was read, or `pin` set
             // the digest before it did.
-            Some(r) => r.exact.get_or_init(|| self.serialise_body()).clone(),
+            Some(r) => r.exact.get_or_init(|| self.body_as_read()).clone(),
             None => body_sha256(&self.doc),
         }
     }
@@ -355,6 +424,26 @@ impl Plan {
     /// the plan file this gives is kept for [`Plan::encoded`], so a plan
     /// whose file is not the engine's (a Node tool's, a hand-made one) is
     /// serialised once for its digest and its answer, not twice.
+    /// The body digest of the document as it is, which is as read: for a
+    /// selectively read plan, the whole file's document, decoded again.
+    fn body_as_read(&self) -> String {
+        if !self.selected {
+            return self.serialise_body();
+        }
+        let whole = self
+            .read
+            .as_ref()
+            .and_then(|r| r.file.as_deref())
+            .and_then(|f| crate::json::parse_strict(f).ok());
+        match whole {
+            Some(Value::Object(doc)) => BodyText::of(&doc).sha256(),
+            // The selective reading accepts only what the whole one does; a
+            // digest no record holds, were it not so, makes the plan one its
+            // ledger does not vouch for.
+            _ => String::from("unreadable"),
+        }
+    }
+
     fn serialise_body(&self) -> String {
         let body = BodyText::of(&self.doc);
         let d = body.sha256();
@@ -412,6 +501,9 @@ impl Plan {
     /// [`Plan::encode`] of the document as it is, when known without
     /// serialising it: its bytes in pieces, in order.
     pub(crate) fn encoded(&self) -> Option<Vec<&[u8]>> {
+        if self.selected {
+            return None;
+        }
         if let Some(e) = &self.encoded {
             return Some(e.pieces());
         }
@@ -492,12 +584,19 @@ impl Plan {
         if let Some(r) = &self.read
             && r.exact.get().is_none()
         {
-            let _ = r.exact.set(self.serialise_body());
+            let _ = r.exact.set(self.body_as_read());
         }
+    }
+
+    /// Whether the plan was read by [`read_selected`].
+    #[cfg(test)]
+    pub(crate) fn is_selected(&self) -> bool {
+        self.selected
     }
 
     /// Two-space pretty JSON plus one `\n`.
     pub fn encode(&self) -> Vec<u8> {
+        assert!(!self.selected, "a selectively read plan is never written");
         let mut out = serde_json::to_vec_pretty(&self.doc).expect("JSON values serialise");
         out.push(b'\n');
         out

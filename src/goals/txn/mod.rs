@@ -875,7 +875,7 @@ pub(crate) fn judge_tail(
     let Some((mut f, meta)) = state::open_file(dir, state::LEDGER, &display)? else {
         let a = assess(Some(plan), &Head::default(), false, &mut |_, _, _| 0);
         let pending = a.consistency == Consistency::Recoverable && !a.missing.is_empty();
-        return Ok(binding::judge_plan(
+        return Ok(binding::judge_plan_verdict(
             plan,
             &binding::Tail::default(),
             pending,
@@ -918,9 +918,9 @@ pub(crate) fn judge_tail(
     }
     let Some(len) = tail.end else {
         // No complete record within the budget: nothing to assess.
-        let b = binding::judge_plan(plan, &tail, false);
+        let b = binding::judge_plan_verdict(plan, &tail, false);
         return Ok(if b.state == binding::State::Legacy {
-            b.hidden_binding("its newest line is longer than the budget")
+            b.hidden_binding("its newest line is longer than the budget", plan)
         } else {
             b
         });
@@ -946,11 +946,11 @@ pub(crate) fn judge_tail(
         )
     });
     let pending = a.consistency == Consistency::Recoverable && !a.missing.is_empty();
-    let b = binding::judge_plan(plan, &tail, pending);
+    let b = binding::judge_plan_verdict(plan, &tail, pending);
     Ok(match hidden {
         // No chained record within the budget of a ledger the engine wrote:
         // the binding is hidden, not absent.
-        Some(why) if b.state == binding::State::Legacy && b.cut => b.hidden_binding(why),
+        Some(why) if b.state == binding::State::Legacy && b.cut => b.hidden_binding(why, plan),
         _ => b,
     })
 }

@@ -145,6 +145,16 @@ pub(crate) struct ResumeGoal {
     pub title: String,
 }
 
+/// What a view reads of a plan's criteria, with what the plan's field rules
+/// check of them: a plan read for its view only
+/// ([`super::plan::read_selected`]) decodes these members of each criterion
+/// and skips the rest (scenarios, expected and captured evidence).
+pub(crate) const CRITERIA_READ: crate::json::Selection = crate::json::Selection {
+    key: "goals",
+    list: "successCriteria",
+    keep: &["id", "status", "userModel", "essential"],
+};
+
 impl StopView {
     /// The view of `plan`, a plan of `profile`.
     pub(crate) fn of(plan: &Plan, profile: &Profile) -> StopView {
@@ -479,6 +489,9 @@ fn progress_digest_tree(plan: &Plan) -> String {
     let v = serde_json::json!({"goalCount": plan.goal_count(), "goals": goals, "completion": completion});
     crate::digest::sha256_hex(crate::json::canonical(&v).as_bytes())
 }
+
+#[cfg(test)]
+mod selected_tests;
 
 #[cfg(test)]
 mod tests {
