@@ -515,8 +515,31 @@ fn status_op(label: &'static str, name: &'static str) -> Labelled {
     )
 }
 
+/// The Stop hook at the end of a turn.
+fn stop_op(label: &'static str, name: &'static str) -> Labelled {
+    (
+        label,
+        Box::new(move |_, root| Op {
+            name,
+            args: s(&cli::codex_hook("stop", &[])),
+            stdin: hook_payload(
+                root,
+                "Stop",
+                json!({"stop_hook_active": false, "last_assistant_message": "Done for now."}),
+            ),
+            hook: true,
+        }),
+    )
+}
+
 fn ops(goals: usize) -> Vec<Labelled> {
     let mut v: Vec<Labelled> = vec![status_op("status --json", "status")];
+    // Before the first mutation: the generated plan is a Node tool's (no
+    // bound view, no binding), which a hook reads for its view and verdict.
+    v.push(stop_op(
+        "hook stop (no view: Node tool's plan)",
+        "stop-noview",
+    ));
     v.push((
         "record-evidence",
         Box::new(|i, _| Op {
@@ -558,19 +581,7 @@ fn ops(goals: usize) -> Vec<Labelled> {
             hook: false,
         }),
     ));
-    v.push((
-        "hook stop (live plan)",
-        Box::new(|_, root| Op {
-            name: "stop",
-            args: s(&cli::codex_hook("stop", &[])),
-            stdin: hook_payload(
-                root,
-                "Stop",
-                json!({"stop_hook_active": false, "last_assistant_message": "Done for now."}),
-            ),
-            hook: true,
-        }),
-    ));
+    v.push(stop_op("hook stop (live plan)", "stop"));
     v.push(("hook user-prompt-submit (steering)", Box::new(prompt_steer)));
     v.push((
         "hook pre-tool-use-spawn (gate review)",
