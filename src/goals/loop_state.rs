@@ -65,7 +65,10 @@ fn read_in(
     let Some(dir) = state::open_chain(root, &paths.dir, false)? else {
         return Ok(None);
     };
-    match plan::read(Some(&dir), &paths, profile, now) {
+    // Read for its owner only (the caller reads it whole under the lock):
+    // the criteria's text is checked and skipped.
+    let read = plan::read_selected(Some(&dir), &paths, profile, now, &stop_view::CRITERIA_READ);
+    match read {
         Ok(p) => Ok(Some((dir, p, paths))),
         Err(e) if matches!(*e.kind, ErrorKind::PlanMissing { .. }) => Ok(None),
         Err(e) => Err(e),

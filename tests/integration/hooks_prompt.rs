@@ -497,6 +497,46 @@ fn a_corrupt_plan_is_reported_and_nothing_is_applied() {
     );
 }
 
+/// An unscoped plan's owner is read with each criterion's text checked and
+/// skipped (the steering reads the plan whole under the lock): a repeated
+/// key hidden in a criterion's evidence still makes the plan unreadable, as
+/// it is to the engine. Honest use: the same plan without it is this
+/// session's, and is not reported.
+#[test]
+fn an_unscoped_plan_with_a_fault_in_criterion_text_is_unreadable() {
+    for fault in [false, true] {
+        let h = HookRepo::new();
+        let p = fixture(
+            "codex/user-prompt-submit/synth-steer-directive.json",
+            h.path(),
+        );
+        let mut doc = plan(
+            Some(SID),
+            Some("G001"),
+            vec![goal("G001", "in_progress", &[("C001", "pending")])],
+        );
+        doc["goals"][0]["successCriteria"][0]["capturedEvidence"] =
+            json!({"log": "x".repeat(4096), "exit": 0});
+        h.write_plan(ULW, &doc);
+        if fault {
+            let file = format!("{ULW}/goals.json");
+            let text = std::fs::read_to_string(h.join(&file)).unwrap();
+            h.write(
+                &file,
+                text.replacen(r#""exit": 0"#, r#""exit": 0, "exit": 1"#, 1),
+            );
+        }
+        let text = context_text(&prompt(&h, &[], &p));
+        let unreadable = h.diag_codes().iter().any(|c| c == "HOOK_PLAN_UNREADABLE");
+        assert_eq!(unreadable, fault, "{text} {:?}", h.diag_codes());
+        assert_eq!(
+            text.contains("no ulw-loop plan exists for this session"),
+            fault,
+            "{text}"
+        );
+    }
+}
+
 /// Claude Code and Gemini have no `create_goal`/`update_goal`
 /// tools; their ultrawork text does not name them (recorded payloads).
 #[test]
