@@ -13,21 +13,23 @@ fn stop(h: &HookRepo, payload: &Value) -> crate::common::Run {
 }
 
 fn live_plan(h: &HookRepo) {
-    h.write_plan(
-        &format!("{ULW}/{SID}"),
-        &plan(
-            Some(SID),
-            Some("G001"),
-            vec![
-                goal(
-                    "G001",
-                    "in_progress",
-                    &[("C001", "pending"), ("C002", "pass")],
-                ),
-                goal("G002", "pending", &[("C001", "pending")]),
-            ],
-        ),
-    );
+    h.write_plan(&format!("{ULW}/{SID}"), &live_plan_doc());
+}
+
+/// The plan [`live_plan`] writes: G001 in progress, G002 pending.
+fn live_plan_doc() -> Value {
+    plan(
+        Some(SID),
+        Some("G001"),
+        vec![
+            goal(
+                "G001",
+                "in_progress",
+                &[("C001", "pending"), ("C002", "pass")],
+            ),
+            goal("G002", "pending", &[("C001", "pending")]),
+        ],
+    )
 }
 
 fn counter(h: &HookRepo, goal: &str) -> Option<Value> {
@@ -569,18 +571,7 @@ fn an_unreadable_plan_holds_the_stop_until_the_user_acts() {
 fn a_fault_in_skipped_criterion_text_holds_the_stop() {
     let file = format!("{ULW}/{SID}/goals.json");
     let honest = |h: &HookRepo| {
-        let mut p = plan(
-            Some(SID),
-            Some("G001"),
-            vec![
-                goal(
-                    "G001",
-                    "in_progress",
-                    &[("C001", "pending"), ("C002", "pass")],
-                ),
-                goal("G002", "pending", &[("C001", "pending")]),
-            ],
-        );
+        let mut p = live_plan_doc();
         p["goals"][0]["successCriteria"][1]["capturedEvidence"] =
             json!({"log": ["line \u{e9}\n".repeat(200), {"exit": 0, "marker": "HIDE"}]});
         h.write_plan(&format!("{ULW}/{SID}"), &p);

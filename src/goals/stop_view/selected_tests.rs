@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{CRITERIA_READ, StopView};
 use crate::goals::error::GoalError;
-use crate::goals::plan::Plan;
+use crate::goals::plan::{CriterionStatus, GoalStatus, Plan};
 use crate::goals::profile::Profile;
 use crate::goals::state::StatePaths;
 
@@ -200,7 +200,11 @@ fn member_value() -> impl Strategy<Value = Value> {
 fn criterion() -> impl Strategy<Value = Value> {
     (
         "C[0-9]",
-        prop::sample::select(vec!["pass", "fail", "pending", "blocked", "bogus"]),
+        prop::sample::select({
+            let mut v = CriterionStatus::names();
+            v.push("bogus");
+            v
+        }),
         prop::option::of(prop::sample::select(vec!["happy", "edge", "bogus"])),
         prop::collection::btree_map(
             prop::sample::select(vec![
@@ -230,15 +234,7 @@ fn criterion() -> impl Strategy<Value = Value> {
 fn goal() -> impl Strategy<Value = Value> {
     (
         "G[0-9]",
-        prop::sample::select(vec![
-            "pending",
-            "in_progress",
-            "complete",
-            "failed",
-            "blocked",
-            "review_blocked",
-            "needs_user_decision",
-        ]),
+        prop::sample::select(GoalStatus::names()),
         prop::option::of(prop::sample::select(vec!["superseded", "blocked"])),
         0u64..4,
         prop::collection::vec(criterion(), 0..4),
