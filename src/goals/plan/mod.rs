@@ -281,18 +281,19 @@ impl Plan {
         }
     }
 
-    /// The checks and the in-memory migration of a read document. `file`:
-    /// the selectively read file it was decoded from ([`read_selected`]).
+    /// The checks and the in-memory migration of a read document.
+    /// `selected_from`: the file a selective reading decoded it from
+    /// ([`read_selected`]); `None` for a whole reading.
     fn decode_value(
         value: Value,
         goal_spans: Option<crate::json::Spans>,
-        file: Option<std::sync::Arc<Vec<u8>>>,
+        selected_from: Option<std::sync::Arc<Vec<u8>>>,
         paths: &StatePaths,
         profile: &Profile,
         now: &str,
     ) -> Result<Plan, GoalError> {
         let goals_path = paths.goals();
-        let selected = file.is_some();
+        let selected = selected_from.is_some();
         let Value::Object(doc) = value else {
             return Err(invalid(&goals_path, profile, None));
         };
@@ -347,7 +348,7 @@ impl Plan {
             }
         }
         let read = Some(ReadDigest {
-            file,
+            file: selected_from,
             exact: std::sync::OnceLock::new(),
             serialised: std::sync::OnceLock::new(),
             file_is_encoding: std::sync::OnceLock::new(),
@@ -419,11 +420,6 @@ impl Plan {
         }
     }
 
-    /// [`body_sha256`] of the document, serialised as a write serialises it
-    /// (a long goals array on two threads). While the document is as read,
-    /// the plan file this gives is kept for [`Plan::encoded`], so a plan
-    /// whose file is not the engine's (a Node tool's, a hand-made one) is
-    /// serialised once for its digest and its answer, not twice.
     /// The body digest of the document as it is, which is as read: for a
     /// selectively read plan, the whole file's document, decoded again.
     fn body_as_read(&self) -> String {
@@ -444,6 +440,11 @@ impl Plan {
         }
     }
 
+    /// [`body_sha256`] of the document, serialised as a write serialises it
+    /// (a long goals array on two threads). While the document is as read,
+    /// the plan file this gives is kept for [`Plan::encoded`], so a plan
+    /// whose file is not the engine's (a Node tool's, a hand-made one) is
+    /// serialised once for its digest and its answer, not twice.
     fn serialise_body(&self) -> String {
         let body = BodyText::of(&self.doc);
         let d = body.sha256();
