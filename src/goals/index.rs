@@ -214,11 +214,11 @@ pub(crate) fn view_read_only(
             if idx.ledger_bytes == len {
                 return Ok(View::at_index(&idx, len, 0));
             }
-            let scan = journal::scan_from(&mut file, idx.head(), len).map_err(io)?;
+            let scan = journal::scan_head_from(&mut file, idx.head(), len).map_err(io)?;
             (scan, Source::Suffix)
         }
         _ => {
-            let scan = journal::scan_from(&mut file, Head::default(), len).map_err(io)?;
+            let scan = journal::scan_head_from(&mut file, Head::default(), len).map_err(io)?;
             (scan, Source::FullScan)
         }
     };
@@ -230,9 +230,7 @@ pub(crate) fn view_read_only(
         &serde_json::to_vec(&doc).expect("json"),
         Durability::Cache,
     );
-    let mut v = from_scan(scan, len, source, 0);
-    v.new_keys.clear();
-    Ok(v)
+    Ok(from_scan(scan, len, source, 0))
 }
 
 /// The per-user cache file of a ledger: `ledger-index-<16 hex>.json`, the

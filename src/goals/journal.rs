@@ -79,27 +79,50 @@ pub struct KeyLine(pub Value);
 
 impl Head {
     /// Folds one complete record at `offset` into the head.
+    #[cfg(test)]
     fn absorb(&mut self, offset: u64, line: &[u8], keys: &mut Vec<KeyLine>) {
+        if self.absorb_unhashed(offset, line, Some(keys)) {
+            self.last_hash = Some(ledger::record_hash(line));
+        }
+    }
+
+    /// [`Head::absorb`] without `last_hash`, which a scan computes once, for
+    /// the last record of its region: whether `line` is a record. `keys`:
+    /// where the record's index keys go; `None` reads only the chain's
+    /// members.
+    fn absorb_unhashed(
+        &mut self,
+        offset: u64,
+        line: &[u8],
+        keys: Option<&mut Vec<KeyLine>>,
+    ) -> bool {
         if !ledger::is_record(line) {
-            return;
+            return false;
         }
         self.records += 1;
         self.last_offset = Some(offset);
-        self.last_hash = Some(ledger::record_hash(line));
         // Only the members the head and the keys read are built.
-        if let Some(v) = head_members(line) {
+        let members = if keys.is_some() {
+            HEAD_MEMBERS
+        } else {
+            CHAIN_MEMBERS
+        };
+        if let Some(v) = members_of(line, members) {
             if let Some((seq, _)) = ledger::chain_fields(&v) {
                 self.last_seq = seq;
                 if let Some(r) = v.get("revision").and_then(Value::as_u64) {
                     self.last_revision = r;
                 }
             }
-            keys.extend(keys_of(&v, Some(offset)));
+            if let Some(keys) = keys {
+                keys.extend(keys_of(&v, Some(offset)));
+            }
         }
+        true
     }
 }
 
-/// The members of a record [`Head::absorb`] reads: its chain's
+/// The members of a record [`Head::absorb_unhashed`] reads: its chain's
 /// ([`ledger::chain_fields`], `revision`) and those [`keys_of`] reads (a
 /// unit test checks that they read no other).
 const HEAD_MEMBERS: &[&str] = &[
@@ -114,10 +137,21 @@ const HEAD_MEMBERS: &[&str] = &[
     "idempotencyKey",
 ];
 
+/// The members of a record the head reads ([`ledger::chain_fields`],
+/// `revision`): [`HEAD_MEMBERS`] for a scan that does not collect keys.
+const CHAIN_MEMBERS: &[&str] = &["seq", "prev", "revision"];
+
 /// `line` as a JSON object holding the [`HEAD_MEMBERS`] it has (more when it
 /// had to be read whole), if it is one.
+#[cfg(test)]
 fn head_members(line: &[u8]) -> Option<Value> {
-    match crate::json::object_members(line, HEAD_MEMBERS) {
+    members_of(line, HEAD_MEMBERS)
+}
+
+/// `line` as a JSON object holding the `members` it has (more when it had
+/// to be read whole), if it is one.
+fn members_of(line: &[u8], members: &[&str]) -> Option<Value> {
+    match crate::json::object_members(line, members) {
         crate::json::Members::Chosen(m) | crate::json::Members::Whole(m) => Some(Value::Object(m)),
         crate::json::Members::NotObject => None,
     }
@@ -190,6 +224,18 @@ pub(crate) struct Scan {
 
 /// Reads `[from, end)` of the ledger, continuing `start` (the head at `from`).
 pub(crate) fn scan_from(file: &mut File, start: Head, end: u64) -> io::Result<Scan> {
+    scan_region(file, start, end, true)
+}
+
+/// [`scan_from`] for a reader that needs the head only: the records' index
+/// keys are not collected (the scan's `keys` stay empty), and of each record
+/// only the chain's members are decoded. The head is the one [`scan_from`]
+/// gives.
+pub(crate) fn scan_head_from(file: &mut File, start: Head, end: u64) -> io::Result<Scan> {
+    scan_region(file, start, end, false)
+}
+
+fn scan_region(file: &mut File, start: Head, end: u64, with_keys: bool) -> io::Result<Scan> {
     let from = start.len;
     file.seek(SeekFrom::Start(from))?;
     let mut reader = BufReader::with_capacity(256 * 1024, Read::by_ref(file).take(end - from));
@@ -199,6 +245,9 @@ pub(crate) fn scan_from(file: &mut File, start: Head, end: u64) -> io::Result<Sc
     };
     let mut offset = from;
     let mut buf = Vec::new();
+    // The newest record read so far, with its `\n`: only the region's last
+    // record is hashed (the head's `last_hash`), not every record.
+    let mut last = Vec::new();
     loop {
         buf.clear();
         let n = reader.read_until(b'\n', &mut buf)?;
@@ -209,9 +258,15 @@ pub(crate) fn scan_from(file: &mut File, start: Head, end: u64) -> io::Result<Sc
             scan.trailing = buf.clone();
             break;
         }
-        scan.head.absorb(offset, &buf[..n - 1], &mut scan.keys);
+        let keys = with_keys.then_some(&mut scan.keys);
+        if scan.head.absorb_unhashed(offset, &buf[..n - 1], keys) {
+            std::mem::swap(&mut buf, &mut last);
+        }
         offset += n as u64;
         scan.head.len = offset;
+    }
+    if let Some(record) = last.strip_suffix(b"\n") {
+        scan.head.last_hash = Some(ledger::record_hash(record));
     }
     Ok(scan)
 }
@@ -684,6 +739,68 @@ mod tests {
         want.reverse();
         assert_eq!(got.len(), recs.len());
         assert!(got == want, "records come back whole with their offsets");
+    }
+
+    /// A scan hashes only its region's last record, and a head-only scan
+    /// decodes only the chain's members: both give the head that folding
+    /// every record in turn gives ([`Head::absorb`]), from the start or
+    /// continuing from any record boundary, and the full scan the same keys.
+    #[test]
+    fn scans_give_the_head_every_record_folded_in_turn_gives() {
+        let prev = "d".repeat(64);
+        let steering =
+            r#"{"invariant":{"accepted":true},"targetGoalIds":["G1"],"promptSignature":"s"}"#;
+        let lines: Vec<String> = vec![
+            format!(r#"{{"seq":1,"prev":"{prev}","revision":3,"kind":"evidence_captured"}}"#),
+            "   ".into(),
+            String::new(),
+            r#"{"kind":"steering_accepted","idempotencyKey":"legacy","steering":{"invariant":{"accepted":true}}}"#.into(),
+            format!(r#"{{"seq":2,"prev":"{prev}","kind":"steering_accepted","idempotencyKey":"k1","steering":{steering}}}"#),
+            "[1, 2]".into(),
+            "not json at all".into(),
+            format!(r#"{{"seq":3,"prev":"{prev}","seq":4,"revision":9}}"#),
+            format!(r#"{{"seq":0,"prev":"{prev}","revision":11}}"#),
+            format!(r#"{{"seq":5,"prev":"short","revision":12}}"#),
+            format!(r#"{{"revision":13,"prev":"{prev}","seq":6,"pad":"{}"}}"#, "é".repeat(40)),
+            "\t".into(),
+        ];
+        let mut bytes = Vec::new();
+        let mut bounds = vec![0u64];
+        for l in &lines {
+            bytes.extend_from_slice(l.as_bytes());
+            bytes.push(b'\n');
+            bounds.push(bytes.len() as u64);
+        }
+        for trailing in [&b""[..], b"{\"seq\":7", b"  "] {
+            let mut file_bytes = bytes.clone();
+            file_bytes.extend_from_slice(trailing);
+            let tmp = tempfile::tempfile().unwrap();
+            let mut f = File::from_std(tmp);
+            std::io::Write::write_all(&mut f, &file_bytes).unwrap();
+            let end = file_bytes.len() as u64;
+            for (i, &from) in bounds.iter().enumerate() {
+                // The head at `from`, then the rest, record by record.
+                let mut start = Head::default();
+                for (j, l) in lines.iter().enumerate().take(i) {
+                    start.absorb(bounds[j], l.as_bytes(), &mut Vec::new());
+                    start.len = bounds[j + 1];
+                }
+                assert_eq!(start.len, from);
+                let (mut want, mut want_keys) = (start.clone(), Vec::new());
+                for (j, l) in lines.iter().enumerate().skip(i) {
+                    want.absorb(bounds[j], l.as_bytes(), &mut want_keys);
+                    want.len = bounds[j + 1];
+                }
+                let full = scan_from(&mut f, start.clone(), end).unwrap();
+                assert_eq!(full.head, want, "from {from}");
+                assert_eq!(full.keys, want_keys, "from {from}");
+                assert_eq!(full.trailing, trailing, "from {from}");
+                let head_only = scan_head_from(&mut f, start, end).unwrap();
+                assert_eq!(head_only.head, want, "head only, from {from}");
+                assert!(head_only.keys.is_empty());
+                assert_eq!(head_only.trailing, trailing);
+            }
+        }
     }
 
     #[test]
