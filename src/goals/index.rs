@@ -146,6 +146,20 @@ pub(crate) fn view_of(
     name: &str,
     max_record: u64,
 ) -> Result<View, GoalError> {
+    view_scanning(dir, paths, name, max_record, journal::scan_from)
+}
+
+/// A ledger region's scan: [`journal::scan_from`], or
+/// [`journal::scan_head_from`] for a reader that needs no keys.
+type ScanFn = fn(&mut File, Head, u64) -> std::io::Result<journal::Scan>;
+
+fn view_scanning(
+    dir: &Dir,
+    paths: &state::StatePaths,
+    name: &str,
+    max_record: u64,
+    scan_from: ScanFn,
+) -> Result<View, GoalError> {
     let display = paths.file(name);
     let opened = state::open_file(dir, name, &display)?.map(|(f, m)| (f, m.len()));
     let Some((mut file, len)) = opened else {
@@ -163,10 +177,10 @@ pub(crate) fn view_of(
         if idx.ledger_bytes == len {
             return Ok(View::at_index(&idx, len, idx.keys_bytes));
         }
-        let scan = journal::scan_from(&mut file, idx.head(), len).map_err(io)?;
+        let scan = scan_from(&mut file, idx.head(), len).map_err(io)?;
         return Ok(from_scan(scan, len, Source::Suffix, idx.keys_bytes));
     }
-    let scan = journal::scan_from(&mut file, Head::default(), len).map_err(io)?;
+    let scan = scan_from(&mut file, Head::default(), len).map_err(io)?;
     Ok(from_scan(scan, len, Source::FullScan, 0))
 }
 
@@ -178,6 +192,9 @@ pub(crate) fn view_of(
 /// offset), brought up to date by parsing the suffix. Only when neither
 /// describes the ledger (a fresh clone, Node-written state, a rewritten
 /// ledger) is it scanned once, and the cache written for the next call.
+/// Its scans read the head only ([`journal::scan_head_from`]: the records
+/// counted, not decoded, and the chain's part read back from the end), so
+/// the view's `new_keys` stay empty.
 pub(crate) fn view_read_only(
     dir: &Dir,
     paths: &state::StatePaths,
@@ -189,17 +206,17 @@ pub(crate) fn view_read_only(
     let display = paths.file(name);
     let opened = state::open_file(dir, name, &display)?.map(|(f, m)| (f, m.len()));
     let Some((mut file, len)) = opened else {
-        return view_of(dir, paths, name, max_record);
+        return view_scanning(dir, paths, name, max_record, journal::scan_head_from);
     };
     let io = |e: std::io::Error| GoalError::io(&display, "read", &e);
     if tree_index(dir, paths, &mut file, len, max_record)
         .map_err(io)?
         .is_some()
     {
-        return view_of(dir, paths, name, max_record);
+        return view_scanning(dir, paths, name, max_record, journal::scan_head_from);
     }
     let Some(cache) = cache else {
-        return view_of(dir, paths, name, max_record);
+        return view_scanning(dir, paths, name, max_record, journal::scan_head_from);
     };
     let cache_name = cached_index_name(cache_key);
     let cached = match state::read_file(cache, &cache_name, &cache_name, 64 * 1024) {

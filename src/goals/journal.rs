@@ -81,42 +81,28 @@ impl Head {
     /// Folds one complete record at `offset` into the head.
     #[cfg(test)]
     fn absorb(&mut self, offset: u64, line: &[u8], keys: &mut Vec<KeyLine>) {
-        if self.absorb_unhashed(offset, line, Some(keys)) {
+        if self.absorb_unhashed(offset, line, keys) {
             self.last_hash = Some(ledger::record_hash(line));
         }
     }
 
     /// [`Head::absorb`] without `last_hash`, which a scan computes once, for
-    /// the last record of its region: whether `line` is a record. `keys`:
-    /// where the record's index keys go; `None` reads only the chain's
-    /// members.
-    fn absorb_unhashed(
-        &mut self,
-        offset: u64,
-        line: &[u8],
-        keys: Option<&mut Vec<KeyLine>>,
-    ) -> bool {
+    /// the last record of its region: whether `line` is a record.
+    fn absorb_unhashed(&mut self, offset: u64, line: &[u8], keys: &mut Vec<KeyLine>) -> bool {
         if !ledger::is_record(line) {
             return false;
         }
         self.records += 1;
         self.last_offset = Some(offset);
         // Only the members the head and the keys read are built.
-        let members = if keys.is_some() {
-            HEAD_MEMBERS
-        } else {
-            CHAIN_MEMBERS
-        };
-        if let Some(v) = members_of(line, members) {
+        if let Some(v) = members_of(line, HEAD_MEMBERS) {
             if let Some((seq, _)) = ledger::chain_fields(&v) {
                 self.last_seq = seq;
                 if let Some(r) = v.get("revision").and_then(Value::as_u64) {
                     self.last_revision = r;
                 }
             }
-            if let Some(keys) = keys {
-                keys.extend(keys_of(&v, Some(offset)));
-            }
+            keys.extend(keys_of(&v, Some(offset)));
         }
         true
     }
@@ -137,8 +123,8 @@ const HEAD_MEMBERS: &[&str] = &[
     "idempotencyKey",
 ];
 
-/// The members of a record the head reads ([`ledger::chain_fields`],
-/// `revision`): [`HEAD_MEMBERS`] for a scan that does not collect keys.
+/// The members of a record the chain's part of a head reads
+/// ([`ledger::chain_fields`], `revision`; [`chain_back`]).
 const CHAIN_MEMBERS: &[&str] = &["seq", "prev", "revision"];
 
 /// `line` as a JSON object holding the [`HEAD_MEMBERS`] it has (more when it
@@ -224,18 +210,6 @@ pub(crate) struct Scan {
 
 /// Reads `[from, end)` of the ledger, continuing `start` (the head at `from`).
 pub(crate) fn scan_from(file: &mut File, start: Head, end: u64) -> io::Result<Scan> {
-    scan_region(file, start, end, true)
-}
-
-/// [`scan_from`] for a reader that needs the head only: the records' index
-/// keys are not collected (the scan's `keys` stay empty), and of each record
-/// only the chain's members are decoded. The head is the one [`scan_from`]
-/// gives.
-pub(crate) fn scan_head_from(file: &mut File, start: Head, end: u64) -> io::Result<Scan> {
-    scan_region(file, start, end, false)
-}
-
-fn scan_region(file: &mut File, start: Head, end: u64, with_keys: bool) -> io::Result<Scan> {
     let from = start.len;
     file.seek(SeekFrom::Start(from))?;
     let mut reader = BufReader::with_capacity(256 * 1024, Read::by_ref(file).take(end - from));
@@ -258,8 +232,10 @@ fn scan_region(file: &mut File, start: Head, end: u64, with_keys: bool) -> io::R
             scan.trailing = buf.clone();
             break;
         }
-        let keys = with_keys.then_some(&mut scan.keys);
-        if scan.head.absorb_unhashed(offset, &buf[..n - 1], keys) {
+        if scan
+            .head
+            .absorb_unhashed(offset, &buf[..n - 1], &mut scan.keys)
+        {
             std::mem::swap(&mut buf, &mut last);
         }
         offset += n as u64;
@@ -269,6 +245,137 @@ fn scan_region(file: &mut File, start: Head, end: u64, with_keys: bool) -> io::R
         scan.head.last_hash = Some(ledger::record_hash(record));
     }
     Ok(scan)
+}
+
+/// [`scan_from`] for a reader that needs the head only (a read-only
+/// command without an index): the same head and trailing bytes, no keys.
+///
+/// Of the head, only the chain's part (`last_seq`, `last_revision`) depends
+/// on more than where the records are, and only on the newest chained
+/// records. So the region is read forward once to count its records (a
+/// line with a byte other than ASCII whitespace, as [`ledger::is_record`]
+/// says) without decoding any, its last record is hashed, and the chain's
+/// part is read back from the end ([`chain_back`]): for a ledger the engine
+/// writes, from its newest record alone.
+pub(crate) fn scan_head_from(file: &mut File, start: Head, end: u64) -> io::Result<Scan> {
+    let from = start.len;
+    let count = count_records(file, from, end)?;
+    let mut scan = Scan {
+        head: start,
+        ..Scan::default()
+    };
+    if count.complete_end < end {
+        ledger::read_exact_at(
+            file,
+            count.complete_end,
+            (end - count.complete_end) as usize,
+            &mut scan.trailing,
+        )?;
+    }
+    if let Some((offset, len)) = count.last {
+        let mut record = Vec::new();
+        ledger::read_exact_at(file, offset, len, &mut record)?;
+        let (seq, revision) = chain_back(file, from, count.complete_end)?;
+        let head = &mut scan.head;
+        head.records += count.records;
+        head.last_offset = Some(offset);
+        head.last_hash = Some(ledger::record_hash(&record));
+        if let Some(s) = seq {
+            head.last_seq = s;
+        }
+        if let Some(r) = revision {
+            head.last_revision = r;
+        }
+    }
+    scan.head.len = count.complete_end;
+    Ok(scan)
+}
+
+/// The records of a ledger region, counted without decoding them.
+struct Count {
+    /// Records ending in the region.
+    records: u64,
+    /// The last one's offset and length (without its `\n`).
+    last: Option<(u64, usize)>,
+    /// Where the region's complete lines end (after its last `\n`).
+    complete_end: u64,
+}
+
+fn count_records(file: &mut File, from: u64, end: u64) -> io::Result<Count> {
+    file.seek(SeekFrom::Start(from))?;
+    let mut reader = BufReader::with_capacity(1 << 20, Read::by_ref(file).take(end - from));
+    let mut count = Count {
+        records: 0,
+        last: None,
+        complete_end: from,
+    };
+    let mut pos = from;
+    let mut line_start = from;
+    // Whether the current line has a byte other than ASCII whitespace.
+    let mut content = false;
+    loop {
+        let buf = reader.fill_buf()?;
+        let n = buf.len();
+        if n == 0 {
+            break;
+        }
+        let mut at = 0;
+        while at < n {
+            let Some(i) = crate::scan::find_byte(b'\n', &buf[at..]) else {
+                content = content || ledger::is_record(&buf[at..]);
+                break;
+            };
+            content = content || ledger::is_record(&buf[at..at + i]);
+            let newline = pos + (at + i) as u64;
+            if content {
+                count.records += 1;
+                count.last = Some((line_start, (newline - line_start) as usize));
+            }
+            line_start = newline + 1;
+            count.complete_end = line_start;
+            content = false;
+            at += i + 1;
+        }
+        pos += n as u64;
+        reader.consume(n);
+    }
+    Ok(count)
+}
+
+/// `seq` of the newest chained record in `[from, end)` (`end` after a
+/// `\n`, `from` a record's start) and `revision` of the newest chained
+/// record there that has one: what folding the region's records in turn
+/// leaves in a head, `None` for what the region does not set. Reads back
+/// from `end` until both are found. A record is decoded only when its bytes
+/// could spell the key `seq` (literally, or through a `\u` escape, the only
+/// escape that gives a letter).
+fn chain_back(file: &mut File, from: u64, end: u64) -> io::Result<(Option<u64>, Option<u64>)> {
+    let (mut seq, mut revision) = (None, None);
+    let has_seq = crate::scan::Finder::new(b"seq");
+    let has_escape = crate::scan::Finder::new(b"\\u");
+    // From the `\n` before `from`, so that the walk reads the record at
+    // `from` and none before it.
+    let budget = if from == 0 { end } else { end - from + 1 };
+    read_back_within(file, end, budget, |_, line| {
+        if has_seq.find(line).is_none() && has_escape.find(line).is_none() {
+            return true;
+        }
+        let Some(v) = members_of(line, CHAIN_MEMBERS) else {
+            return true;
+        };
+        let Some((s, _)) = ledger::chain_fields(&v) else {
+            return true;
+        };
+        seq.get_or_insert(s);
+        match v.get("revision").and_then(Value::as_u64) {
+            Some(r) => {
+                revision = Some(r);
+                false
+            }
+            None => true,
+        }
+    })?;
+    Ok((seq, revision))
 }
 
 /// Bytes of the record at `offset` (up to its `\n`, at most `max` bytes).
@@ -763,6 +870,11 @@ mod tests {
             format!(r#"{{"seq":5,"prev":"short","revision":12}}"#),
             format!(r#"{{"revision":13,"prev":"{prev}","seq":6,"pad":"{}"}}"#, "é".repeat(40)),
             "\t".into(),
+            r#"{"note":"seq 9 of the plan","revision":14}"#.into(),
+            format!(r#"{{"\u0073eq":8,"prev":"{prev}"}}"#),
+            format!(r#"{{"s\u0065q":9,"prev":"{prev}","pad":"{}"}}"#, "x".repeat(1_100_000)),
+            r#"{"note":"sequence","revision":15}"#.into(),
+            "  ".into(),
         ];
         let mut bytes = Vec::new();
         let mut bounds = vec![0u64];

@@ -309,3 +309,79 @@ fn a_node_written_lock_file_is_not_honoured() {
     expect_ok(&ulw(&repo, &["complete-goals", "--lock-timeout-ms", "100"]));
     assert!(!state(&repo, ".mutation.lock").exists());
 }
+
+/// The head a fold of every record in turn gives a ledger's complete lines:
+/// `(records, lastSeq, sha256 of the last record)`.
+fn folded_head(bytes: &[u8]) -> (u64, u64, Option<String>) {
+    let complete = &bytes[..bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1)];
+    let (mut records, mut last_seq, mut head) = (0, 0, None);
+    for line in complete.split(|b| *b == b'\n') {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        records += 1;
+        head = Some(sha256(line));
+        if let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(line) {
+            let seq = m.get("seq").and_then(Value::as_u64).filter(|s| *s >= 1);
+            let prev_ok = m.get("prev").and_then(Value::as_str).is_some_and(|p| {
+                p.len() == 64 && p.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            });
+            if let (Some(seq), true) = (seq, prev_ok) {
+                last_seq = seq;
+            }
+        }
+    }
+    (records, last_seq, head)
+}
+
+/// A read-only command on a ledger without an index (a fresh clone, a Node
+/// tool's state) counts its records without decoding them and reads the
+/// chain's part of its head back from the end: what it reports is what
+/// folding every record gives, whatever follows the chain (a Node tool's
+/// records, blank lines, a record whose `seq` is spelled with an escape or
+/// appears only in a value, a line that is not JSON, a torn tail), on the
+/// first call, from the per-user cache on the next, and after an append.
+/// Nothing is written to the repository.
+#[test]
+fn status_reads_the_head_of_a_ledger_without_an_index() {
+    let repo = repo_with_plan("- a\n- b");
+    start(&repo);
+    let ledger = state(&repo, "ledger.jsonl");
+    let prev = "e".repeat(64);
+    let tails: Vec<String> = vec![
+        String::new(),
+        r#"{"at":"2026-05-01T12:00:00.000Z","kind":"evidence_captured","note":"seq 41 of the run"}"#.into(),
+        "   ".into(),
+        String::new(),
+        format!(r#"{{"\u0073eq":77,"prev":"{prev}","revision":5,"kind":"note"}}"#),
+        "not json".into(),
+        format!(r#"{{"seq":78,"prev":"short"}}"#),
+        format!(r#"{{"kind":"note","s\u0065q":79,"prev":"{prev}"}}"#),
+        "[1,2]".into(),
+    ];
+    let mut bytes = std::fs::read(&ledger).unwrap();
+    for (i, tail) in tails.iter().enumerate() {
+        if i > 0 {
+            bytes.extend_from_slice(tail.as_bytes());
+            bytes.push(b'\n');
+        }
+        for torn in [&b""[..], b"{\"seq\":80,"] {
+            let mut file = bytes.clone();
+            file.extend_from_slice(torn);
+            std::fs::write(&ledger, &file).unwrap();
+            let _ = std::fs::remove_file(state(&repo, ".ledger.idx"));
+            let (records, last_seq, head) = folded_head(&file);
+            let before = repo.snapshot();
+            // The first call scans; the second reads the per-user cache.
+            for call in ["scan", "cache"] {
+                let s = ulw(&repo, &["status"]).json();
+                let l = &s["ledger"];
+                let at = format!("tail {i}, torn {}, {call}: {l}", !torn.is_empty());
+                assert_eq!(l["records"], records, "{at}");
+                assert_eq!(l["lastSeq"], last_seq, "{at}");
+                assert_eq!(l["head"], json!(head), "{at}");
+            }
+            assert!(repo.snapshot() == before, "status wrote to the repository");
+        }
+    }
+}
