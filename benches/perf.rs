@@ -14,7 +14,9 @@
 //!   for `status`, `steer` (new key, dedupe replay, a 10-item batch),
 //!   `checkpoint`, `record-evidence`, `complete-goals`, `criteria`, the Stop
 //!   hook, the steering prompt hook and the spawn guard, with the bytes each hook read from files
-//!   (`EVIDENCE_GATE_IO_REPORT`);
+//!   (`EVIDENCE_GATE_IO_REPORT`); at 100k and 1M records also `status` with
+//!   no index of the ledger in the tree or the per-user cache (a fresh
+//!   clone's first read-only call);
 //! * the binding walk: the steering prompt hook's time and bytes read after
 //!   0 / 300 / 1,000 annotations since the plan's last write (40 goals);
 //! * at the end, every target of the run with its value and `met` or
@@ -1047,6 +1049,16 @@ fn main() {
                 fl,
             );
         }
+        if records >= 100_000 {
+            let ms = fresh_clone_status(
+                &b,
+                base.as_ref(),
+                repo.path(),
+                base_repo.as_ref().map(|d| d.path()),
+                if quick { 3 } else { 7 },
+            );
+            summary.first_status.push((goals, records, ms));
+        }
         if (records >= 100_000 && !audit_done) || records >= 1_000_000 {
             audit_done = true;
             let r = audit(&b, base.as_ref(), repo.path(), records, home.path(), quick);
@@ -1059,6 +1071,60 @@ fn main() {
         "\ntotal bench time {:.0} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// `status` where neither the tree nor the per-user cache holds an index
+/// of the ledger (the first read-only call after a fresh clone, or on a
+/// Node tool's state): each call without `.ledger.idx` and with a per-user
+/// state of its own, in turn with the baseline. The median in ms.
+fn fresh_clone_status(
+    b: &Bins,
+    base: Option<&Bins>,
+    root: &Path,
+    base_root: Option<&Path>,
+    n: usize,
+) -> f64 {
+    let args = s(&["ulw-loop", "status", "--json"]);
+    let ledger = |gate: &Path, at: &Path| {
+        let home = tempfile::tempdir_in(base_dir()).unwrap();
+        let (t, code, out) = run(gate, &args, at, &[], &[], home.path());
+        assert!(code == 0 || code == 1, "status ran");
+        (
+            t,
+            serde_json::from_slice::<Value>(&out).unwrap()["ledger"].clone(),
+        )
+    };
+    // Each build's answer with the ledger's index in the tree, which every
+    // call without it must give again.
+    let want = ledger(&b.gate, root).1;
+    let base_want = base.zip(base_root).map(|(bb, br)| ledger(&bb.gate, br).1);
+    let call = |gate: &Path, at: &Path, want: &Value| {
+        let _ = std::fs::remove_file(at.join(STATE).join(".ledger.idx"));
+        let (t, got) = ledger(gate, at);
+        assert_eq!(&got, want, "the same ledger head without the index");
+        t
+    };
+    let mut new = Vec::new();
+    let mut old = Vec::new();
+    for i in 0..n {
+        match (base, base_root, &base_want) {
+            (Some(bb), Some(br), Some(bw)) => {
+                let (tn, to) = in_turn(i, || call(&b.gate, root, &want), || call(&bb.gate, br, bw));
+                new.push(tn);
+                old.push(to);
+            }
+            _ => new.push(call(&b.gate, root, &want)),
+        }
+    }
+    let paired = paired_ms(&new, &old);
+    let (ms, base_ms) = (median_ms(new), (!old.is_empty()).then(|| median_ms(old)));
+    println!(
+        "{:<16} {:<36} {ms:>8.2} ms{}",
+        "status-fresh",
+        "status, no index (fresh clone)",
+        ratio(ms, base_ms, paired)
+    );
+    ms
 }
 
 /// A call of the curves, for the targets' summary.
@@ -1082,6 +1148,8 @@ struct Summary {
     calls: Vec<Call>,
     /// The audit's speed-up on all cores over one thread, at its ledger size.
     audit: Option<(u64, f64)>,
+    /// `status` without any index of the ledger: goals, records, ms.
+    first_status: Vec<(usize, u64, f64)>,
 }
 
 fn verdict(ok: bool) -> &'static str {
@@ -1198,6 +1266,19 @@ impl Summary {
         self.flat(
             "3b read-only status flat in ledger size (engine-written plan, 200 goals)",
             "status-bound",
+        );
+        let first: Vec<String> = self
+            .first_status
+            .iter()
+            .map(|(g, r, ms)| format!("{ms:.1} ms ({g} goals, {r} records)"))
+            .collect();
+        println!(
+            "   its first call without any index (fresh clone), once per ledger: {}",
+            if first.is_empty() {
+                "not measured".to_owned()
+            } else {
+                first.join(", ")
+            }
         );
         let mib = (1u64 << 20) as f64;
         // The target bounds what a hook reads by ledger size (200 goals,
