@@ -361,10 +361,15 @@ fn verify_chain_with<T: Send>(
     let (work_tx, work_rx) = mpsc::channel::<(u64, Vec<u8>)>();
     let work_rx = Mutex::new(work_rx);
     let (done_tx, done_rx) = mpsc::channel::<Done<T>>();
+    // Blocks the workers have parsed go back to the caller, which reads the
+    // next ones into them: a fresh 1 MiB block each time was fresh pages
+    // the caller's thread faulted in and zeroed before copying into them.
+    let (spent_tx, spent_rx) = mpsc::channel::<Vec<u8>>();
     std::thread::scope(|scope| {
         let mut free = Vec::with_capacity(threads);
         for worker in 0..threads {
             let done_tx = done_tx.clone();
+            let spent_tx = spent_tx.clone();
             let work_rx = &work_rx;
             // Each worker frees the lines it parsed once the caller has
             // linked them: freeing was half of the caller's sequential work,
@@ -382,14 +387,9 @@ fn verify_chain_with<T: Send>(
                         Err(_) => break,
                     };
                     let Ok((id, block)) = job else { break };
-                    if done_tx
-                        .send(Done {
-                            id,
-                            worker,
-                            lines: prepare(&block, extract, members),
-                        })
-                        .is_err()
-                    {
+                    let lines = prepare(&block, extract, members);
+                    let _ = spent_tx.send(block);
+                    if done_tx.send(Done { id, worker, lines }).is_err() {
                         break;
                     }
                 }
@@ -400,7 +400,8 @@ fn verify_chain_with<T: Send>(
             });
         }
         drop(done_tx);
-        let result = feed(r, &work_tx, &done_rx, &free, &mut link, visit);
+        drop(spent_tx);
+        let result = feed(r, &work_tx, &done_rx, &spent_rx, &free, &mut link, visit);
         // Dropping the senders ends the workers; blocks still queued are
         // prepared and discarded.
         drop(work_tx);
@@ -423,6 +424,7 @@ fn feed<T>(
     r: &mut dyn BufRead,
     work: &mpsc::Sender<(u64, Vec<u8>)>,
     done: &mpsc::Receiver<Done<T>>,
+    spent: &mpsc::Receiver<Vec<u8>>,
     free: &[mpsc::Sender<Vec<Prepared<T>>>],
     link: &mut Link,
     visit: &mut dyn FnMut(u64, &Value, T),
@@ -435,7 +437,13 @@ fn feed<T>(
     let mut carry = Vec::new();
     loop {
         while !input_done && sent - next < 2 * threads {
-            let mut block = Vec::with_capacity(BLOCK + 64 * 1024);
+            let mut block = match spent.try_recv() {
+                Ok(mut b) => {
+                    b.clear();
+                    b
+                }
+                Err(_) => Vec::with_capacity(BLOCK + 64 * 1024),
+            };
             if fill(r, &mut block, &mut carry)? {
                 if work.send((sent, block)).is_err() {
                     return Err(io::Error::other("a ledger verification worker stopped"));
