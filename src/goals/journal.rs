@@ -421,7 +421,11 @@ pub(crate) fn read_back_within(
         if pos == floor {
             return Ok(false);
         }
-        let start = pos.saturating_sub(size).max(floor);
+        // At least as much as the line carried over: a line longer than the
+        // reads is read in doubling steps, its start copied a few times, not
+        // once per 64 KiB (which was quadratic in its length).
+        let step = size.max(carry.len() as u64);
+        let start = pos.saturating_sub(step).max(floor);
         size = 64 * 1024;
         ledger::read_exact_at(file, start, (pos - start) as usize, &mut chunk)?;
         chunk.extend_from_slice(&carry);
@@ -913,6 +917,47 @@ mod tests {
                 assert_eq!(head_only.trailing, trailing);
             }
         }
+    }
+
+    /// A line many reads long is visited whole, at its offset, between the
+    /// short ones, and a budget that ends inside it cuts the walk there.
+    #[test]
+    fn read_back_reads_a_long_line_whole() {
+        let long = format!("{{\"pad\":\"{}\"}}", "y".repeat(3 << 20));
+        let lines = ["{\"a\":1}", long.as_str(), "{\"b\":2}", "{\"c\":3}"];
+        let mut bytes = Vec::new();
+        let mut offsets = Vec::new();
+        for l in lines {
+            offsets.push(bytes.len() as u64);
+            bytes.extend_from_slice(l.as_bytes());
+            bytes.push(b'\n');
+        }
+        let tmp = tempfile::tempfile().unwrap();
+        let mut f = File::from_std(tmp);
+        std::io::Write::write_all(&mut f, &bytes).unwrap();
+        let end = bytes.len() as u64;
+        let mut seen = Vec::new();
+        let whole = read_back_within(&mut f, end, u64::MAX, |at, line| {
+            seen.push((at, line.to_vec()));
+            true
+        })
+        .unwrap();
+        assert!(whole);
+        let want: Vec<(u64, Vec<u8>)> = offsets
+            .iter()
+            .zip(lines)
+            .rev()
+            .map(|(o, l)| (*o, l.as_bytes().to_vec()))
+            .collect();
+        assert!(seen == want, "every line whole, newest first");
+        let mut seen = Vec::new();
+        let cut = read_back_within(&mut f, end, end - offsets[1] - 10, |at, _| {
+            seen.push(at);
+            true
+        })
+        .unwrap();
+        assert!(!cut);
+        assert_eq!(seen, [offsets[3], offsets[2]]);
     }
 
     #[test]
