@@ -45,6 +45,13 @@ pub(crate) fn read_exact_at<R: Read + Seek>(
     Ok(())
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Bytes [`read_tail`] copied again on this thread (the carried part of
+    /// a line longer than a read).
+    static CARRIED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// Reads backwards (8 KiB, then 64 KiB chunks) until the last complete record and the
 /// last chained record are known, or `max_scan` bytes have been read (then
 /// `last_seq` may be unknown even though the file has chained records; the
@@ -69,11 +76,17 @@ pub(crate) fn read_tail<R: Read + Seek>(r: &mut R, max_scan: u64) -> io::Result<
         if pos == 0 || scanned >= max_scan.max(CHUNK) {
             break;
         }
-        let start = pos.saturating_sub(size);
+        // At least as much as the line carried over, within the budget: a
+        // line longer than a chunk is read in doubling steps, its start
+        // copied a few times, not once per chunk (quadratic in its length).
+        let grow = (carry.len() as u64).min(max_scan.saturating_sub(scanned));
+        let start = pos.saturating_sub(size.max(grow));
         size = CHUNK;
         let mut buf = Vec::new();
         read_exact_at(r, start, (pos - start) as usize, &mut buf)?;
         scanned += buf.len() as u64;
+        #[cfg(test)]
+        CARRIED.with(|c| c.set(c.get() + carry.len() as u64));
         buf.extend_from_slice(&carry);
         pos = start;
         if !end_complete {
@@ -186,6 +199,34 @@ mod tests {
             );
             assert!(recs.len() == 2);
         }
+    }
+
+    /// A record many chunks long is read whole, its start copied again only
+    /// a few times (about 70 MB for this one with 64 KiB steps).
+    #[test]
+    fn a_long_last_record_is_read_in_doubling_steps() {
+        let e: serde_json::Map<String, Value> =
+            serde_json::from_str(r#"{"kind":"a","revision":5}"#).unwrap();
+        let (mut bytes, _) = chain_records(0, None, &[e]);
+        let foreign = format!(
+            "{{\"kind\":\"node\",\"pad\":\"{}\"}}\n",
+            "y".repeat(3 << 20)
+        );
+        bytes.extend_from_slice(foreign.as_bytes());
+        CARRIED.with(|c| c.set(0));
+        let t = read_tail(&mut Cursor::new(&bytes), u64::MAX).unwrap();
+        assert_eq!(t.last_seq, Some(1));
+        assert_eq!(t.last_revision, Some(5));
+        assert_eq!(
+            t.last_record_hash.as_deref(),
+            Some(record_hash(&foreign.as_bytes()[..foreign.len() - 1]).as_str())
+        );
+        let carried = CARRIED.with(std::cell::Cell::get);
+        assert!(carried <= 2 * foreign.len() as u64, "{carried}");
+        // A budget still bounds what is read.
+        let t = read_tail(&mut Cursor::new(&bytes), 256 * 1024).unwrap();
+        assert_eq!(t.last_seq, None);
+        assert!(!t.scanned_to_start);
     }
 
     #[test]
