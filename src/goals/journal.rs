@@ -78,23 +78,17 @@ pub struct Head {
 pub struct KeyLine(pub Value);
 
 impl Head {
-    /// Folds one complete record at `offset` into the head.
+    /// Folds one complete record at `offset` into the head, and its index
+    /// keys into `keys`: what a scan of a region gives, record by record
+    /// (the scans' tests compare with it).
     #[cfg(test)]
     fn absorb(&mut self, offset: u64, line: &[u8], keys: &mut Vec<KeyLine>) {
-        if self.absorb_unhashed(offset, line, keys) {
-            self.last_hash = Some(ledger::record_hash(line));
-        }
-    }
-
-    /// [`Head::absorb`] without `last_hash`, which a scan computes once, for
-    /// the last record of its region: whether `line` is a record.
-    fn absorb_unhashed(&mut self, offset: u64, line: &[u8], keys: &mut Vec<KeyLine>) -> bool {
         if !ledger::is_record(line) {
-            return false;
+            return;
         }
         self.records += 1;
         self.last_offset = Some(offset);
-        // Only the members the head and the keys read are built.
+        self.last_hash = Some(ledger::record_hash(line));
         if let Some(v) = members_of(line, HEAD_MEMBERS) {
             if let Some((seq, _)) = ledger::chain_fields(&v) {
                 self.last_seq = seq;
@@ -104,11 +98,10 @@ impl Head {
             }
             keys.extend(keys_of(&v, Some(offset)));
         }
-        true
     }
 }
 
-/// The members of a record [`Head::absorb_unhashed`] reads: its chain's
+/// The members of a record a fold reads ([`Head::absorb`]): its chain's
 /// ([`ledger::chain_fields`], `revision`) and those [`keys_of`] reads (a
 /// unit test checks that they read no other).
 const HEAD_MEMBERS: &[&str] = &[
@@ -208,41 +201,36 @@ pub(crate) struct Scan {
     pub keys: Vec<KeyLine>,
 }
 
-/// Reads `[from, end)` of the ledger, continuing `start` (the head at `from`).
+/// Reads `[from, end)` of the ledger, continuing `start` (the head at `from`):
+/// the head and trailing bytes [`scan_head_from`] gives, and the index keys
+/// of the region's records ([`keys_of`]), in order. A record is decoded for
+/// its keys only when its bytes could spell the key `steering` (literally,
+/// or through a `\u` escape, the only escape that gives a letter): a record
+/// without that member has none.
 pub(crate) fn scan_from(file: &mut File, start: Head, end: u64) -> io::Result<Scan> {
     let from = start.len;
+    let mut scan = scan_head_from(file, start, end)?;
     file.seek(SeekFrom::Start(from))?;
-    let mut reader = BufReader::with_capacity(256 * 1024, Read::by_ref(file).take(end - from));
-    let mut scan = Scan {
-        head: start,
-        ..Scan::default()
-    };
+    let complete = scan.head.len - from;
+    let mut reader = BufReader::with_capacity(256 * 1024, Read::by_ref(file).take(complete));
+    let has_steering = crate::scan::Finder::new(b"steering");
+    let has_escape = crate::scan::Finder::new(b"\\u");
     let mut offset = from;
     let mut buf = Vec::new();
-    // The newest record read so far, with its `\n`: only the region's last
-    // record is hashed (the head's `last_hash`), not every record.
-    let mut last = Vec::new();
     loop {
         buf.clear();
         let n = reader.read_until(b'\n', &mut buf)?;
         if n == 0 {
             break;
         }
-        if buf.last() != Some(&b'\n') {
-            scan.trailing = buf.clone();
-            break;
-        }
-        if scan
-            .head
-            .absorb_unhashed(offset, &buf[..n - 1], &mut scan.keys)
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        if ledger::is_record(line)
+            && (has_steering.find(line).is_some() || has_escape.find(line).is_some())
+            && let Some(v) = members_of(line, HEAD_MEMBERS)
         {
-            std::mem::swap(&mut buf, &mut last);
+            scan.keys.extend(keys_of(&v, Some(offset)));
         }
         offset += n as u64;
-        scan.head.len = offset;
-    }
-    if let Some(record) = last.strip_suffix(b"\n") {
-        scan.head.last_hash = Some(ledger::record_hash(record));
     }
     Ok(scan)
 }
@@ -887,6 +875,9 @@ mod tests {
             format!(r#"{{"\u0073eq":8,"prev":"{prev}"}}"#),
             format!(r#"{{"s\u0065q":9,"prev":"{prev}","pad":"{}"}}"#, "x".repeat(1_100_000)),
             r#"{"note":"sequence","revision":15}"#.into(),
+            r#"{"kind":"criteria_revised","idempotencyKey":"esc","\u0073teering":{"invariant":{"accepted":true}}}"#.into(),
+            r#"{"kind":"steering_accepted","idempotencyKey":"lit","steering":{"invariant":{"accepted":true}}}"#.into(),
+            r#"{"kind":"steering_rejected","idempotencyKey":"no","steering":{"invariant":{"accepted":false}}}"#.into(),
             "  ".into(),
         ];
         let mut bytes = Vec::new();
