@@ -204,17 +204,15 @@ pub(crate) struct Scan {
 /// Reads `[from, end)` of the ledger, continuing `start` (the head at `from`):
 /// the head and trailing bytes [`scan_head_from`] gives, and the index keys
 /// of the region's records ([`keys_of`]), in order. A record is decoded for
-/// its keys only when its bytes could spell the key `steering` (literally,
-/// or through a `\u` escape, the only escape that gives a letter): a record
-/// without that member has none.
+/// its keys only when it may have a `steering` member
+/// ([`ledger::MayHold`]): a record without one has none.
 pub(crate) fn scan_from(file: &mut File, start: Head, end: u64) -> io::Result<Scan> {
     let from = start.len;
     let mut scan = scan_head_from(file, start, end)?;
     file.seek(SeekFrom::Start(from))?;
     let complete = scan.head.len - from;
     let mut reader = BufReader::with_capacity(256 * 1024, Read::by_ref(file).take(complete));
-    let has_steering = crate::scan::Finder::new(b"steering");
-    let has_escape = crate::scan::Finder::new(b"\\u");
+    let steering = ledger::MayHold::new("steering");
     let mut offset = from;
     let mut buf = Vec::new();
     loop {
@@ -225,7 +223,7 @@ pub(crate) fn scan_from(file: &mut File, start: Head, end: u64) -> io::Result<Sc
         }
         let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
         if ledger::is_record(line)
-            && (has_steering.find(line).is_some() || has_escape.find(line).is_some())
+            && steering.may_hold(line)
             && let Some(v) = members_of(line, HEAD_MEMBERS)
         {
             scan.keys.extend(keys_of(&v, Some(offset)));
@@ -334,18 +332,16 @@ fn count_records(file: &mut File, from: u64, end: u64) -> io::Result<Count> {
 /// `\n`, `from` a record's start) and `revision` of the newest chained
 /// record there that has one: what folding the region's records in turn
 /// leaves in a head, `None` for what the region does not set. Reads back
-/// from `end` until both are found. A record is decoded only when its bytes
-/// could spell the key `seq` (literally, or through a `\u` escape, the only
-/// escape that gives a letter).
+/// from `end` until both are found. A record is decoded only when it may be
+/// chained ([`ledger::MayHold::chained`]).
 fn chain_back(file: &mut File, from: u64, end: u64) -> io::Result<(Option<u64>, Option<u64>)> {
     let (mut seq, mut revision) = (None, None);
-    let has_seq = crate::scan::Finder::new(b"seq");
-    let has_escape = crate::scan::Finder::new(b"\\u");
+    let chained = ledger::MayHold::chained();
     // From the `\n` before `from`, so that the walk reads the record at
     // `from` and none before it.
     let budget = if from == 0 { end } else { end - from + 1 };
     read_back_within(file, end, budget, |_, line| {
-        if has_seq.find(line).is_none() && has_escape.find(line).is_none() {
+        if !chained.may_hold(line) {
             return true;
         }
         let Some(v) = members_of(line, CHAIN_MEMBERS) else {
@@ -873,6 +869,7 @@ mod tests {
             "\t".into(),
             r#"{"note":"seq 9 of the plan","revision":14}"#.into(),
             format!(r#"{{"\u0073eq":8,"prev":"{prev}"}}"#),
+            format!(r#"{{"seq":8,"p\u0072ev":"{prev}","revision":16}}"#),
             format!(r#"{{"s\u0065q":9,"prev":"{prev}","pad":"{}"}}"#, "x".repeat(1_100_000)),
             r#"{"note":"sequence","revision":15}"#.into(),
             r#"{"kind":"criteria_revised","idempotencyKey":"esc","\u0073teering":{"invariant":{"accepted":true}}}"#.into(),

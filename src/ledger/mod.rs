@@ -44,6 +44,38 @@ pub(crate) fn is_record(bytes: &[u8]) -> bool {
     bytes.iter().any(|b| !b.is_ascii_whitespace())
 }
 
+/// A test on a record's bytes that never says no to a record with the
+/// member `name` (letters only): the name appears in quotes, or the record
+/// has a `\u` escape, the only JSON escape that spells a letter and so the
+/// only other way to write the name. A record it says no to lacks the member
+/// without being decoded (anywhere in it, so at its top level too).
+pub(crate) struct MayHold {
+    quoted: crate::scan::Finder,
+    escape: crate::scan::Finder,
+}
+
+impl MayHold {
+    /// The test for the member `name`.
+    pub(crate) fn new(name: &str) -> MayHold {
+        debug_assert!(name.bytes().all(|b| b.is_ascii_alphabetic()));
+        MayHold {
+            quoted: crate::scan::Finder::new(format!("\"{name}\"").as_bytes()),
+            escape: crate::scan::Finder::new(b"\\u"),
+        }
+    }
+
+    /// Whether `line` may have the member.
+    pub(crate) fn may_hold(&self, line: &[u8]) -> bool {
+        self.quoted.find(line).is_some() || self.escape.find(line).is_some()
+    }
+
+    /// [`MayHold::new`] for `prev`, which every chained record has
+    /// ([`chain_fields`]).
+    pub(crate) fn chained() -> MayHold {
+        MayHold::new("prev")
+    }
+}
+
 /// `(seq, prev)` of a chained record, if it is one.
 pub(crate) fn chain_fields(value: &Value) -> Option<(u64, &str)> {
     let obj = value.as_object()?;
@@ -121,6 +153,40 @@ fn write_chained<W: std::io::Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A member spelt with any of its letters escaped, in either case of
+    /// hex, is never missed; a record without the member and without an
+    /// escape is told apart without decoding it.
+    #[test]
+    fn may_hold_never_misses_a_member() {
+        for name in ["prev", "seq", "steering"] {
+            let test = MayHold::new(name);
+            let letters: Vec<char> = name.chars().collect();
+            for mask in 0u32..(1 << letters.len()) {
+                let spelt: String = letters
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| match (mask >> i & 1, i % 2) {
+                        (0, _) => c.to_string(),
+                        (_, 0) => format!("\\u{:04x}", *c as u32),
+                        _ => format!("\\u{:04X}", *c as u32),
+                    })
+                    .collect();
+                let line = format!(r#"{{"kind":"x","{spelt}":1}}"#);
+                let v: Value = serde_json::from_str(&line).unwrap();
+                assert!(v.get(name).is_some(), "{line}");
+                assert!(test.may_hold(line.as_bytes()), "{line}");
+            }
+            for line in [
+                format!(r#"{{"{name}ious":1,"note":"{name} in text"}}"#),
+                r#"{"kind":"evidence_captured","pad":"a\nb \"q\""}"#.to_owned(),
+            ] {
+                let v: Value = serde_json::from_str(&line).unwrap();
+                assert!(v.get(name).is_none(), "{line}");
+                assert!(!test.may_hold(line.as_bytes()), "{line}");
+            }
+        }
+    }
 
     /// The record as the chain wrote it before it was written in one pass:
     /// the entry copied, `seq` and `prev` removed and inserted again last,

@@ -72,6 +72,8 @@ pub(crate) fn read_tail<R: Read + Seek>(r: &mut R, max_scan: u64) -> io::Result<
     let mut pos = len;
     let mut scanned = 0u64;
     let mut end_complete = false;
+    // Older records are decoded only when they may be chained.
+    let chained = super::MayHold::chained();
     loop {
         if pos == 0 || scanned >= max_scan.max(CHUNK) {
             break;
@@ -109,7 +111,7 @@ pub(crate) fn read_tail<R: Read + Seek>(r: &mut R, max_scan: u64) -> io::Result<
         }
         // Walk complete records backwards within buf (excluding a possibly
         // partial first line unless we are at the file start).
-        match scan_records(&buf, pos, pos == 0, &mut tail) {
+        match scan_records(&buf, pos, pos == 0, &chained, &mut tail) {
             None => break,
             Some(partial) => {
                 buf.truncate(partial);
@@ -121,17 +123,16 @@ pub(crate) fn read_tail<R: Read + Seek>(r: &mut R, max_scan: u64) -> io::Result<
     Ok(tail)
 }
 
-/// Whether `line` may be a chained record: one has a `prev` member, and a
-/// line holding neither that key nor an escape (a key may be spelled with
-/// escapes) has none.
-fn may_be_chained(line: &[u8]) -> bool {
-    crate::scan::find(line, b"\"prev\"").is_some() || line.contains(&b'\\')
-}
-
 /// Scans the complete records of `buf` (which ends with `\n` or is empty)
 /// newest first: `None` once the chained record has been found, else the
 /// length of the partial line `buf` begins with (0 at the file's start).
-fn scan_records(buf: &[u8], base: u64, at_start: bool, tail: &mut Tail) -> Option<usize> {
+fn scan_records(
+    buf: &[u8],
+    base: u64,
+    at_start: bool,
+    chained: &super::MayHold,
+    tail: &mut Tail,
+) -> Option<usize> {
     let mut end = buf.len();
     while end > 0 {
         let line_end = end - 1; // index of '\n'
@@ -145,7 +146,7 @@ fn scan_records(buf: &[u8], base: u64, at_start: bool, tail: &mut Tail) -> Optio
             let newest = tail.last_record_offset.is_none();
             // Older records are parsed only when they may be chained: a
             // Node tool's ledger is walked without building its records.
-            let value: Option<Value> = if newest || may_be_chained(line) {
+            let value: Option<Value> = if newest || chained.may_hold(line) {
                 serde_json::from_slice(line).ok()
             } else {
                 None

@@ -354,6 +354,7 @@ fn status_reads_the_head_of_a_ledger_without_an_index() {
         "   ".into(),
         String::new(),
         format!(r#"{{"\u0073eq":77,"prev":"{prev}","revision":5,"kind":"note"}}"#),
+        format!(r#"{{"seq":76,"p\u0072ev":"{prev}","kind":"note"}}"#),
         "not json".into(),
         format!(r#"{{"seq":78,"prev":"short"}}"#),
         format!(r#"{{"kind":"note","s\u0065q":79,"prev":"{prev}"}}"#),
