@@ -104,7 +104,7 @@ fn honest_engine_mutations_write_a_view_their_entries_vouch_for() {
     let h = in_progress();
     let (line, hint) = view_lines(&h);
     let bound: Value = serde_json::from_slice(&line).unwrap();
-    assert_eq!(bound["v"], 2);
+    assert_eq!(bound["v"], 3);
     assert_eq!(bound["view"]["runComplete"], false);
     assert_eq!(bound["view"]["resume"]["id"], "G001-a");
     let spawn = &bound["view"]["spawn"];

@@ -46,6 +46,7 @@ mod goals_regression;
 mod goals_review;
 mod goals_sabotage;
 mod goals_snapshots;
+mod goals_status_view;
 mod goals_steer;
 mod goals_steer_batch;
 mod goals_steer_codes;

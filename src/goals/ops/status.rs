@@ -11,7 +11,7 @@ use crate::goals::input::Loaded;
 use crate::goals::plan::{self, CriterionStatus, Goal, GoalStatus, Mode, Overlay, Plan};
 use crate::goals::summary::{self, Summary};
 use crate::goals::txn::{self, Consistency};
-use crate::goals::{Engine, handoff, lifecycle, state};
+use crate::goals::{Engine, handoff, lifecycle, state, stop_view};
 
 /// The result of `status`.
 #[derive(Debug)]
@@ -36,6 +36,19 @@ pub struct StatusOutcome {
     pub stalled: Option<Vec<String>>,
     /// The plan's binding to its ledger (docs/threat-model.md#i7).
     pub binding: crate::goals::binding::Binding,
+    /// How the plan was read.
+    pub plan_read: PlanRead,
+}
+
+/// How `status` read the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanRead {
+    /// Decoded whole from `goals.json`.
+    Whole,
+    /// From the cut-down body the ledger vouches for (`.goals.status`,
+    /// docs/state-formats.md#status-view), with `goals.json`'s bytes hashed
+    /// and printed but not decoded.
+    StatusView,
 }
 
 /// The ledger part of `status` (with [`StatusOutcome::consistency`] and
@@ -156,18 +169,53 @@ pub(crate) fn complete_expectation(engine: &Engine, plan: &Plan, g: Goal<'_>) ->
 /// Runs `status`. Writes nothing.
 pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome, GoalError> {
     let dir = engine.state_dir()?;
-    let plan = plan::read(
-        dir.as_ref(),
-        &engine.paths,
-        &engine.profile,
-        &engine.now().1,
-    )?;
+    let bytes = plan::read_bytes(dir.as_ref(), &engine.paths, &engine.profile)?;
     let dir = dir.expect("a plan was read");
-    let max = engine.profile.limits.max_ledger_record_bytes;
     // While an interrupted create-goals --force is pending and the old plan
     // is still live, its ledger is the renamed one (txn::switch).
     let ledger_file =
         txn::switch::ledger_name(&dir, &engine.paths, engine.profile.limits.max_plan_bytes);
+    // The cut-down body vouches for what `status` reads of the plan unless
+    // a host-goal snapshot is reconciled (it reads the goals' objectives
+    // through the handoff rules) or the live ledger is another one.
+    let view = (host_goal.is_none() && ledger_file == state::LEDGER)
+        .then(|| stop_view::read_vouched(&dir, &engine.paths))
+        .flatten();
+    let now = &engine.now().1;
+    let (plan, plan_read) = match view {
+        Some(v) => {
+            let reduced = stop_view::status::read(
+                &dir,
+                &engine.paths,
+                &v.status_sha256,
+                &engine.profile.criteria.seeded_markers,
+                engine.profile.limits.max_plan_bytes,
+            );
+            let tried = match reduced {
+                Some(r) => Plan::from_status_view(
+                    bytes,
+                    r,
+                    &v.plan_sha256,
+                    &engine.paths,
+                    &engine.profile,
+                    now,
+                ),
+                None => Err(bytes),
+            };
+            match tried {
+                Ok(p) => (p, PlanRead::StatusView),
+                Err(bytes) => (
+                    Plan::decode_file(bytes, &engine.paths, &engine.profile, now)?,
+                    PlanRead::Whole,
+                ),
+            }
+        }
+        None => (
+            Plan::decode_file(bytes, &engine.paths, &engine.profile, now)?,
+            PlanRead::Whole,
+        ),
+    };
+    let max = engine.profile.limits.max_ledger_record_bytes;
     let cache_key = format!(
         "{}\n{}\n{}",
         engine.root_abs().unwrap_or(""),
@@ -276,6 +324,7 @@ pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome,
         adapter,
         stalled,
         binding,
+        plan_read,
     })
 }
 

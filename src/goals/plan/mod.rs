@@ -185,6 +185,20 @@ fn read_with(
     now: &str,
     sel: Option<&crate::json::Selection>,
 ) -> Result<Plan, GoalError> {
+    let bytes = read_bytes(dir, paths, profile)?;
+    match sel {
+        None => Plan::decode_file(bytes, paths, profile, now),
+        Some(sel) => Plan::decode_selected(bytes, paths, profile, now, sel),
+    }
+}
+
+/// The bytes of `goals.json` in `dir`, refused as [`read`] refuses a plan
+/// that is missing or too large.
+pub(crate) fn read_bytes(
+    dir: Option<&Dir>,
+    paths: &StatePaths,
+    profile: &Profile,
+) -> Result<Vec<u8>, GoalError> {
     let goals_path = paths.goals();
     let Some(dir) = dir else {
         return Err(missing(paths, profile));
@@ -204,11 +218,26 @@ fn read_with(
                 profile.limits.max_plan_bytes
             ),
         )),
-        Some(ReadOutcome::Bytes(bytes)) => match sel {
-            None => Plan::decode_file(bytes, paths, profile, now),
-            Some(sel) => Plan::decode_selected(bytes, paths, profile, now, sel),
-        },
+        Some(ReadOutcome::Bytes(bytes)) => Ok(bytes),
     }
+}
+
+/// The top-level `lastMutation` object of a plan file laid out as the
+/// engine writes plans (`None` when there is none so laid out; `Err` when
+/// one is there but does not parse). A line that starts with two spaces and
+/// a quote is a top-level member in that layout (strings hold no raw
+/// newline), and the object it opens ends at the first line that is two
+/// spaces and a closing brace.
+fn last_mutation_in(file: &[u8]) -> Result<Option<Value>, ()> {
+    const KEY: &[u8] = b"\n  \"lastMutation\": {";
+    let Some(at) = crate::scan::find(file, KEY) else {
+        return Ok(None);
+    };
+    let start = at + KEY.len() - 1;
+    let end = crate::scan::find(&file[start..], b"\n  }").ok_or(())? + start + 4;
+    crate::json::parse_strict(&file[start..end])
+        .map(Some)
+        .map_err(|_| ())
 }
 
 fn corrupt(goals_path: &str, pointer: &str, problem: String) -> GoalError {
@@ -385,6 +414,59 @@ impl Plan {
         Ok(plan)
     }
 
+    /// The plan `status` reads from the cut-down body of
+    /// [`crate::goals::stop_view::status`] and the plan file's `file` bytes,
+    /// when those bytes with their `lastMutation` cut out hash to
+    /// `plan_sha256`, the digest the body was cut from, and the document
+    /// passes the checks of a whole reading without the in-memory migration
+    /// changing it. The file is then exactly that body with that
+    /// `lastMutation`: the plan's body digest is `plan_sha256` and an answer
+    /// prints the file. The plan is never written ([`Plan::encode`]
+    /// panics). Otherwise `Err` gives the bytes back, for a whole reading.
+    pub(crate) fn from_status_view(
+        file: Vec<u8>,
+        mut reduced: Map<String, Value>,
+        plan_sha256: &str,
+        paths: &StatePaths,
+        profile: &Profile,
+        now: &str,
+    ) -> Result<Plan, Vec<u8>> {
+        if reduced.contains_key("lastMutation") {
+            return Err(file);
+        }
+        match last_mutation_in(&file) {
+            Ok(Some(lm)) => {
+                reduced.insert("lastMutation".into(), lm);
+            }
+            Ok(None) => {}
+            Err(()) => return Err(file),
+        }
+        if body::raw_body_sha256(&file, &reduced).as_deref() != Some(plan_sha256) {
+            return Err(file);
+        }
+        let file = std::sync::Arc::new(file);
+        let decoded = Plan::decode_value(
+            Value::Object(reduced),
+            None,
+            Some(file.clone()),
+            paths,
+            profile,
+            now,
+        );
+        match decoded {
+            Ok(plan) if !plan.changed && plan.pending.is_empty() => {
+                let r = plan.read.as_ref().expect("a plan decoded from a file");
+                let _ = r.exact.set(plan_sha256.to_owned());
+                let _ = r.file_is_encoding.set(());
+                Ok(plan)
+            }
+            _ => {
+                drop(decoded);
+                Err(std::sync::Arc::try_unwrap(file).unwrap_or_else(|f| f.to_vec()))
+            }
+        }
+    }
+
     /// A new plan from a document built by `create-goals`.
     pub fn from_doc(doc: Map<String, Value>) -> Plan {
         let index = doc
@@ -503,7 +585,12 @@ impl Plan {
     /// serialising it: its bytes in pieces, in order.
     pub(crate) fn encoded(&self) -> Option<Vec<&[u8]>> {
         if self.selected {
-            return None;
+            // Only the file read can be the whole document encoded: the
+            // document holds part of it.
+            return match self.changed {
+                true => None,
+                false => self.encoding_read().map(|f| vec![f]),
+            };
         }
         if let Some(e) = &self.encoded {
             return Some(e.pieces());

@@ -45,9 +45,10 @@ use crate::store::{self, Durability};
 
 /// The view's file in the state directory.
 pub(crate) const FILE: &str = ".goals.summary";
-/// The format version of the first line (2: with [`SpawnView`]; a view of
-/// another version is not trusted, so the plan is read).
-const VERSION: u32 = 2;
+/// The format version of the first line (2: with [`SpawnView`]; 3: with
+/// `statusSha256`; a view of another version is not trusted, so the plan is
+/// read).
+const VERSION: u32 = 3;
 /// Largest view read (the user decisions are its only unbounded part).
 const MAX_BYTES: u64 = 1024 * 1024;
 /// Most records walked back from the ledger's end to the plan's mutation.
@@ -191,7 +192,20 @@ impl StopView {
 struct Bound {
     v: u32,
     plan_sha256: String,
+    /// SHA-256 of [`status::FILE`]'s line, cut from the same body.
+    status_sha256: String,
     view: StopView,
+}
+
+/// A view the ledger vouches for, with the digests its bound line records.
+#[derive(Debug)]
+pub(crate) struct Vouched {
+    /// The view.
+    pub view: StopView,
+    /// The body digest of the plan it is the view of.
+    pub plan_sha256: String,
+    /// The digest of the `status` file cut from that body.
+    pub status_sha256: String,
 }
 
 /// The unbound second line: the plan file the view was written with.
@@ -226,6 +240,8 @@ impl FileId {
 #[derive(Debug)]
 pub(crate) struct Prepared {
     line: Vec<u8>,
+    /// The line of [`status::FILE`].
+    status: Vec<u8>,
     /// SHA-256 of the first line.
     pub sha256: String,
 }
@@ -242,35 +258,43 @@ impl Prepared {
         profile: &Profile,
         digest: &(dyn Fn() -> String + Sync),
     ) -> (String, Prepared) {
-        let (d, view) = if plan.goal_count() >= PARALLEL_GOALS {
+        let views = || {
+            (
+                StopView::of(plan, profile),
+                status::line(plan, &profile.criteria.seeded_markers),
+            )
+        };
+        let (d, (view, status)) = if plan.goal_count() >= PARALLEL_GOALS {
             std::thread::scope(|s| {
                 let helper = std::thread::Builder::new()
                     .name("digest".into())
                     .spawn_scoped(s, digest);
-                let view = StopView::of(plan, profile);
+                let views = views();
                 let d = match helper {
                     Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
                     Err(_) => digest(),
                 };
-                (d, view)
+                (d, views)
             })
         } else {
-            (digest(), StopView::of(plan, profile))
+            (digest(), views())
         };
-        let prepared = Prepared::bound(view, &d);
+        let prepared = Prepared::bound(view, status, &d);
         (d, prepared)
     }
 
-    fn bound(view: StopView, plan_sha256: &str) -> Prepared {
+    fn bound(view: StopView, status: Vec<u8>, plan_sha256: &str) -> Prepared {
         let line = serde_json::to_vec(&Bound {
             v: VERSION,
             plan_sha256: plan_sha256.to_owned(),
+            status_sha256: sha256_hex(&status),
             view,
         })
         .expect("a view serialises");
         Prepared {
             sha256: sha256_hex(&line),
             line,
+            status,
         }
     }
 
@@ -285,6 +309,11 @@ impl Prepared {
         let Some(id) = FileId::of(&meta).filter(|_| meta.is_file()) else {
             return;
         };
+        // The status file first: a view naming a status file not yet
+        // written sends `status` to the plan, nothing worse.
+        let mut status = self.status.clone();
+        status.push(b'\n');
+        let _ = store::atomic_replace(dir, status::FILE, &status, Durability::Cache);
         let mut bytes = self.line.clone();
         bytes.push(b'\n');
         serde_json::to_writer(&mut bytes, &id).expect("an id serialises");
@@ -338,6 +367,11 @@ pub(crate) fn keeping_view<E>(dir: &Dir, write: impl FnOnce() -> Result<(), E>) 
 /// read (see the module docs). Reads the plan's `lstat`, the view and the
 /// ledger's newest records; never the plan.
 pub(crate) fn read_bound(dir: &Dir, paths: &StatePaths) -> Option<StopView> {
+    read_vouched(dir, paths).map(|v| v.view)
+}
+
+/// [`read_bound`] with the digests the view's bound line records.
+pub(crate) fn read_vouched(dir: &Dir, paths: &StatePaths) -> Option<Vouched> {
     let meta = dir.symlink_metadata(state::GOALS).ok()?;
     if !meta.is_file() {
         return None;
@@ -356,7 +390,11 @@ pub(crate) fn read_bound(dir: &Dir, paths: &StatePaths) -> Option<StopView> {
         return None;
     }
     let sha = sha256_hex(line);
-    vouched(dir, paths, &bound.plan_sha256, &sha).then_some(bound.view)
+    vouched(dir, paths, &bound.plan_sha256, &sha).then_some(Vouched {
+        view: bound.view,
+        plan_sha256: bound.plan_sha256,
+        status_sha256: bound.status_sha256,
+    })
 }
 
 /// `line \n hint \n`, nothing else.
@@ -490,8 +528,13 @@ fn progress_digest_tree(plan: &Plan) -> String {
     crate::digest::sha256_hex(crate::json::canonical(&v).as_bytes())
 }
 
+pub(crate) mod status;
+
 #[cfg(test)]
 mod selected_tests;
+
+#[cfg(test)]
+mod status_tests;
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,291 @@
+//! `status`'s cut-down plan ([`super::status`]) against the same plan read
+//! whole: for the bundled plans and plans of every shape, under each
+//! profile, the plan built from the cut-down body and the plan file's
+//! bytes is accepted exactly when the whole reading accepts the file
+//! without migrating it, and then reads the same everywhere `status`
+//! looks, prints the file and has the file's body digest. Any changed byte
+//! of the file, and any doubt about the cut-down file, is refused.
+
+use serde_json::{Map, Value, json};
+
+use super::status;
+use super::{StopView, progress_digest};
+use crate::goals::plan::{BodyText, Plan};
+use crate::goals::profile::Profile;
+use crate::goals::state::StatePaths;
+use crate::goals::summary;
+
+fn profile(name: &str) -> Profile {
+    let rules = crate::rules::RuleSet::embedded().unwrap();
+    crate::goals::profile::Profiles::lookup(&rules, name).unwrap()
+}
+
+/// The plan file the engine writes for `doc` and its body digest.
+fn engine_file(doc: &Map<String, Value>) -> (Vec<u8>, String) {
+    let body = BodyText::of(doc);
+    (body.file_bytes(doc), body.sha256())
+}
+
+/// The cut-down body of `doc` under `markers`, as a reader decodes it.
+fn cut(plan: &Plan, markers: &[String]) -> Map<String, Value> {
+    let line: Value = serde_json::from_slice(&status::line(plan, markers)).unwrap();
+    assert_eq!(line["v"], 1);
+    line["plan"].as_object().unwrap().clone()
+}
+
+/// Everything `status` reads of a plan, as one comparable value.
+fn seen(p: &Plan, profile: &Profile) -> Value {
+    let markers = &profile.criteria.seeded_markers;
+    let goals: Vec<Value> = p
+        .goals()
+        .map(|g| {
+            let criteria: Vec<Value> = g
+                .criteria()
+                .map(|c| {
+                    json!([
+                        c.id(),
+                        c.status().as_str(),
+                        c.essential(),
+                        c.user_model(),
+                        c.seeded(markers)
+                    ])
+                })
+                .collect();
+            json!([
+                g.id(),
+                g.title(),
+                g.status().as_str(),
+                g.overlay().map(|o| o.as_str()),
+                g.attempt(),
+                g.str("attemptDir"),
+                g.criteria_len(),
+                criteria
+            ])
+        })
+        .collect();
+    json!({
+        "summary": serde_json::to_value(summary::summary(p)).unwrap(),
+        "view": serde_json::to_value(StopView::of(p, profile)).unwrap(),
+        "progress": progress_digest(p),
+        "goals": goals,
+        "revision": p.revision(),
+        "active": p.active_goal_id(),
+        "session": p.session_id(profile),
+        "lastMutation": p.doc().get("lastMutation"),
+    })
+}
+
+/// Reads `doc`'s engine file both ways under `profile`; returns whether the
+/// cut-down reading accepted it.
+fn agree(doc: &Map<String, Value>, profile: &Profile) -> bool {
+    let paths = StatePaths::new(&profile.state_dir, None);
+    let (file, digest) = engine_file(doc);
+    let whole = Plan::decode_file(file.clone(), &paths, profile, "now");
+    let Ok(whole) = whole else {
+        // A plan the whole reading refuses has no cut-down body to read:
+        // the engine never writes one.
+        return false;
+    };
+    let markers = &profile.criteria.seeded_markers;
+    // Cut from the body as written (the engine cuts the body it writes).
+    let reduced = cut(&Plan::from_doc(doc.clone()), markers);
+    let fast = Plan::from_status_view(
+        file.clone(),
+        reduced.clone(),
+        &digest,
+        &paths,
+        profile,
+        "now",
+    );
+    let migrated = !whole.pending.is_empty();
+    let Ok(fast) = fast else {
+        assert!(migrated, "refused a plan read whole unchanged: {doc:?}");
+        return false;
+    };
+    assert!(!migrated, "accepted a plan the whole reading migrates");
+    assert_eq!(whole.read_body_sha256(), digest, "the engine's file's body");
+    assert_eq!(seen(&fast, profile), seen(&whole, profile));
+    assert_eq!(fast.read_body_sha256(), digest);
+    assert_eq!(fast.encoded().unwrap().concat(), file, "prints the file");
+    // Any byte of the body changed or dropped is refused; a change in
+    // `lastMutation` (read from the file, not part of the body) reads as
+    // the whole reading of the changed file does.
+    let lm = crate::scan::find(&file, b"\n  \"lastMutation\": {");
+    let (mut steps, mut refused) = (0, 0);
+    for at in (0..file.len()).step_by(1 + file.len() / 97) {
+        let mut changed = file.clone();
+        changed[at] = if changed[at] == b'x' { b'y' } else { b'x' };
+        let mut dropped = file.clone();
+        dropped.remove(at);
+        for f in [changed, dropped] {
+            match Plan::from_status_view(
+                f.clone(),
+                reduced.clone(),
+                &digest,
+                &paths,
+                profile,
+                "now",
+            ) {
+                Err(back) => {
+                    assert_eq!(back, f, "the bytes are given back");
+                    refused += 1;
+                }
+                Ok(p) => {
+                    assert!(
+                        lm.is_some_and(|lm| at > lm),
+                        "a body change at {at} was accepted"
+                    );
+                    let w = Plan::decode_file(f.clone(), &paths, profile, "now").unwrap();
+                    assert_eq!(seen(&p, profile), seen(&w, profile), "changed at {at}");
+                    assert_eq!(p.encoded().unwrap().concat(), f);
+                }
+            }
+        }
+        steps += 1;
+    }
+    assert!(steps > 0 && refused >= steps, "{refused} of {steps}");
+    // A cut-down body naming a `lastMutation` of its own is refused.
+    let mut own = reduced.clone();
+    own.insert("lastMutation".into(), json!({"revision": 0, "fromSeq": 0}));
+    assert!(Plan::from_status_view(file.clone(), own, &digest, &paths, profile, "now").is_err());
+    // Another digest is refused.
+    assert!(
+        Plan::from_status_view(file, reduced, &"0".repeat(64), &paths, profile, "now").is_err()
+    );
+    true
+}
+
+fn with_last_mutation(mut doc: Map<String, Value>) -> Map<String, Value> {
+    doc.insert(
+        "lastMutation".into(),
+        json!({"revision": 3, "fromSeq": 5, "entries": [{"kind": "x", "planSha256": "d", "note": "a \"q\"\n"}],
+               "ledgerHead": {"seq": 6, "sha256": "e".repeat(64)}}),
+    );
+    doc
+}
+
+#[test]
+fn the_bundled_plans_read_alike_from_their_cut_down_body() {
+    let files = [
+        include_str!("../../../fixtures/plans/node-legacy/.omo/ulw-loop/goals.json"),
+        include_str!("../../../fixtures/omx/midrun/goals.json"),
+        include_str!("../../../fixtures/omx/nested/goals.json"),
+        include_str!("../../../fixtures/omx/nested-migrated/goals.json"),
+        include_str!("../../../fixtures/omx/mixed-blockers/goals.json"),
+        include_str!("../../../fixtures/omx/complete/goals.json"),
+    ];
+    let profiles: Vec<Profile> = ["ulw-loop", "ultragoal", "omx"]
+        .iter()
+        .map(|n| profile(n))
+        .collect();
+    let mut accepted = 0;
+    for text in files {
+        let doc: Map<String, Value> = serde_json::from_str(text).unwrap();
+        for p in &profiles {
+            accepted += usize::from(agree(&doc, p));
+            let mut lm = with_last_mutation(doc.clone());
+            lm.remove("revision");
+            accepted += usize::from(agree(&lm, p));
+        }
+    }
+    assert!(accepted >= 6, "{accepted}");
+}
+
+#[test]
+fn plans_of_every_shape_read_alike_from_their_cut_down_body() {
+    let p = profile("ulw-loop");
+    let legacy = p
+        .legacy_objectives
+        .exact
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "o".into());
+    let marker = p.criteria.seeded_markers[0].clone();
+    let base = json!({
+        "version": 1, "revision": 4, "sessionId": "s1", "updatedAt": "2026-01-01T00:00:00.000Z",
+        "codexGoalMode": "aggregate", "activeGoalId": "G2", "gateRules": "lazycodex",
+        "evidenceLayoutVersion": 2, "codexObjective": "o",
+        "aggregateCompletion": {"status": "complete"},
+        "validationBatches": [{"batchId": "B1", "memberIds": ["G1", "G2"], "finalGoalId": "G3"}],
+        "goals": [
+            {"id": "G1", "title": "a", "objective": "a", "status": "pending",
+             "steeringStatus": "superseded", "supersededBy": ["G2"],
+             "waiver": {"userDecision": "drop it", "at": "t"},
+             "successCriteria": [{"id": "C1", "status": "pass", "scenario": "s", "essential": true,
+                                  "userModel": "happy", "evidence": {"a": [1, "deep", 2.5, null]}}]},
+            {"id": "G2", "title": "b\u{e9}", "objective": "b", "status": "in_progress", "attempt": 2,
+             "attemptDir": "e/G2/a2", "userDecision": "keep \"it\"",
+             "successCriteria": [
+                 {"id": "C1", "status": "pending", "capturedEvidence": "x\ny", "expectedEvidence": format!("{marker}: later")},
+                 {"id": "C2", "status": "pass", "userModel": "edge", "essential": false, "seeded": true},
+                 {"id": "C3", "status": "fail", "seeded": false, "expectedEvidence": format!("{marker} too")},
+                 {"id": "C4", "seeded": "yes", "expectedEvidence": format!("{marker}")}]},
+            {"id": "G3", "title": "c", "objective": "c", "status": "needs_user_decision",
+             "requiredExternalDecision": "which db", "blockedReason": "r", "successCriteria": []},
+            {"id": "G4", "title": "d", "objective": "d", "status": "review_blocked",
+             "reviewBlockedBy": ["G3"], "steeringStatus": "blocked"}
+        ]
+    });
+    let base = base.as_object().unwrap().clone();
+    let mut plans = vec![base.clone(), with_last_mutation(base.clone())];
+    let mut done = with_last_mutation(base.clone());
+    for g in done["goals"].as_array_mut().unwrap() {
+        g["status"] = json!("complete");
+    }
+    done.remove("aggregateCompletion");
+    plans.push(done);
+    plans.push(
+        json!({"version": 1, "goals": []})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    // The aggregate objective a read migrates: the cut-down reading refuses.
+    let mut migrating = with_last_mutation(base.clone());
+    migrating.insert("codexObjective".into(), json!(legacy));
+    let accepted: Vec<bool> = plans.iter().map(|d| agree(d, &p)).collect();
+    assert_eq!(accepted, [true, true, true, true]);
+    assert!(!agree(&migrating, &p), "a migrating plan is read whole");
+}
+
+/// The file is read only with the recorded digest, the reader's markers,
+/// its version and its final newline.
+#[test]
+#[allow(clippy::disallowed_methods)] // a test's own temporary directory
+fn the_cut_down_file_is_read_only_when_it_is_the_recorded_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = cap_std::fs::Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+    let prof = profile("ulw-loop");
+    let paths = StatePaths::new(&prof.state_dir, None);
+    let doc = json!({"version": 1, "goals": [{"id": "G1", "title": "a", "objective": "a",
+        "successCriteria": [{"id": "C1", "scenario": "long text", "expectedEvidence": "Replace via revise_criterion: x"}]}]});
+    let plan = Plan::from_doc(doc.as_object().unwrap().clone());
+    let markers = prof.criteria.seeded_markers.clone();
+    let line = status::line(&plan, &markers);
+    let sha = crate::digest::sha256_hex(&line);
+    let write = |bytes: &[u8]| dir.write(status::FILE, bytes).unwrap();
+    let read = |sha: &str, markers: &[String]| status::read(&dir, &paths, sha, markers, 1 << 20);
+    write(&[line.clone(), b"\n".to_vec()].concat());
+    let got = read(&sha, &markers).expect("the recorded file");
+    assert_eq!(
+        got["goals"][0]["successCriteria"][0],
+        json!({"id": "C1", "seeded": true})
+    );
+    assert_eq!(read(&sha, &["other".to_owned()]), None, "other markers");
+    assert_eq!(read(&"0".repeat(64), &markers), None, "another digest");
+    assert!(
+        status::read(&dir, &paths, &sha, &markers, 16).is_none(),
+        "over the cap"
+    );
+    write(&line);
+    assert_eq!(read(&sha, &markers), None, "no final newline");
+    let v2 = String::from_utf8(line.clone())
+        .unwrap()
+        .replacen("{\"v\":1,", "{\"v\":2,", 1);
+    write(format!("{v2}\n").as_bytes());
+    assert_eq!(
+        read(&crate::digest::sha256_hex(v2.as_bytes()), &markers),
+        None,
+        "another version"
+    );
+}
