@@ -311,9 +311,12 @@ impl Prepared {
         };
         // The status file first: a view naming a status file not yet
         // written sends `status` to the plan, nothing worse.
-        let mut status = self.status.clone();
-        status.push(b'\n');
-        let _ = store::atomic_replace(dir, status::FILE, &status, Durability::Cache);
+        let _ = store::atomic_replace_pieces(
+            dir,
+            status::FILE,
+            &[&self.status, b"\n"],
+            Durability::Cache,
+        );
         let mut bytes = self.line.clone();
         bytes.push(b'\n');
         serde_json::to_writer(&mut bytes, &id).expect("an id serialises");

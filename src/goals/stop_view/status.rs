@@ -152,7 +152,8 @@ impl Serialize for Reduced<'_> {
 /// The file's line for `plan` under the seeded markers `markers` (without
 /// its final newline).
 pub(crate) fn line(plan: &Plan, markers: &[String]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(256 + 320 * plan.goal_count());
+    // About 500 bytes a goal of three criteria.
+    let mut out = Vec::with_capacity(256 + 512 * plan.goal_count());
     serde_json::to_writer(
         &mut out,
         &Line {
