@@ -23,14 +23,6 @@ fn large_repo() -> Repo {
     repo
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// The plan file is exactly the engine's layout of what it holds.
 fn assert_engine_layout(repo: &Repo) {
     let bytes = plan_bytes(repo);

@@ -205,11 +205,6 @@ fn archives(repo: &Repo) -> std::collections::BTreeSet<String> {
     }
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    evidence_gate::internals::hex(&Sha256::digest(bytes))
-}
-
 /// The run as it is on disk: plan, ledger and brief bytes.
 struct RunFiles {
     plan: Vec<u8>,

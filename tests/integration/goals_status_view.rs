@@ -7,7 +7,6 @@
 //! directories in temporary directories.
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use evidence_gate::goals::ops::status::{self, PlanRead};
 use evidence_gate::goals::{Engine, EngineOptions};
@@ -17,13 +16,6 @@ use crate::goals_support::*;
 
 const SIDECAR: &str = ".goals.status";
 const VIEW: &str = ".goals.summary";
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
 
 /// How the library's `status` read the plan of `repo`.
 fn plan_read(repo: &Repo) -> PlanRead {

@@ -116,6 +116,15 @@ pub fn repo_with_plan(brief: &str) -> Repo {
     repo
 }
 
+/// Lower-case hex SHA-256 of `bytes`, as the engine records digests.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 pub fn state(repo: &Repo, name: &str) -> PathBuf {
     repo.join(&format!("{STATE}/{name}"))
 }

@@ -9,20 +9,12 @@
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::ci_audit_engine::drive_run;
 use crate::goals_support::*;
 use crate::hooks_support::{HookRepo, ULW, block_reason, tampered_reason};
 
 const SID: &str = "s1";
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
 
 fn state(h: &HookRepo, name: &str) -> PathBuf {
     h.join(&format!("{ULW}/{SID}/{name}"))

@@ -533,6 +533,34 @@ fn progress_digest_tree(plan: &Plan) -> String {
 
 pub(crate) mod status;
 
+/// The bundled plans (a Node tool's, the OMX fixtures), which the tests of
+/// the plan's partial readings read each way.
+#[cfg(test)]
+const BUNDLED_PLANS: [&str; 6] = [
+    include_str!("../../../fixtures/plans/node-legacy/.omo/ulw-loop/goals.json"),
+    include_str!("../../../fixtures/omx/midrun/goals.json"),
+    include_str!("../../../fixtures/omx/nested/goals.json"),
+    include_str!("../../../fixtures/omx/nested-migrated/goals.json"),
+    include_str!("../../../fixtures/omx/mixed-blockers/goals.json"),
+    include_str!("../../../fixtures/omx/complete/goals.json"),
+];
+
+/// A profile of the embedded rules, for the tests.
+#[cfg(test)]
+fn test_profile(name: &str) -> Profile {
+    let rules = crate::rules::RuleSet::embedded().unwrap();
+    crate::goals::profile::Profiles::lookup(&rules, name).unwrap()
+}
+
+/// Every embedded profile, for the tests that read a plan under each.
+#[cfg(test)]
+fn test_profiles() -> Vec<Profile> {
+    ["ulw-loop", "ultragoal", "omx"]
+        .iter()
+        .map(|n| test_profile(n))
+        .collect()
+}
+
 #[cfg(test)]
 mod selected_tests;
 

@@ -12,10 +12,7 @@ use crate::goals::plan::{CriterionStatus, GoalStatus, Plan};
 use crate::goals::profile::Profile;
 use crate::goals::state::StatePaths;
 
-fn profile(name: &str) -> Profile {
-    let rules = crate::rules::RuleSet::embedded().unwrap();
-    crate::goals::profile::Profiles::lookup(&rules, name).unwrap()
-}
+use super::test_profile as profile;
 
 /// What a hook takes from a plan read one way: its view and its body digest
 /// as read (no record at hand: the whole document's, serialised), then, from
@@ -62,18 +59,8 @@ fn agree(text: &[u8], profile: &Profile) -> bool {
 /// profile that reads it, and under the others (which refuse some).
 #[test]
 fn the_bundled_plans_read_the_same() {
-    let files = [
-        include_str!("../../../fixtures/plans/node-legacy/.omo/ulw-loop/goals.json"),
-        include_str!("../../../fixtures/omx/midrun/goals.json"),
-        include_str!("../../../fixtures/omx/nested/goals.json"),
-        include_str!("../../../fixtures/omx/nested-migrated/goals.json"),
-        include_str!("../../../fixtures/omx/mixed-blockers/goals.json"),
-        include_str!("../../../fixtures/omx/complete/goals.json"),
-    ];
-    let profiles: Vec<Profile> = ["ulw-loop", "ultragoal", "omx"]
-        .iter()
-        .map(|n| profile(n))
-        .collect();
+    let files = super::BUNDLED_PLANS;
+    let profiles = super::test_profiles();
     for (i, text) in files.iter().enumerate() {
         let accepted = profiles
             .iter()

@@ -15,10 +15,7 @@ use crate::goals::profile::Profile;
 use crate::goals::state::StatePaths;
 use crate::goals::summary;
 
-fn profile(name: &str) -> Profile {
-    let rules = crate::rules::RuleSet::embedded().unwrap();
-    crate::goals::profile::Profiles::lookup(&rules, name).unwrap()
-}
+use super::test_profile as profile;
 
 /// The plan file the engine writes for `doc` and its body digest.
 fn engine_file(doc: &Map<String, Value>) -> (Vec<u8>, String) {
@@ -166,18 +163,8 @@ fn with_last_mutation(mut doc: Map<String, Value>) -> Map<String, Value> {
 
 #[test]
 fn the_bundled_plans_read_alike_from_their_cut_down_body() {
-    let files = [
-        include_str!("../../../fixtures/plans/node-legacy/.omo/ulw-loop/goals.json"),
-        include_str!("../../../fixtures/omx/midrun/goals.json"),
-        include_str!("../../../fixtures/omx/nested/goals.json"),
-        include_str!("../../../fixtures/omx/nested-migrated/goals.json"),
-        include_str!("../../../fixtures/omx/mixed-blockers/goals.json"),
-        include_str!("../../../fixtures/omx/complete/goals.json"),
-    ];
-    let profiles: Vec<Profile> = ["ulw-loop", "ultragoal", "omx"]
-        .iter()
-        .map(|n| profile(n))
-        .collect();
+    let files = super::BUNDLED_PLANS;
+    let profiles = super::test_profiles();
     let mut accepted = 0;
     for text in files {
         let doc: Map<String, Value> = serde_json::from_str(text).unwrap();
