@@ -17,19 +17,36 @@ use crate::goals_support::*;
 const SIDECAR: &str = ".goals.status";
 const VIEW: &str = ".goals.summary";
 
-/// How the library's `status` read the plan of `repo`.
+/// How the library's `status` read the plan of `repo`, without and with an
+/// active host-goal snapshot to reconcile (both read it the same way).
 fn plan_read(repo: &Repo) -> PlanRead {
     let rules = evidence_gate::rules::RuleSet::embedded().unwrap();
     let root =
         cap_std::fs::Dir::open_ambient_dir(repo.path(), cap_std::ambient_authority()).unwrap();
     let engine = Engine::new(root, &rules, EngineOptions::new("ulw-loop")).unwrap();
-    status::run(&engine, None).unwrap().plan_read
+    let text = active(repo);
+    let snapshot = evidence_gate::goals::Loaded {
+        value: serde_json::from_str(&text).unwrap(),
+        text,
+        file: None,
+    };
+    let without = status::run(&engine, None).unwrap().plan_read;
+    let with = status::run(&engine, Some(&snapshot)).unwrap().plan_read;
+    assert_eq!(without, with, "a host-goal snapshot reads the plan alike");
+    without
 }
 
-/// `status` text and `status --json` (exit codes included).
+/// `status` text and `status --json`, and `status --json` reconciling an
+/// active and a complete host-goal snapshot and one of another objective
+/// (exit codes included).
 fn answers(repo: &Repo) -> Vec<(i32, String)> {
-    [&["status"][..], &["status", "--json"][..]]
-        .iter()
+    let other = serde_json::json!({"goal": {"objective": "another", "status": "active"}});
+    let snapshots = [active(repo), complete(repo), other.to_string()];
+    let mut runs: Vec<Vec<&str>> = vec![vec!["status"], vec!["status", "--json"]];
+    for s in &snapshots {
+        runs.push(vec!["status", "--json", "--codex-goal-json", s]);
+    }
+    runs.iter()
         .map(|a| {
             let r = eg(repo, "ulw-loop", a);
             (r.code, r.stdout)

@@ -175,10 +175,11 @@ pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome,
     // is still live, its ledger is the renamed one (txn::switch).
     let ledger_file =
         txn::switch::ledger_name(&dir, &engine.paths, engine.profile.limits.max_plan_bytes);
-    // The cut-down body vouches for what `status` reads of the plan unless
-    // a host-goal snapshot is reconciled (it reads the goals' objectives
-    // through the handoff rules) or the live ledger is another one.
-    let view = (host_goal.is_none() && ledger_file == state::LEDGER)
+    // The cut-down body holds everything `status` reads of the plan (the
+    // reconciliation of a host-goal snapshot included: it reads goal and
+    // plan members, never a criterion's text); it is vouched for by the
+    // live ledger, so not while a force switch keeps the old one live.
+    let view = (ledger_file == state::LEDGER)
         .then(|| stop_view::read_vouched(&dir, &engine.paths))
         .flatten();
     let now = &engine.now().1;
