@@ -42,6 +42,7 @@ pub struct StatusOutcome {
 
 /// How `status` read the plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PlanRead {
     /// Decoded whole from `goals.json`.
     Whole,

@@ -587,9 +587,10 @@ impl Plan {
         if self.selected {
             // Only the file read can be the whole document encoded: the
             // document holds part of it.
-            return match self.changed {
-                true => None,
-                false => self.encoding_read().map(|f| vec![f]),
+            return if self.changed {
+                None
+            } else {
+                self.encoding_read().map(|f| vec![f])
             };
         }
         if let Some(e) = &self.encoded {

@@ -545,6 +545,40 @@ const BUNDLED_PLANS: [&str; 6] = [
     include_str!("../../../fixtures/omx/complete/goals.json"),
 ];
 
+/// A plan with every input of the view, for the tests of the partial
+/// readings: overlays and their replacements, waivers and user decisions,
+/// completion records in both spellings, validation batches, a pending
+/// mutation, escapes in values; `objective` is its aggregate objective.
+#[cfg(test)]
+fn plan_of_every_shape(objective: &str) -> serde_json::Value {
+    serde_json::json!({
+        "version": 1, "revision": 4, "sessionId": "s1", "updatedAt": "2026-01-01T00:00:00.000Z",
+        "codexGoalMode": "aggregate", "activeGoalId": "G2", "gateRules": "lazycodex",
+        "evidenceLayoutVersion": 2,
+        "codexObjective": objective,
+        "aggregateCompletion": {"status": "complete"},
+        "aggregate_completion": {"status": "complete"},
+        "validationBatches": [{"batchId": "B1", "memberIds": ["G1", "G2"], "finalGoalId": "G3"}],
+        "lastMutation": {"revision": 4, "fromSeq": 2, "entries": [{"kind": "x", "planSha256": "d"}]},
+        "goals": [
+            {"id": "G1", "title": "a", "objective": "a", "status": "pending",
+             "steeringStatus": "superseded", "supersededBy": ["G2"],
+             "waiver": {"userDecision": "drop it", "at": "t"},
+             "successCriteria": [{"id": "C1", "status": "pass", "scenario": "s", "essential": true,
+                                  "userModel": "happy", "evidence": {"a": [1, "deep", 2.5, null]}}]},
+            {"id": "G2", "title": "b\u{e9}", "objective": "b", "status": "in_progress", "attempt": 2,
+             "attemptDir": "e/G2/a2", "userDecision": "keep \"it\"",
+             "successCriteria": [{"id": "C1", "status": "pending", "capturedEvidence": "x\ny"},
+                                 {"id": "C2", "status": "pass", "userModel": "edge", "essential": false}]},
+            {"id": "G3", "title": "c", "objective": "c", "status": "needs_user_decision",
+             "requiredExternalDecision": "which db", "blockedReason": "r",
+             "successCriteria": []},
+            {"id": "G4", "title": "d", "objective": "d", "status": "review_blocked",
+             "reviewBlockedBy": ["G3"], "steeringStatus": "blocked"}
+        ]
+    })
+}
+
 /// A profile of the embedded rules, for the tests.
 #[cfg(test)]
 fn test_profile(name: &str) -> Profile {

@@ -79,32 +79,7 @@ fn the_bundled_plans_read_the_same() {
 fn plans_of_every_shape_read_the_same() {
     let p = profile("ulw-loop");
     let legacy = p.legacy_objectives.exact.first().cloned();
-    let mut plans = vec![json!({
-        "version": 1, "revision": 4, "sessionId": "s1", "updatedAt": "2026-01-01T00:00:00.000Z",
-        "codexGoalMode": "aggregate", "activeGoalId": "G2", "gateRules": "lazycodex",
-        "evidenceLayoutVersion": 2,
-        "codexObjective": legacy.clone().unwrap_or_else(|| "o".into()),
-        "aggregateCompletion": {"status": "complete"},
-        "aggregate_completion": {"status": "complete"},
-        "validationBatches": [{"batchId": "B1", "memberIds": ["G1", "G2"], "finalGoalId": "G3"}],
-        "lastMutation": {"revision": 4, "fromSeq": 2, "entries": [{"kind": "x", "planSha256": "d"}]},
-        "goals": [
-            {"id": "G1", "title": "a", "objective": "a", "status": "pending",
-             "steeringStatus": "superseded", "supersededBy": ["G2"],
-             "waiver": {"userDecision": "drop it", "at": "t"},
-             "successCriteria": [{"id": "C1", "status": "pass", "scenario": "s", "essential": true,
-                                  "userModel": "happy", "evidence": {"a": [1, "deep", 2.5, null]}}]},
-            {"id": "G2", "title": "b\u{e9}", "objective": "b", "status": "in_progress", "attempt": 2,
-             "attemptDir": "e/G2/a2", "userDecision": "keep \"it\"",
-             "successCriteria": [{"id": "C1", "status": "pending", "capturedEvidence": "x\ny"},
-                                 {"id": "C2", "status": "pass", "userModel": "edge", "essential": false}]},
-            {"id": "G3", "title": "c", "objective": "c", "status": "needs_user_decision",
-             "requiredExternalDecision": "which db", "blockedReason": "r",
-             "successCriteria": []},
-            {"id": "G4", "title": "d", "objective": "d", "status": "review_blocked",
-             "reviewBlockedBy": ["G3"], "steeringStatus": "blocked"}
-        ]
-    })];
+    let mut plans = vec![super::plan_of_every_shape(legacy.as_deref().unwrap_or("o"))];
     let mut second = plans[0].clone();
     second["goals"][1]["status"] = json!("complete");
     second["goals"][2]["status"] = json!("complete");

@@ -189,31 +189,16 @@ fn plans_of_every_shape_read_alike_from_their_cut_down_body() {
         .cloned()
         .unwrap_or_else(|| "o".into());
     let marker = p.criteria.seeded_markers[0].clone();
-    let base = json!({
-        "version": 1, "revision": 4, "sessionId": "s1", "updatedAt": "2026-01-01T00:00:00.000Z",
-        "codexGoalMode": "aggregate", "activeGoalId": "G2", "gateRules": "lazycodex",
-        "evidenceLayoutVersion": 2, "codexObjective": "o",
-        "aggregateCompletion": {"status": "complete"},
-        "validationBatches": [{"batchId": "B1", "memberIds": ["G1", "G2"], "finalGoalId": "G3"}],
-        "goals": [
-            {"id": "G1", "title": "a", "objective": "a", "status": "pending",
-             "steeringStatus": "superseded", "supersededBy": ["G2"],
-             "waiver": {"userDecision": "drop it", "at": "t"},
-             "successCriteria": [{"id": "C1", "status": "pass", "scenario": "s", "essential": true,
-                                  "userModel": "happy", "evidence": {"a": [1, "deep", 2.5, null]}}]},
-            {"id": "G2", "title": "b\u{e9}", "objective": "b", "status": "in_progress", "attempt": 2,
-             "attemptDir": "e/G2/a2", "userDecision": "keep \"it\"",
-             "successCriteria": [
-                 {"id": "C1", "status": "pending", "capturedEvidence": "x\ny", "expectedEvidence": format!("{marker}: later")},
-                 {"id": "C2", "status": "pass", "userModel": "edge", "essential": false, "seeded": true},
-                 {"id": "C3", "status": "fail", "seeded": false, "expectedEvidence": format!("{marker} too")},
-                 {"id": "C4", "seeded": "yes", "expectedEvidence": format!("{marker}")}]},
-            {"id": "G3", "title": "c", "objective": "c", "status": "needs_user_decision",
-             "requiredExternalDecision": "which db", "blockedReason": "r", "successCriteria": []},
-            {"id": "G4", "title": "d", "objective": "d", "status": "review_blocked",
-             "reviewBlockedBy": ["G3"], "steeringStatus": "blocked"}
-        ]
-    });
+    // The shared plan, not migrated, with `seeded` in every form.
+    let mut base = super::plan_of_every_shape("o");
+    base.as_object_mut().unwrap().remove("lastMutation");
+    let g2 = &mut base["goals"][1]["successCriteria"];
+    g2[0]["expectedEvidence"] = json!(format!("{marker}: later"));
+    g2[1]["seeded"] = json!(true);
+    g2.as_array_mut().unwrap().extend([
+        json!({"id": "C3", "status": "fail", "seeded": false, "expectedEvidence": format!("{marker} too")}),
+        json!({"id": "C4", "seeded": "yes", "expectedEvidence": marker}),
+    ]);
     let base = base.as_object().unwrap().clone();
     let mut plans = vec![base.clone(), with_last_mutation(base.clone())];
     let mut done = with_last_mutation(base.clone());
@@ -221,6 +206,7 @@ fn plans_of_every_shape_read_alike_from_their_cut_down_body() {
         g["status"] = json!("complete");
     }
     done.remove("aggregateCompletion");
+    done.remove("aggregate_completion");
     plans.push(done);
     plans.push(
         json!({"version": 1, "goals": []})
