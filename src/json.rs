@@ -66,7 +66,7 @@ pub(crate) fn parse_strict_str(text: &str) -> Result<Value, JsonError> {
 }
 
 /// Documents from this size up are split by [`parse_strict_wide`].
-const WIDE_MIN_BYTES: usize = 256 * 1024;
+pub(crate) const WIDE_MIN_BYTES: usize = 256 * 1024;
 
 /// [`parse_strict_wide_spans`] without the ranges.
 #[cfg(test)]

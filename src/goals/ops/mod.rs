@@ -18,7 +18,7 @@ use super::Engine;
 use super::error::{ErrorKind, GoalError};
 use super::journal::LedgerKind;
 use super::lifecycle;
-use super::plan::Plan;
+use super::plan::{Plan, PlanRead};
 use super::txn::{Locked, OnMismatch};
 
 /// A ledger entry skeleton `{at, kind, goalId?}`.
@@ -61,6 +61,23 @@ pub(crate) fn lock_plan_timed<'e>(
     let plan = locked.read_plan()?;
     locked.reconcile(Some(&plan), OnMismatch::Refuse)?;
     Ok((locked, plan))
+}
+
+/// [`lock_plan`] for a command that changes only the goals whose ids are in
+/// `reach`, and goals it reaches through [`Plan::goal_mut`]: the plan may be
+/// read from its cut-down body ([`Locked::read_plan_reaching`]).
+pub(crate) fn lock_plan_reaching<'e>(
+    engine: &'e Engine,
+    command: &str,
+    reach: &[&str],
+) -> Result<(Locked<'e>, Plan, PlanRead), GoalError> {
+    let Some(dir) = engine.state_dir()? else {
+        return Err(super::plan::missing(&engine.paths, &engine.profile));
+    };
+    let mut locked = engine.lock_in(dir, command, engine.lock_timeout())?;
+    let (plan, read) = locked.read_plan_reaching(reach)?;
+    locked.reconcile(Some(&plan), OnMismatch::Refuse)?;
+    Ok((locked, plan, read))
 }
 
 /// `ULW_LOOP_PLAN_COMPLETE` when the run is complete (docs/engine.md#ge-3).

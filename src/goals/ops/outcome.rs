@@ -34,6 +34,11 @@ pub struct GoalRecord(Map<String, Value>);
 impl GoalRecord {
     /// Copies the stored object of `goal`.
     pub fn of(goal: Goal<'_>) -> GoalRecord {
+        debug_assert!(
+            goal.criteria()
+                .all(|c| !c.0.contains_key(crate::goals::plan::CUT_MARKER)),
+            "a cut-down goal is copied"
+        );
         GoalRecord(goal.0.clone())
     }
     /// Wraps a stored goal object.
@@ -74,6 +79,10 @@ pub struct CriterionRecord(Map<String, Value>);
 impl CriterionRecord {
     /// Copies the stored object of `criterion`.
     pub fn of(criterion: Criterion<'_>) -> CriterionRecord {
+        debug_assert!(
+            !criterion.0.contains_key(crate::goals::plan::CUT_MARKER),
+            "a cut-down criterion is copied"
+        );
         CriterionRecord(criterion.0.clone())
     }
     /// Wraps a stored criterion object.

@@ -3,13 +3,13 @@
 use serde_json::{Value, json};
 
 use super::outcome::{CriterionRecord, EvidenceFile, GoalRecord, LedgerHead, LedgerRecord};
-use super::{entry, goal_not_found, lock_plan, refuse_if_complete};
+use super::{entry, goal_not_found, lock_plan_reaching, refuse_if_complete};
 use crate::goals::Engine;
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::evidence_files::{self, Parsed};
 use crate::goals::journal::LedgerKind;
 use crate::goals::lifecycle::{self, Trigger};
-use crate::goals::plan::{CriterionStatus, Plan};
+use crate::goals::plan::{CriterionStatus, Plan, PlanRead};
 use crate::goals::txn::{Committed, Write};
 
 /// A `record-evidence` request.
@@ -44,6 +44,11 @@ pub struct RecordOutcome {
     pub committed: Committed,
     /// `files` of the entry.
     pub files: Vec<EvidenceFile>,
+    /// How the plan was read: from its cut-down body, [`RecordOutcome::plan`]
+    /// holds of the goals the command did not change only what that body
+    /// keeps of their criteria ([`Plan::is_partial`]; `goals.json` holds
+    /// them whole).
+    pub plan_read: PlanRead,
 }
 
 impl RecordOutcome {
@@ -65,7 +70,8 @@ impl RecordOutcome {
 
 /// Records a criterion verdict.
 pub fn run(engine: &Engine, req: RecordRequest) -> Result<RecordOutcome, GoalError> {
-    let (locked, mut plan) = lock_plan(engine, "record-evidence")?;
+    let (locked, mut plan, plan_read) =
+        lock_plan_reaching(engine, "record-evidence", &[&req.goal_id])?;
     refuse_if_complete(engine, &plan, "record-evidence")?;
     let g = plan
         .goal(&req.goal_id)
@@ -188,5 +194,6 @@ pub fn run(engine: &Engine, req: RecordRequest) -> Result<RecordOutcome, GoalErr
         criterion,
         files: EvidenceFile::from_values(&accepted.files),
         committed,
+        plan_read,
     })
 }

@@ -40,17 +40,7 @@ pub struct StatusOutcome {
     pub plan_read: PlanRead,
 }
 
-/// How `status` read the plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum PlanRead {
-    /// Decoded whole from `goals.json`.
-    Whole,
-    /// From the cut-down body the ledger vouches for (`.goals.status`,
-    /// docs/state-formats.md#status-view), with `goals.json`'s bytes hashed
-    /// and printed but not decoded.
-    StatusView,
-}
+pub use crate::goals::plan::PlanRead;
 
 /// The ledger part of `status` (with [`StatusOutcome::consistency`] and
 /// [`StatusOutcome::binding`]).
@@ -186,24 +176,23 @@ pub fn run(engine: &Engine, host_goal: Option<&Loaded>) -> Result<StatusOutcome,
     let now = &engine.now().1;
     let (plan, plan_read) = match view {
         Some(v) => {
-            let reduced = stop_view::status::read(
-                &dir,
-                &engine.paths,
-                &v.status_sha256,
-                &engine.profile.criteria.seeded_markers,
-                engine.profile.limits.max_plan_bytes,
-            );
-            let tried = match reduced {
-                Some(r) => Plan::from_status_view(
-                    bytes,
-                    r,
-                    &v.plan_sha256,
+            let reduced = || {
+                stop_view::status::read(
+                    &dir,
                     &engine.paths,
-                    &engine.profile,
-                    now,
-                ),
-                None => Err(bytes),
+                    &v.status_sha256,
+                    &engine.profile.criteria.seeded_markers,
+                    engine.profile.limits.max_plan_bytes,
+                )
             };
+            let tried = Plan::from_status_view(
+                bytes,
+                reduced,
+                &v.plan_sha256,
+                &engine.paths,
+                &engine.profile,
+                now,
+            );
             match tried {
                 Ok(p) => (p, PlanRead::StatusView),
                 Err(bytes) => (

@@ -67,8 +67,13 @@ fn last_mutation_member(value: &Value) -> Vec<u8> {
 /// body the engine serialised, and serialising what they parse to gives
 /// them back.
 pub(crate) fn raw_body_sha256(bytes: &[u8], doc: &Map<String, Value>) -> Option<String> {
+    raw_body_sha256_of(bytes, doc.get("lastMutation"))
+}
+
+/// [`raw_body_sha256`] of a document whose `lastMutation` is `last_mutation`.
+pub(crate) fn raw_body_sha256_of(bytes: &[u8], last_mutation: Option<&Value>) -> Option<String> {
     let mut h = Sha256::new();
-    match doc.get("lastMutation") {
+    match last_mutation {
         None => h.update(bytes),
         Some(value) => {
             let member = last_mutation_member(value);
@@ -226,7 +231,7 @@ impl BodyText {
             });
         });
         debug_assert!(
-            text.to_vec() == BodyText::of(plan.doc()).to_vec(),
+            text.to_vec() == BodyText::of(&plan.whole_doc()).to_vec(),
             "kept goal texts give the serialised body"
         );
         text
@@ -283,7 +288,7 @@ impl BodyText {
     }
 
     /// The body's bytes (without the final `\n`) in one buffer.
-    fn to_vec(&self) -> Vec<u8> {
+    pub(crate) fn to_vec(&self) -> Vec<u8> {
         self.text.pieces(0, usize::MAX).concat()
     }
 

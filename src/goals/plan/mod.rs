@@ -27,6 +27,19 @@ use super::state::{self, ReadOutcome, StatePaths};
 /// Every spelling of the aggregate completion record a reader accepts.
 pub(crate) const COMPLETION_KEYS: &[&str] = &["aggregate_completion", "aggregateCompletion"];
 
+/// How a command read the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PlanRead {
+    /// Decoded whole from `goals.json`.
+    Whole,
+    /// From the cut-down body the ledger vouches for (`.goals.status`,
+    /// docs/state-formats.md#status-view), with `goals.json`'s bytes hashed
+    /// (and, by `status`, printed) but not decoded; a mutation reads the
+    /// goals it changes whole from their text in `goals.json`.
+    StatusView,
+}
+
 /// A decoded, validated plan.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -48,7 +61,33 @@ pub struct Plan {
     /// Read by [`read_selected`]: members outside its selection are not in
     /// the document, which is read, never written.
     selected: bool,
+    /// Read for a mutation from the cut-down body ([`Plan::for_mutation`]):
+    /// the goals it did not read whole.
+    partial: Option<Partial>,
 }
+
+/// The goals of a plan read for a mutation from its cut-down body
+/// ([`Plan::for_mutation`]) that hold only what that body keeps of their
+/// criteria. Each such goal is read whole from its text in the plan file
+/// before anything changes it ([`Plan::goal_mut`], [`Plan::edit_goals`]);
+/// the goals nothing changed are written back as the file's text.
+#[derive(Debug, Clone)]
+struct Partial {
+    /// Per goal position in the file read: still cut down.
+    cut: Vec<bool>,
+    /// The seeded markers the body was cut under.
+    markers: Vec<String>,
+    /// A goal's text in the file did not read back as the goal its cut-down
+    /// form was cut from: the plan is refused before anything is written
+    /// ([`Plan::refuse_unreadable`]).
+    unreadable: bool,
+}
+
+/// In a debug build, a member every cut-down criterion of a plan read for a
+/// mutation carries, so that reading any other member of it
+/// ([`Criterion::str`]) fails the test that does: the commands read only
+/// what the cut keeps of the goals they do not change.
+pub(crate) const CUT_MARKER: &str = "\u{0}cut";
 
 /// Estimated heap bytes of a decoded plan's tree per byte of its file (a
 /// 1,000-goal plan of 1.76 MB grows a process by about 10 MB).
@@ -223,12 +262,12 @@ pub(crate) fn read_bytes(
 }
 
 /// The top-level `lastMutation` object of a plan file laid out as the
-/// engine writes plans (`None` when there is none so laid out; `Err` when
-/// one is there but does not parse). A line that starts with two spaces and
-/// a quote is a top-level member in that layout (strings hold no raw
-/// newline), and the object it opens ends at the first line that is two
-/// spaces and a closing brace.
-fn last_mutation_in(file: &[u8]) -> Result<Option<Value>, ()> {
+/// engine writes plans, with the offset just past it (`None` when there is
+/// none so laid out; `Err` when one is there but does not parse). A line
+/// that starts with two spaces and a quote is a top-level member in that
+/// layout (strings hold no raw newline), and the object it opens ends at
+/// the first line that is two spaces and a closing brace.
+fn last_mutation_at(file: &[u8]) -> Result<Option<(Value, usize)>, ()> {
     const KEY: &[u8] = b"\n  \"lastMutation\": {";
     let Some(at) = crate::scan::find(file, KEY) else {
         return Ok(None);
@@ -236,8 +275,89 @@ fn last_mutation_in(file: &[u8]) -> Result<Option<Value>, ()> {
     let start = at + KEY.len() - 1;
     let end = crate::scan::find(&file[start..], b"\n  }").ok_or(())? + start + 4;
     crate::json::parse_strict(&file[start..end])
-        .map(Some)
+        .map(|v| Some((v, end)))
         .map_err(|_| ())
+}
+
+/// Where each goal's text is in a plan file laid out as the engine writes
+/// plans, from its `{` to its `}`: in that layout a line that is four
+/// spaces and a brace opens or closes an element of the top-level `goals`
+/// array (strings hold no raw newline). `None` when the file is not laid
+/// out so.
+fn goal_spans_in(file: &[u8]) -> Option<crate::json::Spans> {
+    const KEY: &[u8] = b"\n  \"goals\": [";
+    const OPEN: &[u8] = b"\n    {";
+    const CLOSE: &[u8] = b"\n    }";
+    let mut at = crate::scan::find(file, KEY)? + KEY.len();
+    let mut spans = Vec::new();
+    if file.get(at) == Some(&b']') {
+        return Some(spans);
+    }
+    loop {
+        if !file[at..].starts_with(OPEN) {
+            return None;
+        }
+        let start = at + OPEN.len() - 1;
+        let end = crate::scan::find(&file[start..], CLOSE)? + start + CLOSE.len();
+        spans.push(start..end);
+        let rest = &file[end..];
+        if rest.starts_with(b",") {
+            at = end + 1;
+        } else if rest.starts_with(b"\n  ]") {
+            return Some(spans);
+        } else {
+            return None;
+        }
+    }
+}
+
+/// The top-level key that follows the member ending at `end` in a plan file
+/// laid out as the engine writes plans (`None` when that member is the
+/// last; `Err` when what follows is not a member).
+fn next_key(file: &[u8], end: usize) -> Result<Option<String>, ()> {
+    use serde::Deserialize;
+    let rest = &file[end..];
+    if rest == b"\n}\n" {
+        return Ok(None);
+    }
+    let key = rest.strip_prefix(b",\n  ").ok_or(())?;
+    let mut de = serde_json::Deserializer::from_slice(key);
+    String::deserialize(&mut de).map(Some).map_err(|_| ())
+}
+
+/// `read()` while the body digest of plan file `file` (with `lastMutation`,
+/// `last_mutation`, cut out: [`body::raw_body_sha256`]) is taken: on a
+/// helper thread for a long file, which both need about as long.
+fn hash_while<T>(
+    file: &[u8],
+    last_mutation: Option<&Value>,
+    read: impl FnOnce() -> T,
+) -> (T, Option<String>) {
+    let digest = || body::raw_body_sha256_of(file, last_mutation);
+    if file.len() < crate::json::WIDE_MIN_BYTES {
+        return (read(), digest());
+    }
+    std::thread::scope(
+        |s| match std::thread::Builder::new().spawn_scoped(s, digest) {
+            Ok(helper) => {
+                let t = read();
+                let d = helper
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p));
+                (t, d)
+            }
+            Err(_) => (read(), digest()),
+        },
+    )
+}
+
+/// A goal read whole from its text, when that text is a goal whose cut-down
+/// form under `markers` is `cut`'s.
+fn whole_goal(text: &[u8], cut: &Value, markers: &[String]) -> Option<Value> {
+    let whole = crate::json::parse_strict(text).ok()?;
+    let same = crate::goals::stop_view::status::cut_goal(&whole, markers)
+        == crate::goals::stop_view::status::cut_goal(cut, markers);
+    (whole.is_object() && same).then_some(whole)
 }
 
 fn corrupt(goals_path: &str, pointer: &str, problem: String) -> GoalError {
@@ -392,6 +512,7 @@ impl Plan {
             changed: false,
             touched: Touched::None,
             selected,
+            partial: None,
         };
         plan.migrate_legacy_objective(profile, paths, now);
         Ok(plan)
@@ -425,24 +546,25 @@ impl Plan {
     /// panics). Otherwise `Err` gives the bytes back, for a whole reading.
     pub(crate) fn from_status_view(
         file: Vec<u8>,
-        mut reduced: Map<String, Value>,
+        reduced: impl FnOnce() -> Option<Map<String, Value>>,
         plan_sha256: &str,
         paths: &StatePaths,
         profile: &Profile,
         now: &str,
     ) -> Result<Plan, Vec<u8>> {
-        if reduced.contains_key("lastMutation") {
-            return Err(file);
-        }
-        match last_mutation_in(&file) {
-            Ok(Some(lm)) => {
-                reduced.insert("lastMutation".into(), lm);
-            }
-            Ok(None) => {}
+        let lm = match last_mutation_at(&file) {
+            Ok(lm) => lm.map(|(v, _)| v),
             Err(()) => return Err(file),
-        }
-        if body::raw_body_sha256(&file, &reduced).as_deref() != Some(plan_sha256) {
+        };
+        let (reduced, digest) = hash_while(&file, lm.as_ref(), reduced);
+        let Some(mut reduced) = reduced else {
             return Err(file);
+        };
+        if reduced.contains_key("lastMutation") || digest.as_deref() != Some(plan_sha256) {
+            return Err(file);
+        }
+        if let Some(lm) = lm {
+            reduced.insert("lastMutation".into(), lm);
         }
         let file = std::sync::Arc::new(file);
         let decoded = Plan::decode_value(
@@ -467,6 +589,200 @@ impl Plan {
         }
     }
 
+    /// The plan a mutation reads from the cut-down body of
+    /// [`crate::goals::stop_view::status`] (`reduced`, cut under `markers`)
+    /// and the plan file's `file` bytes, under the same conditions as
+    /// [`Plan::from_status_view`]: the goals whose ids are in `reach` are
+    /// read whole from their text in the file (and must cut down to what
+    /// `reduced` holds for them); every other goal holds what the cut keeps
+    /// of its criteria until something changes it, when it is read whole
+    /// first. The goals nothing changed are written back as the file's text
+    /// ([`BodyText::of_plan`]), so the plan written is the one a whole
+    /// reading would write. Otherwise `Err` gives the bytes back, for a
+    /// whole reading.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn for_mutation(
+        file: Vec<u8>,
+        reduced: impl FnOnce() -> Option<Map<String, Value>>,
+        plan_sha256: &str,
+        reach: &[&str],
+        markers: &[String],
+        paths: &StatePaths,
+        profile: &Profile,
+        now: &str,
+    ) -> Result<Plan, Vec<u8>> {
+        let Ok(lm) = last_mutation_at(&file) else {
+            return Err(file);
+        };
+        let (reduced, digest) = hash_while(&file, lm.as_ref().map(|(v, _)| v), reduced);
+        let Some(mut reduced) = reduced else {
+            return Err(file);
+        };
+        if reduced.contains_key("lastMutation") || digest.as_deref() != Some(plan_sha256) {
+            return Err(file);
+        }
+        // `lastMutation` back at its place among the members.
+        match lm {
+            Some((lm, end)) => match next_key(&file, end) {
+                Ok(None) => {
+                    reduced.insert("lastMutation".into(), lm);
+                }
+                Ok(Some(next)) if reduced.contains_key(&next) => {
+                    let mut doc = Map::with_capacity(reduced.len() + 1);
+                    let mut lm = Some(lm);
+                    for (k, v) in reduced {
+                        if k == next
+                            && let Some(lm) = lm.take()
+                        {
+                            doc.insert("lastMutation".into(), lm);
+                        }
+                        doc.insert(k, v);
+                    }
+                    reduced = doc;
+                }
+                _ => return Err(file),
+            },
+            None => {}
+        }
+        let Some(spans) = goal_spans_in(&file) else {
+            return Err(file);
+        };
+        let Some(Value::Array(goals)) = reduced.get_mut("goals") else {
+            return Err(file);
+        };
+        if goals.len() != spans.len() {
+            return Err(file);
+        }
+        let mut cut = vec![true; goals.len()];
+        for (i, g) in goals.iter_mut().enumerate() {
+            if !reach.contains(&g.get("id").and_then(Value::as_str).unwrap_or_default()) {
+                continue;
+            }
+            match whole_goal(&file[spans[i].clone()], g, markers) {
+                Some(whole) => *g = whole,
+                None => return Err(file),
+            }
+            cut[i] = false;
+        }
+        if cfg!(debug_assertions) {
+            for (g, _) in goals.iter_mut().zip(&cut).filter(|(_, c)| **c) {
+                let criteria = g
+                    .get_mut(crate::goals::stop_view::CRITERIA_READ.list)
+                    .and_then(Value::as_array_mut);
+                for c in criteria.into_iter().flatten() {
+                    if let Value::Object(c) = c {
+                        c.insert(CUT_MARKER.into(), Value::Bool(true));
+                    }
+                }
+            }
+        }
+        let file = std::sync::Arc::new(file);
+        let decoded = Plan::decode_value(
+            Value::Object(reduced),
+            Some(spans),
+            Some(file.clone()),
+            paths,
+            profile,
+            now,
+        );
+        match decoded {
+            Ok(mut plan) if !plan.changed && plan.pending.is_empty() => {
+                plan.selected = false;
+                plan.partial = Some(Partial {
+                    cut,
+                    markers: markers.to_vec(),
+                    unreadable: false,
+                });
+                let r = plan.read.as_ref().expect("a plan decoded from a file");
+                let _ = r.exact.set(plan_sha256.to_owned());
+                let _ = r.file_is_encoding.set(());
+                Ok(plan)
+            }
+            _ => {
+                drop(decoded);
+                Err(std::sync::Arc::try_unwrap(file).unwrap_or_else(|f| f.to_vec()))
+            }
+        }
+    }
+
+    /// Reads goal `i` whole from its text in the file before it changes,
+    /// when it holds only what the cut keeps ([`Plan::for_mutation`]).
+    fn read_whole(&mut self, i: usize) {
+        let Some(p) = &mut self.partial else {
+            return;
+        };
+        if !p.cut.get(i).copied().unwrap_or(false) {
+            return;
+        }
+        p.cut[i] = false;
+        let text = self.read.as_ref().and_then(|r| {
+            Some(
+                r.file
+                    .as_deref()?
+                    .get(r.goal_spans.as_ref()?.get(i)?.clone())?,
+            )
+        });
+        let goals = self
+            .doc
+            .get_mut("goals")
+            .and_then(Value::as_array_mut)
+            .expect("validated");
+        match text.and_then(|t| whole_goal(t, &goals[i], &p.markers)) {
+            Some(whole) => goals[i] = whole,
+            None => p.unreadable = true,
+        }
+    }
+
+    /// Reads goal `id` whole when it holds only what the cut keeps
+    /// ([`Plan::for_mutation`]), without changing it: for a caller that
+    /// reads its criteria in full.
+    pub(crate) fn read_goal(&mut self, id: &str) {
+        if let Some(&i) = self.index.get(id) {
+            self.read_whole(i);
+        }
+    }
+
+    /// Whether some goals hold only what the cut keeps of their criteria
+    /// (a plan a mutation read from the cut-down body; its
+    /// [`Plan::encode`] is still the whole plan).
+    pub fn is_partial(&self) -> bool {
+        self.partial
+            .as_ref()
+            .is_some_and(|p| p.cut.iter().any(|c| *c))
+    }
+
+    /// `ULW_LOOP_PLAN_CORRUPT` when a goal of a plan read for a mutation
+    /// could not be read whole from its text ([`Plan::for_mutation`]).
+    pub(crate) fn refuse_unreadable(&self, paths: &StatePaths) -> Result<(), GoalError> {
+        match &self.partial {
+            Some(p) if p.unreadable => Err(corrupt(
+                &paths.goals(),
+                "/goals",
+                "a goal's text does not read back as the goal the plan's status view holds".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The document with every goal read whole (a debug build's check of
+    /// what a partly read plan writes).
+    pub(crate) fn whole_doc(&self) -> Map<String, Value> {
+        let mut doc = self.doc.clone();
+        if let (Some(p), Some(r)) = (&self.partial, &self.read)
+            && let (Some(file), Some(spans)) = (&r.file, &r.goal_spans)
+            && let Some(Value::Array(goals)) = doc.get_mut("goals")
+        {
+            for (i, g) in goals.iter_mut().enumerate() {
+                if p.cut.get(i).copied().unwrap_or(false)
+                    && let Ok(whole) = crate::json::parse_strict(&file[spans[i].clone()])
+                {
+                    *g = whole;
+                }
+            }
+        }
+        doc
+    }
+
     /// A new plan from a document built by `create-goals`.
     pub fn from_doc(doc: Map<String, Value>) -> Plan {
         let index = doc
@@ -488,6 +804,7 @@ impl Plan {
             changed: false,
             touched: Touched::None,
             selected: false,
+            partial: None,
         }
     }
 
@@ -686,6 +1003,9 @@ impl Plan {
     /// Two-space pretty JSON plus one `\n`.
     pub fn encode(&self) -> Vec<u8> {
         assert!(!self.selected, "a selectively read plan is never written");
+        if self.is_partial() {
+            return BodyText::of_plan(self).file(&self.doc).to_vec();
+        }
         let mut out = serde_json::to_vec_pretty(&self.doc).expect("JSON values serialise");
         out.push(b'\n');
         out
@@ -764,6 +1084,7 @@ impl Plan {
     /// Write access to a goal (its `id` never changes through it).
     pub fn goal_mut(&mut self, id: &str) -> Option<GoalMut<'_>> {
         let i = *self.index.get(id)?;
+        self.read_whole(i);
         self.pin();
         self.touch(Some(i));
         self.doc
@@ -794,6 +1115,9 @@ impl Plan {
     /// Mutable access to the goals array (insertion, reordering); the id
     /// index is rebuilt afterwards, so ids must stay unique.
     pub fn edit_goals<R>(&mut self, f: impl FnOnce(&mut Vec<Value>) -> R) -> R {
+        for i in 0..self.goal_count() {
+            self.read_whole(i);
+        }
         self.pin();
         self.touch(None);
         let goals = self

@@ -355,14 +355,20 @@ impl<'a> Criterion<'a> {
     }
     /// A string field.
     pub fn str(&self, key: &str) -> Option<&'a str> {
+        debug_assert!(
+            crate::goals::stop_view::CRITERIA_READ.keep.contains(&key)
+                || !self.0.contains_key(super::CUT_MARKER),
+            "{key} of a cut-down criterion is read"
+        );
         member(self.0, key).and_then(Value::as_str)
     }
-    /// Seeded: `seeded: true`, or (legacy) `expectedEvidence` starting with a marker.
+    /// Seeded: `seeded: true`, or (legacy) `expectedEvidence` starting with a
+    /// marker. (A cut-down criterion holds `seeded: true` when it is.)
     pub fn seeded(&self, markers: &[String]) -> bool {
         match member(self.0, "seeded") {
             Some(v) => v.as_bool() == Some(true),
-            None => self
-                .str("expectedEvidence")
+            None => member(self.0, "expectedEvidence")
+                .and_then(Value::as_str)
                 .is_some_and(|e| markers.iter().any(|m| e.starts_with(m.as_str()))),
         }
     }

@@ -165,6 +165,12 @@ pub(crate) fn line(plan: &Plan, markers: &[String]) -> Vec<u8> {
     out
 }
 
+/// One goal (a plan's element) as the file holds it: cut down under
+/// `markers`, serialised.
+pub(crate) fn cut_goal(goal: &Value, markers: &[String]) -> Vec<u8> {
+    serde_json::to_vec(&self::goal(goal, markers)).expect("JSON values serialise")
+}
+
 /// What a reader decodes.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

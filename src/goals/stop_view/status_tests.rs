@@ -89,7 +89,7 @@ fn agree(doc: &Map<String, Value>, profile: &Profile) -> bool {
     let reduced = cut(&Plan::from_doc(doc.clone()), markers);
     let fast = Plan::from_status_view(
         file.clone(),
-        reduced.clone(),
+        || Some(reduced.clone()),
         &digest,
         &paths,
         profile,
@@ -105,6 +105,7 @@ fn agree(doc: &Map<String, Value>, profile: &Profile) -> bool {
     assert_eq!(seen(&fast, profile), seen(&whole, profile));
     assert_eq!(fast.read_body_sha256(), digest);
     assert_eq!(fast.encoded().unwrap().concat(), file, "prints the file");
+    mutations_alike(&file, &reduced, &digest, &paths, profile);
     // Any byte of the body changed or dropped is refused; a change in
     // `lastMutation` (read from the file, not part of the body) reads as
     // the whole reading of the changed file does.
@@ -118,7 +119,7 @@ fn agree(doc: &Map<String, Value>, profile: &Profile) -> bool {
         for f in [changed, dropped] {
             match Plan::from_status_view(
                 f.clone(),
-                reduced.clone(),
+                || Some(reduced.clone()),
                 &digest,
                 &paths,
                 profile,
@@ -145,12 +146,95 @@ fn agree(doc: &Map<String, Value>, profile: &Profile) -> bool {
     // A cut-down body naming a `lastMutation` of its own is refused.
     let mut own = reduced.clone();
     own.insert("lastMutation".into(), json!({"revision": 0, "fromSeq": 0}));
-    assert!(Plan::from_status_view(file.clone(), own, &digest, &paths, profile, "now").is_err());
+    assert!(
+        Plan::from_status_view(file.clone(), || Some(own), &digest, &paths, profile, "now")
+            .is_err()
+    );
     // Another digest is refused.
     assert!(
-        Plan::from_status_view(file, reduced, &"0".repeat(64), &paths, profile, "now").is_err()
+        Plan::from_status_view(
+            file,
+            || Some(reduced),
+            &"0".repeat(64),
+            &paths,
+            profile,
+            "now"
+        )
+        .is_err()
     );
     true
+}
+
+/// The plan a mutation reads from the cut-down body
+/// ([`Plan::for_mutation`]), reaching no goal, the first or the last: it
+/// encodes as the file and reads as the whole reading does, and a goal
+/// changed through it (the first, a middle one, the last) gives the body,
+/// the cut-down body and everything `status` reads that the same change
+/// gives the whole reading. A reached goal whose text the cut-down body does
+/// not hold is refused; one reached later makes the plan refused before a
+/// commit writes it.
+fn mutations_alike(
+    file: &[u8],
+    reduced: &Map<String, Value>,
+    digest: &str,
+    paths: &StatePaths,
+    profile: &Profile,
+) {
+    let markers = &profile.criteria.seeded_markers;
+    let read_whole = || Plan::decode_file(file.to_vec(), paths, profile, "now").unwrap();
+    let partly = |cut: &Map<String, Value>, reach: &[&str]| {
+        Plan::for_mutation(
+            file.to_vec(),
+            || Some(cut.clone()),
+            digest,
+            reach,
+            markers,
+            paths,
+            profile,
+            "now",
+        )
+    };
+    let whole = read_whole();
+    let ids: Vec<String> = whole.goals().map(|g| g.id().to_owned()).collect();
+    let mut changed: Vec<&str> = Vec::new();
+    if let (Some(first), Some(last)) = (ids.first(), ids.last()) {
+        changed = vec![first, &ids[ids.len() / 2], last];
+    }
+    let mut reaches: Vec<Vec<&str>> = vec![vec![]];
+    reaches.extend(changed.iter().map(|id| vec![*id]));
+    for reach in &reaches {
+        let p = partly(reduced, reach).expect("read for a mutation");
+        assert_eq!(p.encode(), file, "encodes as the file");
+        assert_eq!(seen(&p, profile), seen(&whole, profile));
+        for id in &changed {
+            let mut a = partly(reduced, reach).unwrap();
+            let mut b = read_whole();
+            for plan in [&mut a, &mut b] {
+                plan.goal_mut(id)
+                    .unwrap()
+                    .set_updated_at("2027-01-01T00:00:00.000Z");
+                plan.set("updatedAt", json!("2027-01-01T00:00:00.000Z"));
+            }
+            assert!(a.refuse_unreadable(paths).is_ok());
+            assert_eq!(
+                BodyText::of_plan(&a).to_vec(),
+                BodyText::of_plan(&b).to_vec()
+            );
+            assert_eq!(status::line(&a, markers), status::line(&b, markers));
+            assert_eq!(seen(&a, profile), seen(&b, profile));
+            assert_eq!(a.encode(), b.encode());
+        }
+    }
+    let Some(first) = changed.first() else {
+        return;
+    };
+    let mut forged = reduced.clone();
+    forged["goals"][0]["title"] = json!("forged title");
+    assert!(partly(&forged, &[first]).is_err(), "a reached goal differs");
+    let mut p = partly(&forged, &[]).unwrap();
+    p.goal_mut(first).unwrap();
+    let refused = p.refuse_unreadable(paths).unwrap_err();
+    assert_eq!(refused.code(), "ULW_LOOP_PLAN_CORRUPT");
 }
 
 fn with_last_mutation(mut doc: Map<String, Value>) -> Map<String, Value> {

@@ -19,7 +19,7 @@ use super::binding::{self, Binding, NamedHead};
 use super::error::{ErrorKind, GoalError};
 use super::index::{self, Source, View};
 use super::journal::{self, Head, LedgerKind};
-use super::plan::{self, Plan};
+use super::plan::{self, Plan, PlanRead};
 use super::state;
 use super::stop_view;
 use crate::store::{self, Durability, LockError, LockOptions, MutationLock};
@@ -275,6 +275,53 @@ impl<'e> Locked<'e> {
             &self.engine.profile,
             &self.now,
         )
+    }
+
+    /// [`Locked::read_plan`] for a mutation that changes only the goals
+    /// whose ids are in `reach` (and any goal it reaches through
+    /// [`Plan::goal_mut`]): when the ledger vouches for the hooks' view and
+    /// the cut-down body it names is the plan's (the conditions under which
+    /// `status` reads it), the plan is that body with those goals read whole
+    /// from the file ([`Plan::for_mutation`]); otherwise it is read whole.
+    pub fn read_plan_reaching(&self, reach: &[&str]) -> Result<(Plan, PlanRead), GoalError> {
+        let (paths, profile) = (&self.engine.paths, &self.engine.profile);
+        let bytes = plan::read_bytes(Some(&self.dir), paths, profile)?;
+        // While an interrupted create-goals --force is pending, the live
+        // ledger is the renamed one, which does not vouch for the view.
+        let live =
+            switch::ledger_name(&self.dir, paths, profile.limits.max_plan_bytes) == state::LEDGER;
+        let markers = &profile.criteria.seeded_markers;
+        let tried = match live
+            .then(|| stop_view::read_vouched(&self.dir, paths))
+            .flatten()
+        {
+            Some(v) => Plan::for_mutation(
+                bytes,
+                || {
+                    stop_view::status::read(
+                        &self.dir,
+                        paths,
+                        &v.status_sha256,
+                        markers,
+                        profile.limits.max_plan_bytes,
+                    )
+                },
+                &v.plan_sha256,
+                reach,
+                markers,
+                paths,
+                profile,
+                &self.now,
+            ),
+            None => Err(bytes),
+        };
+        match tried {
+            Ok(plan) => Ok((plan, PlanRead::StatusView)),
+            Err(bytes) => Ok((
+                Plan::decode_file(bytes, paths, profile, &self.now)?,
+                PlanRead::Whole,
+            )),
+        }
     }
 
     /// Whether `goals.json` exists.
@@ -653,6 +700,7 @@ impl<'e> Locked<'e> {
         let mut all = Vec::new();
         let (revision, written_plan, named, body, chain) = match write {
             Write::Plan(mut plan) => {
+                plan.refuse_unreadable(&self.engine.paths)?;
                 all.append(&mut plan.pending);
                 all.extend(entries);
                 alias_keys(&self.engine.profile, &mut all);

@@ -12,7 +12,7 @@ use host::{HostResult, reconcile_complete, reconcile_failure};
 
 use super::complete::{Report, report};
 use super::outcome::{EvidenceFile, GoalRecord, LedgerHead, LedgerRecord, Warning};
-use super::{entry, goal_not_found, lock_plan, refuse_if_complete};
+use super::{entry, goal_not_found, lock_plan_reaching, refuse_if_complete};
 use crate::gate::{GateOutcome, GateScope};
 use crate::goals::blockers::{self, Classifier};
 use crate::goals::error::{ErrorKind, GoalError};
@@ -22,7 +22,7 @@ use crate::goals::hostgoal;
 use crate::goals::input::Loaded;
 use crate::goals::journal::{Head, LedgerKind};
 use crate::goals::lifecycle::{self, Permit, Trigger};
-use crate::goals::plan::{GoalStatus, Plan};
+use crate::goals::plan::{GoalStatus, Plan, PlanRead};
 use crate::goals::scheduler::{self, Outcome};
 use crate::goals::txn::{Locked, Write};
 use crate::goals::{Engine, batches};
@@ -112,6 +112,11 @@ pub struct CheckpointOutcome {
     pub head: Head,
     /// The goal's new status.
     pub status: GoalStatus,
+    /// How the plan was read: from its cut-down body,
+    /// [`CheckpointOutcome::plan`] holds of the goals the command did not
+    /// change or schedule only what that body keeps of their criteria
+    /// ([`Plan::is_partial`]; `goals.json` holds them whole).
+    pub plan_read: PlanRead,
 }
 
 impl CheckpointOutcome {
@@ -148,7 +153,7 @@ pub struct Completion {
 
 /// Runs the checkpoint pipeline.
 pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome, GoalError> {
-    let (locked, mut plan) = lock_plan(engine, "checkpoint")?;
+    let (locked, mut plan, plan_read) = lock_plan_reaching(engine, "checkpoint", &[&req.goal_id])?;
     refuse_if_complete(engine, &plan, "checkpoint")?;
     let id = req.goal_id.clone();
     let g = plan
@@ -218,6 +223,13 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
     if req.status == CheckpointStatus::Complete && !is_final && !req.no_advance {
         outcome = Some(scheduler::run(engine, &mut plan, false, &now, &mut entries));
     }
+    // The report hands the scheduled goal's criteria over in full.
+    match &outcome {
+        Some(Outcome::Resumed(next) | Outcome::Started(next) | Outcome::BlockedOnUser(next)) => {
+            plan.read_goal(next);
+        }
+        _ => {}
+    }
     let goal = GoalRecord::of(plan.goal(&id).expect("exists"));
     let passed = entries.len();
     let mut committed = locked.commit(Write::Plan(Box::new(plan)), entries)?;
@@ -251,6 +263,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
         head: committed.head,
         status: new_status,
         plan,
+        plan_read,
     })
 }
 
