@@ -97,6 +97,10 @@ pub struct EngineOptions {
     /// worktree root or outside one), used when the profile sets
     /// `compat/statePathPrefix`.
     pub worktree_prefix: String,
+    /// The time every call of the engine takes as now; `None` (the
+    /// default) reads the system clock at each call. A fixed time makes two
+    /// runs over the same state write the same bytes (tests, replays).
+    pub clock: Option<SystemTime>,
 }
 
 impl EngineOptions {
@@ -114,6 +118,7 @@ impl EngineOptions {
             surface: SurfaceInputs::default(),
             diagnostics: diagnostics::Sink::none(),
             worktree_prefix: String::new(),
+            clock: None,
         }
     }
 }
@@ -163,6 +168,7 @@ pub struct Engine {
     pub session: SidSource,
     env_sid: Option<String>,
     lock_timeout: Duration,
+    clock: Option<SystemTime>,
     root_abs: Option<String>,
     /// Built on first use when the rules are the embedded defaults (most
     /// commands never read a gate); eagerly from an override, so a bad
@@ -266,6 +272,7 @@ impl Engine {
             session: opts.session,
             env_sid: opts.env_sid,
             lock_timeout,
+            clock: opts.clock,
             root_abs: opts.root_abs,
             gates,
             surface: opts.surface,
@@ -320,6 +327,7 @@ impl Engine {
                 surface: SurfaceInputs::read(amb, rules),
                 diagnostics,
                 worktree_prefix,
+                clock: None,
             },
         )
     }
@@ -388,7 +396,7 @@ impl Engine {
 
     /// The current time and its RFC 3339 form.
     pub fn now(&self) -> (SystemTime, String) {
-        let t = SystemTime::now();
+        let t = self.clock.unwrap_or_else(SystemTime::now);
         (t, crate::time::rfc3339_ms(t))
     }
 

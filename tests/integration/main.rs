@@ -41,6 +41,7 @@ mod goals_keyhash;
 mod goals_large_plan;
 mod goals_legacy;
 mod goals_omx;
+mod goals_partial_mutation;
 mod goals_probe;
 mod goals_regression;
 mod goals_review;

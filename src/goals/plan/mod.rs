@@ -622,8 +622,8 @@ impl Plan {
             return Err(file);
         }
         // `lastMutation` back at its place among the members.
-        match lm {
-            Some((lm, end)) => match next_key(&file, end) {
+        if let Some((lm, end)) = lm {
+            match next_key(&file, end) {
                 Ok(None) => {
                     reduced.insert("lastMutation".into(), lm);
                 }
@@ -641,8 +641,7 @@ impl Plan {
                     reduced = doc;
                 }
                 _ => return Err(file),
-            },
-            None => {}
+            }
         }
         let Some(spans) = goal_spans_in(&file) else {
             return Err(file);
@@ -716,11 +715,9 @@ impl Plan {
         }
         p.cut[i] = false;
         let text = self.read.as_ref().and_then(|r| {
-            Some(
-                r.file
-                    .as_deref()?
-                    .get(r.goal_spans.as_ref()?.get(i)?.clone())?,
-            )
+            r.file
+                .as_deref()?
+                .get(r.goal_spans.as_ref()?.get(i)?.clone())
         });
         let goals = self
             .doc

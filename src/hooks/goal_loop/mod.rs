@@ -831,6 +831,7 @@ impl<'a> Ctx<'a> {
             } else {
                 String::new()
             },
+            clock: None,
         };
         let root = self.root.try_clone().map_err(|e| e.to_string())?;
         Engine::new(root, self.rules, opts).map_err(|e| e.message)

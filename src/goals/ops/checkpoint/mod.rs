@@ -224,11 +224,10 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
         outcome = Some(scheduler::run(engine, &mut plan, false, &now, &mut entries));
     }
     // The report hands the scheduled goal's criteria over in full.
-    match &outcome {
-        Some(Outcome::Resumed(next) | Outcome::Started(next) | Outcome::BlockedOnUser(next)) => {
-            plan.read_goal(next);
-        }
-        _ => {}
+    if let Some(Outcome::Resumed(next) | Outcome::Started(next) | Outcome::BlockedOnUser(next)) =
+        &outcome
+    {
+        plan.read_goal(next);
     }
     let goal = GoalRecord::of(plan.goal(&id).expect("exists"));
     let passed = entries.len();

@@ -1,0 +1,306 @@
+//! `record-evidence` and `checkpoint` read the plan from its cut-down body
+//! (docs/state-formats.md#status-view): the goal they change is read whole
+//! from its text in `goals.json`, every other goal as `.goals.status` holds
+//! it, and the goals nothing changed are written back as the file's text.
+//! Each step of a run is taken twice from the same state with the same
+//! clock, once with the cut-down body and once without it (the whole
+//! reading): every file of the state directory and every answer must be
+//! byte for byte the same. Every attack sits next to the honest run whose
+//! answers must not change. Every process runs with HOME and the XDG
+//! directories in temporary directories.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use evidence_gate::goals::ops::checkpoint::{self, CheckpointRequest, CheckpointStatus};
+use evidence_gate::goals::ops::record::{self, RecordRequest};
+use evidence_gate::goals::ops::status::PlanRead;
+use evidence_gate::goals::{Engine, EngineOptions, Loaded};
+
+use crate::common::Repo;
+use crate::goals_support::*;
+
+const SIDECAR: &str = ".goals.status";
+
+/// A copy of `from` (a repository: files and directories only) in `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Every file of the state directory under `root`, by name.
+fn state_files(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(root.join(STATE))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_file())
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// The engine of the repository at `root` whose clock reads `at`.
+fn engine(root: &Path, at: SystemTime) -> Engine {
+    let rules = evidence_gate::rules::RuleSet::embedded().unwrap();
+    let dir = cap_std::fs::Dir::open_ambient_dir(root, cap_std::ambient_authority()).unwrap();
+    let mut opts = EngineOptions::new("ulw-loop");
+    opts.clock = Some(at);
+    Engine::new(dir, &rules, opts).unwrap()
+}
+
+/// One library call and what it answered (a comparable text).
+type Step<'a> = &'a dyn Fn(&Engine) -> (PlanRead, String);
+
+/// Takes `step` on `repo` and on a copy of it without the cut-down body,
+/// at the same time: the answers and every state file must be equal.
+/// Returns how `repo`'s step read the plan. (The view's freshness hint
+/// names the plan file's inode, so only `repo` itself, not a copy, has a
+/// view its plan file matches.)
+fn both_ways(repo: &Repo, n: u64, name: &str, step: Step<'_>) -> PlanRead {
+    let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_900_000_000 + 60 * n);
+    let tmp = tempfile::tempdir().unwrap();
+    let (fast, whole) = (repo.path().to_path_buf(), tmp.path().join("whole"));
+    copy_tree(repo.path(), &whole);
+    let before = std::fs::read(whole.join(STATE).join(SIDECAR)).ok();
+    let _ = std::fs::remove_file(whole.join(STATE).join(SIDECAR));
+    let (read, answer) = step(&engine(&fast, at));
+    let (read_whole, answer_whole) = step(&engine(&whole, at));
+    assert_eq!(read_whole, PlanRead::Whole, "{name}: no cut-down body");
+    assert_eq!(answer, answer_whole, "{name}: the answers");
+    let (mut a, mut b) = (state_files(&fast), state_files(&whole));
+    // A step that wrote nothing left the cut-down body as it was.
+    if !b.iter().any(|f| f.0 == SIDECAR) {
+        let kept = a.iter().position(|f| f.0 == SIDECAR);
+        assert_eq!(kept.map(|i| a.remove(i).1), before, "{name}: unchanged");
+    }
+    // The view's second line is the freshness hint of the plan file it was
+    // written with (its inode and times), which differ between two copies.
+    for (file, bytes) in a.iter_mut().chain(b.iter_mut()) {
+        if file == ".goals.summary" {
+            let first = bytes.iter().position(|b| *b == b'\n').unwrap();
+            bytes.truncate(first);
+        }
+    }
+    assert_eq!(
+        a.iter().map(|f| &f.0).collect::<Vec<_>>(),
+        b.iter().map(|f| &f.0).collect::<Vec<_>>(),
+        "{name}: the state files"
+    );
+    for ((file, x), (_, y)) in a.iter().zip(&b) {
+        assert!(x == y, "{name}: {file} differs");
+    }
+    read
+}
+
+fn recorded(
+    goal: &str,
+    criterion: &str,
+    status: &str,
+    extra: fn(&mut RecordRequest),
+) -> impl Fn(&Engine) -> (PlanRead, String) + use<> {
+    let mut req = RecordRequest {
+        goal_id: goal.into(),
+        criterion_id: criterion.into(),
+        status: evidence_gate::goals::CriterionStatus::parse(status),
+        evidence: Some(format!("{criterion}: 3 passed")),
+        notes: None,
+        evidence_files: Vec::new(),
+        accept_seeded: None,
+    };
+    extra(&mut req);
+    move |e: &Engine| match record::run(e, req.clone()) {
+        Ok(o) => (
+            o.plan_read,
+            format!(
+                "{:?}\n{:?}\n{:?}\n{:?}\n{}",
+                o.goal,
+                o.criterion,
+                o.files,
+                o.ledger_entry(),
+                String::from_utf8(o.plan.encode()).unwrap()
+            ),
+        ),
+        Err(err) => (PlanRead::Whole, format!("{} {}", err.code(), err.message)),
+    }
+}
+
+fn checkpointed(req: CheckpointRequest) -> impl Fn(&Engine) -> (PlanRead, String) {
+    move |e: &Engine| match checkpoint::run(e, req.clone()) {
+        Ok(o) => (
+            o.plan_read,
+            format!(
+                "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{}",
+                o.goal,
+                o.ledger_entries,
+                o.next,
+                o.warnings,
+                o.aggregate_completion,
+                o.status,
+                String::from_utf8(o.plan.encode()).unwrap()
+            ),
+        ),
+        Err(err) => (PlanRead::Whole, format!("{} {}", err.code(), err.message)),
+    }
+}
+
+fn snapshot(repo: &Repo) -> Loaded {
+    let text = active(repo);
+    Loaded {
+        value: serde_json::from_str(&text).unwrap(),
+        text,
+        file: None,
+    }
+}
+
+fn criteria(repo: &Repo, id: &str) -> Vec<String> {
+    goal(repo, id)["successCriteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A run of three goals, each step taken both ways: criteria failed,
+/// passed (a seeded one accepted), a goal checkpointed complete (the next
+/// one started and handed over with its criteria in full), blocked and
+/// failed, refusals included. Every step that writes reads the cut-down
+/// body, and writes what the whole reading writes.
+#[test]
+fn honest_mutations_write_alike_from_the_cut_down_body() {
+    let repo = Repo::new();
+    expect_ok(&ulw(&repo, &["create-goals", "--brief", "- a\n- b\n- c"]));
+    start(&repo);
+    let g1 = goal_ids(&repo)[0].clone();
+    let g2 = goal_ids(&repo)[1].clone();
+    let mut n = 0;
+    let mut step = |name: &str, s: Step<'_>| {
+        n += 1;
+        both_ways(&repo, n, name, s)
+    };
+    let c1 = criteria(&repo, &g1);
+    let read = step(
+        "failed",
+        &recorded(&g1, &c1[0], "fail", |r| r.notes = Some("flaky".into())),
+    );
+    assert_eq!(read, PlanRead::StatusView);
+    // A seeded criterion refused without --accept-seeded, then accepted.
+    step("seeded refused", &recorded(&g1, &c1[0], "pass", |_| {}));
+    for c in &c1 {
+        let read = step(
+            "passed",
+            &recorded(&g1, c, "pass", |r| r.accept_seeded = Some("fixture".into())),
+        );
+        assert_eq!(read, PlanRead::StatusView, "{c}");
+    }
+    step("unknown criterion", &recorded(&g1, "C999", "pass", |_| {}));
+    step("unknown goal", &recorded("G999-x", "C001", "pass", |_| {}));
+    let mut done = CheckpointRequest::new(&g1, CheckpointStatus::Complete, "all pass");
+    done.host_goal = Some(snapshot(&repo));
+    let read = step("complete, next started", &checkpointed(done));
+    assert_eq!(read, PlanRead::StatusView);
+    assert_eq!(goal(&repo, &g2)["status"], "in_progress");
+    let c2 = criteria(&repo, &g2);
+    step("failed on the next", &recorded(&g2, &c2[0], "fail", |_| {}));
+    let read = step(
+        "blocked",
+        &checkpointed(CheckpointRequest::new(
+            &g2,
+            CheckpointStatus::Blocked,
+            "waiting on the vendor's API key",
+        )),
+    );
+    assert_eq!(read, PlanRead::StatusView);
+    step(
+        "failed",
+        &checkpointed(CheckpointRequest::new(
+            &g2,
+            CheckpointStatus::Failed,
+            "the build broke",
+        )),
+    );
+    step(
+        "a finished goal refused",
+        &checkpointed(CheckpointRequest::new(
+            &g1,
+            CheckpointStatus::Failed,
+            "again",
+        )),
+    );
+}
+
+/// The cut-down body edited, replaced by a symlink or dropped: the
+/// mutation reads the plan whole and writes what it writes without one.
+#[test]
+fn a_cut_down_body_in_doubt_is_passed_over_by_a_mutation() {
+    let repo = Repo::new();
+    expect_ok(&ulw(&repo, &["create-goals", "--brief", "- a\n- b"]));
+    start(&repo);
+    let g1 = goal_ids(&repo)[0].clone();
+    let c1 = criteria(&repo, &g1);
+    let path = state(&repo, SIDECAR);
+    let honest = std::fs::read(&path).unwrap();
+    let forged =
+        String::from_utf8(honest.clone())
+            .unwrap()
+            .replacen("\"pending\"", "\"complete\"", 1);
+    assert_ne!(forged.as_bytes(), honest.as_slice());
+    std::fs::write(&path, forged).unwrap();
+    let pass = |c: &str| recorded(&g1, c, "pass", |r| r.accept_seeded = Some("f".into()));
+    assert_eq!(
+        both_ways(&repo, 1, "edited", &pass(&c1[0])),
+        PlanRead::Whole
+    );
+    // Written anew by that mutation: read again.
+    assert_eq!(
+        both_ways(&repo, 2, "anew", &pass(&c1[1])),
+        PlanRead::StatusView
+    );
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(state(&repo, "goals.json"), &path).unwrap();
+    assert_eq!(
+        both_ways(&repo, 3, "symlink", &pass(&c1[0])),
+        PlanRead::Whole
+    );
+}
+
+/// A plan edited by hand in a goal's criterion text, which the cut-down
+/// body does not hold: the mutation refuses it as `PLAN_TAMPERED`, as it
+/// does without the body; the goal it changes read whole or not.
+#[test]
+fn a_plan_edited_where_the_cut_down_body_does_not_look_is_refused() {
+    let repo = Repo::new();
+    expect_ok(&ulw(&repo, &["create-goals", "--brief", "- a\n- b"]));
+    start(&repo);
+    let ids = goal_ids(&repo);
+    let c1 = criteria(&repo, &ids[0]);
+    let text = String::from_utf8(plan_bytes(&repo)).unwrap();
+    let key = "\"expectedEvidence\": \"";
+    let last = text.rfind(key).unwrap() + key.len();
+    let mut edited = text.clone();
+    edited.insert_str(last, "nothing, ");
+    std::fs::write(state(&repo, "goals.json"), edited).unwrap();
+    for (n, id) in ids.iter().enumerate() {
+        let c = criteria(&repo, id)[0].clone();
+        let probe = recorded(id, &c, "fail", |_| {});
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_900_000_000 + n as u64);
+        let (_, answer) = probe(&engine(repo.path(), at));
+        assert!(answer.starts_with("ULW_LOOP_PLAN_TAMPERED"), "{answer}");
+        both_ways(&repo, n as u64, "tampered", &probe);
+    }
+    let _ = c1;
+}
