@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 pub(crate) use body::BodyText;
 pub use body::body_sha256;
 pub use model::{Criterion, CriterionStatus, Goal, GoalStatus, Mode};
-pub(crate) use model::{GoalMut, Overlay, UserModel, remove_key};
+pub(crate) use model::{GoalMut, Overlay, STATUS_MEMBERS, UserModel, remove_key};
 
 use super::error::{ErrorKind, GoalError};
 use super::profile::Profile;
@@ -77,11 +77,17 @@ struct Partial {
     cut: Vec<bool>,
     /// The seeded markers the body was cut under.
     markers: Vec<String>,
+    /// How a goal is cut down ([`crate::goals::stop_view::status`]).
+    cut_goal: CutGoal,
     /// A goal's text in the file did not read back as the goal its cut-down
     /// form was cut from: the plan is refused before anything is written
     /// ([`Plan::refuse_unreadable`]).
     unreadable: bool,
 }
+
+/// A goal cut down under seeded markers, serialised as the cut-down body
+/// holds it.
+pub(crate) type CutGoal = fn(&Value, &[String]) -> Vec<u8>;
 
 /// In a debug build, a member every cut-down criterion of a plan read for a
 /// mutation carries, so that reading any other member of it
@@ -353,10 +359,9 @@ fn hash_while<T>(
 
 /// A goal read whole from its text, when that text is a goal whose cut-down
 /// form under `markers` is `cut`'s.
-fn whole_goal(text: &[u8], cut: &Value, markers: &[String]) -> Option<Value> {
+fn whole_goal(text: &[u8], cut: &Value, markers: &[String], cut_goal: CutGoal) -> Option<Value> {
     let whole = crate::json::parse_strict(text).ok()?;
-    let same = crate::goals::stop_view::status::cut_goal(&whole, markers)
-        == crate::goals::stop_view::status::cut_goal(cut, markers);
+    let same = cut_goal(&whole, markers) == cut_goal(cut, markers);
     (whole.is_object() && same).then_some(whole)
 }
 
@@ -606,7 +611,7 @@ impl Plan {
         reduced: impl FnOnce() -> Option<Map<String, Value>>,
         plan_sha256: &str,
         reach: &[&str],
-        markers: &[String],
+        (markers, cut_goal): (&[String], CutGoal),
         paths: &StatePaths,
         profile: &Profile,
         now: &str,
@@ -657,7 +662,7 @@ impl Plan {
             if !reach.contains(&g.get("id").and_then(Value::as_str).unwrap_or_default()) {
                 continue;
             }
-            match whole_goal(&file[spans[i].clone()], g, markers) {
+            match whole_goal(&file[spans[i].clone()], g, markers, cut_goal) {
                 Some(whole) => *g = whole,
                 None => return Err(file),
             }
@@ -665,9 +670,7 @@ impl Plan {
         }
         if cfg!(debug_assertions) {
             for (g, _) in goals.iter_mut().zip(&cut).filter(|(_, c)| **c) {
-                let criteria = g
-                    .get_mut(crate::goals::stop_view::CRITERIA_READ.list)
-                    .and_then(Value::as_array_mut);
+                let criteria = g.get_mut("successCriteria").and_then(Value::as_array_mut);
                 for c in criteria.into_iter().flatten() {
                     if let Value::Object(c) = c {
                         c.insert(CUT_MARKER.into(), Value::Bool(true));
@@ -690,6 +693,7 @@ impl Plan {
                 plan.partial = Some(Partial {
                     cut,
                     markers: markers.to_vec(),
+                    cut_goal,
                     unreadable: false,
                 });
                 let r = plan.read.as_ref().expect("a plan decoded from a file");
@@ -724,7 +728,7 @@ impl Plan {
             .get_mut("goals")
             .and_then(Value::as_array_mut)
             .expect("validated");
-        match text.and_then(|t| whole_goal(t, &goals[i], &p.markers)) {
+        match text.and_then(|t| whole_goal(t, &goals[i], &p.markers, p.cut_goal)) {
             Some(whole) => goals[i] = whole,
             None => p.unreadable = true,
         }

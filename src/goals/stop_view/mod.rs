@@ -153,7 +153,7 @@ pub(crate) struct ResumeGoal {
 pub(crate) const CRITERIA_READ: crate::json::Selection = crate::json::Selection {
     key: "goals",
     list: "successCriteria",
-    keep: &["id", "status", "userModel", "essential"],
+    keep: crate::goals::plan::STATUS_MEMBERS,
 };
 
 impl StopView {

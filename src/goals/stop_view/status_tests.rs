@@ -188,7 +188,7 @@ fn mutations_alike(
             || Some(cut.clone()),
             digest,
             reach,
-            markers,
+            (markers, status::cut_goal),
             paths,
             profile,
             "now",

@@ -308,7 +308,7 @@ impl<'e> Locked<'e> {
                 },
                 &v.plan_sha256,
                 reach,
-                markers,
+                (markers, stop_view::status::cut_goal),
                 paths,
                 profile,
                 &self.now,
