@@ -304,3 +304,26 @@ fn a_plan_edited_where_the_cut_down_body_does_not_look_is_refused() {
     }
     let _ = c1;
 }
+
+/// A goal checkpointed complete while another is in progress (a plan whose
+/// second goal was set in progress by hand and acknowledged): the other goal
+/// is resumed and handed over with its criteria in full, although the
+/// command did not name it.
+#[test]
+fn the_goal_a_checkpoint_resumes_is_handed_over_in_full() {
+    let repo = Repo::new();
+    expect_ok(&ulw(&repo, &["create-goals", "--brief", "- a\n- b\n- c"]));
+    start(&repo);
+    let ids = goal_ids(&repo);
+    edit_goal(&repo, &ids[1], |g| {
+        g.insert("status".into(), "in_progress".into());
+    });
+    pass_all(&repo, &ids[0]);
+    let mut done = CheckpointRequest::new(&ids[0], CheckpointStatus::Complete, "all pass");
+    done.host_goal = Some(snapshot(&repo));
+    let read = both_ways(&repo, 1, "complete, other resumed", &checkpointed(done));
+    assert_eq!(read, PlanRead::StatusView);
+    let ledger = ledger(&repo);
+    assert_eq!(ledger.last().unwrap()["goalId"], ids[0].as_str());
+    assert_eq!(goal(&repo, &ids[1])["status"], "in_progress");
+}
