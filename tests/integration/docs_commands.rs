@@ -204,9 +204,12 @@ fn script(b: &Block) -> String {
                 &format!("__out=$( {{ {cmd} ; }} 2>&1 )"),
                 want,
             ));
+            // A here-string, not a pipe: `grep -q` exits at its first match,
+            // and under `pipefail` a `printf` still writing into the pipe
+            // would then fail the check with SIGPIPE (seen under load).
             for want_line in want_out {
                 s.push_str(&format!(
-                    "printf '%s\\n' \"$__out\" | grep -qF -- {w} || {{ echo \"docs: output of \"{c}\" lacks \"{w}; printf '%s\\n' \"$__out\"; exit 98; }} >&2\n",
+                    "grep -qF -- {w} <<< \"$__out\" || {{ echo \"docs: output of \"{c}\" lacks \"{w}; printf '%s\\n' \"$__out\"; exit 98; }} >&2\n",
                     w = quote(&want_line),
                     c = quote(&cmd)
                 ));

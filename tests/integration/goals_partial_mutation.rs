@@ -327,3 +327,108 @@ fn the_goal_a_checkpoint_resumes_is_handed_over_in_full() {
     assert_eq!(ledger.last().unwrap()["goalId"], ids[0].as_str());
     assert_eq!(goal(&repo, &ids[1])["status"], "in_progress");
 }
+
+fn steered(items: serde_json::Value) -> impl Fn(&Engine) -> (PlanRead, String) {
+    use evidence_gate::goals::steer::{self, Defaults};
+    let items: Vec<serde_json::Value> = items.as_array().unwrap().clone();
+    move |e: &Engine| match steer::apply_batch(e, &items, &Defaults::none()) {
+        Ok(o) => (
+            o.plan_read,
+            format!(
+                "{}\n{:?}\n{:?}\n{:?}\n{}",
+                o.accepted,
+                o.results,
+                o.reasons,
+                o.entries,
+                String::from_utf8(o.plan.encode()).unwrap()
+            ),
+        ),
+        Err(err) => (PlanRead::Whole, format!("{} {}", err.code(), err.message)),
+    }
+}
+
+fn proposal(kind: &str, extra: serde_json::Value) -> serde_json::Value {
+    let mut v = serde_json::json!({"kind": kind, "evidence": "observed", "rationale": "because"});
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    v
+}
+
+/// Steering, each batch taken both ways: a criterion revised, a pending
+/// goal reworded, a goal added, a note and its replay (a dedupe hit that
+/// writes no plan), the pending goals reordered (every goal read whole
+/// first), and a rejected batch.
+#[test]
+fn steering_writes_alike_from_the_cut_down_body() {
+    use serde_json::json;
+    let repo = Repo::new();
+    expect_ok(&ulw(
+        &repo,
+        &["create-goals", "--brief", "- a\n- b\n- c\n- d"],
+    ));
+    start(&repo);
+    let ids = goal_ids(&repo);
+    let steps = [
+        (
+            "revised",
+            json!([proposal(
+                "revise_criterion",
+                json!({"goalId": ids[1], "criterionId": "C001",
+                "scenario": "login with a valid token returns 200"})
+            )]),
+        ),
+        (
+            "reworded",
+            json!([proposal(
+                "revise_pending_wording",
+                json!({"goalId": ids[2], "revisedTitle": "c v2"})
+            )]),
+        ),
+        (
+            "added",
+            json!([proposal(
+                "add_subgoal",
+                json!({"title": "Write docs", "objective": "Document the API"})
+            )]),
+        ),
+        (
+            "noted",
+            json!([proposal(
+                "annotate_ledger",
+                json!({"goalId": ids[3], "idempotencyKey": "k1"})
+            )]),
+        ),
+        (
+            "replayed",
+            json!([proposal(
+                "annotate_ledger",
+                json!({"goalId": ids[3], "idempotencyKey": "k1"})
+            )]),
+        ),
+        (
+            "reordered",
+            json!([proposal(
+                "reorder_pending",
+                json!({"pendingOrder": [ids[3], ids[2], ids[1]]})
+            )]),
+        ),
+        (
+            "rejected",
+            json!([
+                proposal("annotate_ledger", json!({})),
+                proposal("unblock", json!({"goalId": ids[0]})),
+            ]),
+        ),
+    ];
+    for (n, (name, items)) in steps.into_iter().enumerate() {
+        let read = both_ways(&repo, n as u64, name, &steered(items));
+        let expected = if name == "rejected" {
+            PlanRead::Whole
+        } else {
+            PlanRead::StatusView
+        };
+        assert_eq!(read, expected, "{name}");
+    }
+    assert_eq!(goal(&repo, &ids[2])["title"], "c v2");
+}

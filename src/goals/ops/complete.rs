@@ -3,13 +3,13 @@
 
 use serde_json::json;
 
-use super::lock_plan;
+use super::lock_plan_reaching;
 use super::outcome::{GoalRecord, LedgerHead};
 use crate::goals::Engine;
 use crate::goals::error::GoalError;
 use crate::goals::handoff::{self, Instruction};
 use crate::goals::journal::Head;
-use crate::goals::plan::{GoalStatus, Plan};
+use crate::goals::plan::{GoalStatus, Plan, PlanRead};
 use crate::goals::scheduler::{self, Outcome};
 use crate::goals::txn::Write;
 
@@ -26,6 +26,11 @@ pub struct CompleteOutcome {
     pub revision: u64,
     /// Ledger head.
     pub head: Head,
+    /// How the plan was read: from its cut-down body,
+    /// [`CompleteOutcome::plan`] holds of the goals the command did not
+    /// start or schedule only what that body keeps of their criteria
+    /// ([`Plan::is_partial`]; `goals.json` holds them whole).
+    pub plan_read: PlanRead,
 }
 
 impl CompleteOutcome {
@@ -136,10 +141,15 @@ pub(crate) fn report(engine: &Engine, plan: &Plan, outcome: &Outcome) -> Report 
 /// Runs the scheduler under the lock; writes only when a goal was started
 /// (or recovery/migration entries are pending).
 pub fn run(engine: &Engine, retry_failed: bool) -> Result<CompleteOutcome, GoalError> {
-    let (locked, mut plan) = lock_plan(engine, "complete-goals")?;
+    // The goal the scheduler starts is read whole when it changes it.
+    let (locked, mut plan, plan_read) = lock_plan_reaching(engine, "complete-goals", &[])?;
     let mut entries = Vec::new();
     let now = locked.now.clone();
     let outcome = scheduler::run(engine, &mut plan, retry_failed, &now, &mut entries);
+    // The report hands the scheduled goal's criteria over in full.
+    if let Outcome::Resumed(id) | Outcome::Started(id) | Outcome::BlockedOnUser(id) = &outcome {
+        plan.read_goal(id);
+    }
     if !entries.is_empty() || !plan.pending.is_empty() {
         let mut committed = locked.commit(Write::Plan(Box::new(plan)), entries)?;
         let plan = committed.plan.take().expect("plan written");
@@ -149,6 +159,7 @@ pub fn run(engine: &Engine, retry_failed: bool) -> Result<CompleteOutcome, GoalE
             outcome,
             revision: committed.revision,
             head: committed.head,
+            plan_read,
         });
     }
     // `compat/resumeEntry`: resuming an in-progress goal leaves an
@@ -169,6 +180,7 @@ pub fn run(engine: &Engine, retry_failed: bool) -> Result<CompleteOutcome, GoalE
             plan,
             outcome,
             head: committed.head,
+            plan_read,
         });
     }
     let head = locked.view.head.clone();
@@ -179,5 +191,6 @@ pub fn run(engine: &Engine, retry_failed: bool) -> Result<CompleteOutcome, GoalE
         plan,
         outcome,
         head,
+        plan_read,
     })
 }

@@ -71,10 +71,20 @@ pub(crate) fn lock_plan_reaching<'e>(
     command: &str,
     reach: &[&str],
 ) -> Result<(Locked<'e>, Plan, PlanRead), GoalError> {
+    lock_plan_reaching_timed(engine, command, reach, engine.lock_timeout())
+}
+
+/// [`lock_plan_reaching`] with an explicit lock wait.
+pub(crate) fn lock_plan_reaching_timed<'e>(
+    engine: &'e Engine,
+    command: &str,
+    reach: &[&str],
+    timeout: std::time::Duration,
+) -> Result<(Locked<'e>, Plan, PlanRead), GoalError> {
     let Some(dir) = engine.state_dir()? else {
         return Err(super::plan::missing(&engine.paths, &engine.profile));
     };
-    let mut locked = engine.lock_in(dir, command, engine.lock_timeout())?;
+    let mut locked = engine.lock_in(dir, command, timeout)?;
     let (plan, read) = locked.read_plan_reaching(reach)?;
     locked.reconcile(Some(&plan), OnMismatch::Refuse)?;
     Ok((locked, plan, read))

@@ -34,11 +34,7 @@ pub struct GoalRecord(Map<String, Value>);
 impl GoalRecord {
     /// Copies the stored object of `goal`.
     pub fn of(goal: Goal<'_>) -> GoalRecord {
-        debug_assert!(
-            goal.criteria()
-                .all(|c| !c.0.contains_key(crate::goals::plan::CUT_MARKER)),
-            "a cut-down goal is copied"
-        );
+        debug_assert!(!goal.is_cut(), "a cut-down goal is copied");
         GoalRecord(goal.0.clone())
     }
     /// Wraps a stored goal object.

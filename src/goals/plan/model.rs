@@ -151,6 +151,12 @@ impl<'a> Goal<'a> {
             .filter_map(Value::as_object)
             .map(Criterion)
     }
+    /// Whether the goal holds only what the cut-down body keeps of its
+    /// criteria (a debug build marks such goals of a plan read for a
+    /// mutation, [`super::CUT_MARKER`]; a release build never says so).
+    pub(crate) fn is_cut(&self) -> bool {
+        self.criteria().any(|c| c.0.contains_key(super::CUT_MARKER))
+    }
     /// Number of criteria.
     pub fn criteria_len(&self) -> usize {
         member(self.0, "successCriteria")

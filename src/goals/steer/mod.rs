@@ -71,7 +71,7 @@ pub use validate::Judgement;
 use super::error::GoalError;
 use super::journal::Head;
 use super::ops::outcome::LedgerHead;
-use super::plan::Plan;
+use super::plan::{Plan, PlanRead};
 use super::profile::Profile;
 use dedupe::Prior;
 
@@ -133,6 +133,11 @@ pub struct SteerOutcome {
     pub head: Head,
     /// Every entry appended, in order.
     pub entries: Vec<Value>,
+    /// How the plan was read: from its cut-down body,
+    /// [`SteerOutcome::plan`] holds of the goals the proposal did not
+    /// target or change only what that body keeps of their criteria
+    /// ([`Plan::is_partial`]; `goals.json` holds them whole).
+    pub plan_read: PlanRead,
 }
 
 impl SteerOutcome {
@@ -165,6 +170,9 @@ pub struct BatchOutcome {
     pub head: Head,
     /// Every entry appended, in order.
     pub entries: Vec<Value>,
+    /// How [`BatchOutcome::plan`] was read (as [`SteerOutcome::plan_read`];
+    /// a rejected batch's plan is read whole again).
+    pub plan_read: PlanRead,
 }
 
 impl BatchOutcome {

@@ -31,13 +31,19 @@ fn header(plan: &Plan) -> Map<String, Value> {
     m
 }
 
+/// The object of a goal a snapshot holds (whole, never cut down).
+fn object(g: crate::goals::plan::Goal<'_>) -> Value {
+    debug_assert!(!g.is_cut(), "a cut-down goal in a steering snapshot");
+    Value::Object(g.0.clone())
+}
+
 /// Captures the plan header and the goals `candidates` names, before a mutation.
 pub(crate) fn before(plan: &Plan, candidates: &[String]) -> Before {
     Before {
         header: header(plan),
         goals: candidates
             .iter()
-            .filter_map(|id| Some((id.clone(), Value::Object(plan.goal(id)?.0.clone()))))
+            .filter_map(|id| Some((id.clone(), object(plan.goal(id)?))))
             .collect(),
     }
 }
@@ -48,7 +54,7 @@ pub(crate) fn pair(b: Before, plan: &Plan, created: &[String]) -> (Value, Value)
     let mut changed_before = Vec::new();
     let mut changed_ids: Vec<&str> = Vec::new();
     for (id, old) in &b.goals {
-        let now = plan.goal(id).map(|g| Value::Object(g.0.clone()));
+        let now = plan.goal(id).map(object);
         if now.as_ref() != Some(old) {
             changed_before.push(old.clone());
             changed_ids.push(id);
@@ -61,12 +67,7 @@ pub(crate) fn pair(b: Before, plan: &Plan, created: &[String]) -> (Value, Value)
     }
     let mut after_goals: Vec<(usize, Value)> = changed_ids
         .iter()
-        .filter_map(|id| {
-            Some((
-                plan.goal_position(id)?,
-                Value::Object(plan.goal(id)?.0.clone()),
-            ))
-        })
+        .filter_map(|id| Some((plan.goal_position(id)?, object(plan.goal(id)?))))
         .collect();
     after_goals.sort_by_key(|(i, _)| *i);
     let mut before = b.header;

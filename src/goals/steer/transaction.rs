@@ -14,8 +14,8 @@ use super::validate::{self, Judgement};
 use super::{BatchOutcome, ItemResult, SteerOutcome, Verdict, audit, snapshot};
 use crate::goals::Engine;
 use crate::goals::error::{ErrorKind, GoalError, SteeringCode};
-use crate::goals::ops::lock_plan_timed;
-use crate::goals::plan::Plan;
+use crate::goals::ops::lock_plan_reaching_timed;
+use crate::goals::plan::{Plan, PlanRead};
 use crate::goals::profile::Profile;
 use crate::goals::txn::Write;
 
@@ -64,6 +64,11 @@ fn evaluate(
         Some(Hit::Conflict(prior)) => Some(prior),
         None => None,
     };
+    // The goals the proposal could touch, whole: judged, snapshotted and
+    // changed in full.
+    for id in &r.targets {
+        plan.read_goal(id);
+    }
     let judgement = validate::judge(plan, profile, p, &r, conflict.is_some());
     if !judgement.accepted() {
         return Evaluated {
@@ -181,7 +186,9 @@ pub fn apply_parsed(
     lock_timeout: Option<Duration>,
 ) -> Result<SteerOutcome, GoalError> {
     let timeout = lock_timeout.unwrap_or(engine.lock_timeout());
-    let (mut locked, mut plan) = lock_plan_timed(engine, "steer", timeout)?;
+    // The goals a proposal targets are read whole when it is judged.
+    let (mut locked, mut plan, plan_read) =
+        lock_plan_reaching_timed(engine, "steer", &[], timeout)?;
     let index = dedupe::resolve(&mut locked, &[p], "steer")?;
     let now = p
         .text("now")
@@ -283,6 +290,7 @@ pub fn apply_parsed(
         head: committed.head,
         entries: committed.entries,
         plan,
+        plan_read,
     })
 }
 
@@ -307,7 +315,9 @@ pub fn apply_batch(
         .map(|(i, v)| parse_proposal(v, Channel::Batch, defaults, Some(i)))
         .collect::<Result<_, _>>()?;
     let timeout = defaults.lock_timeout.unwrap_or(engine.lock_timeout());
-    let (mut locked, mut plan) = lock_plan_timed(engine, "steer", timeout)?;
+    // The goals a proposal targets are read whole when it is judged.
+    let (mut locked, mut plan, plan_read) =
+        lock_plan_reaching_timed(engine, "steer", &[], timeout)?;
     let all: Vec<&Proposal> = parsed.iter().collect();
     let index = dedupe::resolve(&mut locked, &all, "steer")?;
     let original_batches = batches_value(&plan);
@@ -463,6 +473,7 @@ pub fn apply_batch(
             revision: committed.revision,
             head: committed.head,
             entries: committed.entries,
+            plan_read: PlanRead::Whole,
         });
     }
     let final_batches = batches_value(&plan);
@@ -498,5 +509,6 @@ pub fn apply_batch(
         revision: committed.revision,
         head: committed.head,
         entries: committed.entries,
+        plan_read,
     })
 }
