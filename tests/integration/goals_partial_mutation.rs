@@ -431,4 +431,40 @@ fn steering_writes_alike_from_the_cut_down_body() {
         assert_eq!(read, expected, "{name}");
     }
     assert_eq!(goal(&repo, &ids[2])["title"], "c v2");
+    // `add-goal` and `complete-goals` on the same plan.
+    let added = both_ways(&repo, 20, "add-goal", &|e: &Engine| {
+        let req = evidence_gate::goals::ops::add::AddRequest {
+            title: "Ship it".into(),
+            objective: "Release the build".into(),
+            evidence: Some("asked for in review".into()),
+            token_budget: None,
+        };
+        match evidence_gate::goals::ops::add::run(e, req) {
+            Ok(o) => (
+                o.plan_read,
+                format!(
+                    "{:?}\n{}",
+                    o.goal,
+                    String::from_utf8(o.plan.encode()).unwrap()
+                ),
+            ),
+            Err(err) => (PlanRead::Whole, format!("{} {}", err.code(), err.message)),
+        }
+    });
+    assert_eq!(added, PlanRead::StatusView);
+    let resumed = both_ways(&repo, 21, "complete-goals", &|e: &Engine| {
+        match evidence_gate::goals::ops::complete::run(e, false) {
+            Ok(o) => (
+                o.plan_read,
+                format!(
+                    "{:?}\n{:?}\n{}",
+                    o.outcome,
+                    o.report,
+                    String::from_utf8(o.plan.encode()).unwrap()
+                ),
+            ),
+            Err(err) => (PlanRead::Whole, format!("{} {}", err.code(), err.message)),
+        }
+    });
+    assert_eq!(resumed, PlanRead::StatusView);
 }

@@ -3,10 +3,10 @@
 use serde_json::json;
 
 use super::outcome::{GoalRecord, LedgerHead};
-use super::{entry, lock_plan, refuse_if_complete};
+use super::{entry, lock_plan_reaching, refuse_if_complete};
 use crate::goals::error::GoalError;
 use crate::goals::journal::LedgerKind;
-use crate::goals::plan::{GoalStatus, Plan};
+use crate::goals::plan::{GoalStatus, Plan, PlanRead};
 use crate::goals::txn::{Committed, Write};
 use crate::goals::{Engine, brief};
 
@@ -32,6 +32,11 @@ pub struct AddOutcome {
     pub goal: GoalRecord,
     /// What was written.
     pub committed: Committed,
+    /// How the plan was read: from its cut-down body,
+    /// [`AddOutcome::plan`] holds of the goals already there only what that
+    /// body keeps of their criteria ([`Plan::is_partial`]; `goals.json`
+    /// holds them whole).
+    pub plan_read: PlanRead,
 }
 
 impl AddOutcome {
@@ -43,7 +48,7 @@ impl AddOutcome {
 
 /// Appends a goal.
 pub fn run(engine: &Engine, req: AddRequest) -> Result<AddOutcome, GoalError> {
-    let (locked, mut plan) = lock_plan(engine, "add-goal")?;
+    let (locked, mut plan, plan_read) = lock_plan_reaching(engine, "add-goal", &[])?;
     refuse_if_complete(engine, &plan, "add-goal")?;
     let now = locked.now.clone();
     // Hand-edited plans can hold an id the ordinal scheme would produce;
@@ -92,5 +97,6 @@ pub fn run(engine: &Engine, req: AddRequest) -> Result<AddOutcome, GoalError> {
         plan: committed.plan.take().expect("plan written"),
         goal: GoalRecord::from_map(goal),
         committed,
+        plan_read,
     })
 }
