@@ -41,6 +41,14 @@ pub enum PlanRead {
 }
 
 /// A decoded, validated plan.
+///
+/// A plan a command read from its cut-down body ([`Plan::is_partial`]:
+/// `record-evidence`, `checkpoint`, `complete-goals`, `steer` and
+/// `add-goal`, on a plan the ledger vouches for) holds, of the goals the
+/// command did not change, target or hand over, only the members of their
+/// criteria that `status` reads (`id`, `status`, `userModel`, `essential`,
+/// and `seeded: true` where seeded); [`Plan::encode`] and the file written
+/// are still the whole plan.
 #[derive(Debug, Clone)]
 pub struct Plan {
     doc: Map<String, Value>,
@@ -1012,7 +1020,8 @@ impl Plan {
         out
     }
 
-    /// The whole document.
+    /// The whole document (of a partly read plan, [`Plan::is_partial`],
+    /// the goals it holds cut down included).
     pub fn doc(&self) -> &Map<String, Value> {
         &self.doc
     }
