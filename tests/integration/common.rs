@@ -161,6 +161,22 @@ impl Run {
     }
 }
 
+/// Copies the directories and regular files under `from` into `to`
+/// (anything else is left out).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir") {
+        let e = e.expect("entry");
+        let ty = e.file_type().expect("file type");
+        let dest = to.join(e.file_name());
+        if ty.is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else if ty.is_file() {
+            std::fs::copy(e.path(), &dest).expect("copy");
+        }
+    }
+}
+
 /// An empty directory shared by every test as `XDG_CONFIG_HOME`.
 pub fn empty_config_home() -> &'static Path {
     static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();

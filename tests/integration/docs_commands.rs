@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::common::bin;
+use super::common::{bin, copy_tree};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -228,20 +228,6 @@ fn script(b: &Block) -> String {
         }
     }
     s
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir") {
-        let e = e.expect("entry");
-        let ty = e.file_type().expect("file type");
-        let dest = to.join(e.file_name());
-        if ty.is_dir() {
-            copy_tree(&e.path(), &dest);
-        } else if ty.is_file() {
-            std::fs::copy(e.path(), &dest).expect("copy");
-        }
-    }
 }
 
 /// A fresh workspace: `work/` (a git repository with `fixtures/`), and the

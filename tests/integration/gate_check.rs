@@ -7,23 +7,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{Repo, Run};
+use crate::common::{Repo, Run, copy_tree};
 
 pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/gates");
 pub const ATTEMPT: &str = ".omo/evidence/ulw/demo/G001-rate-limit/a1";
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
 
 /// A repository holding a copy of `fixtures/gates/`.
 pub fn fixture_repo() -> Repo {

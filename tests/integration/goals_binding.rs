@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 
 use crate::ci_audit_engine::finished_run;
-use crate::common::Run;
+use crate::common::{Run, copy_tree};
 use crate::goals_support::*;
 use crate::hooks_support::{HookRepo, ULW, block_reason, tampered_reason};
 
@@ -404,18 +404,6 @@ fn honest_annotations_and_a_recovered_crash_stay_bound() {
 #[test]
 fn honest_node_written_state_is_legacy_then_bound() {
     const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/plans/node-legacy");
-    fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let e = e.unwrap();
-            let dest = to.join(e.file_name());
-            if e.file_type().unwrap().is_dir() {
-                copy_tree(&e.path(), &dest);
-            } else {
-                std::fs::copy(e.path(), dest).unwrap();
-            }
-        }
-    }
     let home = Home::new();
     let repo = Repo::new();
     copy_tree(std::path::Path::new(FIXTURE), repo.path());

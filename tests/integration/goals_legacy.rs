@@ -3,23 +3,11 @@
 //! unknown keys and key order survive, the chain starts after the legacy
 //! prefix, and every record keeps the Node reader's shape.
 
+use crate::common::copy_tree;
 use crate::goals_support::*;
 use serde_json::{Map, Value, json};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/plans/node-legacy");
-
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
 
 fn legacy_repo() -> Repo {
     let repo = Repo::new();

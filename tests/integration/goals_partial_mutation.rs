@@ -17,24 +17,10 @@ use evidence_gate::goals::ops::record::{self, RecordRequest};
 use evidence_gate::goals::ops::status::PlanRead;
 use evidence_gate::goals::{Engine, EngineOptions, Loaded};
 
-use crate::common::Repo;
+use crate::common::{Repo, copy_tree};
 use crate::goals_support::*;
 
 const SIDECAR: &str = ".goals.status";
-
-/// A copy of `from` (a repository: files and directories only) in `to`.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
-}
 
 /// Every file of the state directory under `root`, by name.
 fn state_files(root: &Path) -> Vec<(String, Vec<u8>)> {

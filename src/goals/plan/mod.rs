@@ -339,6 +339,37 @@ fn next_key(file: &[u8], end: usize) -> Result<Option<String>, ()> {
     String::deserialize(&mut de).map(Some).map_err(|_| ())
 }
 
+/// A plan decoded from a cut-down body and the plan file `file`, whose
+/// bytes hash to the vouched body digest `plan_sha256`: when reading it
+/// changed nothing (no in-memory migration), its body digest is that digest
+/// and the file is its encoding; `partial` makes it a plan read for a
+/// mutation ([`Plan::for_mutation`]), else it is read, never written
+/// ([`Plan::from_status_view`]). Otherwise the file's bytes, for a whole
+/// reading.
+fn as_bound(
+    decoded: Result<Plan, GoalError>,
+    file: std::sync::Arc<Vec<u8>>,
+    plan_sha256: &str,
+    partial: Option<Partial>,
+) -> Result<Plan, Vec<u8>> {
+    match decoded {
+        Ok(mut plan) if !plan.changed && plan.pending.is_empty() => {
+            if partial.is_some() {
+                plan.selected = false;
+                plan.partial = partial;
+            }
+            let r = plan.read.as_ref().expect("a plan decoded from a file");
+            let _ = r.exact.set(plan_sha256.to_owned());
+            let _ = r.file_is_encoding.set(());
+            Ok(plan)
+        }
+        _ => {
+            drop(decoded);
+            Err(std::sync::Arc::try_unwrap(file).unwrap_or_else(|f| f.to_vec()))
+        }
+    }
+}
+
 /// `read()` while the body digest of plan file `file` (with `lastMutation`,
 /// `last_mutation`, cut out: [`body::raw_body_sha256`]) is taken: on a
 /// helper thread for a long file, which both need about as long.
@@ -588,18 +619,7 @@ impl Plan {
             profile,
             now,
         );
-        match decoded {
-            Ok(plan) if !plan.changed && plan.pending.is_empty() => {
-                let r = plan.read.as_ref().expect("a plan decoded from a file");
-                let _ = r.exact.set(plan_sha256.to_owned());
-                let _ = r.file_is_encoding.set(());
-                Ok(plan)
-            }
-            _ => {
-                drop(decoded);
-                Err(std::sync::Arc::try_unwrap(file).unwrap_or_else(|f| f.to_vec()))
-            }
-        }
+        as_bound(decoded, file, plan_sha256, None)
     }
 
     /// The plan a mutation reads from the cut-down body of
@@ -695,25 +715,13 @@ impl Plan {
             profile,
             now,
         );
-        match decoded {
-            Ok(mut plan) if !plan.changed && plan.pending.is_empty() => {
-                plan.selected = false;
-                plan.partial = Some(Partial {
-                    cut,
-                    markers: markers.to_vec(),
-                    cut_goal,
-                    unreadable: false,
-                });
-                let r = plan.read.as_ref().expect("a plan decoded from a file");
-                let _ = r.exact.set(plan_sha256.to_owned());
-                let _ = r.file_is_encoding.set(());
-                Ok(plan)
-            }
-            _ => {
-                drop(decoded);
-                Err(std::sync::Arc::try_unwrap(file).unwrap_or_else(|f| f.to_vec()))
-            }
-        }
+        let partial = Partial {
+            cut,
+            markers: markers.to_vec(),
+            cut_goal,
+            unreadable: false,
+        };
+        as_bound(decoded, file, plan_sha256, Some(partial))
     }
 
     /// Reads goal `i` whole from its text in the file before it changes,
