@@ -165,6 +165,9 @@ fn agree(doc: &Map<String, Value>, profile: &Profile) -> bool {
     true
 }
 
+/// A change made to a plan in a test.
+type Edit<'a> = Box<dyn Fn(&mut Plan) + 'a>;
+
 /// The plan a mutation reads from the cut-down body
 /// ([`Plan::for_mutation`]), reaching no goal, the first or the last: it
 /// encodes as the file and reads as the whole reading does, and a goal
@@ -206,23 +209,52 @@ fn mutations_alike(
         let p = partly(reduced, reach).expect("read for a mutation");
         assert_eq!(p.encode(), file, "encodes as the file");
         assert_eq!(seen(&p, profile), seen(&whole, profile));
-        for id in &changed {
+        // One goal changed; one read whole for a handover and a goal
+        // appended; the goals reversed (every goal read whole first).
+        let edits: Vec<(&str, Edit<'_>)> = changed
+            .iter()
+            .map(|id| -> (&str, Edit<'_>) {
+                (
+                    id,
+                    Box::new(move |plan: &mut Plan| {
+                        plan.goal_mut(id)
+                            .unwrap()
+                            .set_updated_at("2027-01-01T00:00:00.000Z");
+                    }),
+                )
+            })
+            .chain(changed.first().map(|id| -> (&str, Edit<'_>) {
+                (
+                    "handover, appended",
+                    Box::new(move |plan: &mut Plan| {
+                        plan.read_goal(id);
+                        let new = json!({"id": "G-new", "title": "n", "objective": "n",
+                            "successCriteria": [{"id": "C1", "scenario": "s"}]});
+                        plan.push_goal(new.as_object().unwrap().clone());
+                    }),
+                )
+            }))
+            .chain(std::iter::once((
+                "reversed",
+                Box::new(|plan: &mut Plan| plan.edit_goals(|list| list.reverse())) as Edit<'_>,
+            )))
+            .collect();
+        for (name, edit) in &edits {
             let mut a = partly(reduced, reach).unwrap();
             let mut b = read_whole();
             for plan in [&mut a, &mut b] {
-                plan.goal_mut(id)
-                    .unwrap()
-                    .set_updated_at("2027-01-01T00:00:00.000Z");
+                edit(plan);
                 plan.set("updatedAt", json!("2027-01-01T00:00:00.000Z"));
             }
-            assert!(a.refuse_unreadable(paths).is_ok());
+            assert!(a.refuse_unreadable(paths).is_ok(), "{name}");
             assert_eq!(
                 BodyText::of_plan(&a).to_vec(),
-                BodyText::of_plan(&b).to_vec()
+                BodyText::of_plan(&b).to_vec(),
+                "{name}"
             );
             assert_eq!(status::line(&a, markers), status::line(&b, markers));
-            assert_eq!(seen(&a, profile), seen(&b, profile));
-            assert_eq!(a.encode(), b.encode());
+            assert_eq!(seen(&a, profile), seen(&b, profile), "{name}");
+            assert_eq!(a.encode(), b.encode(), "{name}");
         }
     }
     let Some(first) = changed.first() else {
