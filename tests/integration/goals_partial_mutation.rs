@@ -454,3 +454,42 @@ fn steering_writes_alike_from_the_cut_down_body() {
     });
     assert_eq!(resumed, PlanRead::StatusView);
 }
+
+/// `record-review-blockers` on the final goal, both ways: the goal blocked
+/// for review and the resolution goal added.
+#[test]
+fn review_blockers_write_alike_from_the_cut_down_body() {
+    use evidence_gate::goals::ops::review::{self, ReviewRequest};
+    let repo = Repo::new();
+    expect_ok(&ulw(&repo, &["create-goals", "--brief", "- a\n- b"]));
+    start(&repo);
+    let ids = goal_ids(&repo);
+    pass_all(&repo, &ids[0]);
+    expect_ok(&checkpoint_complete(&repo, &ids[0], &[]));
+    let host = snapshot(&repo);
+    let read = both_ways(&repo, 1, "review blockers", &|e: &Engine| {
+        let req = ReviewRequest {
+            goal_id: ids[1].clone(),
+            title: "Fix the review findings".into(),
+            objective: "Address the reviewer's two findings".into(),
+            evidence: "review found two issues".into(),
+            host_goal: Some(host.clone()),
+            evidence_files: Vec::new(),
+        };
+        match review::run(e, req) {
+            Ok(o) => (
+                o.plan_read,
+                format!(
+                    "{:?}\n{:?}\n{:?}\n{}",
+                    o.blocked_goal,
+                    o.goal,
+                    o.ledger_entries(),
+                    String::from_utf8(o.plan.encode()).unwrap()
+                ),
+            ),
+            Err(err) => (PlanRead::Whole, format!("{} {}", err.code(), err.message)),
+        }
+    });
+    assert_eq!(read, PlanRead::StatusView);
+    assert_eq!(goal(&repo, &ids[1])["status"], "review_blocked");
+}

@@ -40,32 +40,10 @@ pub(crate) fn entry_named(now: &str, kind: &str, goal_id: Option<&str>) -> Map<S
 
 /// Locks the scope of a command that needs an existing plan, runs the
 /// recovery check and reads the plan. A scope without a state directory is
-/// `ULW_LOOP_PLAN_MISSING` without creating anything.
-pub(crate) fn lock_plan<'e>(
-    engine: &'e Engine,
-    command: &str,
-) -> Result<(Locked<'e>, Plan), GoalError> {
-    lock_plan_timed(engine, command, engine.lock_timeout())
-}
-
-/// [`lock_plan`] with an explicit lock wait.
-pub(crate) fn lock_plan_timed<'e>(
-    engine: &'e Engine,
-    command: &str,
-    timeout: std::time::Duration,
-) -> Result<(Locked<'e>, Plan), GoalError> {
-    let Some(dir) = engine.state_dir()? else {
-        return Err(super::plan::missing(&engine.paths, &engine.profile));
-    };
-    let mut locked = engine.lock_in(dir, command, timeout)?;
-    let plan = locked.read_plan()?;
-    locked.reconcile(Some(&plan), OnMismatch::Refuse)?;
-    Ok((locked, plan))
-}
-
-/// [`lock_plan`] for a command that changes only the goals whose ids are in
-/// `reach`, and goals it reaches through [`Plan::goal_mut`]: the plan may be
-/// read from its cut-down body ([`Locked::read_plan_reaching`]).
+/// `ULW_LOOP_PLAN_MISSING` without creating anything. The command changes
+/// only the goals whose ids are in `reach`, and goals it reaches through
+/// [`Plan::goal_mut`]: the plan may be read from its cut-down body
+/// ([`Locked::read_plan_reaching`]).
 pub(crate) fn lock_plan_reaching<'e>(
     engine: &'e Engine,
     command: &str,

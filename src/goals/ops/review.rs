@@ -6,13 +6,13 @@
 use serde_json::{Value, json};
 
 use super::outcome::{GoalRecord, LedgerHead, LedgerRecord};
-use super::{entry, goal_not_found, lock_plan, refuse_if_complete};
+use super::{entry, goal_not_found, lock_plan_reaching, refuse_if_complete};
 use crate::goals::error::{ErrorKind, GoalError};
 use crate::goals::evidence_files::{self, Parsed};
 use crate::goals::hostgoal::{self, Expect, HostStatus};
 use crate::goals::input::Loaded;
 use crate::goals::journal::LedgerKind;
-use crate::goals::plan::{GoalStatus, Mode, Plan};
+use crate::goals::plan::{GoalStatus, Mode, Plan, PlanRead};
 use crate::goals::txn::{Committed, Write};
 use crate::goals::{Engine, brief, handoff, lifecycle};
 
@@ -44,6 +44,11 @@ pub struct ReviewOutcome {
     pub goal: GoalRecord,
     /// What was written.
     pub committed: Committed,
+    /// How the plan was read: from its cut-down body,
+    /// [`ReviewOutcome::plan`] holds of the goals the command did not
+    /// change only what that body keeps of their criteria
+    /// ([`Plan::is_partial`]; `goals.json` holds them whole).
+    pub plan_read: PlanRead,
 }
 
 impl ReviewOutcome {
@@ -70,7 +75,8 @@ fn next_id(plan: &Plan, title: &str) -> String {
 
 /// Records the review blockers.
 pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalError> {
-    let (locked, mut plan) = lock_plan(engine, "record-review-blockers")?;
+    let (locked, mut plan, plan_read) =
+        lock_plan_reaching(engine, "record-review-blockers", &[&req.goal_id])?;
     refuse_if_complete(engine, &plan, "record-review-blockers")?;
     let g = plan
         .goal(&req.goal_id)
@@ -219,5 +225,6 @@ pub fn run(engine: &Engine, req: ReviewRequest) -> Result<ReviewOutcome, GoalErr
         blocked_goal,
         goal: GoalRecord::from_map(new_goal),
         committed,
+        plan_read,
     })
 }

@@ -43,8 +43,8 @@ pub enum PlanRead {
 /// A decoded, validated plan.
 ///
 /// A plan a command read from its cut-down body ([`Plan::is_partial`]:
-/// `record-evidence`, `checkpoint`, `complete-goals`, `steer` and
-/// `add-goal`, on a plan the ledger vouches for) holds, of the goals the
+/// `record-evidence`, `checkpoint`, `complete-goals`, `steer`, `add-goal`
+/// and `record-review-blockers`, on a plan the ledger vouches for) holds, of the goals the
 /// command did not change, target or hand over, only the members of their
 /// criteria that `status` reads (`id`, `status`, `userModel`, `essential`,
 /// and `seeded: true` where seeded); [`Plan::encode`] and the file written
