@@ -48,6 +48,19 @@ fn engine(root: &Path, at: SystemTime) -> Engine {
     Engine::new(dir, &rules, opts).unwrap()
 }
 
+/// What a library call answered, as a comparable text: `ok`'s for its
+/// outcome, else the error's code and message (the plan then counted as
+/// read whole).
+fn answered<T>(
+    result: Result<T, evidence_gate::goals::GoalError>,
+    ok: impl FnOnce(T) -> (PlanRead, String),
+) -> (PlanRead, String) {
+    match result {
+        Ok(o) => ok(o),
+        Err(err) => (PlanRead::Whole, format!("{} {}", err.code(), err.message)),
+    }
+}
+
 /// One library call and what it answered (a comparable text).
 type Step<'a> = &'a dyn Fn(&Engine) -> (PlanRead, String);
 
@@ -108,38 +121,40 @@ fn recorded(
         accept_seeded: None,
     };
     extra(&mut req);
-    move |e: &Engine| match record::run(e, req.clone()) {
-        Ok(o) => (
-            o.plan_read,
-            format!(
-                "{:?}\n{:?}\n{:?}\n{:?}\n{}",
-                o.goal,
-                o.criterion,
-                o.files,
-                o.ledger_entry(),
-                String::from_utf8(o.plan.encode()).unwrap()
-            ),
-        ),
-        Err(err) => (PlanRead::Whole, format!("{} {}", err.code(), err.message)),
+    move |e: &Engine| {
+        answered(record::run(e, req.clone()), |o| {
+            (
+                o.plan_read,
+                format!(
+                    "{:?}\n{:?}\n{:?}\n{:?}\n{}",
+                    o.goal,
+                    o.criterion,
+                    o.files,
+                    o.ledger_entry(),
+                    String::from_utf8(o.plan.encode()).unwrap()
+                ),
+            )
+        })
     }
 }
 
 fn checkpointed(req: CheckpointRequest) -> impl Fn(&Engine) -> (PlanRead, String) {
-    move |e: &Engine| match checkpoint::run(e, req.clone()) {
-        Ok(o) => (
-            o.plan_read,
-            format!(
-                "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{}",
-                o.goal,
-                o.ledger_entries,
-                o.next,
-                o.warnings,
-                o.aggregate_completion,
-                o.status,
-                String::from_utf8(o.plan.encode()).unwrap()
-            ),
-        ),
-        Err(err) => (PlanRead::Whole, format!("{} {}", err.code(), err.message)),
+    move |e: &Engine| {
+        answered(checkpoint::run(e, req.clone()), |o| {
+            (
+                o.plan_read,
+                format!(
+                    "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{}",
+                    o.goal,
+                    o.ledger_entries,
+                    o.next,
+                    o.warnings,
+                    o.aggregate_completion,
+                    o.status,
+                    String::from_utf8(o.plan.encode()).unwrap()
+                ),
+            )
+        })
     }
 }
 
@@ -317,19 +332,20 @@ fn the_goal_a_checkpoint_resumes_is_handed_over_in_full() {
 fn steered(items: serde_json::Value) -> impl Fn(&Engine) -> (PlanRead, String) {
     use evidence_gate::goals::steer::{self, Defaults};
     let items: Vec<serde_json::Value> = items.as_array().unwrap().clone();
-    move |e: &Engine| match steer::apply_batch(e, &items, &Defaults::none()) {
-        Ok(o) => (
-            o.plan_read,
-            format!(
-                "{}\n{:?}\n{:?}\n{:?}\n{}",
-                o.accepted,
-                o.results,
-                o.reasons,
-                o.entries,
-                String::from_utf8(o.plan.encode()).unwrap()
-            ),
-        ),
-        Err(err) => (PlanRead::Whole, format!("{} {}", err.code(), err.message)),
+    move |e: &Engine| {
+        answered(steer::apply_batch(e, &items, &Defaults::none()), |o| {
+            (
+                o.plan_read,
+                format!(
+                    "{}\n{:?}\n{:?}\n{:?}\n{}",
+                    o.accepted,
+                    o.results,
+                    o.reasons,
+                    o.entries,
+                    String::from_utf8(o.plan.encode()).unwrap()
+                ),
+            )
+        })
     }
 }
 
@@ -425,22 +441,21 @@ fn steering_writes_alike_from_the_cut_down_body() {
             evidence: Some("asked for in review".into()),
             token_budget: None,
         };
-        match evidence_gate::goals::ops::add::run(e, req) {
-            Ok(o) => (
+        answered(evidence_gate::goals::ops::add::run(e, req), |o| {
+            (
                 o.plan_read,
                 format!(
                     "{:?}\n{}",
                     o.goal,
                     String::from_utf8(o.plan.encode()).unwrap()
                 ),
-            ),
-            Err(err) => (PlanRead::Whole, format!("{} {}", err.code(), err.message)),
-        }
+            )
+        })
     });
     assert_eq!(added, PlanRead::StatusView);
     let resumed = both_ways(&repo, 21, "complete-goals", &|e: &Engine| {
-        match evidence_gate::goals::ops::complete::run(e, false) {
-            Ok(o) => (
+        answered(evidence_gate::goals::ops::complete::run(e, false), |o| {
+            (
                 o.plan_read,
                 format!(
                     "{:?}\n{:?}\n{}",
@@ -448,9 +463,8 @@ fn steering_writes_alike_from_the_cut_down_body() {
                     o.report,
                     String::from_utf8(o.plan.encode()).unwrap()
                 ),
-            ),
-            Err(err) => (PlanRead::Whole, format!("{} {}", err.code(), err.message)),
-        }
+            )
+        })
     });
     assert_eq!(resumed, PlanRead::StatusView);
 }
@@ -476,8 +490,8 @@ fn review_blockers_write_alike_from_the_cut_down_body() {
             host_goal: Some(host.clone()),
             evidence_files: Vec::new(),
         };
-        match review::run(e, req) {
-            Ok(o) => (
+        answered(review::run(e, req), |o| {
+            (
                 o.plan_read,
                 format!(
                     "{:?}\n{:?}\n{:?}\n{}",
@@ -486,9 +500,8 @@ fn review_blockers_write_alike_from_the_cut_down_body() {
                     o.ledger_entries(),
                     String::from_utf8(o.plan.encode()).unwrap()
                 ),
-            ),
-            Err(err) => (PlanRead::Whole, format!("{} {}", err.code(), err.message)),
-        }
+            )
+        })
     });
     assert_eq!(read, PlanRead::StatusView);
     assert_eq!(goal(&repo, &ids[1])["status"], "review_blocked");
