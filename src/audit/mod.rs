@@ -44,6 +44,7 @@ use crate::evidence::Root;
 use crate::finding::{Code, Finding, Report, ReportBuilder, ReportKind};
 use crate::gate::GateScope;
 use crate::gate::outcome::GateVerdict;
+use crate::goals::plan::Plan;
 use crate::rules::RulesError;
 use crate::rules::evidence::EvidenceRules;
 use crate::rules::gates::GateBook;
@@ -103,6 +104,11 @@ pub struct Audit {
     pub reports: Vec<Report>,
     /// Counters.
     pub summary: Summary,
+    /// The goals and criteria of the plans read in the named state
+    /// directories (`AuditOptions::plan_dirs`), for payloads judged against
+    /// the same plans (`verify-evidence PAYLOAD --plan-dir`); `None` when no
+    /// directory was named or none holds a plan that decodes.
+    pub plan_goals: Option<PlanGoals>,
 }
 
 /// Why an audit could not start.
@@ -210,6 +216,7 @@ pub fn audit(
     let revalidate = |layout: &ProfileLayout, name: &str, gate: &serde_json::Value| {
         revalidate_gate(opts.gates?, &roots, layout, name, gate)
     };
+    let mut plan_goals: Option<PlanGoals> = None;
     for t in &targets {
         let a = state_dir::audit(
             &t.dir,
@@ -225,6 +232,9 @@ pub fn audit(
         );
         summary.state_dirs += 1;
         summary.ledger_records += a.records;
+        if let (false, Some(plan)) = (opts.plan_dirs.is_empty(), &a.plan) {
+            plan_goals.get_or_insert_default().add(plan);
+        }
         pending.push((a.report, a.checked));
         files.push(a.files);
     }
@@ -290,7 +300,11 @@ pub fn audit(
         ));
         reports.push(b.finish(false));
     }
-    Ok(Audit { reports, summary })
+    Ok(Audit {
+        reports,
+        summary,
+        plan_goals,
+    })
 }
 
 /// docs/threat-model.md#i10: the final gate an `aggregate_completed` entry
@@ -351,21 +365,22 @@ impl PlanGoals {
     /// why, and a payload cannot be judged against no plan).
     pub fn read(dir: &Dir, layouts: &[ProfileLayout], plan_dirs: &[RelPath]) -> Option<PlanGoals> {
         let (targets, _) = discover::named(dir, layouts, plan_dirs);
-        let mut out = PlanGoals::default();
-        let mut any = false;
+        let mut out: Option<PlanGoals> = None;
         for t in &targets {
-            let Ok(Some(plan)) = plan_file::read(&t.dir, &t.display, &layouts[t.layout]) else {
-                continue;
-            };
-            any = true;
-            for g in plan.goals() {
-                out.goals
-                    .entry(g.id().to_owned())
-                    .or_default()
-                    .extend(g.criteria().map(|c| c.id().to_owned()));
+            if let Ok(Some(plan)) = plan_file::read(&t.dir, &t.display, &layouts[t.layout]) {
+                out.get_or_insert_default().add(&plan);
             }
         }
-        any.then_some(out)
+        out
+    }
+
+    fn add(&mut self, plan: &Plan) {
+        for g in plan.goals() {
+            self.goals
+                .entry(g.id().to_owned())
+                .or_default()
+                .extend(g.criteria().map(|c| c.id().to_owned()));
+        }
     }
 }
 

@@ -37,6 +37,8 @@ pub(crate) struct Audited {
     /// A plan was read or ledger records were verified.
     pub(crate) checked: bool,
     pub(crate) records: u64,
+    /// The plan read, when it decoded.
+    pub(crate) plan: Option<Plan>,
 }
 
 /// What the ledger scan of the current run collected.
@@ -357,6 +359,7 @@ pub(crate) fn audit(
         files,
         checked,
         records,
+        plan,
     }
 }
 

@@ -164,16 +164,25 @@ pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
             Run::new(reports)
         }
         Ok(ws) => {
+            // The repository audit runs first: with `--plan-dir` the payloads
+            // are judged against the plans it read (a goal or criterion they
+            // lack is GOAL_UNKNOWN / CRITERION_UNKNOWN), read once, so the
+            // payloads and the audit see the same plan bytes.
+            let mut audit = if args.repository() {
+                match repository(args, &plan_dirs, &ws, amb, io) {
+                    Ok(audit) => Some(audit),
+                    Err(Usage(message)) => {
+                        let _ = writeln!(io.stderr, "error: {message}");
+                        return EXIT_USAGE;
+                    }
+                }
+            } else {
+                None
+            };
+            let plan = audit.as_mut().and_then(|a| a.plan_goals.take());
             let mut reports = if args.payloads.is_empty() {
                 Vec::new()
             } else {
-                // `--plan-dir` gives the payloads their plan context: a goal
-                // or criterion the plans lack is GOAL_UNKNOWN /
-                // CRITERION_UNKNOWN.
-                let plan = (!plan_dirs.is_empty())
-                    .then(|| audit::layout::from_rules(ws.ws.rules()).ok())
-                    .flatten()
-                    .and_then(|layouts| PlanGoals::read(ws.ws.dir(), &layouts, &plan_dirs));
                 payload_reports(
                     args,
                     amb,
@@ -184,23 +193,16 @@ pub(crate) fn run(args: &VerifyArgs, amb: &dyn Ambient, io: &mut Io<'_>) -> u8 {
                     io.stderr_is_terminal && !args.quiet && args.format() == Format::Text,
                 )
             };
-            if !args.repository() {
-                Run::new(reports)
-            } else {
-                match repository(args, &plan_dirs, &ws, amb, io) {
-                    Ok(mut audit) => {
-                        // The payloads named on the command line are
-                        // verified too: the summary counts them.
-                        audit.summary.payloads += args.payloads.len();
-                        reports.extend(audit.reports);
-                        let mut run = Run::with_scope(reports, Scope::Repository(audit.summary));
-                        run.policy = Some(ws.policy.clone());
-                        run
-                    }
-                    Err(Usage(message)) => {
-                        let _ = writeln!(io.stderr, "error: {message}");
-                        return EXIT_USAGE;
-                    }
+            match audit {
+                None => Run::new(reports),
+                Some(mut audit) => {
+                    // The payloads named on the command line are verified
+                    // too: the summary counts them.
+                    audit.summary.payloads += args.payloads.len();
+                    reports.extend(audit.reports);
+                    let mut run = Run::with_scope(reports, Scope::Repository(audit.summary));
+                    run.policy = Some(ws.policy.clone());
+                    run
                 }
             }
         }
@@ -273,6 +275,7 @@ fn repository(
         Audit {
             reports: vec![b.finish(false)],
             summary: Summary::default(),
+            plan_goals: None,
         }
     };
     let layouts = match audit::layout::from_rules(ws.ws.rules()) {

@@ -716,6 +716,71 @@ fn a_payload_checked_against_a_plan_dir_reports_unknown_goals_and_criteria() {
     assert_eq!(alone.code, 0, "{}", alone.stdout);
 }
 
+/// The audit hands `verify-evidence PAYLOAD --plan-dir` the goals of the
+/// plans it read itself, so the payloads are judged against the same plan
+/// bytes as the audit, read once: every named directory's plan that
+/// decodes, none when no directory is named, and nothing of a plan the audit
+/// refuses (a symlink in its place, a corrupt file).
+#[test]
+fn the_audit_hands_the_payloads_the_plans_it_read() {
+    use cap_std::fs::Dir;
+    use evidence_gate::audit::{self, AuditOptions, Silent};
+    use evidence_gate::evidence::PlanContext;
+    use evidence_gate::rules::RuleSet;
+    use evidence_gate::sandbox::{PathLimits, RelPath};
+
+    let r = crate::goals_support::repo_with_plan("- a\n- b");
+    let plan = std::fs::read(r.path().join(".omo/ulw-loop/goals.json")).unwrap();
+    r.write(".omo/ulw-loop/s1/goals.json", &plan);
+    r.write(
+        ".omo/ulw-loop/s2/goals.json",
+        "{\"version\": 1, \"goals\": [",
+    );
+    std::fs::create_dir_all(r.path().join(".omo/ulw-loop/s3")).unwrap();
+    std::os::unix::fs::symlink(
+        r.path().join(".omo/ulw-loop/goals.json"),
+        r.path().join(".omo/ulw-loop/s3/goals.json"),
+    )
+    .unwrap();
+    let rules = RuleSet::embedded().unwrap();
+    let layouts = audit::layout::from_rules(&rules).unwrap();
+    let dir = Dir::open_ambient_dir(r.path(), cap_std::ambient_authority()).unwrap();
+    let goals_of = |named: &[&str]| {
+        let named: Vec<RelPath> = named
+            .iter()
+            .map(|d| RelPath::parse(d, PathLimits::default()).unwrap())
+            .collect();
+        audit::audit(
+            &dir,
+            &rules.family().unwrap(),
+            &AuditOptions {
+                layouts: &layouts,
+                plan_dirs: &named,
+                strict: false,
+                allow_empty: true,
+                allow_legacy: true,
+                gates: None,
+            },
+            &mut Silent,
+        )
+        .unwrap()
+        .plan_goals
+    };
+    // Honest use: the named plan's goals and criteria, as a payload sees them.
+    let one = goals_of(&[".omo/ulw-loop/s1"]).expect("the named plan decodes");
+    assert!(one.goal_exists("G001-a") && one.goal_exists("G002-b"));
+    assert!(one.criterion_exists("G001-a", "C001"));
+    assert!(!one.goal_exists("G009-nope"));
+    assert!(!one.criterion_exists("G001-a", "C009"));
+    // A corrupt plan and a symlinked one give no context of their own.
+    assert!(goals_of(&[".omo/ulw-loop/s2"]).is_none());
+    assert!(goals_of(&[".omo/ulw-loop/s3"]).is_none());
+    let mixed = goals_of(&[".omo/ulw-loop/s1", ".omo/ulw-loop/s2", ".omo/ulw-loop/s3"]);
+    assert!(mixed.expect("s1 decodes").goal_exists("G001-a"));
+    // No directory named: the whole repository is audited, no plan context.
+    assert!(goals_of(&[]).is_none());
+}
+
 #[test]
 fn payload_mode_summaries_count_in_proper_plurals() {
     let r = repo_with_src();
