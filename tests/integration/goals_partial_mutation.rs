@@ -506,3 +506,168 @@ fn review_blockers_write_alike_from_the_cut_down_body() {
     assert_eq!(read, PlanRead::StatusView);
     assert_eq!(goal(&repo, &ids[1])["status"], "review_blocked");
 }
+
+/// The three files a forger rewrites to make a mutation trust a forged
+/// cut-down body: the body, the view that records its digest, and the
+/// ledger whose newest record vouches for the view.
+const FORGED: [&str; 3] = [SIDECAR, ".goals.summary", "ledger.jsonl"];
+
+/// Forges the cut-down body of `repo` so that the first criterion of the
+/// goal at `index` reads `status`, and a correctly chained ledger record
+/// vouching for it (the forgery of docs/threat-model.md#i7 that nothing in
+/// the working tree can tell from an honest write).
+fn forge_cut(repo: &Repo, index: usize, status: &str) {
+    use serde_json::Value;
+    let cut_path = state(repo, SIDECAR);
+    let honest_cut = std::fs::read(&cut_path).unwrap();
+    let view_path = state(repo, ".goals.summary");
+    let view = String::from_utf8(std::fs::read(&view_path).unwrap()).unwrap();
+    let (line, hint) = view.split_once('\n').unwrap();
+    let mut bound: Value = serde_json::from_str(line).unwrap();
+    // The view records the digest of the body's line (without its newline)
+    // as the engine wrote it: the forger recomputes it the same way.
+    let honest_line = honest_cut.strip_suffix(b"\n").unwrap();
+    assert_eq!(bound["statusSha256"], sha256_hex(honest_line));
+    let mut cut: Value = serde_json::from_slice(honest_line).unwrap();
+    cut["plan"]["goals"][index]["successCriteria"][0]["status"] = status.into();
+    let forged_cut = serde_json::to_vec(&cut).unwrap();
+    std::fs::write(&cut_path, [forged_cut.as_slice(), b"\n"].concat()).unwrap();
+    bound["statusSha256"] = sha256_hex(&forged_cut).into();
+    let forged_line = serde_json::to_string(&bound).unwrap();
+    std::fs::write(&view_path, format!("{forged_line}\n{hint}")).unwrap();
+    // A copy of the newest record, chained after it, vouching for the
+    // forged view.
+    let ledger_path = state(repo, "ledger.jsonl");
+    let text = std::fs::read_to_string(&ledger_path).unwrap();
+    let last = text.lines().rfind(|l| !l.trim().is_empty()).unwrap();
+    let mut record: Value = serde_json::from_str(last).unwrap();
+    let seq = record["seq"].as_u64().unwrap();
+    let map = record.as_object_mut().unwrap();
+    map.shift_remove("seq");
+    map.shift_remove("prev");
+    map.insert(
+        "summarySha256".into(),
+        sha256_hex(forged_line.as_bytes()).into(),
+    );
+    map.insert("seq".into(), (seq + 1).into());
+    map.insert("prev".into(), sha256_hex(last.as_bytes()).into());
+    let mut ledger = text.into_bytes();
+    ledger.extend(serde_json::to_vec(&record).unwrap());
+    ledger.push(b'\n');
+    std::fs::write(&ledger_path, ledger).unwrap();
+}
+
+/// A run of three goals whose first goal passed every criterion.
+fn first_goal_passed() -> (Repo, Vec<String>) {
+    let repo = Repo::new();
+    expect_ok(&ulw(&repo, &["create-goals", "--brief", "- a\n- b\n- c"]));
+    start(&repo);
+    let ids = goal_ids(&repo);
+    pass_all(&repo, &ids[0]);
+    (repo, ids)
+}
+
+/// The goal a checkpoint hands over, as the cut-down body holds it, must be
+/// the goal `goals.json` holds. A forged body with a forged, correctly
+/// chained ledger record vouching for it is trusted for the goals nothing
+/// reads whole (`status` shows the forgery, as it would show a forged
+/// plan: CI re-validates); but when the checkpoint reaches the next goal to
+/// hand it over and its text does not cut down to the forged one, the
+/// command is refused with `PLAN_CORRUPT` before anything is written. A
+/// mutation that names the forged goal reads the plan whole and writes an
+/// honest body again. The same checkpoint without the forgery hands the
+/// next goal over from the cut-down body. `complete-goals`, which resumes
+/// the goal in progress without writing, is refused before it copies the
+/// forged goal into its answer (it did before).
+#[test]
+fn a_forged_cut_of_a_goal_reached_later_is_refused_before_anything_is_written() {
+    let at = |n: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(1_900_000_000 + 60 * n);
+    let complete_first = |repo: &Repo, ids: &[String]| {
+        let mut done = CheckpointRequest::new(&ids[0], CheckpointStatus::Complete, "all pass");
+        done.host_goal = Some(snapshot(repo));
+        checkpointed(done)
+    };
+    let passed = goal(&first_goal_passed().0, &goal_ids(&first_goal_passed().0)[0])
+        ["successCriteria"][0]["status"]
+        .clone();
+    let passed = passed.as_str().unwrap().to_owned();
+
+    // Honest use: the next goal is handed over from the cut-down body.
+    let (honest, ids) = first_goal_passed();
+    let (read, answer) = complete_first(&honest, &ids)(&engine(honest.path(), at(1)));
+    assert_eq!(read, PlanRead::StatusView, "{answer}");
+    assert_eq!(goal(&honest, &ids[1])["status"], "in_progress");
+
+    let (repo, ids) = first_goal_passed();
+    forge_cut(&repo, 1, &passed);
+    assert_ne!(
+        goal(&repo, &ids[1])["successCriteria"][0]["status"],
+        passed.as_str()
+    );
+    // The forgery passes the vouching: `status` reads the forged body.
+    let status =
+        evidence_gate::goals::ops::status::run(&engine(repo.path(), at(2)), None).expect("status");
+    assert_eq!(status.plan_read, PlanRead::StatusView);
+    let before = state_files(repo.path());
+    let (read, answer) = complete_first(&repo, &ids)(&engine(repo.path(), at(3)));
+    assert_eq!(read, PlanRead::Whole, "refused: {answer}");
+    assert!(answer.starts_with("ULW_LOOP_PLAN_CORRUPT"), "{answer}");
+    assert!(
+        answer.contains(&format!("/goals/1: goal `{}`", ids[1])) && answer.contains(SIDECAR),
+        "names the goal and the file to remove: {answer}"
+    );
+    // Nothing written: the ledger's index alone caught up with the record
+    // the forger appended, as every command that reads the ledger under the
+    // lock brings it up to date.
+    let after = state_files(repo.path());
+    let changed: Vec<&String> = after
+        .iter()
+        .filter(|f| !before.contains(f))
+        .map(|f| &f.0)
+        .collect();
+    assert_eq!(after.len(), before.len());
+    assert_eq!(changed, [".ledger.idx"], "nothing else written");
+
+    // Naming the forged goal reads the plan whole; the write binds an
+    // honest body again, which the next mutation reads.
+    let reword = steered(serde_json::json!([proposal(
+        "revise_pending_wording",
+        serde_json::json!({"goalId": ids[1], "revisedTitle": "b v2"})
+    )]));
+    let (read, answer) = reword(&engine(repo.path(), at(4)));
+    assert_eq!(read, PlanRead::Whole, "{answer}");
+    assert!(answer.starts_with("true"), "{answer}");
+    for f in FORGED {
+        assert!(state_files(repo.path()).iter().any(|(n, _)| n == f), "{f}");
+    }
+    let (read, answer) = complete_first(&repo, &ids)(&engine(repo.path(), at(5)));
+    assert_eq!(read, PlanRead::StatusView, "{answer}");
+    assert_eq!(goal(&repo, &ids[1])["status"], "in_progress");
+
+    // `complete-goals` resumes the goal in progress without writing, and
+    // hands it over in full: forged, it is refused before it is read.
+    let resume = |repo: &Repo, n: u64| {
+        let e = engine(repo.path(), at(n));
+        answered(evidence_gate::goals::ops::complete::run(&e, false), |o| {
+            (o.plan_read, format!("{:?}", o.report))
+        })
+    };
+    let (honest, _) = first_goal_passed();
+    let (read, answer) = resume(&honest, 6);
+    assert_eq!(read, PlanRead::StatusView, "{answer}");
+    let (repo, ids) = first_goal_passed();
+    forge_cut(&repo, 0, "fail");
+    let before = state_files(repo.path());
+    let (_, answer) = resume(&repo, 7);
+    assert!(
+        answer.starts_with("ULW_LOOP_PLAN_CORRUPT")
+            && answer.contains(&format!("/goals/0: goal `{}`", ids[0])),
+        "{answer}"
+    );
+    let after = state_files(repo.path());
+    assert!(
+        after
+            .iter()
+            .all(|f| before.contains(f) || f.0 == ".ledger.idx")
+    );
+}

@@ -148,7 +148,7 @@ pub fn run(engine: &Engine, retry_failed: bool) -> Result<CompleteOutcome, GoalE
     let outcome = scheduler::run(engine, &mut plan, retry_failed, &now, &mut entries);
     // The report hands the scheduled goal's criteria over in full.
     if let Outcome::Resumed(id) | Outcome::Started(id) | Outcome::BlockedOnUser(id) = &outcome {
-        plan.read_goal(id);
+        plan.read_goal(id, &engine.paths)?;
     }
     if !entries.is_empty() || !plan.pending.is_empty() {
         let mut committed = locked.commit(Write::Plan(Box::new(plan)), entries)?;

@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 pub(crate) use body::BodyText;
 pub use body::body_sha256;
 pub use model::{Criterion, CriterionStatus, Goal, GoalStatus, Mode};
-pub(crate) use model::{GoalMut, Overlay, STATUS_MEMBERS, UserModel, remove_key};
+pub(crate) use model::{GoalMut, Overlay, STATUS_FILE, STATUS_MEMBERS, UserModel, remove_key};
 
 use super::error::{ErrorKind, GoalError};
 use super::profile::Profile;
@@ -87,10 +87,10 @@ struct Partial {
     markers: Vec<String>,
     /// How a goal is cut down ([`crate::goals::stop_view::status`]).
     cut_goal: CutGoal,
-    /// A goal's text in the file did not read back as the goal its cut-down
-    /// form was cut from: the plan is refused before anything is written
-    /// ([`Plan::refuse_unreadable`]).
-    unreadable: bool,
+    /// The first goal (its index and id) whose text in the file did not
+    /// read back as the goal its cut-down form was cut from: the plan is
+    /// refused before anything is written ([`Plan::refuse_unreadable`]).
+    unreadable: Option<(usize, String)>,
 }
 
 /// A goal cut down under seeded markers, serialised as the cut-down body
@@ -719,7 +719,7 @@ impl Plan {
             cut,
             markers: markers.to_vec(),
             cut_goal,
-            unreadable: false,
+            unreadable: None,
         };
         as_bound(decoded, file, plan_sha256, Some(partial))
     }
@@ -746,17 +746,24 @@ impl Plan {
             .expect("validated");
         match text.and_then(|t| whole_goal(t, &goals[i], &p.markers, p.cut_goal)) {
             Some(whole) => goals[i] = whole,
-            None => p.unreadable = true,
+            None if p.unreadable.is_none() => {
+                let id = goals[i].get("id").and_then(Value::as_str).unwrap_or("");
+                p.unreadable = Some((i, id.to_owned()));
+            }
+            None => {}
         }
     }
 
     /// Reads goal `id` whole when it holds only what the cut keeps
     /// ([`Plan::for_mutation`]), without changing it: for a caller that
-    /// reads its criteria in full.
-    pub(crate) fn read_goal(&mut self, id: &str) {
+    /// reads its criteria in full. `ULW_LOOP_PLAN_CORRUPT` at once when its
+    /// text does not read back ([`Plan::refuse_unreadable`]), before the
+    /// caller reads it.
+    pub(crate) fn read_goal(&mut self, id: &str, paths: &StatePaths) -> Result<(), GoalError> {
         if let Some(&i) = self.index.get(id) {
             self.read_whole(i);
         }
+        self.refuse_unreadable(paths)
     }
 
     /// Whether some goals hold only what the cut keeps of their criteria
@@ -771,13 +778,17 @@ impl Plan {
     /// `ULW_LOOP_PLAN_CORRUPT` when a goal of a plan read for a mutation
     /// could not be read whole from its text ([`Plan::for_mutation`]).
     pub(crate) fn refuse_unreadable(&self, paths: &StatePaths) -> Result<(), GoalError> {
-        match &self.partial {
-            Some(p) if p.unreadable => Err(corrupt(
+        match self.partial.as_ref().and_then(|p| p.unreadable.as_ref()) {
+            Some((i, id)) => Err(corrupt(
                 &paths.goals(),
-                "/goals",
-                "a goal's text does not read back as the goal the plan's status view holds".into(),
+                &format!("/goals/{i}"),
+                format!(
+                    "goal `{id}` does not read back from its text as the cut-down body `{}` holds it (the body, or the ledger record vouching for it, was changed by hand); nothing was written: delete `{}` and run the command again, which then reads the plan whole",
+                    paths.file(STATUS_FILE),
+                    paths.file(STATUS_FILE),
+                ),
             )),
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 

@@ -340,6 +340,11 @@ impl<'a> GoalProgress<'a> {
 /// body keep of each criterion.
 pub(crate) const STATUS_MEMBERS: &[&str] = &["id", "status", "userModel", "essential"];
 
+/// The cut-down body's file in the state directory
+/// (`crate::goals::stop_view::status`), named here so that a refusal of
+/// the plan can say which file to remove.
+pub(crate) const STATUS_FILE: &str = ".goals.status";
+
 /// Read access to a validated criterion object.
 #[derive(Debug, Clone, Copy)]
 pub struct Criterion<'a>(pub &'a Map<String, Value>);

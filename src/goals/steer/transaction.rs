@@ -17,6 +17,7 @@ use crate::goals::error::{ErrorKind, GoalError, SteeringCode};
 use crate::goals::ops::lock_plan_reaching_timed;
 use crate::goals::plan::{Plan, PlanRead};
 use crate::goals::profile::Profile;
+use crate::goals::state::StatePaths;
 use crate::goals::txn::Write;
 
 enum Eval {
@@ -50,32 +51,34 @@ fn evaluate(
     index: &KeyIndex,
     batch: &[Prior],
     now: &str,
-) -> Evaluated {
+    paths: &StatePaths,
+) -> Result<Evaluated, GoalError> {
     let r = resolve::resolve(p);
     let digest = resolve::digest(p, &r);
     let conflict = match dedupe::lookup(index, batch, p, &r, &digest) {
         Some(Hit::Same(prior)) => {
-            return Evaluated {
+            return Ok(Evaluated {
                 r,
                 digest,
                 eval: Eval::Deduped(prior),
-            };
+            });
         }
         Some(Hit::Conflict(prior)) => Some(prior),
         None => None,
     };
     // The goals the proposal could touch, whole: judged, snapshotted and
-    // changed in full.
+    // changed in full. (Read whole when the plan was read, unless an earlier
+    // item of the batch created them.)
     for id in &r.targets {
-        plan.read_goal(id);
+        plan.read_goal(id, paths)?;
     }
     let judgement = validate::judge(plan, profile, p, &r, conflict.is_some());
     if !judgement.accepted() {
-        return Evaluated {
+        return Ok(Evaluated {
             r,
             digest,
             eval: Eval::Rejected(judgement, conflict),
-        };
+        });
     }
     let before = snapshot::before(plan, &r.targets);
     let batches_before = batches_value(plan);
@@ -83,7 +86,7 @@ fn evaluate(
     let snapshots = snapshot::pair(before, plan, &applied.created);
     let batches_after = batches_value(plan);
     let batches = (batches_before != batches_after).then_some((batches_before, batches_after));
-    Evaluated {
+    Ok(Evaluated {
         r,
         digest,
         eval: Eval::Accepted {
@@ -92,7 +95,22 @@ fn evaluate(
             snapshots,
             batches,
         },
+    })
+}
+
+/// The goals `proposals` target, as each names them: read whole with the
+/// plan ([`crate::goals::plan::Plan::for_mutation`]), so that a target whose
+/// cut-down form is in doubt sends the plan to a whole reading.
+fn targets<'p>(proposals: impl IntoIterator<Item = &'p Proposal>) -> Vec<String> {
+    let mut all: Vec<String> = Vec::new();
+    for p in proposals {
+        for t in resolve::resolve(p).targets {
+            if !all.contains(&t) {
+                all.push(t);
+            }
+        }
     }
+    all
 }
 
 fn warning_values(codes: &[&'static str]) -> Vec<Value> {
@@ -186,14 +204,23 @@ pub fn apply_parsed(
     lock_timeout: Option<Duration>,
 ) -> Result<SteerOutcome, GoalError> {
     let timeout = lock_timeout.unwrap_or(engine.lock_timeout());
-    // The goals a proposal targets are read whole when it is judged.
+    let reach = targets([p]);
+    let reach: Vec<&str> = reach.iter().map(String::as_str).collect();
     let (mut locked, mut plan, plan_read) =
-        lock_plan_reaching_timed(engine, "steer", &[], timeout)?;
+        lock_plan_reaching_timed(engine, "steer", &reach, timeout)?;
     let index = dedupe::resolve(&mut locked, &[p], "steer")?;
     let now = p
         .text("now")
         .map_or_else(|| locked.now.clone(), str::to_owned);
-    let ev = evaluate(&mut plan, &engine.profile, p, &index, &[], &now);
+    let ev = evaluate(
+        &mut plan,
+        &engine.profile,
+        p,
+        &index,
+        &[],
+        &now,
+        &engine.paths,
+    )?;
     let revision = plan.revision();
     let max_record = engine.profile.limits.max_ledger_record_bytes;
     let (item, error, writes_plan, entries) = match ev.eval {
@@ -315,9 +342,10 @@ pub fn apply_batch(
         .map(|(i, v)| parse_proposal(v, Channel::Batch, defaults, Some(i)))
         .collect::<Result<_, _>>()?;
     let timeout = defaults.lock_timeout.unwrap_or(engine.lock_timeout());
-    // The goals a proposal targets are read whole when it is judged.
+    let reach = targets(&parsed);
+    let reach: Vec<&str> = reach.iter().map(String::as_str).collect();
     let (mut locked, mut plan, plan_read) =
-        lock_plan_reaching_timed(engine, "steer", &[], timeout)?;
+        lock_plan_reaching_timed(engine, "steer", &reach, timeout)?;
     let all: Vec<&Proposal> = parsed.iter().collect();
     let index = dedupe::resolve(&mut locked, &all, "steer")?;
     let original_batches = batches_value(&plan);
@@ -328,7 +356,15 @@ pub fn apply_batch(
         let now = p
             .text("now")
             .map_or_else(|| locked.now.clone(), str::to_owned);
-        let ev = evaluate(&mut plan, &engine.profile, p, &index, &priors, &now);
+        let ev = evaluate(
+            &mut plan,
+            &engine.profile,
+            p,
+            &index,
+            &priors,
+            &now,
+            &engine.paths,
+        )?;
         if matches!(ev.eval, Eval::Accepted { .. }) {
             for key in dedupe::keys(p) {
                 priors.push(Prior {

@@ -28,7 +28,7 @@ use crate::goals::plan::{Criterion, Plan};
 use crate::goals::state::{self, ReadOutcome, StatePaths};
 
 /// The file in the state directory.
-pub(crate) const FILE: &str = ".goals.status";
+pub(crate) const FILE: &str = crate::goals::plan::STATUS_FILE;
 /// The format version (a file of another version is not trusted).
 const VERSION: u32 = 1;
 

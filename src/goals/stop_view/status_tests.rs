@@ -227,7 +227,7 @@ fn mutations_alike(
                 (
                     "handover, appended",
                     Box::new(move |plan: &mut Plan| {
-                        plan.read_goal(id);
+                        plan.read_goal(id, paths).expect("reads back");
                         let new = json!({"id": "G-new", "title": "n", "objective": "n",
                             "successCriteria": [{"id": "C1", "scenario": "s"}]});
                         plan.push_goal(new.as_object().unwrap().clone());
@@ -264,9 +264,21 @@ fn mutations_alike(
     forged["goals"][0]["title"] = json!("forged title");
     assert!(partly(&forged, &[first]).is_err(), "a reached goal differs");
     let mut p = partly(&forged, &[]).unwrap();
+    let at_once = p.read_goal(first, paths).unwrap_err();
+    assert_eq!(at_once.code(), "ULW_LOOP_PLAN_CORRUPT");
+    let mut p = partly(&forged, &[]).unwrap();
     p.goal_mut(first).unwrap();
     let refused = p.refuse_unreadable(paths).unwrap_err();
     assert_eq!(refused.code(), "ULW_LOOP_PLAN_CORRUPT");
+    let id = reduced["goals"][0]["id"].as_str().unwrap_or("");
+    assert!(
+        refused
+            .message
+            .contains(&format!("/goals/0: goal `{id}` does not read back"))
+            && refused.message.contains(".goals.status"),
+        "names the goal and the file: {}",
+        refused.message
+    );
 }
 
 fn with_last_mutation(mut doc: Map<String, Value>) -> Map<String, Value> {

@@ -227,7 +227,7 @@ pub fn run(engine: &Engine, req: CheckpointRequest) -> Result<CheckpointOutcome,
     if let Some(Outcome::Resumed(next) | Outcome::Started(next) | Outcome::BlockedOnUser(next)) =
         &outcome
     {
-        plan.read_goal(next);
+        plan.read_goal(next, &engine.paths)?;
     }
     let goal = GoalRecord::of(plan.goal(&id).expect("exists"));
     let passed = entries.len();
