@@ -605,6 +605,23 @@ fn usage_errors_exit_2() {
         assert!(!run.stderr.is_empty());
         assert!(run.stdout.is_empty());
     }
+    // A payload with a --plan-dir under no profile's state directory: refused
+    // by the audit, which runs first, with no report.
+    r.write("x.json", serde_json::to_vec(&payload(json!([]))).unwrap());
+    for (args, stdin) in [
+        (vec!["x.json", "--plan-dir", "src"], None),
+        (vec!["-", "--plan-dir", ".omo/elsewhere"], Some(&b"{}"[..])),
+    ] {
+        let run = r.run("verify-evidence", &args, stdin);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("lies under no profile's state directory"),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert!(run.stdout.is_empty());
+    }
     let help = r.run("verify-evidence", &["--help"], None);
     assert_eq!(help.code, 0);
     assert!(help.stdout.contains("--root") && help.stdout.contains("Exit status"));
